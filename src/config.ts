@@ -1,0 +1,112 @@
+import { Type as T, type Static, type TSchema } from '@sinclair/typebox'
+import { Value } from '@sinclair/typebox/value'
+import { resolve } from 'node:path'
+
+const MB = 1024 * 1024
+const GB = 1024 * MB
+
+const Bool = T.Union([T.Literal('1'), T.Literal('0'), T.Literal('true'), T.Literal('false')])
+const Int = (min = 0) => T.Integer({ minimum: min })
+const Ratio = T.Number({ minimum: 0, maximum: 1 })
+
+/** Every environment variable the service reads, with its default. Sizes are bytes, durations seconds. */
+const variables = {
+  PORT: { schema: T.Integer({ minimum: 0, maximum: 65535 }), default: '3000' },
+  PUBLIC_URL: { schema: T.String({ pattern: '^(|https?://\\S+)$' }), default: '' },
+  DATA_DIR: { schema: T.String({ minLength: 1 }), default: 'data' },
+  SITE_NAME: { schema: T.String({ minLength: 1, maxLength: 100 }), default: 'imghost' },
+  SITE_COLOR: { schema: T.String({ pattern: '^#[0-9a-fA-F]{6}$' }), default: '#3b82f6' },
+  JWT_SECRET: { schema: T.String(), default: '' },
+  ADMIN_USERNAME: { schema: T.String(), default: '' },
+  ADMIN_EMAIL: { schema: T.String(), default: '' },
+  ADMIN_PASSWORD: { schema: T.String(), default: '' },
+  SMTP_URL: { schema: T.String({ pattern: '^(|smtps?://.+)$' }), default: '' },
+  SMTP_FROM: { schema: T.String(), default: '' },
+  TRUST_PROXY: { schema: Bool, default: 'false' },
+  LOG_REQUESTS: { schema: Bool, default: 'true' },
+
+  MAX_FILES_PER_UPLOAD: { schema: Int(1), default: '15' },
+  ADMIN_MAX_FILES_PER_UPLOAD: { schema: Int(1), default: '100' },
+  MAX_FILE_SIZE: { schema: Int(1), default: String(50 * MB) },
+  UNVERIFIED_STORAGE_LIMIT: { schema: Int(0), default: String(500 * MB) },
+  VERIFIED_STORAGE_LIMIT: { schema: Int(0), default: String(10 * GB) },
+  UPLOADS_PER_HOUR: { schema: Int(1), default: '100' },
+  ANON_MAX_FILES_PER_UPLOAD: { schema: Int(1), default: '5' },
+  ANON_MAX_FILE_SIZE: { schema: Int(1), default: String(25 * MB) },
+  ANON_UPLOADS_PER_WINDOW: { schema: Int(1), default: '10' },
+  ANON_WINDOW_SECONDS: { schema: Int(1), default: '600' },
+  WEB_MAX_FILES_PER_UPLOAD: { schema: Int(1), default: '15' },
+  GLOBAL_RATE_LIMIT: { schema: Int(1), default: '500' },
+  MAX_IMAGE_PIXELS: { schema: Int(1), default: '100000000' },
+  STRIP_METADATA: { schema: T.Union([T.Literal('gps'), T.Literal('all'), T.Literal('none')]), default: 'gps' },
+
+  NSFW_PORN_HENTAI_THRESHOLD: { schema: Ratio, default: '0.5' },
+  NSFW_SEXY_THRESHOLD: { schema: Ratio, default: '0.8' },
+  NSFW_SCAN_TIMEOUT_MS: { schema: Int(1), default: '15000' },
+  NSFW_MAX_QUEUE: { schema: Int(1), default: '64' },
+  SCAN_API_UPLOADS: { schema: Bool, default: 'false' },
+} satisfies Record<string, { schema: TSchema; default: string }>
+
+type Vars = typeof variables
+type Parsed = { [K in keyof Vars]: Static<Vars[K]['schema']> }
+
+export class ConfigError extends Error {}
+
+function parseVariable(name: string, raw: string, schema: TSchema): unknown {
+  const value = Value.Convert(schema, raw)
+  if (!Value.Check(schema, value)) {
+    throw new ConfigError(`Invalid value for ${name}: ${JSON.stringify(raw)}`)
+  }
+  return value
+}
+
+const isTrue = (v: string) => v === '1' || v === 'true'
+
+/** Parses and checks the environment once; a bad value throws a ConfigError naming the variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env) {
+  const raw = {} as Parsed
+  for (const [name, spec] of Object.entries(variables)) {
+    const given = env[name]
+    ;(raw as Record<string, unknown>)[name] = parseVariable(name, given === undefined || given === '' ? spec.default : given, spec.schema)
+  }
+  const publicUrl = (raw.PUBLIC_URL || `http://localhost:${raw.PORT}`).replace(/\/+$/, '')
+  return Object.freeze({
+    port: raw.PORT,
+    publicUrl,
+    dataDir: resolve(raw.DATA_DIR),
+    siteName: raw.SITE_NAME,
+    siteColor: raw.SITE_COLOR,
+    jwtSecret: raw.JWT_SECRET,
+    admin: { username: raw.ADMIN_USERNAME, email: raw.ADMIN_EMAIL, password: raw.ADMIN_PASSWORD },
+    smtp: { url: raw.SMTP_URL, from: raw.SMTP_FROM || `no-reply@${new URL(publicUrl).hostname}` },
+    trustProxy: isTrue(raw.TRUST_PROXY),
+    logRequests: isTrue(raw.LOG_REQUESTS),
+    limits: Object.freeze({
+      user: { maxFiles: raw.MAX_FILES_PER_UPLOAD, maxFileSize: raw.MAX_FILE_SIZE },
+      admin: { maxFiles: raw.ADMIN_MAX_FILES_PER_UPLOAD },
+      storage: { unverified: raw.UNVERIFIED_STORAGE_LIMIT, verified: raw.VERIFIED_STORAGE_LIMIT },
+      uploadsPerHour: raw.UPLOADS_PER_HOUR,
+      web: { maxFiles: raw.WEB_MAX_FILES_PER_UPLOAD },
+      anonymous: {
+        maxFiles: raw.ANON_MAX_FILES_PER_UPLOAD,
+        maxFileSize: raw.ANON_MAX_FILE_SIZE,
+        uploads: raw.ANON_UPLOADS_PER_WINDOW,
+        windowSeconds: raw.ANON_WINDOW_SECONDS,
+      },
+      globalPerMinute: raw.GLOBAL_RATE_LIMIT,
+      maxPixels: raw.MAX_IMAGE_PIXELS,
+    }),
+    stripMetadata: raw.STRIP_METADATA,
+    nsfw: Object.freeze({
+      thresholds: { pornHentai: raw.NSFW_PORN_HENTAI_THRESHOLD, sexy: raw.NSFW_SEXY_THRESHOLD },
+      timeoutMs: raw.NSFW_SCAN_TIMEOUT_MS,
+      maxQueue: raw.NSFW_MAX_QUEUE,
+      scanApiUploads: isTrue(raw.SCAN_API_UPLOADS),
+    }),
+  })
+}
+
+export type Config = ReturnType<typeof loadConfig>
+
+/** Names and defaults, for the README and the CLI's help. */
+export const configVariables = Object.fromEntries(Object.entries(variables).map(([k, v]) => [k, v.default]))

@@ -1,0 +1,75 @@
+import { jwt } from '@elysiajs/jwt'
+import { Elysia } from 'elysia'
+import type { User } from '../db/schema'
+import type { AuthService } from '../modules/auth/service'
+import { forbidden, unauthorized } from './errors'
+
+export const JWT_TTL = '7d'
+
+/** OpenAPI security requirements, named as in the document's securitySchemes. */
+export const security = {
+  apiKey: [{ apiKey: [] }],
+  bearer: [{ bearer: [] }],
+  optionalBearer: [{}, { bearer: [] }],
+} as const
+
+function bearerToken(header: string | undefined): string | null {
+  if (!header) return null
+  const match = /^Bearer\s+(\S+)$/i.exec(header)
+  if (!match) throw unauthorized('Malformed Authorization header')
+  return match[1]
+}
+
+/**
+ * The one auth guard: routes opt in with `apiKey`, `session`, `optionalSession` or `admin`, and receive `user`.
+ * A credential that is present but wrong is always 401, never treated as anonymous.
+ */
+export function authGuard(auth: AuthService, secret: string) {
+  return new Elysia({ name: 'auth-guard' })
+    .use(jwt({ name: 'jwt', secret, alg: 'HS256', exp: JWT_TTL }))
+    .derive({ as: 'global' }, ({ jwt }) => ({
+      /** Resolves the bearer token of a request, or null when none was sent. */
+      async sessionFrom(header: string | undefined): Promise<User | null> {
+        const token = bearerToken(header)
+        if (token === null) return null
+        // Pinning the algorithm refuses `alg: none` and any algorithm switch.
+        const payload = await jwt.verify(token, { algorithms: ['HS256'] })
+        const userId = payload && typeof payload.sub === 'string' ? Number(payload.sub) : NaN
+        if (!Number.isSafeInteger(userId)) throw unauthorized('Invalid or expired token')
+        return auth.sessionUser(userId)
+      },
+    }))
+    .macro({
+      apiKey: {
+        detail: { security: security.apiKey as unknown as Record<string, string[]>[] },
+        resolve({ headers }) {
+          const secret = headers['x-api-key']
+          if (!secret) throw unauthorized('Missing API key (X-API-Key header)')
+          return { user: auth.keyUser(secret) }
+        },
+      },
+      session: {
+        detail: { security: security.bearer as unknown as Record<string, string[]>[] },
+        async resolve({ headers, sessionFrom }) {
+          const user = await sessionFrom(headers.authorization)
+          if (!user) throw unauthorized('Missing bearer token')
+          return { user }
+        },
+      },
+      optionalSession: {
+        detail: { security: security.optionalBearer as unknown as Record<string, string[]>[] },
+        async resolve({ headers, sessionFrom }) {
+          return { user: await sessionFrom(headers.authorization) }
+        },
+      },
+      admin: {
+        detail: { security: security.bearer as unknown as Record<string, string[]>[] },
+        async resolve({ headers, sessionFrom }) {
+          const user = await sessionFrom(headers.authorization)
+          if (!user) throw unauthorized('Missing bearer token')
+          if (user.role !== 'admin') throw forbidden('Admin only')
+          return { user }
+        },
+      },
+    })
+}

@@ -1,0 +1,73 @@
+import { Elysia, t } from 'elysia'
+
+/** The one error type of the service: services throw it, the error hook turns it into `{ error }` with its status. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message)
+  }
+}
+
+export const badRequest = (message: string, extra?: Record<string, unknown>) => new HttpError(400, message, extra)
+export const unauthorized = (message = 'Authentication required') => new HttpError(401, message)
+export const forbidden = (message = 'Forbidden') => new HttpError(403, message)
+export const notFound = (message = 'Not found', extra?: Record<string, unknown>) => new HttpError(404, message, extra)
+export const conflict = (message: string) => new HttpError(409, message)
+export const tooLarge = (message: string) => new HttpError(413, message)
+
+export const ErrorBody = t.Object({ error: t.String() }, { description: 'Error', additionalProperties: true })
+
+/** Error responses for route schemas, so /swagger lists them next to the success shape. */
+export function errors(...statuses: number[]) {
+  return Object.fromEntries(statuses.map((s) => [s, ErrorBody])) as Record<number, typeof ErrorBody>
+}
+
+type ValidationLike = { all?: { path?: string; message?: string; summary?: string }[]; message?: string }
+
+function validationMessage(error: ValidationLike): string {
+  const first = error.all?.[0]
+  if (!first) return 'Invalid request'
+  const field = first.path?.replace(/^\//, '').replace(/\//g, '.')
+  const what = first.summary ?? first.message ?? 'is invalid'
+  return field ? `Invalid ${field}: ${what}` : what
+}
+
+/** Maps every failure (ours, the framework's, unexpected ones) onto `{ error }` with the contract's status. */
+export const errorModel = new Elysia({ name: 'error-model' })
+  .error({ HttpError })
+  .onError({ as: 'global' }, ({ code, error, set }) => {
+    set.headers['content-type'] = 'application/json; charset=utf-8'
+    switch (code) {
+      case 'HttpError':
+        set.status = error.status
+        Object.assign(set.headers, error.headers)
+        return { error: error.message, ...error.extra }
+      case 'VALIDATION':
+        set.status = 400
+        return { error: validationMessage(error as unknown as ValidationLike) }
+      case 'PARSE':
+        set.status = 400
+        return { error: 'Malformed request body' }
+      case 'NOT_FOUND':
+        set.status = 404
+        return { error: 'Not found' }
+      case 'INVALID_COOKIE_SIGNATURE':
+      case 'INVALID_FILE_TYPE':
+        set.status = 400
+        return { error: 'Invalid request' }
+      default: {
+        const status = (error as { status?: unknown }).status
+        if (typeof status === 'number' && status >= 400 && status < 500) {
+          set.status = status
+          return { error: status === 413 ? 'Request body too large' : 'Invalid request' }
+        }
+        console.error(JSON.stringify({ level: 'error', msg: 'unhandled error', error: String((error as Error)?.stack ?? error) }))
+        set.status = 500
+        return { error: 'Internal server error' }
+      }
+    }
+  })

@@ -1,0 +1,15 @@
+import { t } from 'elysia'
+
+/** Common TypeBox pieces shared by several features. */
+export const IMAGE_ID_PATTERN = '^[A-Za-z0-9]{8}$'
+export const ImageId = t.String({ pattern: IMAGE_ID_PATTERN, description: '8-character image id' })
+export const AlbumId = t.String({ pattern: IMAGE_ID_PATTERN, description: '8-character album id' })
+export const Timestamp = t.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds' })
+export const Visibility = t.Union([t.Literal('public'), t.Literal('private')])
+export const Success = t.Object({ success: t.Literal(true) })
+
+/** `page`/`limit` as query strings; they must be positive integers (checked by the service for a clear message). */
+export const PageQuery = t.Object({
+  page: t.Optional(t.String({ description: 'Page number, default 1' })),
+  limit: t.Optional(t.String({ description: 'Items per page' })),
+})

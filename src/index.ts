@@ -1,0 +1,29 @@
+import { ConfigError, loadConfig } from './config'
+import { startServer } from './server'
+
+function readConfig() {
+  try {
+    return loadConfig()
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(error.message)
+      process.exit(1)
+    }
+    throw error
+  }
+}
+
+const config = readConfig()
+const server = await startServer(config)
+console.log(JSON.stringify({ level: 'info', msg: 'listening', url: config.publicUrl, port: server.port }))
+
+let stopping = false
+async function shutdown(signal: string) {
+  if (stopping) return
+  stopping = true
+  console.log(JSON.stringify({ level: 'info', msg: 'shutting down', signal }))
+  await server.stop()
+  process.exit(0)
+}
+process.on('SIGTERM', () => void shutdown('SIGTERM'))
+process.on('SIGINT', () => void shutdown('SIGINT'))

@@ -1,0 +1,19 @@
+import { randomBytes, randomInt } from 'node:crypto'
+
+const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
+
+/** Random `[A-Za-z0-9]` string from a CSPRNG (ids and secrets must not be guessable). */
+export function randomAlphanumeric(length: number): string {
+  let out = ''
+  for (let i = 0; i < length; i++) out += ALPHANUMERIC[randomInt(ALPHANUMERIC.length)]
+  return out
+}
+
+/** 8-character public id for images and albums. */
+export const newPublicId = () => randomAlphanumeric(8)
+
+export const randomToken = (bytes = 32) => randomBytes(bytes).toString('base64url')
+
+export function sha256Hex(value: string | Uint8Array): string {
+  return new Bun.CryptoHasher('sha256').update(value).digest('hex')
+}

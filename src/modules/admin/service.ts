@@ -1,0 +1,43 @@
+import { count, desc, eq, sql } from 'drizzle-orm'
+import type { Db } from '../../db/client'
+import { images, users } from '../../db/schema'
+import { notFound } from '../../http/errors'
+import { publicUser } from '../auth/service'
+
+export type AdminService = ReturnType<typeof createAdminService>
+
+export function createAdminService(db: Db) {
+  return {
+    listUsers(opts: { page: number; limit: number; q?: string }) {
+      const pattern = opts.q ? `%${opts.q.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null
+      const filter = pattern
+        ? sql`(lower(${users.username}) LIKE ${pattern} ESCAPE '\\' OR lower(${users.email}) LIKE ${pattern} ESCAPE '\\')`
+        : undefined
+      const total = db.select({ n: count() }).from(users).where(filter).get()?.n ?? 0
+      const rows = db
+        .select({
+          user: users,
+          totalImages: sql<number>`(select count(*) from ${images} where ${images.userId} = ${users.id})`,
+          storageUsed: sql<number>`(select coalesce(sum(${images.size}), 0) from ${images} where ${images.userId} = ${users.id})`,
+        })
+        .from(users)
+        .where(filter)
+        .orderBy(desc(users.id))
+        .limit(opts.limit)
+        .offset((opts.page - 1) * opts.limit)
+        .all()
+      return {
+        users: rows.map((r) => ({ ...publicUser(r.user), banned: r.user.banned, totalImages: r.totalImages, storageUsed: r.storageUsed })),
+        total,
+      }
+    },
+
+    updateUser(id: number, changes: { role?: 'user' | 'admin'; banned?: boolean; emailVerified?: boolean }) {
+      const updated = Object.keys(changes).length
+        ? db.update(users).set(changes).where(eq(users.id, id)).returning().get()
+        : db.select().from(users).where(eq(users.id, id)).get()
+      if (!updated) throw notFound('User not found')
+      return updated
+    },
+  }
+}

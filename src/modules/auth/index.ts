@@ -1,0 +1,94 @@
+import { Elysia } from 'elysia'
+import type { authGuard } from '../../http/auth'
+import { errors } from '../../http/errors'
+import {
+  AccountBody,
+  KeyBody,
+  KeyCreatedResponse,
+  KeyIdParams,
+  KeyListResponse,
+  LoginBody,
+  RegisterBody,
+  SessionResponse,
+  Success,
+  UserResponse,
+  VerifyBody,
+} from './model'
+import { publicApiKey, publicUser, type AuthService } from './service'
+
+export function authModule(auth: AuthService, guard: ReturnType<typeof authGuard>) {
+  return new Elysia({ name: 'module-auth' })
+    .use(guard)
+    .group('/api/auth', { detail: { tags: ['Auth'] } }, (app) =>
+      app
+        .post(
+          '/register',
+          async ({ body, jwt, set }) => {
+            const user = await auth.register(body)
+            set.status = 201
+            return { success: true as const, token: await jwt.sign({ sub: String(user.id) }), user: publicUser(user) }
+          },
+          { body: RegisterBody, response: { 201: SessionResponse, ...errors(400, 409) }, detail: { summary: 'Create an account' } },
+        )
+        .post(
+          '/login',
+          async ({ body, jwt }) => {
+            const user = await auth.login(body.username, body.password)
+            return { success: true as const, token: await jwt.sign({ sub: String(user.id) }), user: publicUser(user) }
+          },
+          { body: LoginBody, response: { 200: SessionResponse, ...errors(400, 401, 403) }, detail: { summary: 'Log in; the JWT lasts 7 days' } },
+        )
+        .get('/me', ({ user }) => ({ success: true as const, user: publicUser(user) }), {
+          session: true,
+          response: { 200: UserResponse, ...errors(401, 403) },
+          detail: { summary: 'The logged-in account' },
+        })
+        .post(
+          '/verify-email',
+          async ({ body }) => {
+            await auth.verifyEmail(body.token)
+            return { success: true as const }
+          },
+          { body: VerifyBody, response: { 200: Success, ...errors(400) }, detail: { summary: 'Verify an email address with its token' } },
+        )
+        .post(
+          '/resend-verification',
+          async ({ user }) => {
+            await auth.resendVerification(user)
+            return { success: true as const }
+          },
+          { session: true, response: { 200: Success, ...errors(400, 401, 403) }, detail: { summary: 'Send a new verification token' } },
+        ),
+    )
+    .patch('/api/account', ({ user, body }) => ({ success: true as const, user: publicUser(auth.updateAccount(user, body)) }), {
+      session: true,
+      body: AccountBody,
+      response: { 200: UserResponse, ...errors(400, 401, 403) },
+      detail: { tags: ['Auth'], summary: 'Change account settings (privateAccount makes every upload private)' },
+    })
+    .group('/api/keys', { detail: { tags: ['API keys'] } }, (app) =>
+      app
+        .get('', ({ user }) => ({ success: true as const, keys: auth.listKeys(user).map(publicApiKey) }), {
+          session: true,
+          response: { 200: KeyListResponse, ...errors(401, 403) },
+          detail: { summary: 'List your API keys (secrets are never shown again)' },
+        })
+        .post(
+          '',
+          ({ user, body, set }) => {
+            const { key, secret } = auth.createKey(user, body.name)
+            set.status = 201
+            return { success: true as const, key: publicApiKey(key), apiKey: secret }
+          },
+          { session: true, body: KeyBody, response: { 201: KeyCreatedResponse, ...errors(400, 401, 403) }, detail: { summary: 'Create an API key' } },
+        )
+        .delete(
+          '/:id',
+          ({ user, params }) => {
+            auth.deleteKey(user, params.id)
+            return { success: true as const }
+          },
+          { session: true, params: KeyIdParams, response: { 200: Success, ...errors(400, 401, 403, 404) }, detail: { summary: 'Revoke an API key' } },
+        ),
+    )
+}

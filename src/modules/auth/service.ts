@@ -1,0 +1,192 @@
+import { and, desc, eq, isNull, sql } from 'drizzle-orm'
+import type { Db } from '../../db/client'
+import { apiKeys, users, verificationTokens, type ApiKey, type User } from '../../db/schema'
+import { badRequest, conflict, forbidden, notFound, unauthorized } from '../../http/errors'
+import { randomAlphanumeric, randomToken, sha256Hex } from '../../lib/crypto'
+import { DAY_MS, iso } from '../../lib/time'
+import type { Mailer } from './mailer'
+
+const VERIFICATION_TTL_MS = 2 * DAY_MS
+const KEY_PREFIX = 'ihk_'
+const KEY_RANDOM_LENGTH = 40
+const USERNAME = /^[A-Za-z0-9_-]{3,32}$/
+// Deliberately simple: one @, no spaces, a dot in the domain. Delivery proves the rest.
+const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]{2,}$/
+
+export function publicUser(user: User) {
+  return {
+    id: user.id,
+    username: user.username,
+    email: user.email,
+    role: user.role,
+    emailVerified: user.emailVerified,
+    privateAccount: user.privateAccount,
+    createdAt: iso(user.createdAt),
+  }
+}
+
+export function publicApiKey(key: ApiKey) {
+  return {
+    id: key.id,
+    name: key.name,
+    prefix: key.prefix,
+    createdAt: iso(key.createdAt),
+    lastUsedAt: key.lastUsedAt ? iso(key.lastUsedAt) : null,
+  }
+}
+
+export function checkNewAccount(input: { username: string; email: string; password: string }) {
+  if (!USERNAME.test(input.username)) throw badRequest('username must be 3-32 characters of letters, digits, _ or -')
+  if (input.email.length > 254 || !EMAIL.test(input.email)) throw badRequest('email is not a valid address')
+  if (input.password.length < 8 || input.password.length > 256) throw badRequest('password must be 8-256 characters')
+}
+
+export type AuthService = ReturnType<typeof createAuthService>
+
+export function createAuthService(db: Db, mailer: Mailer) {
+  // Verifying against a real hash when the account does not exist keeps login timing the same either way.
+  const dummyHash = Bun.password.hashSync(randomToken(), { algorithm: 'argon2id' })
+
+  const findByLogin = (login: string) =>
+    db
+      .select()
+      .from(users)
+      .where(sql`lower(${users.username}) = lower(${login}) OR lower(${users.email}) = lower(${login})`)
+      .get()
+
+  const findById = (id: number) => db.select().from(users).where(eq(users.id, id)).get()
+
+  function assertActive(user: User) {
+    if (user.banned) throw forbidden('This account is banned')
+    return user
+  }
+
+  async function issueVerification(user: User) {
+    const token = randomToken()
+    db.insert(verificationTokens)
+      .values({ tokenHash: sha256Hex(token), userId: user.id, expiresAt: new Date(Date.now() + VERIFICATION_TTL_MS) })
+      .run()
+    await mailer.sendVerification(user.email, token)
+  }
+
+  return {
+    findById,
+
+    async createUser(input: { username: string; email: string; password: string; role?: 'user' | 'admin'; emailVerified?: boolean }) {
+      checkNewAccount(input)
+      const taken = db
+        .select({ username: users.username, email: users.email })
+        .from(users)
+        .where(sql`lower(${users.username}) = lower(${input.username}) OR lower(${users.email}) = lower(${input.email})`)
+        .get()
+      if (taken) {
+        throw conflict(taken.username.toLowerCase() === input.username.toLowerCase() ? 'username is already taken' : 'email is already registered')
+      }
+      const passwordHash = await Bun.password.hash(input.password, { algorithm: 'argon2id' })
+      try {
+        return db
+          .insert(users)
+          .values({
+            username: input.username,
+            email: input.email,
+            passwordHash,
+            role: input.role ?? 'user',
+            emailVerified: input.emailVerified ?? false,
+          })
+          .returning()
+          .get()
+      } catch (error) {
+        // Two registrations racing past the check above: the unique indexes decide.
+        if (String(error).includes('UNIQUE')) throw conflict('username or email is already registered')
+        throw error
+      }
+    },
+
+    async register(input: { username: string; email: string; password: string }) {
+      const user = await this.createUser(input)
+      await issueVerification(user)
+      return user
+    },
+
+    async login(login: string, password: string) {
+      const user = findByLogin(login)
+      const ok = await Bun.password.verify(password, user?.passwordHash ?? dummyHash)
+      if (!user || !ok) throw unauthorized('Invalid username or password')
+      return assertActive(user)
+    },
+
+    /** The user behind a verified JWT subject; a deleted account is a 401, a banned one 403. */
+    sessionUser(userId: number) {
+      const user = findById(userId)
+      if (!user) throw unauthorized('Invalid or expired token')
+      return assertActive(user)
+    },
+
+    /** The user behind an API key secret; updates the key's lastUsedAt. */
+    keyUser(secret: string) {
+      if (!secret.startsWith(KEY_PREFIX)) throw unauthorized('Invalid API key')
+      const row = db
+        .select({ user: users, keyId: apiKeys.id })
+        .from(apiKeys)
+        .innerJoin(users, eq(users.id, apiKeys.userId))
+        .where(eq(apiKeys.secretHash, sha256Hex(secret)))
+        .get()
+      if (!row) throw unauthorized('Invalid API key')
+      assertActive(row.user)
+      db.update(apiKeys).set({ lastUsedAt: new Date() }).where(eq(apiKeys.id, row.keyId)).run()
+      return row.user
+    },
+
+    async verifyEmail(token: string) {
+      const now = new Date()
+      const row = db.select().from(verificationTokens).where(eq(verificationTokens.tokenHash, sha256Hex(token))).get()
+      if (!row || row.usedAt || row.expiresAt < now) throw badRequest('Verification token is invalid or expired')
+      db.transaction((tx) => {
+        // Claiming the token with a conditional update makes it single-use even under concurrent requests.
+        const claimed = tx
+          .update(verificationTokens)
+          .set({ usedAt: now })
+          .where(and(eq(verificationTokens.tokenHash, row.tokenHash), isNull(verificationTokens.usedAt)))
+          .run()
+        if (claimed.changes !== 1) throw badRequest('Verification token is invalid or expired')
+        tx.update(users).set({ emailVerified: true }).where(eq(users.id, row.userId)).run()
+      })
+    },
+
+    async resendVerification(user: User) {
+      if (user.emailVerified) throw badRequest('Email is already verified')
+      await issueVerification(user)
+    },
+
+    updateAccount(user: User, changes: { privateAccount?: boolean }) {
+      if (changes.privateAccount === undefined) return user
+      return db.update(users).set({ privateAccount: changes.privateAccount }).where(eq(users.id, user.id)).returning().get()
+    },
+
+    listKeys(user: User) {
+      return db.select().from(apiKeys).where(eq(apiKeys.userId, user.id)).orderBy(desc(apiKeys.id)).all()
+    },
+
+    createKey(user: User, name: string) {
+      const secret = KEY_PREFIX + randomAlphanumeric(KEY_RANDOM_LENGTH)
+      const key = db
+        .insert(apiKeys)
+        .values({ userId: user.id, name, prefix: secret.slice(0, 8), secretHash: sha256Hex(secret) })
+        .returning()
+        .get()
+      return { key, secret }
+    },
+
+    deleteKey(user: User, id: number) {
+      const result = db.delete(apiKeys).where(and(eq(apiKeys.id, id), eq(apiKeys.userId, user.id))).run()
+      if (result.changes !== 1) throw notFound('API key not found')
+    },
+
+    /** Creates the first admin from config, once: an existing account with that name is left alone. */
+    async ensureAdmin(admin: { username: string; email: string; password: string }) {
+      if (!admin.username || !admin.password || !admin.email) return null
+      if (findByLogin(admin.username)) return null
+      return this.createUser({ ...admin, role: 'admin', emailVerified: true })
+    },
+  }
+}

@@ -1,0 +1,80 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { loadConfig } from '../src/config'
+import { startServer, type ServerOverrides } from '../src/server'
+
+/** A port nobody listens on right now (the OS picks it). */
+function freePort(): number {
+  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+  const port = probe.port
+  probe.stop(true)
+  return port
+}
+
+export interface TestServer {
+  url: string
+  dataDir: string
+  server: Awaited<ReturnType<typeof startServer>>
+  /** fetch relative to the server's base URL */
+  fetch(path: string, init?: RequestInit): Promise<Response>
+  json<T = any>(path: string, init?: RequestInit): Promise<{ status: number; body: T; headers: Headers }>
+  stop(): Promise<void>
+}
+
+/** Starts the real app on a random port with a fresh temp data directory. */
+export async function startTestServer(env: Record<string, string> = {}, overrides: ServerOverrides = {}): Promise<TestServer> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'imghost-test-'))
+  const port = freePort()
+  const config = loadConfig({ DATA_DIR: dataDir, PORT: String(port), LOG_REQUESTS: 'false', JWT_SECRET: 'test-secret-'.padEnd(48, 'x'), ...env })
+  const server = await startServer(config, overrides)
+  const url = `http://localhost:${port}`
+  const doFetch = (path: string, init?: RequestInit) => fetch(url + path, init)
+  return {
+    url,
+    dataDir,
+    server,
+    fetch: doFetch,
+    async json(path, init) {
+      const res = await doFetch(path, init)
+      const text = await res.text()
+      let body: any
+      try {
+        body = JSON.parse(text)
+      } catch {
+        throw new Error(`Expected JSON from ${path}, got ${res.status}: ${text.slice(0, 200)}`)
+      }
+      return { status: res.status, body, headers: res.headers }
+    },
+    async stop() {
+      await server.stop()
+      rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}
+
+export const jsonBody = (body: unknown, headers: Record<string, string> = {}): RequestInit => ({
+  headers: { 'content-type': 'application/json', ...headers },
+  body: JSON.stringify(body),
+})
+
+let counter = 0
+/** Registers a fresh account and returns its token and user. */
+export async function registerUser(t: TestServer, name = `user${Date.now().toString(36)}${counter++}`) {
+  const res = await t.json('/api/auth/register', { method: 'POST', ...jsonBody({ username: name, email: `${name}@example.com`, password: 'correct horse battery' }) })
+  if (res.status !== 201) throw new Error(`register failed: ${res.status} ${JSON.stringify(res.body)}`)
+  return { token: res.body.token as string, user: res.body.user, password: 'correct horse battery', bearer: { authorization: `Bearer ${res.body.token}` } }
+}
+
+/** Registers an account and creates an API key for it. */
+export async function userWithKey(t: TestServer, name?: string) {
+  const account = await registerUser(t, name)
+  const res = await t.json('/api/keys', { method: 'POST', ...jsonBody({ name: 'test' }, account.bearer) })
+  if (res.status !== 201) throw new Error(`key failed: ${res.status} ${JSON.stringify(res.body)}`)
+  return { ...account, apiKey: res.body.apiKey as string, keyHeader: { 'x-api-key': res.body.apiKey as string } }
+}
+
+/** Promotes an account to admin directly in the database (there is no API for the first admin). */
+export function makeAdmin(t: TestServer, userId: number) {
+  t.server.services.admin.updateUser(userId, { role: 'admin' })
+}
