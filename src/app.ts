@@ -5,32 +5,47 @@ import { authGuard } from './http/auth'
 import { clientIp } from './http/client-ip'
 import { errorModel } from './http/errors'
 import { apiDocs } from './http/openapi'
+import type { MediaProcessor } from './media/processor'
+import type { Classifier } from './moderation'
 import { adminModule } from './modules/admin'
 import { createAdminService } from './modules/admin/service'
 import { authModule } from './modules/auth'
 import type { Mailer } from './modules/auth/mailer'
 import { createAuthService } from './modules/auth/service'
+import { cdnModule } from './modules/cdn'
 import { healthModule } from './modules/health'
+import { imagesModule } from './modules/images'
+import { createImageService } from './modules/images/service'
+import { createUploadPipeline } from './modules/images/upload'
+import type { Storage } from './storage'
 
 export interface AppDeps {
   config: Config
   db: Db
   mailer: Mailer
   jwtSecret: string
+  storage: Storage
+  media: MediaProcessor
+  classifier: Classifier
 }
 
 /** Composes every feature into one Elysia app; tests build the app through this too. */
 export function createApp(deps: AppDeps) {
-  const auth = createAuthService(deps.db, deps.mailer)
+  const { config, db, storage } = deps
+  const auth = createAuthService(db, deps.mailer)
   const guard = authGuard(auth, deps.jwtSecret)
-  const services = { auth, admin: createAdminService(deps.db) }
+  const images = createImageService({ db, config, storage })
+  const pipeline = createUploadPipeline({ db, config, storage, media: deps.media, classifier: deps.classifier, thresholds: config.nsfw.thresholds })
+  const services = { auth, admin: createAdminService({ db, images }), images, pipeline }
 
   const app = new Elysia()
     .use(errorModel)
-    .use(clientIp(deps.config.trustProxy))
-    .use(apiDocs(deps.config.siteName))
-    .use(healthModule(deps.db))
+    .use(clientIp(config.trustProxy))
+    .use(apiDocs(config.siteName))
+    .use(healthModule(db))
     .use(authModule(auth, guard))
+    .use(imagesModule({ config, images, pipeline, guard }))
+    .use(cdnModule({ images, storage }))
     .use(adminModule(services.admin, guard))
 
   return { app, services }

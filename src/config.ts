@@ -13,6 +13,7 @@ const Ratio = T.Number({ minimum: 0, maximum: 1 })
 const variables = {
   PORT: { schema: T.Integer({ minimum: 0, maximum: 65535 }), default: '3000' },
   PUBLIC_URL: { schema: T.String({ pattern: '^(|https?://\\S+)$' }), default: '' },
+  CDN_URL: { schema: T.String({ pattern: '^(|https?://\\S+)$' }), default: '' },
   DATA_DIR: { schema: T.String({ minLength: 1 }), default: 'data' },
   SITE_NAME: { schema: T.String({ minLength: 1, maxLength: 100 }), default: 'imghost' },
   SITE_COLOR: { schema: T.String({ pattern: '^#[0-9a-fA-F]{6}$' }), default: '#3b82f6' },
@@ -73,6 +74,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   return Object.freeze({
     port: raw.PORT,
     publicUrl,
+    /** Base of direct and thumbnail links: a CDN or bucket domain when set, else the service itself. */
+    cdnUrl: (raw.CDN_URL || publicUrl).replace(/\/+$/, ''),
     dataDir: resolve(raw.DATA_DIR),
     siteName: raw.SITE_NAME,
     siteColor: raw.SITE_COLOR,

@@ -4,9 +4,15 @@ import { createApp, type AppDeps } from './app'
 import type { Config } from './config'
 import { closeDatabase, openDatabase } from './db/client'
 import { loadJwtSecret } from './lib/secrets'
+import { createMediaProcessor } from './media/processor'
+import { createNsfwClassifier } from './moderation'
 import { createMailer } from './modules/auth/mailer'
+import { createLocalStorage } from './storage/local'
+import { sweepOrphans } from './storage/sweep'
 
 export type ServerOverrides = Partial<Omit<AppDeps, 'config' | 'db'>>
+
+const VIEW_FLUSH_MS = 2000
 
 /** Opens the data directory and database, builds the app and listens; `stop` shuts everything down cleanly. */
 export async function startServer(config: Config, overrides: ServerOverrides = {}) {
@@ -17,19 +23,31 @@ export async function startServer(config: Config, overrides: ServerOverrides = {
     db,
     mailer: overrides.mailer ?? createMailer({ smtpUrl: config.smtp.url, from: config.smtp.from, publicUrl: config.publicUrl, siteName: config.siteName }),
     jwtSecret: overrides.jwtSecret ?? loadJwtSecret(config),
+    storage: overrides.storage ?? createLocalStorage(join(config.dataDir, 'files')),
+    media: overrides.media ?? createMediaProcessor({ maxPixels: config.limits.maxPixels }),
+    classifier: overrides.classifier ?? createNsfwClassifier({ timeoutMs: config.nsfw.timeoutMs, maxQueue: config.nsfw.maxQueue }),
   }
+  await sweepOrphans(db, deps.storage, join(config.dataDir, 'tmp'))
   const { app, services } = createApp(deps)
   await services.auth.ensureAdmin(config.admin)
+  // The model loads in the background: the server answers at once, and the first scan waits for it if needed.
+  deps.classifier.warm().catch((error) => console.error(JSON.stringify({ level: 'error', msg: 'classifier warm-up failed', error: String(error) })))
+  const flushTimer = setInterval(services.images.flushViews, VIEW_FLUSH_MS)
+  // Upload bodies are streamed and limited by the pipeline itself, per file and per request.
   app.listen({ port: config.port, hostname: '0.0.0.0', maxRequestBodySize: Number.MAX_SAFE_INTEGER })
 
   return {
     app,
     services,
     db,
+    deps,
     port: app.server!.port,
     async stop() {
-      // Stop accepting, let in-flight requests finish, then close the database.
+      // Stop accepting, let in-flight requests finish, write buffered views, then close everything.
       await app.stop(false)
+      clearInterval(flushTimer)
+      services.images.flushViews()
+      await deps.classifier.close()
       closeDatabase(db)
     },
   }

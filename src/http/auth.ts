@@ -11,6 +11,7 @@ export const security = {
   apiKey: [{ apiKey: [] }],
   bearer: [{ bearer: [] }],
   optionalBearer: [{}, { bearer: [] }],
+  apiKeyOrDeleteToken: [{ apiKey: [] }, { deleteToken: [] }],
 } as const
 
 function bearerToken(header: string | undefined): string | null {
@@ -46,6 +47,16 @@ export function authGuard(auth: AuthService, secret: string) {
           const secret = headers['x-api-key']
           if (!secret) throw unauthorized('Missing API key (X-API-Key header)')
           return { user: auth.keyUser(secret) }
+        },
+      },
+      /** The owner's key, or (for anonymous uploads) a delete token that the route checks itself. */
+      apiKeyOrDeleteToken: {
+        detail: { security: security.apiKeyOrDeleteToken as unknown as Record<string, string[]>[] },
+        resolve({ headers }) {
+          const secret = headers['x-api-key']
+          if (secret) return { user: auth.keyUser(secret) as User | null }
+          if (!headers['x-delete-token']) throw unauthorized('Missing API key (X-API-Key header)')
+          return { user: null as User | null }
         },
       },
       session: {

@@ -25,6 +25,7 @@ export function apiDocs(siteName: string) {
             securitySchemes: {
               apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
               bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+              deleteToken: { type: 'apiKey', in: 'header', name: 'X-Delete-Token', description: 'Returned with each anonymous upload' },
             },
           },
         },

@@ -1,4 +1,4 @@
-import { randomBytes, randomInt } from 'node:crypto'
+import { randomBytes, randomInt, timingSafeEqual } from 'node:crypto'
 
 const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
 
@@ -16,4 +16,11 @@ export const randomToken = (bytes = 32) => randomBytes(bytes).toString('base64ur
 
 export function sha256Hex(value: string | Uint8Array): string {
   return new Bun.CryptoHasher('sha256').update(value).digest('hex')
+}
+
+/** Constant-time comparison of two secrets (or their hashes). */
+export function safeEqual(a: string, b: string): boolean {
+  const left = Buffer.from(a)
+  const right = Buffer.from(b)
+  return left.length === right.length && timingSafeEqual(left, right)
 }

@@ -24,7 +24,7 @@ const WEDGED_AFTER_MS = 60_000;
 
 interface Job {
   id: number;
-  rgb: Uint8Array;
+  rgb: Uint8Array<ArrayBuffer>;
   resolve(scores: NsfwScores): void;
   reject(err: Error): void;
   deadline: ReturnType<typeof setTimeout>;
@@ -37,6 +37,8 @@ interface ModelWorker {
   /** Job the worker is computing; kept after that job timed out because the worker is still busy. */
   busyWith: number | null;
   watchdog: ReturnType<typeof setTimeout> | undefined;
+  /** Fails warm() callers still waiting; a no-op once the model is ready. */
+  failReady(err: Error): void;
 }
 
 /**
@@ -72,6 +74,7 @@ export function createNsfwClassifier(opts: ClassifierOptions): Classifier {
     current = null;
     clearTimeout(mw.watchdog);
     mw.worker.terminate();
+    mw.failReady(error);
     rejectAll(error);
   }
 
@@ -81,7 +84,7 @@ export function createNsfwClassifier(opts: ClassifierOptions): Classifier {
     const job = waiting.shift();
     if (!job) return;
     mw.busyWith = job.id;
-    mw.worker.postMessage({ id: job.id, rgb: job.rgb }, [job.rgb.buffer]);
+    mw.worker.postMessage({ id: job.id, rgb: job.rgb }, { transfer: [job.rgb.buffer] });
     mw.watchdog = setTimeout(
       () => discard(mw, new Error(`nsfw worker unresponsive for ${WEDGED_AFTER_MS} ms`)),
       WEDGED_AFTER_MS,
@@ -99,11 +102,7 @@ export function createNsfwClassifier(opts: ClassifierOptions): Classifier {
     // Load failures also reach callers through their jobs; this keeps an unobserved
     // warm-up promise from becoming an unhandled rejection.
     ready.catch(() => {});
-    const mw: ModelWorker = { worker, ready, isReady: false, busyWith: null, watchdog: undefined };
-    const fail = (error: Error): void => {
-      failReady(error);
-      discard(mw, error);
-    };
+    const mw: ModelWorker = { worker, ready, isReady: false, busyWith: null, watchdog: undefined, failReady };
 
     worker.onmessage = (event: MessageEvent<WorkerMessage>) => {
       const msg = event.data;
@@ -114,7 +113,7 @@ export function createNsfwClassifier(opts: ClassifierOptions): Classifier {
           dispatch();
           return;
         case "fatal":
-          fail(new Error(`nsfw model failed to load: ${msg.message}`));
+          discard(mw, new Error(`nsfw model failed to load: ${msg.message}`));
           return;
         case "result":
         case "error":
@@ -124,8 +123,8 @@ export function createNsfwClassifier(opts: ClassifierOptions): Classifier {
           dispatch();
       }
     };
-    worker.onerror = (event: ErrorEvent) => fail(new Error(`nsfw worker crashed: ${event.message}`));
-    worker.addEventListener("close", () => fail(new Error("nsfw worker exited")));
+    worker.onerror = (event: ErrorEvent) => discard(mw, new Error(`nsfw worker crashed: ${event.message}`));
+    worker.addEventListener("close", () => discard(mw, new Error("nsfw worker exited")));
     return mw;
   }
 
@@ -171,10 +170,7 @@ export function createNsfwClassifier(opts: ClassifierOptions): Classifier {
     async close(): Promise<void> {
       closed = true;
       const error = new Error("classifier is closed");
-      if (current) {
-        current.isReady || void 0;
-        discard(current, error);
-      }
+      if (current) discard(current, error);
       rejectAll(error);
     },
 

@@ -1,4 +1,3 @@
-/// <reference lib="webworker" />
 import * as tf from "@tensorflow/tfjs";
 import { load, type NSFWJS } from "nsfwjs";
 import { initBackend } from "./backend";

@@ -2,7 +2,9 @@ import { Elysia } from 'elysia'
 import type { authGuard } from '../../http/auth'
 import { errors } from '../../http/errors'
 import { pageCount, parsePage } from '../../http/pagination'
+import { Success } from '../../http/schemas'
 import { UserResponse } from '../auth/model'
+import { ImageIdParams } from '../images/model'
 import { publicUser } from '../auth/service'
 import { AdminUserPatch, AdminUsersQuery, AdminUsersResponse, UserIdParams } from './model'
 import type { AdminService } from './service'
@@ -22,6 +24,19 @@ export function adminModule(admin: AdminService, guard: ReturnType<typeof authGu
         query: AdminUsersQuery,
         response: { 200: AdminUsersResponse, ...errors(400, 401, 403) },
         detail: { tags: ['Admin'], summary: 'List accounts' },
+      },
+    )
+    .delete(
+      '/images/:id',
+      async ({ params }) => {
+        await admin.deleteImage(params.id)
+        return { success: true as const }
+      },
+      {
+        admin: true,
+        params: ImageIdParams,
+        response: { 200: Success, ...errors(401, 403, 404) },
+        detail: { tags: ['Admin'], summary: 'Delete any image, files included' },
       },
     )
     .patch('/users/:id', ({ params, body }) => ({ success: true as const, user: publicUser(admin.updateUser(params.id, body)) }), {

@@ -3,10 +3,11 @@ import type { Db } from '../../db/client'
 import { images, users } from '../../db/schema'
 import { notFound } from '../../http/errors'
 import { publicUser } from '../auth/service'
+import type { ImageService } from '../images/service'
 
 export type AdminService = ReturnType<typeof createAdminService>
 
-export function createAdminService(db: Db) {
+export function createAdminService({ db, images: imageService }: { db: Db; images: ImageService }) {
   return {
     listUsers(opts: { page: number; limit: number; q?: string }) {
       const pattern = opts.q ? `%${opts.q.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null
@@ -30,6 +31,13 @@ export function createAdminService(db: Db) {
         users: rows.map((r) => ({ ...publicUser(r.user), banned: r.user.banned, totalImages: r.totalImages, storageUsed: r.storageUsed })),
         total,
       }
+    },
+
+    /** Removes any image, its files included. */
+    async deleteImage(id: string) {
+      const image = imageService.find(id)
+      if (!image) throw notFound('Image not found')
+      await imageService.remove(image)
     },
 
     updateUser(id: number, changes: { role?: 'user' | 'admin'; banned?: boolean; emailVerified?: boolean }) {

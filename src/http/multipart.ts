@@ -1,0 +1,133 @@
+import Busboy from '@fastify/busboy'
+import { createWriteStream, type WriteStream } from 'node:fs'
+import { rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import { Readable } from 'node:stream'
+import { newPublicId } from '../lib/crypto'
+import { HttpError, badRequest, tooLarge } from './errors'
+
+export interface ReceivedFile {
+  /** Temporary file holding the uploaded bytes. */
+  path: string
+  /** Client-supplied name, untrusted: only ever shown escaped. */
+  filename: string
+  size: number
+  sha256: string
+}
+
+export interface ReceivedUpload {
+  files: ReceivedFile[]
+  fields: Record<string, string>
+}
+
+export interface MultipartLimits {
+  tmpDir: string
+  maxFiles: number
+  /** null: no per-file limit. */
+  maxFileSize: number | null
+}
+
+const MAX_FIELD_BYTES = 4096
+const MAX_FIELDS = 32
+
+/** Removes the temp files of an upload; safe to call twice. */
+export async function discardFiles(files: ReceivedFile[]) {
+  await Promise.all(files.map((f) => rm(f.path, { force: true })))
+}
+
+/**
+ * Streams a multipart body to temp files (never holding a whole file in memory), hashing as it goes.
+ * Stops reading as soon as a limit is passed: too many files is 400, a file over the size limit 413.
+ */
+export function receiveMultipart(request: Request, limits: MultipartLimits): Promise<ReceivedUpload> {
+  const contentType = request.headers.get('content-type') ?? ''
+  if (!contentType.toLowerCase().startsWith('multipart/form-data') || !request.body) {
+    return Promise.reject(badRequest('Expected a multipart/form-data body with one or more `file` fields'))
+  }
+
+  return new Promise<ReceivedUpload>((resolve, reject) => {
+    const files: ReceivedFile[] = []
+    const fields: Record<string, string> = {}
+    const writes: Promise<void>[] = []
+    const outputs: WriteStream[] = []
+    let failed: Error | null = null
+    let parser: Busboy
+
+    try {
+      parser = new Busboy({
+        headers: { 'content-type': contentType },
+        limits: { fieldSize: MAX_FIELD_BYTES, fields: MAX_FIELDS, files: limits.maxFiles + 1 },
+      })
+    } catch {
+      reject(badRequest('Malformed multipart body'))
+      return
+    }
+    const source = Readable.fromWeb(request.body as import('node:stream/web').ReadableStream)
+
+    const fail = (error: Error) => {
+      if (failed) return
+      failed = error
+      source.unpipe(parser)
+      source.destroy()
+      // Close every temp file (a destroyed stream still emits 'close'), then remove them all.
+      const closed = outputs.map((out) => (out.closed ? Promise.resolve() : new Promise((r) => out.once('close', r))))
+      for (const out of outputs) out.destroy()
+      void Promise.all(closed).then(() => discardFiles(files)).then(() => reject(error))
+    }
+
+    parser.on('file', (_field, stream, filename) => {
+      if (failed) return void stream.resume()
+      if (files.length >= limits.maxFiles) {
+        stream.resume()
+        return fail(badRequest(`Too many files: at most ${limits.maxFiles} per upload`))
+      }
+      const file: ReceivedFile = { path: join(limits.tmpDir, `upload-${newPublicId()}${newPublicId()}`), filename: (filename || 'image').slice(0, 255), size: 0, sha256: '' }
+      files.push(file)
+      const hash = new Bun.CryptoHasher('sha256')
+      const out = createWriteStream(file.path)
+      outputs.push(out)
+      writes.push(
+        new Promise<void>((done) => {
+          stream.on('data', (chunk: Buffer) => {
+            file.size += chunk.length
+            if (limits.maxFileSize !== null && file.size > limits.maxFileSize) {
+              stream.resume()
+              fail(tooLarge(`File too large: at most ${limits.maxFileSize} bytes per file`))
+              return
+            }
+            hash.update(chunk)
+            if (!out.write(chunk)) {
+              stream.pause()
+              out.once('drain', () => stream.resume())
+            }
+          })
+          stream.on('end', () => {
+            file.sha256 = hash.digest('hex')
+            out.end(() => done())
+          })
+          stream.on('error', (error) => {
+            out.destroy()
+            fail(badRequest(`Upload interrupted: ${error.message}`))
+            done()
+          })
+          out.on('error', (error) => {
+            fail(error)
+            done()
+          })
+        }),
+      )
+    })
+    parser.on('field', (name, value, _nameTruncated, valueTruncated) => {
+      if (valueTruncated) return fail(badRequest(`Field ${name} is too long`))
+      fields[name] = value
+    })
+    parser.on('fieldsLimit', () => fail(badRequest('Too many form fields')))
+    parser.on('error', (error: Error) => fail(error instanceof HttpError ? error : badRequest('Malformed multipart body')))
+    parser.on('finish', () => {
+      if (failed) return
+      Promise.all(writes).then(() => (failed ? undefined : resolve({ files, fields })))
+    })
+    source.on('error', () => fail(badRequest('Upload interrupted')))
+    source.pipe(parser)
+  })
+}

@@ -1,0 +1,131 @@
+import { Elysia } from 'elysia'
+import type { Config } from '../../config'
+import type { authGuard } from '../../http/auth'
+import { errors } from '../../http/errors'
+import { parsePage } from '../../http/pagination'
+import { Success } from '../../http/schemas'
+import type { Image } from '../../db/schema'
+import { accountPolicy, anonymousPolicy } from './limits'
+import {
+  AccountUsage,
+  ImageDetailsResponse,
+  ImageIdParams,
+  ImageListQuery,
+  ImageListResponse,
+  ImagePatch,
+  ImagePatchResponse,
+  UploadResponse,
+} from './model'
+import type { ImageService } from './service'
+import type { UploadPipeline } from './upload'
+
+/** The multipart body as OpenAPI sees it; the body itself is streamed by the pipeline, not parsed by the framework. */
+function multipartBody(extra: Record<string, object> = {}) {
+  return {
+    required: true,
+    content: {
+      'multipart/form-data': {
+        schema: {
+          type: 'object',
+          required: ['file'],
+          properties: {
+            file: { type: 'array', items: { type: 'string', format: 'binary' }, description: 'One or more image files (repeat the field)' },
+            visibility: { type: 'string', enum: ['public', 'private'], default: 'public' },
+            private: { type: 'string', description: 'true, 1, yes or on: shorthand for visibility=private' },
+            nsfw: { type: 'string', description: '"true" flags the upload as NSFW' },
+            album: { type: 'string', description: 'Album id, or a folder name created on first use' },
+            folder: { type: 'string', description: 'Alias of album' },
+            ...extra,
+          },
+        },
+      },
+    },
+  }
+}
+
+export function imagesModule(deps: { config: Config; images: ImageService; pipeline: UploadPipeline; guard: ReturnType<typeof authGuard> }) {
+  const { config, images, pipeline } = deps
+
+  /** One file answers a flat object, several `{ success, images }`. */
+  function uploadAnswer(result: { rows: Image[]; deleteTokens: string[] }) {
+    const views = result.rows.map((row, i) => images.uploadedView(row, result.deleteTokens[i]))
+    return views.length === 1 ? { success: true as const, ...views[0] } : { success: true as const, images: views }
+  }
+
+  return new Elysia({ name: 'module-images' })
+    .use(deps.guard)
+    .post(
+      '/api/v1/upload',
+      async ({ request, user, clientIp, set }) => {
+        const result = await pipeline.upload(request, { policy: accountPolicy(config, user), scan: config.nsfw.scanApiUploads, ip: clientIp })
+        set.status = 201
+        Object.assign(set.headers, result.headers)
+        return uploadAnswer(result)
+      },
+      {
+        apiKey: true,
+        parse: 'none',
+        response: { 201: UploadResponse, ...errors(400, 401, 403, 413, 429) },
+        detail: { tags: ['Images'], summary: 'Upload one or more images with an API key', requestBody: multipartBody() as never },
+      },
+    )
+    .post(
+      '/api/upload',
+      async ({ request, user, clientIp, set }) => {
+        const policy = user ? accountPolicy(config, user) : anonymousPolicy(config, clientIp)
+        const result = await pipeline.upload(request, { policy, scan: true, ip: clientIp })
+        set.status = 201
+        Object.assign(set.headers, result.headers)
+        return uploadAnswer(result)
+      },
+      {
+        optionalSession: true,
+        parse: 'none',
+        response: { 201: UploadResponse, ...errors(400, 401, 403, 413, 429) },
+        detail: {
+          tags: ['Images'],
+          summary: 'Web upload: anonymous or with a JWT; every image is scanned for mature content',
+          requestBody: multipartBody() as never,
+        },
+      },
+    )
+    .get('/api/v1/image/:id', ({ params }) => ({ success: true as const, data: images.details(params.id) }), {
+      params: ImageIdParams,
+      response: { 200: ImageDetailsResponse, ...errors(404) },
+      detail: { tags: ['Images'], summary: 'Image metadata (private images too, for whoever holds the id)' },
+    })
+    .patch('/api/v1/image/:id', ({ params, body, user }) => images.patch(user, params.id, body), {
+      apiKey: true,
+      params: ImageIdParams,
+      body: ImagePatch,
+      response: { 200: ImagePatchResponse, ...errors(400, 401, 403, 404) },
+      detail: { tags: ['Images'], summary: 'Change visibility and/or the NSFW flag of your image' },
+    })
+    .delete(
+      '/api/v1/image/:id',
+      async ({ params, headers, user }) => {
+        await images.deleteBy({ user, deleteToken: headers['x-delete-token'] ?? null }, params.id)
+        return { success: true as const }
+      },
+      {
+        apiKeyOrDeleteToken: true,
+        params: ImageIdParams,
+        response: { 200: Success, ...errors(401, 403, 404) },
+        detail: {
+          tags: ['Images'],
+          summary: 'Delete your image (X-API-Key), or an anonymous upload with its X-Delete-Token',
+        },
+      },
+    )
+    .get('/api/v1/images', ({ query, user }) => images.list(user, parsePage(query, { limit: 20, maxLimit: 100 })), {
+      apiKey: true,
+      query: ImageListQuery,
+      response: { 200: ImageListResponse, ...errors(400, 401, 403) },
+      detail: { tags: ['Images'], summary: 'Your images, newest first (limit default 20, at most 100)' },
+    })
+    .get('/api/v1/me', ({ user }) => images.usage(user), {
+      apiKey: true,
+      response: { 200: AccountUsage, ...errors(401, 403) },
+      detail: { tags: ['Images'], summary: 'Account usage: storage, limits and the hourly upload window' },
+    })
+}

@@ -1,0 +1,195 @@
+import { mkdirSync } from 'node:fs'
+import { rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { Config } from '../../config'
+import type { Db } from '../../db/client'
+import { albumImages, images, type Image } from '../../db/schema'
+import { badRequest, tooLarge } from '../../http/errors'
+import { discardFiles, receiveMultipart, type ReceivedFile } from '../../http/multipart'
+import { newPublicId, randomToken, sha256Hex } from '../../lib/crypto'
+import { FORMATS } from '../../media/formats'
+import { MediaError, type ImageInfo, type MediaProcessor } from '../../media/processor'
+import { stripMetadata } from '../../media/exif'
+import type { Classifier, NsfwThresholds } from '../../moderation'
+import { isMature } from '../../moderation'
+import { originalKey, thumbnailKey, type Storage, type StorageKey } from '../../storage'
+import { resolveUploadAlbum } from '../albums/service'
+import { checkQuota, checkWindow, consumeWindow, rateLimitHeaders, type UploadPolicy } from './limits'
+
+const TRUE_FORMS = new Set(['true', '1', 'yes', 'on'])
+/** Multipart framing and form fields on top of the files themselves. */
+const MULTIPART_OVERHEAD = 64 * 1024
+/** Images decoded at once per request: sharp already uses a core per image, and the machine has two. */
+const PROCESS_CONCURRENCY = 2
+
+export interface UploadOptions {
+  policy: UploadPolicy
+  /** Scan with the classifier before answering (web uploads). */
+  scan: boolean
+  ip: string
+}
+
+interface Prepared {
+  file: ReceivedFile
+  info: ImageInfo
+  thumbPath: string
+  size: number
+  nsfw: boolean
+  scanStatus: Image['scanStatus']
+}
+
+export type UploadPipeline = ReturnType<typeof createUploadPipeline>
+
+/** The one upload pipeline behind both upload endpoints; the caller's policy decides limits and scanning. */
+export function createUploadPipeline(deps: {
+  db: Db
+  config: Config
+  storage: Storage
+  media: MediaProcessor
+  classifier: Classifier
+  thresholds: NsfwThresholds
+}) {
+  const { db, config, storage, media, classifier } = deps
+  const tmpDir = join(config.dataDir, 'tmp')
+  mkdirSync(tmpDir, { recursive: true })
+
+  function readOptions(fields: Record<string, string>, policy: UploadPolicy) {
+    const visibility = fields.visibility
+    if (visibility !== undefined && visibility !== 'public' && visibility !== 'private') {
+      throw badRequest('visibility must be "public" or "private"')
+    }
+    const forcedPrivate = TRUE_FORMS.has((fields.private ?? '').trim().toLowerCase())
+    const isPrivate = forcedPrivate || visibility === 'private' || (policy.owner?.privateAccount ?? false)
+    const album = (fields.album ?? fields.folder ?? '').trim()
+    if (album && !policy.owner) throw badRequest('Anonymous uploads cannot use albums or folders')
+    if (album.length > 100) throw badRequest('album/folder name must be at most 100 characters')
+    return {
+      visibility: (isPrivate ? 'private' : 'public') as Image['visibility'],
+      nsfw: TRUE_FORMS.has((fields.nsfw ?? '').trim().toLowerCase()),
+      album: album || null,
+    }
+  }
+
+  async function prepare(file: ReceivedFile, userNsfw: boolean, scan: boolean): Promise<Prepared> {
+    let info: ImageInfo
+    try {
+      info = await media.inspect(file.path)
+      if (await stripMetadata(file.path, info.format, config.stripMetadata)) file.size = Bun.file(file.path).size
+      const thumbPath = `${file.path}.thumb.webp`
+      await media.thumbnail(file.path, info, thumbPath)
+      const verdict = userNsfw || !scan ? { nsfw: userNsfw, scanStatus: 'none' as const } : await classify(file.path, info)
+      return { file, info, thumbPath, size: file.size, ...verdict }
+    } catch (error) {
+      if (error instanceof MediaError) throw badRequest(`${file.filename}: ${error.message}`)
+      throw error
+    }
+  }
+
+  /** A classifier failure never loses the upload: the image is kept out of public feeds until a rescan decides. */
+  async function classify(path: string, info: ImageInfo): Promise<{ nsfw: boolean; scanStatus: Image['scanStatus'] }> {
+    try {
+      const scores = await classifier.classify(await media.classifierInput(path, info))
+      return { nsfw: isMature(scores, deps.thresholds), scanStatus: 'done' }
+    } catch (error) {
+      if (error instanceof MediaError) throw error
+      console.error(JSON.stringify({ level: 'warn', msg: 'nsfw scan failed; image pending', error: String(error) }))
+      return { nsfw: false, scanStatus: 'pending' }
+    }
+  }
+
+  async function prepareAll(files: ReceivedFile[], userNsfw: boolean, scan: boolean) {
+    const results: Prepared[] = new Array(files.length)
+    let next = 0
+    let failure: unknown = null
+    const worker = async () => {
+      while (failure === null && next < files.length) {
+        const i = next++
+        try {
+          results[i] = await prepare(files[i], userNsfw, scan)
+        } catch (error) {
+          failure ??= error
+        }
+      }
+    }
+    await Promise.all(Array.from({ length: Math.min(PROCESS_CONCURRENCY, files.length) }, worker))
+    if (failure !== null) {
+      await Promise.all(results.filter(Boolean).map((p) => rm(p.thumbPath, { force: true })))
+      throw failure
+    }
+    return results
+  }
+
+  return {
+    async upload(request: Request, opts: UploadOptions) {
+      const { policy } = opts
+      // Refuse what cannot fit before reading the body.
+      const declared = Number(request.headers.get('content-length') ?? NaN)
+      if (policy.maxFileSize !== null && declared > policy.maxFiles * (policy.maxFileSize + MULTIPART_OVERHEAD)) {
+        throw tooLarge(`Request too large: at most ${policy.maxFiles} files of ${policy.maxFileSize} bytes`)
+      }
+      checkWindow(db, policy.window, 1)
+
+      const { files, fields } = await receiveMultipart(request, { tmpDir, maxFiles: policy.maxFiles, maxFileSize: policy.maxFileSize })
+      const storedKeys: StorageKey[] = []
+      try {
+        const options = readOptions(fields, policy)
+        if (files.length === 0) throw badRequest('No files: send one or more `file` fields')
+        checkWindow(db, policy.window, files.length)
+        checkQuota(db, policy, files.reduce((sum, f) => sum + f.size, 0))
+
+        const prepared = await prepareAll(files, options.nsfw, opts.scan)
+        const ids = prepared.map(() => newPublicId())
+        // Files first, row second: a crash in between leaves orphan files (swept at startup), never a row without bytes.
+        for (const [i, p] of prepared.entries()) {
+          for (const [key, path] of [[originalKey(ids[i], FORMATS[p.info.format].ext), p.file.path], [thumbnailKey(ids[i]), p.thumbPath]]) {
+            await storage.put(key, path)
+            storedKeys.push(key)
+          }
+        }
+
+        const deleteTokens = policy.owner ? [] : prepared.map(() => randomToken(24))
+        const now = Date.now()
+        // Check and reserve in one synchronous transaction, so parallel batches can never overshoot a window or quota.
+        const { rows, window } = db.transaction((tx) => {
+          checkQuota(tx, policy, prepared.reduce((sum, p) => sum + p.size, 0))
+          const window = consumeWindow(tx, policy.window, prepared.length, now)
+          const albumId = options.album && policy.owner ? resolveUploadAlbum(tx, policy.owner, options.album, options.visibility === 'public') : null
+          const rows = tx
+            .insert(images)
+            .values(
+              prepared.map((p, i) => ({
+                id: ids[i],
+                userId: policy.owner?.id ?? null,
+                filename: p.file.filename,
+                mime: FORMATS[p.info.format].mime,
+                ext: FORMATS[p.info.format].ext,
+                width: p.info.width,
+                height: p.info.height,
+                size: p.size,
+                sha256: p.file.sha256,
+                visibility: options.visibility,
+                nsfw: p.nsfw,
+                scanStatus: p.scanStatus,
+                deleteTokenHash: deleteTokens[i] ? sha256Hex(deleteTokens[i]) : null,
+                uploaderIp: opts.ip,
+                // Distinct, increasing times keep a batch in upload order when listed newest first.
+                createdAt: new Date(now + i),
+              })),
+            )
+            .returning()
+            .all()
+          if (albumId) tx.insert(albumImages).values(rows.map((r) => ({ albumId, imageId: r.id, addedAt: new Date(now) }))).onConflictDoNothing().run()
+          return { rows, window }
+        })
+        return { rows, deleteTokens, headers: rateLimitHeaders(window) }
+      } catch (error) {
+        // All or nothing: whatever this request already stored goes again.
+        await Promise.all(storedKeys.map((key) => storage.delete(key).catch(() => {})))
+        throw error
+      } finally {
+        await discardFiles(files)
+        await Promise.all(files.map((f) => rm(`${f.path}.thumb.webp`, { force: true })))
+      }
+    },
+  }
+}

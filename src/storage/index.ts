@@ -1,0 +1,31 @@
+/** A lazily read stored object: Bun.file locally, an S3 file in a bucket; both stream and slice without buffering. */
+export type StoredFile = Blob & { exists(): Promise<boolean> }
+
+/** Where a stored object lives: the original or its thumbnail, named only by a validated image id. */
+export type StorageKey = string
+
+const KEY_PATTERN = /^(originals|thumbs)\/[A-Za-z0-9]{8}\.(jpg|png|gif|webp|svg|bmp|ico|tiff|avif)$/
+
+export const originalKey = (id: string, ext: string): StorageKey => checkKey(`originals/${id}.${ext}`)
+export const thumbnailKey = (id: string): StorageKey => checkKey(`thumbs/${id}.webp`)
+
+/** Keys reach the file system or a bucket only after this check, so no request can name another path. */
+export function checkKey(key: string): StorageKey {
+  if (!KEY_PATTERN.test(key)) throw new Error(`invalid storage key: ${key}`)
+  return key
+}
+
+/**
+ * Image bytes behind one interface, so the local disk can be swapped for an object store without touching the modules.
+ * `file` returns a lazily-read Blob (Bun.file or an S3 file) that responses stream and slice for ranges.
+ */
+export interface Storage {
+  /** Moves a finished local file in under `key`; atomic: readers see the whole file or nothing. */
+  put(key: StorageKey, localPath: string): Promise<void>
+  file(key: StorageKey): StoredFile
+  stat(key: StorageKey): Promise<{ size: number } | null>
+  exists(key: StorageKey): Promise<boolean>
+  delete(key: StorageKey): Promise<void>
+  /** Every stored key, for the startup sweep and integrity checks. */
+  list(): AsyncIterable<StorageKey>
+}
