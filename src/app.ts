@@ -2,9 +2,10 @@ import { Elysia } from 'elysia'
 import type { Config } from './config'
 import type { Db } from './db/client'
 import { authGuard } from './http/auth'
-import { clientIp } from './http/client-ip'
 import { errorModel } from './http/errors'
+import { jsonBodyLimit } from './http/body-limit'
 import { apiDocs } from './http/openapi'
+import { globalRateLimit } from './http/rate-limit'
 import type { MediaProcessor } from './media/processor'
 import type { Classifier } from './moderation'
 import { adminModule } from './modules/admin'
@@ -33,14 +34,15 @@ export interface AppDeps {
 export function createApp(deps: AppDeps) {
   const { config, db, storage } = deps
   const auth = createAuthService(db, deps.mailer)
-  const guard = authGuard(auth, deps.jwtSecret)
+  const guard = authGuard(auth, { secret: deps.jwtSecret, trustProxy: config.trustProxy })
   const images = createImageService({ db, config, storage })
   const pipeline = createUploadPipeline({ db, config, storage, media: deps.media, classifier: deps.classifier, thresholds: config.nsfw.thresholds })
   const services = { auth, admin: createAdminService({ db, images }), images, pipeline }
 
   const app = new Elysia()
     .use(errorModel)
-    .use(clientIp(config.trustProxy))
+    .use(jsonBodyLimit)
+    .use(globalRateLimit({ limit: config.limits.globalPerMinute, trustProxy: config.trustProxy }))
     .use(apiDocs(config.siteName))
     .use(healthModule(db))
     .use(authModule(auth, guard))

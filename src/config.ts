@@ -24,7 +24,6 @@ const variables = {
   SMTP_URL: { schema: T.String({ pattern: '^(|smtps?://.+)$' }), default: '' },
   SMTP_FROM: { schema: T.String(), default: '' },
   TRUST_PROXY: { schema: Bool, default: 'false' },
-  LOG_REQUESTS: { schema: Bool, default: 'true' },
 
   MAX_FILES_PER_UPLOAD: { schema: Int(1), default: '15' },
   ADMIN_MAX_FILES_PER_UPLOAD: { schema: Int(1), default: '100' },
@@ -36,7 +35,6 @@ const variables = {
   ANON_MAX_FILE_SIZE: { schema: Int(1), default: String(25 * MB) },
   ANON_UPLOADS_PER_WINDOW: { schema: Int(1), default: '10' },
   ANON_WINDOW_SECONDS: { schema: Int(1), default: '600' },
-  WEB_MAX_FILES_PER_UPLOAD: { schema: Int(1), default: '15' },
   GLOBAL_RATE_LIMIT: { schema: Int(1), default: '500' },
   MAX_IMAGE_PIXELS: { schema: Int(1), default: '100000000' },
   STRIP_METADATA: { schema: T.Union([T.Literal('gps'), T.Literal('all'), T.Literal('none')]), default: 'gps' },
@@ -83,13 +81,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     admin: { username: raw.ADMIN_USERNAME, email: raw.ADMIN_EMAIL, password: raw.ADMIN_PASSWORD },
     smtp: { url: raw.SMTP_URL, from: raw.SMTP_FROM || `no-reply@${new URL(publicUrl).hostname}` },
     trustProxy: isTrue(raw.TRUST_PROXY),
-    logRequests: isTrue(raw.LOG_REQUESTS),
     limits: Object.freeze({
       user: { maxFiles: raw.MAX_FILES_PER_UPLOAD, maxFileSize: raw.MAX_FILE_SIZE },
       admin: { maxFiles: raw.ADMIN_MAX_FILES_PER_UPLOAD },
       storage: { unverified: raw.UNVERIFIED_STORAGE_LIMIT, verified: raw.VERIFIED_STORAGE_LIMIT },
       uploadsPerHour: raw.UPLOADS_PER_HOUR,
-      web: { maxFiles: raw.WEB_MAX_FILES_PER_UPLOAD },
       anonymous: {
         maxFiles: raw.ANON_MAX_FILES_PER_UPLOAD,
         maxFileSize: raw.ANON_MAX_FILE_SIZE,

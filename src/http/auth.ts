@@ -2,6 +2,7 @@ import { jwt } from '@elysiajs/jwt'
 import { Elysia } from 'elysia'
 import type { User } from '../db/schema'
 import type { AuthService } from '../modules/auth/service'
+import { clientIp } from './client-ip'
 import { forbidden, unauthorized } from './errors'
 
 export const JWT_TTL = '7d'
@@ -22,12 +23,13 @@ function bearerToken(header: string | undefined): string | null {
 }
 
 /**
- * The one auth guard: routes opt in with `apiKey`, `session`, `optionalSession` or `admin`, and receive `user`.
+ * The one auth guard: it knows the client IP, and routes opt in with `apiKey`, `session`, `optionalSession` or `admin`, and receive `user`.
  * A credential that is present but wrong is always 401, never treated as anonymous.
  */
-export function authGuard(auth: AuthService, secret: string) {
+export function authGuard(auth: AuthService, opts: { secret: string; trustProxy: boolean }) {
   return new Elysia({ name: 'auth-guard' })
-    .use(jwt({ name: 'jwt', secret, alg: 'HS256', exp: JWT_TTL }))
+    .use(jwt({ name: 'jwt', secret: opts.secret, alg: 'HS256', exp: JWT_TTL }))
+    .use(clientIp(opts.trustProxy))
     .derive({ as: 'global' }, ({ jwt }) => ({
       /** Resolves the bearer token of a request, or null when none was sent. */
       async sessionFrom(header: string | undefined): Promise<User | null> {

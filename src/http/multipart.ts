@@ -1,4 +1,4 @@
-import Busboy from '@fastify/busboy'
+import Busboy, { type BusboyInstance } from '@fastify/busboy'
 import { createWriteStream, type WriteStream } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -51,7 +51,7 @@ export function receiveMultipart(request: Request, limits: MultipartLimits): Pro
     const writes: Promise<void>[] = []
     const outputs: WriteStream[] = []
     let failed: Error | null = null
-    let parser: Busboy
+    let parser: BusboyInstance
 
     try {
       parser = new Busboy({
@@ -62,7 +62,7 @@ export function receiveMultipart(request: Request, limits: MultipartLimits): Pro
       reject(badRequest('Malformed multipart body'))
       return
     }
-    const source = Readable.fromWeb(request.body as import('node:stream/web').ReadableStream)
+    const source = Readable.fromWeb(request.body as unknown as import('node:stream/web').ReadableStream)
 
     const fail = (error: Error) => {
       if (failed) return

@@ -147,8 +147,9 @@ export function createAuthService(db: Db, mailer: Mailer) {
           .update(verificationTokens)
           .set({ usedAt: now })
           .where(and(eq(verificationTokens.tokenHash, row.tokenHash), isNull(verificationTokens.usedAt)))
-          .run()
-        if (claimed.changes !== 1) throw badRequest('Verification token is invalid or expired')
+          .returning({ userId: verificationTokens.userId })
+          .get()
+        if (!claimed) throw badRequest('Verification token is invalid or expired')
         tx.update(users).set({ emailVerified: true }).where(eq(users.id, row.userId)).run()
       })
     },
@@ -178,8 +179,8 @@ export function createAuthService(db: Db, mailer: Mailer) {
     },
 
     deleteKey(user: User, id: number) {
-      const result = db.delete(apiKeys).where(and(eq(apiKeys.id, id), eq(apiKeys.userId, user.id))).run()
-      if (result.changes !== 1) throw notFound('API key not found')
+      const removed = db.delete(apiKeys).where(and(eq(apiKeys.id, id), eq(apiKeys.userId, user.id))).returning({ id: apiKeys.id }).get()
+      if (!removed) throw notFound('API key not found')
     },
 
     /** Creates the first admin from config, once: an existing account with that name is left alone. */

@@ -100,14 +100,14 @@ export function createUploadPipeline(deps: {
   async function prepareAll(files: ReceivedFile[], userNsfw: boolean, scan: boolean) {
     const results: Prepared[] = new Array(files.length)
     let next = 0
-    let failure: unknown = null
+    let failure: Error | null = null
     const worker = async () => {
       while (failure === null && next < files.length) {
         const i = next++
         try {
           results[i] = await prepare(files[i], userNsfw, scan)
         } catch (error) {
-          failure ??= error
+          failure ??= error as Error
         }
       }
     }

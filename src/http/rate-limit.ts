@@ -1,0 +1,43 @@
+import { Elysia } from 'elysia'
+import { resolveClientIp } from './client-ip'
+import { HttpError } from './errors'
+
+const pathOf = (url: string) => url.slice(url.indexOf('/', url.indexOf('//') + 2))
+
+const MINUTE_MS = 60_000
+
+/**
+ * Global limiter: fixed one-minute windows per client IP over /api/*, each starting at the IP's first request
+ * after its previous window ended. Kept in memory: it guards against floods, not against restarts.
+ */
+export function globalRateLimit(opts: { limit: number; trustProxy: boolean }) {
+  const { limit } = opts
+  const windows = new Map<string, { start: number; used: number }>()
+
+  function prune(now: number) {
+    for (const [ip, w] of windows) if (w.start + MINUTE_MS <= now) windows.delete(ip)
+  }
+
+  // onRequest runs before anything is parsed or looked up, so a flood costs as little as possible.
+  return new Elysia({ name: 'global-rate-limit' }).onRequest(({ request, server }) => {
+    if (!pathOf(request.url).startsWith('/api/')) return
+    const clientIp = resolveClientIp(request, server, opts.trustProxy)
+    const now = Date.now()
+    if (windows.size > 50_000) prune(now)
+    let w = windows.get(clientIp)
+    if (!w || w.start + MINUTE_MS <= now) {
+      w = { start: now, used: 0 }
+      windows.set(clientIp, w)
+    }
+    w.used++
+    const reset = Math.max(1, Math.ceil((w.start + MINUTE_MS - now) / 1000))
+    if (w.used > limit) {
+      throw new HttpError(429, 'Too many requests', { retryAfter: reset }, {
+        'Retry-After': String(reset),
+        'RateLimit-Limit': String(limit),
+        'RateLimit-Remaining': '0',
+        'RateLimit-Reset': String(reset),
+      })
+    }
+  })
+}

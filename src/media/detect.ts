@@ -1,0 +1,95 @@
+import type { ImageFormat } from './formats';
+
+/** How many leading bytes of a file `detectFormat` needs to see. */
+export const DETECT_HEAD_BYTES = 64 * 1024;
+
+/** DIB header sizes that exist in the wild: core, info, v2, v3, OS/2 v2, v4, v5. */
+export const DIB_HEADER_SIZES: ReadonlySet<number> = new Set([12, 40, 52, 56, 64, 108, 124]);
+
+const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
+
+function startsWith(head: Uint8Array, bytes: readonly number[], at = 0): boolean {
+  if (head.length < at + bytes.length) return false;
+  return bytes.every((b, i) => head[at + i] === b);
+}
+
+function ascii(head: Uint8Array, at: number, length: number): string {
+  return String.fromCharCode(...head.subarray(at, at + length));
+}
+
+function u16le(b: Uint8Array, at: number): number {
+  return b[at]! | (b[at + 1]! << 8);
+}
+
+function u32le(b: Uint8Array, at: number): number {
+  return (b[at]! | (b[at + 1]! << 8) | (b[at + 2]! << 16) | (b[at + 3]! << 24)) >>> 0;
+}
+
+function u32be(b: Uint8Array, at: number): number {
+  return ((b[at]! << 24) | (b[at + 1]! << 16) | (b[at + 2]! << 8) | b[at + 3]!) >>> 0;
+}
+
+export function isPng(head: Uint8Array): boolean {
+  return startsWith(head, PNG_SIGNATURE);
+}
+
+function isAvif(head: Uint8Array): boolean {
+  if (head.length < 16 || ascii(head, 4, 4) !== 'ftyp') return false;
+  const boxSize = u32be(head, 0);
+  if (boxSize < 16 || boxSize > head.length) return false;
+  const brands = [ascii(head, 8, 4)];
+  for (let at = 16; at + 4 <= boxSize; at += 4) brands.push(ascii(head, at, 4));
+  return brands.includes('avif') || brands.includes('avis');
+}
+
+function isIco(head: Uint8Array): boolean {
+  // The first directory entry's reserved byte must be zero: weeds out other files that happen to start 00 00 01 00.
+  return startsWith(head, [0, 0, 1, 0]) && head.length >= 22 && u16le(head, 4) > 0 && head[9] === 0;
+}
+
+/**
+ * SVG is text, so it is recognised by its structure: after an optional BOM, only whitespace, the XML declaration,
+ * processing instructions, comments and an `svg` doctype may precede the root element, which must be `<svg`.
+ */
+function isSvg(head: Uint8Array): boolean {
+  const text = new TextDecoder('utf-8', { ignoreBOM: false }).decode(head);
+  let i = 0;
+  for (;;) {
+    while (i < text.length && /\s/.test(text[i]!)) i++;
+    if (text.startsWith('<?', i)) {
+      const end = text.indexOf('?>', i + 2);
+      if (end < 0) return false;
+      i = end + 2;
+    } else if (text.startsWith('<!--', i)) {
+      const end = text.indexOf('-->', i + 4);
+      if (end < 0) return false;
+      i = end + 3;
+    } else if (text.startsWith('<!DOCTYPE', i)) {
+      if (!/^<!DOCTYPE\s+svg[\s>[]/.test(text.slice(i, i + 20))) return false;
+      // An internal subset may itself contain '>', so skip to its closing ']' first.
+      const close = text.indexOf('>', i);
+      const subset = text.indexOf('[', i);
+      const from = subset >= 0 && subset < close ? text.indexOf(']', subset) : i;
+      if (from < 0) return false;
+      const end = text.indexOf('>', from);
+      if (end < 0) return false;
+      i = end + 1;
+    } else {
+      return /^<svg[\s/>]/.test(text.slice(i, i + 5));
+    }
+  }
+}
+
+/** Decides the format from the file's first bytes (pass up to `DETECT_HEAD_BYTES`), never from a name or client header. */
+export function detectFormat(head: Uint8Array): ImageFormat | null {
+  if (startsWith(head, [0xff, 0xd8, 0xff])) return 'jpeg';
+  if (isPng(head)) return 'png';
+  if (head.length >= 6 && (ascii(head, 0, 6) === 'GIF87a' || ascii(head, 0, 6) === 'GIF89a')) return 'gif';
+  if (head.length >= 12 && ascii(head, 0, 4) === 'RIFF' && ascii(head, 8, 4) === 'WEBP') return 'webp';
+  if (head.length >= 18 && ascii(head, 0, 2) === 'BM' && DIB_HEADER_SIZES.has(u32le(head, 14))) return 'bmp';
+  if (isIco(head)) return 'ico';
+  if (startsWith(head, [0x49, 0x49, 0x2a, 0x00]) || startsWith(head, [0x4d, 0x4d, 0x00, 0x2a])) return 'tiff';
+  if (isAvif(head)) return 'avif';
+  if (isSvg(head)) return 'svg';
+  return null;
+}

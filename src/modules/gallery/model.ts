@@ -1,0 +1,54 @@
+import { t } from 'elysia'
+import { ImageId, Timestamp } from '../../http/schemas'
+
+/** One image of a public feed (gallery, search, profile). */
+export const FeedImage = t.Object({
+  id: ImageId,
+  url: t.String({ format: 'uri', description: 'Direct link' }),
+  thumbnail: t.String({ format: 'uri' }),
+  viewer: t.String({ format: 'uri' }),
+  width: t.Integer(),
+  height: t.Integer(),
+  mime: t.String(),
+  views: t.Integer(),
+  created_at: Timestamp,
+  username: t.Union([t.String(), t.Null()], { description: 'Uploader, null for anonymous uploads' }),
+  nsfw: t.Boolean({ description: 'Always false in the gallery and search; profiles include NSFW images' }),
+})
+
+const pageFields = {
+  images: t.Array(FeedImage),
+  page: t.Integer(),
+  totalPages: t.Integer({ description: 'ceil(total / limit), 0 when there are none' }),
+  total: t.Integer(),
+}
+
+export const FeedResponse = t.Object({ success: t.Literal(true), ...pageFields })
+
+export const FeedQuery = t.Object({
+  page: t.Optional(t.String({ description: 'Page number, default 1' })),
+  limit: t.Optional(t.String({ description: 'Images per page, default 20, at most 40 (larger values are clamped)' })),
+})
+
+export const SearchQuery = t.Object({
+  q: t.Optional(
+    t.String({
+      description:
+        'Words to find (split at every character that is not a letter or digit); each must prefix a word of the filename or of one public album title',
+    }),
+  ),
+  page: t.Optional(t.String({ description: 'Page number, default 1' })),
+  limit: t.Optional(t.String({ description: 'Images per page, default 20, at most 40 (larger values are clamped)' })),
+})
+
+export const UsernameParams = t.Object({ username: t.String() })
+
+export const ProfileResponse = t.Object({
+  success: t.Literal(true),
+  user: t.Object({
+    username: t.String(),
+    createdAt: Timestamp,
+    publicImages: t.Integer({ description: 'Equals total' }),
+  }),
+  ...pageFields,
+})

@@ -1,0 +1,90 @@
+import sharp from 'sharp'
+
+/** Real images made with sharp, so tests never depend on binary files in the repo. */
+export async function makeImage(format: 'png' | 'jpeg' | 'webp' | 'gif' | 'tiff' | 'avif', width = 64, height = 48, seed = 0): Promise<Uint8Array> {
+  const channels = 3
+  const pixels = Buffer.alloc(width * height * channels)
+  for (let i = 0; i < pixels.length; i++) pixels[i] = (i * 7 + seed * 31 + ((i / channels / width) | 0) * 3) & 0xff
+  const img = sharp(pixels, { raw: { width, height, channels } })
+  const out = format === 'jpeg' ? img.jpeg({ quality: 90 }) : img.toFormat(format)
+  return new Uint8Array(await out.toBuffer())
+}
+
+/** An animated GIF of `frames` solid-colour frames. */
+export async function makeAnimatedGif(width: number, height: number, frames: number): Promise<Uint8Array> {
+  const pages = await Promise.all(
+    Array.from({ length: frames }, (_, i) => sharp({ create: { width, height, channels: 4, background: { r: (i * 80) % 256, g: 40 * i, b: 200 } } }).png().toBuffer()),
+  )
+  return new Uint8Array(await sharp(pages, { join: { animated: true } }).gif({ loop: 0, delay: 100 }).toBuffer())
+}
+
+export const svgImage = (width = 120, height = 80, extra = '') =>
+  new TextEncoder().encode(
+    `<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}"><rect width="100%" height="100%" fill="#3b82f6"/>${extra}</svg>`,
+  )
+
+export interface UploadPart {
+  bytes: Uint8Array
+  name?: string
+  type?: string
+}
+
+/** A multipart body with one `file` part per entry plus the given text fields. */
+export function uploadForm(files: UploadPart[], fields: Record<string, string> = {}): FormData {
+  const form = new FormData()
+  for (const [key, value] of Object.entries(fields)) form.append(key, value)
+  files.forEach((f, i) => form.append('file', new Blob([f.bytes as Uint8Array<ArrayBuffer>], { type: f.type ?? 'application/octet-stream' }), f.name ?? `image${i}.png`))
+  return form
+}
+
+/** A 24-bit bottom-up BMP (BITMAPINFOHEADER), which sharp cannot write. */
+export function makeBmp(width: number, height: number): Uint8Array {
+  const rowSize = Math.ceil((width * 3) / 4) * 4
+  const size = 54 + rowSize * height
+  const buf = Buffer.alloc(size)
+  buf.write('BM', 0, 'latin1')
+  buf.writeUInt32LE(size, 2)
+  buf.writeUInt32LE(54, 10)
+  buf.writeUInt32LE(40, 14)
+  buf.writeInt32LE(width, 18)
+  buf.writeInt32LE(height, 22)
+  buf.writeUInt16LE(1, 26)
+  buf.writeUInt16LE(24, 28)
+  buf.writeUInt32LE(rowSize * height, 34)
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const o = 54 + y * rowSize + x * 3
+      buf[o] = (x * 4) & 0xff
+      buf[o + 1] = (y * 4) & 0xff
+      buf[o + 2] = 128
+    }
+  }
+  return new Uint8Array(buf)
+}
+
+/** An ICO file holding one PNG entry (the modern form of favicons). */
+export async function makeIco(size = 32): Promise<Uint8Array> {
+  const png = Buffer.from(await makeImage('png', size, size))
+  const header = Buffer.alloc(22)
+  header.writeUInt16LE(0, 0)
+  header.writeUInt16LE(1, 2)
+  header.writeUInt16LE(1, 4)
+  header[6] = size >= 256 ? 0 : size
+  header[7] = size >= 256 ? 0 : size
+  header.writeUInt16LE(1, 10)
+  header.writeUInt16LE(32, 12)
+  header.writeUInt32LE(png.length, 14)
+  header.writeUInt32LE(22, 18)
+  return new Uint8Array(Buffer.concat([header, png]))
+}
+
+/** A PNG whose header claims 20000x20000 pixels: refused from the header, never decoded. */
+export async function makeDecompressionBomb(): Promise<Uint8Array> {
+  const png = Buffer.from(await makeImage('png', 8, 8))
+  // IHDR width/height live at bytes 16..23; the CRC no longer matches, which a header-only probe does not check.
+  png.writeUInt32BE(20000, 16)
+  png.writeUInt32BE(20000, 20)
+  const { crc32 } = await import('node:zlib')
+  png.writeUInt32BE(crc32(png.subarray(12, 29)) >>> 0, 29)
+  return new Uint8Array(png)
+}

@@ -1,0 +1,173 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { makeImage, uploadForm, type UploadPart } from '../fixtures'
+import { jsonBody, makeAdmin, registerUser, startTestServer, userWithKey, type TestServer } from '../helpers'
+
+let t: TestServer
+let alice: Awaited<ReturnType<typeof userWithKey>>
+let bob: Awaited<ReturnType<typeof userWithKey>>
+
+beforeAll(async () => {
+  t = await startTestServer()
+  alice = await userWithKey(t)
+  bob = await userWithKey(t)
+})
+afterAll(() => t.stop())
+
+async function upload(who: { keyHeader: Record<string, string> }, parts?: UploadPart[], fields: Record<string, string> = {}) {
+  const res = await t.json('/api/v1/upload', { method: 'POST', headers: who.keyHeader, body: uploadForm(parts ?? [{ bytes: await makeImage('png') }], fields) })
+  if (res.status !== 201) throw new Error(`upload failed: ${res.status} ${JSON.stringify(res.body)}`)
+  return res.body
+}
+
+describe('GET /api/v1/image/:id', () => {
+  test('answers the contract shape without credentials, private images included', async () => {
+    const up = await upload(alice, undefined, { visibility: 'private' })
+    const res = await t.json(`/api/v1/image/${up.id}`)
+    expect(res.status).toBe(200)
+    expect(res.body.success).toBe(true)
+    expect(Object.keys(res.body.data).sort()).toEqual(
+      ['id', 'url', 'thumbnail', 'viewer', 'width', 'height', 'size', 'mime', 'views', 'visibility', 'nsfw', 'uploadedAt'].sort(),
+    )
+    expect(res.body.data).toMatchObject({ id: up.id, url: up.url, visibility: 'private', nsfw: false, views: 0, size: up.size })
+    expect(res.body.data.uploadedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+  })
+  test('unknown and malformed ids: 404', async () => {
+    for (const id of ['AAAAAAAA', 'short', '..%2F..%2Fetc', 'abcdefgh1']) {
+      const res = await t.json(`/api/v1/image/${id}`)
+      expect(res.status).toBe(404)
+      expect(typeof res.body.error).toBe('string')
+    }
+  })
+})
+
+describe('PATCH /api/v1/image/:id', () => {
+  test('changes visibility and nsfw; omitted fields stay', async () => {
+    const up = await upload(alice)
+    let res = await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ visibility: 'private' }, alice.keyHeader) })
+    expect(res.status).toBe(200)
+    expect(res.body).toEqual({ success: true, id: up.id, visibility: 'private', nsfw: false })
+    res = await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ nsfw: true }, alice.keyHeader) })
+    expect(res.body).toEqual({ success: true, id: up.id, visibility: 'private', nsfw: true })
+  })
+  test('no fields or an invalid visibility: 400, nothing changes', async () => {
+    const up = await upload(alice)
+    expect((await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({}, alice.keyHeader) })).status).toBe(400)
+    const bad = await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ visibility: 'hidden', nsfw: true }, alice.keyHeader) })
+    expect(bad.status).toBe(400)
+    expect((await t.json(`/api/v1/image/${up.id}`)).body.data).toMatchObject({ visibility: 'public', nsfw: false })
+  })
+  test("another user's image: 404; no key: 401", async () => {
+    const up = await upload(alice)
+    expect((await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ nsfw: true }, bob.keyHeader) })).status).toBe(404)
+    expect((await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ nsfw: true }) })).status).toBe(401)
+    expect((await t.json(`/api/v1/image/${up.id}`)).body.data.nsfw).toBe(false)
+  })
+})
+
+describe('DELETE /api/v1/image/:id', () => {
+  test("another user's image: 404 and it stays", async () => {
+    const up = await upload(alice)
+    expect((await t.json(`/api/v1/image/${up.id}`, { method: 'DELETE', headers: bob.keyHeader })).status).toBe(404)
+    expect((await t.json(`/api/v1/image/${up.id}`, { method: 'DELETE' })).status).toBe(401)
+    expect((await t.fetch(new URL(up.url).pathname)).status).toBe(200)
+  })
+  test('the owner deletes: files gone at once, 404 everywhere', async () => {
+    const up = await upload(alice)
+    const res = await t.json(`/api/v1/image/${up.id}`, { method: 'DELETE', headers: alice.keyHeader })
+    expect(res.status).toBe(200)
+    expect(res.body).toEqual({ success: true })
+    expect((await t.fetch(new URL(up.url).pathname)).status).toBe(404)
+    expect((await t.fetch(new URL(up.thumbnail).pathname)).status).toBe(404)
+    expect((await t.json(`/api/v1/image/${up.id}`)).status).toBe(404)
+    expect(await Bun.file(`${t.dataDir}/files/originals/${up.id}.png`).exists()).toBe(false)
+    expect((await t.json(`/api/v1/image/${up.id}`, { method: 'DELETE', headers: alice.keyHeader })).status).toBe(404)
+  })
+})
+
+describe('GET /api/v1/images', () => {
+  test('lists only the caller\'s images, newest first, with the contract fields', async () => {
+    const carol = await userWithKey(t)
+    const first = await upload(carol, [{ bytes: await makeImage('png'), name: 'first.png' }])
+    const second = await upload(carol, [{ bytes: await makeImage('png'), name: 'second.png' }], { visibility: 'private', nsfw: 'true' })
+    await upload(alice)
+    const res = await t.json('/api/v1/images', { headers: carol.keyHeader })
+    expect(res.status).toBe(200)
+    expect(res.body).toMatchObject({ success: true, total: 2, page: 1, limit: 20, pages: 1 })
+    expect(res.body.images.map((i: any) => i.id)).toEqual([second.id, first.id])
+    expect(res.body.images[0]).toMatchObject({ filename: 'second.png', visibility: 'private', nsfw: true, views: 0 })
+    expect(Object.keys(res.body.images[0])).toEqual(
+      expect.arrayContaining(['id', 'url', 'thumbnail', 'viewer', 'filename', 'size', 'width', 'height', 'mime', 'views', 'visibility', 'created_at']),
+    )
+  })
+  test('pagination: limit, pages, clamping to 100, 400 for bad values', async () => {
+    const dave = await userWithKey(t)
+    await upload(dave, [{ bytes: await makeImage('png') }, { bytes: await makeImage('png') }, { bytes: await makeImage('png') }])
+    const page2 = await t.json('/api/v1/images?page=2&limit=2', { headers: dave.keyHeader })
+    expect(page2.body).toMatchObject({ total: 3, page: 2, limit: 2, pages: 2 })
+    expect(page2.body.images).toHaveLength(1)
+    expect((await t.json('/api/v1/images?limit=500', { headers: dave.keyHeader })).body.limit).toBe(100)
+    expect((await t.json('/api/v1/images?limit=50', { headers: dave.keyHeader })).body.limit).toBe(50)
+    for (const q of ['page=0', 'page=-1', 'limit=0', 'limit=abc', 'page=1.5']) {
+      const res = await t.json(`/api/v1/images?${q}`, { headers: dave.keyHeader })
+      expect(res.status).toBe(400)
+      expect(typeof res.body.error).toBe('string')
+    }
+    const empty = await userWithKey(t)
+    expect((await t.json('/api/v1/images', { headers: empty.keyHeader })).body).toMatchObject({ total: 0, pages: 0, images: [] })
+  })
+})
+
+describe('GET /api/v1/me', () => {
+  test('reports every Account field with real usage', async () => {
+    const erin = await userWithKey(t)
+    const up = await upload(erin, [{ bytes: await makeImage('png') }, { bytes: await makeImage('jpeg') }])
+    const res = await t.json('/api/v1/me', { headers: erin.keyHeader })
+    expect(res.status).toBe(200)
+    const used = up.images.reduce((s: number, i: any) => s + i.size, 0)
+    expect(res.body).toMatchObject({
+      success: true,
+      username: erin.user.username,
+      email: erin.user.email,
+      role: 'user',
+      emailVerified: false,
+      totalImages: 2,
+      storage: { used, limit: 500 * 1024 * 1024, remaining: 500 * 1024 * 1024 - used },
+      limits: { maxFileSize: 50 * 1024 * 1024, maxFilesPerUpload: 15 },
+      rateLimit: { window: '1 hour', limit: 100, used: 2, remaining: 98 },
+    })
+    expect(res.body.rateLimit.resetSeconds).toBeGreaterThan(3500)
+    expect(res.body.rateLimit.resetSeconds).toBeLessThanOrEqual(3600)
+  })
+  test('verified accounts get the verified storage; admins get nulls and 100 files', async () => {
+    const frank = await userWithKey(t)
+    t.server.services.admin.updateUser(frank.user.id, { emailVerified: true })
+    expect((await t.json('/api/v1/me', { headers: frank.keyHeader })).body.storage.limit).toBe(10 * 1024 * 1024 * 1024)
+    makeAdmin(t, frank.user.id)
+    const res = await t.json('/api/v1/me', { headers: frank.keyHeader })
+    expect(res.body.role).toBe('admin')
+    expect(res.body.storage).toEqual({ used: 0, limit: null, remaining: null })
+    expect(res.body.limits).toEqual({ maxFileSize: null, maxFilesPerUpload: 100 })
+  })
+  test('without a key: 401; a JWT is not an API key', async () => {
+    expect((await t.json('/api/v1/me')).status).toBe(401)
+    const account = await registerUser(t)
+    expect((await t.json('/api/v1/me', { headers: account.bearer })).status).toBe(401)
+  })
+})
+
+describe('views', () => {
+  test('direct links count, thumbnails and API reads do not', async () => {
+    const up = await upload(alice)
+    await t.fetch(new URL(up.url).pathname)
+    await t.fetch(new URL(up.url).pathname)
+    await t.fetch(new URL(up.thumbnail).pathname)
+    await t.fetch(new URL(up.url).pathname, { method: 'HEAD' })
+    await t.json(`/api/v1/image/${up.id}`)
+    expect((await t.json(`/api/v1/image/${up.id}`)).body.data.views).toBe(2)
+    // Buffered views reach the database in a flush, and are not lost by it.
+    t.server.services.images.flushViews()
+    const row = t.server.db.$client.query('SELECT views FROM images WHERE id = ?').get(up.id) as { views: number }
+    expect(row.views).toBe(2)
+    expect((await t.json(`/api/v1/image/${up.id}`)).body.data.views).toBe(2)
+  })
+})

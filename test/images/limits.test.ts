@@ -1,0 +1,117 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { readdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { makeImage, uploadForm, type UploadPart } from '../fixtures'
+import { makeAdmin, startTestServer, userWithKey, type TestServer } from '../helpers'
+
+// Small limits so the rules can be hit with small files; the defaults are checked by the config tests.
+const MAX_FILE = 20_000
+const QUOTA = 60_000
+let t: TestServer
+
+beforeAll(async () => {
+  t = await startTestServer({ MAX_FILE_SIZE: String(MAX_FILE), MAX_FILES_PER_UPLOAD: '3', UNVERIFIED_STORAGE_LIMIT: String(QUOTA), UPLOADS_PER_HOUR: '5' })
+})
+afterAll(() => t.stop())
+
+const upload = (who: { keyHeader: Record<string, string> }, parts: UploadPart[]) =>
+  t.json('/api/v1/upload', { method: 'POST', headers: who.keyHeader, body: uploadForm(parts) })
+const me = async (who: { keyHeader: Record<string, string> }) => (await t.json('/api/v1/me', { headers: who.keyHeader })).body
+const storedFiles = () => ['originals', 'thumbs'].flatMap((d) => readdirSync(join(t.dataDir, 'files', d))).length
+/** A PNG of noise: it does not compress, so its size is predictable. */
+const noisePng = (side: number) => makeImage('png', side, side, Math.floor(Math.random() * 1000)).then((b) => b)
+
+describe('limits', () => {
+  test('a file over the size limit: 413, nothing stored or counted', async () => {
+    const user = await userWithKey(t)
+    const big = await noisePng(120)
+    expect(big.length).toBeGreaterThan(MAX_FILE)
+    const before = storedFiles()
+    const res = await upload(user, [{ bytes: await makeImage('png', 8, 8) }, { bytes: big }])
+    expect(res.status).toBe(413)
+    expect(typeof res.body.error).toBe('string')
+    expect(storedFiles()).toBe(before)
+    expect((await me(user)).rateLimit.used).toBe(0)
+    expect((await me(user)).totalImages).toBe(0)
+  })
+
+  test('more files than allowed: 400, nothing stored', async () => {
+    const user = await userWithKey(t)
+    const small = await makeImage('png', 8, 8)
+    const before = storedFiles()
+    const res = await upload(user, Array.from({ length: 4 }, () => ({ bytes: small })))
+    expect(res.status).toBe(400)
+    expect(res.body.error).toContain('Too many files')
+    expect(storedFiles()).toBe(before)
+    expect((await me(user)).totalImages).toBe(0)
+  })
+
+  test('the storage quota: 413 once a batch would pass it, usage unchanged', async () => {
+    const user = await userWithKey(t)
+    const file = await noisePng(70)
+    expect(file.length).toBeLessThan(MAX_FILE)
+    const perBatch = Math.floor(QUOTA / file.length / 2)
+    expect((await upload(user, Array.from({ length: Math.min(3, perBatch) }, () => ({ bytes: file })))).status).toBe(201)
+    const usage = await me(user)
+    const tooMuch = Math.ceil((usage.storage.remaining + 1) / file.length)
+    const res = await upload(user, Array.from({ length: Math.min(3, tooMuch) }, () => ({ bytes: file })))
+    if (tooMuch <= 3) {
+      expect(res.status).toBe(413)
+      expect((await me(user)).storage.used).toBe(usage.storage.used)
+    } else {
+      throw new Error(`fixture too small for the quota test: ${file.length} bytes`)
+    }
+  })
+
+  test('the hourly window counts files; a batch that does not fit is 429 with headers', async () => {
+    const user = await userWithKey(t)
+    const small = await makeImage('png', 8, 8)
+    const ok = await t.fetch('/api/v1/upload', { method: 'POST', headers: user.keyHeader, body: uploadForm([{ bytes: small }, { bytes: small }, { bytes: small }]) })
+    expect(ok.status).toBe(201)
+    expect(ok.headers.get('RateLimit-Limit')).toBe('5')
+    expect(ok.headers.get('RateLimit-Remaining')).toBe('2')
+    expect(Number(ok.headers.get('RateLimit-Reset'))).toBeGreaterThan(3500)
+    const res = await t.fetch('/api/v1/upload', { method: 'POST', headers: user.keyHeader, body: uploadForm([{ bytes: small }, { bytes: small }, { bytes: small }]) })
+    expect(res.status).toBe(429)
+    expect((await res.json()).error).toBeString()
+    expect(Number(res.headers.get('Retry-After'))).toBeGreaterThan(0)
+    expect(res.headers.get('RateLimit-Remaining')).toBe('2')
+    const usage = await me(user)
+    expect(usage.rateLimit).toMatchObject({ limit: 5, used: 3, remaining: 2 })
+    expect(usage.totalImages).toBe(3)
+  })
+
+  test('parallel batches can never overshoot the window', async () => {
+    const user = await userWithKey(t)
+    const small = await makeImage('png', 8, 8)
+    const batch = () => upload(user, [{ bytes: small }, { bytes: small }, { bytes: small }])
+    const results = await Promise.all([batch(), batch(), batch()])
+    expect(results.filter((r) => r.status === 201)).toHaveLength(1)
+    expect(results.filter((r) => r.status === 429)).toHaveLength(2)
+    expect((await me(user)).rateLimit.used).toBe(3)
+  })
+
+  test('parallel batches can never overshoot the storage quota', async () => {
+    const user = await userWithKey(t)
+    const file = await noisePng(70)
+    const count = Math.floor(QUOTA / file.length / 2) + 1 // each batch fits alone, two do not
+    expect(count * file.length).toBeLessThanOrEqual(QUOTA)
+    expect(2 * count * file.length).toBeGreaterThan(QUOTA)
+    const batch = () => upload(user, Array.from({ length: Math.min(count, 3) }, () => ({ bytes: file })))
+    if (count > 3) throw new Error('fixture too small for the parallel quota test')
+    const results = await Promise.all([batch(), batch()])
+    expect(results.map((r) => r.status).sort()).toEqual([201, 413])
+    expect((await me(user)).storage.used).toBeLessThanOrEqual(QUOTA)
+  })
+
+  test('admins are exempt from size, count, quota and window, but their usage is counted', async () => {
+    const admin = await userWithKey(t)
+    makeAdmin(t, admin.user.id)
+    const big = await noisePng(120)
+    const res = await upload(admin, Array.from({ length: 6 }, () => ({ bytes: big })))
+    expect(res.status).toBe(201)
+    const usage = await me(admin)
+    expect(usage.rateLimit.used).toBe(6)
+    expect(usage.storage.limit).toBeNull()
+  })
+})

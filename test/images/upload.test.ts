@@ -1,0 +1,182 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { readdirSync } from 'node:fs'
+import { join } from 'node:path'
+import sharp from 'sharp'
+import { makeBmp, makeDecompressionBomb, makeIco, makeImage, svgImage, uploadForm, type UploadPart } from '../fixtures'
+import { jsonBody, startTestServer, userWithKey, type TestServer } from '../helpers'
+
+let t: TestServer
+let owner: Awaited<ReturnType<typeof userWithKey>>
+
+beforeAll(async () => {
+  t = await startTestServer()
+  owner = await userWithKey(t)
+})
+afterAll(() => t.stop())
+
+function upload(parts: UploadPart[], fields: Record<string, string> = {}, headers: Record<string, string> = owner.keyHeader) {
+  return t.json('/api/v1/upload', { method: 'POST', headers, body: uploadForm(parts, fields) })
+}
+
+const storedFiles = () => ['originals', 'thumbs'].flatMap((d) => readdirSync(join(t.dataDir, 'files', d)))
+
+describe('formats', () => {
+  const cases: [string, () => Promise<Uint8Array> | Uint8Array, string, string, number, number][] = [
+    ['jpeg', () => makeImage('jpeg', 64, 48), 'image/jpeg', 'jpg', 64, 48],
+    ['png', () => makeImage('png', 65, 49), 'image/png', 'png', 65, 49],
+    ['gif', () => makeImage('gif', 30, 20), 'image/gif', 'gif', 30, 20],
+    ['webp', () => makeImage('webp', 40, 30), 'image/webp', 'webp', 40, 30],
+    ['tiff', () => makeImage('tiff', 33, 22), 'image/tiff', 'tiff', 33, 22],
+    ['avif', () => makeImage('avif', 64, 64), 'image/avif', 'avif', 64, 64],
+    ['svg', () => svgImage(120, 80), 'image/svg+xml', 'svg', 120, 80],
+    ['bmp', () => makeBmp(20, 10), 'image/bmp', 'bmp', 20, 10],
+    ['ico', () => makeIco(32), 'image/x-icon', 'ico', 32, 32],
+  ]
+  for (const [name, make, mime, ext, width, height] of cases) {
+    test(`${name} is accepted with its mime, extension and dimensions`, async () => {
+      const bytes = await make()
+      const res = await upload([{ bytes, name: `picture.${name}` }])
+      expect(res.status).toBe(201)
+      expect(res.body).toMatchObject({ success: true, mime, width, height, size: bytes.length, visibility: 'public', nsfw: false })
+      expect(res.body.url).toBe(`${t.url}/cdn/${res.body.id}.${ext}`)
+      expect(res.body.thumbnail).toBe(`${t.url}/cdn/medium/${res.body.id}.webp`)
+      expect(res.body.viewer).toBe(`${t.url}/i/${res.body.id}`)
+      expect(res.body.delete).toBe(`${t.url}/api/v1/image/${res.body.id}`)
+      expect(res.body.id).toMatch(/^[A-Za-z0-9]{8}$/)
+      const direct = await t.fetch(new URL(res.body.url).pathname)
+      expect(direct.status).toBe(200)
+      expect(direct.headers.get('content-type')).toBe(mime)
+      expect(new Uint8Array(await direct.arrayBuffer())).toEqual(bytes)
+    })
+  }
+
+  test('the type comes from the bytes, not the name or Content-Type', async () => {
+    const jpeg = await makeImage('jpeg')
+    const res = await upload([{ bytes: jpeg, name: 'photo.png', type: 'image/png' }])
+    expect(res.status).toBe(201)
+    expect(res.body.mime).toBe('image/jpeg')
+    expect(res.body.url.endsWith('.jpg')).toBe(true)
+  })
+})
+
+describe('refused files change nothing', () => {
+  const refusals: [string, () => Promise<Uint8Array> | Uint8Array][] = [
+    ['a text file named .png', () => new TextEncoder().encode('hello, I am not an image at all')],
+    ['a truncated PNG', async () => (await makeImage('png', 300, 300)).slice(0, 400)],
+    ['a decompression bomb', makeDecompressionBomb],
+    ['an HTML file', () => new TextEncoder().encode('<html><body><script>alert(1)</script></body></html>')],
+  ]
+  for (const [name, make] of refusals) {
+    test(`${name}: 400 and the server keeps serving`, async () => {
+      const before = storedFiles().length
+      const res = await upload([{ bytes: await make(), name: 'evil.png', type: 'image/png' }])
+      expect(res.status).toBe(400)
+      expect(typeof res.body.error).toBe('string')
+      expect(storedFiles().length).toBe(before)
+      expect((await t.json('/healthz')).body).toEqual({ status: 'ok' })
+    })
+  }
+
+  test('one bad file in a batch stores none of them', async () => {
+    const me = (await t.json('/api/v1/me', { headers: owner.keyHeader })).body
+    const before = storedFiles().length
+    const res = await upload([{ bytes: await makeImage('png') }, { bytes: new TextEncoder().encode('nope') }])
+    expect(res.status).toBe(400)
+    const after = (await t.json('/api/v1/me', { headers: owner.keyHeader })).body
+    expect(after.totalImages).toBe(me.totalImages)
+    expect(after.storage.used).toBe(me.storage.used)
+    expect(after.rateLimit.used).toBe(me.rateLimit.used)
+    expect(storedFiles().length).toBe(before)
+  })
+
+  test('no files: 400', async () => {
+    const res = await upload([], { visibility: 'public' })
+    expect(res.status).toBe(400)
+  })
+
+  test('not multipart: 400', async () => {
+    const res = await t.json('/api/v1/upload', { method: 'POST', ...jsonBody({ file: 'x' }, owner.keyHeader) })
+    expect(res.status).toBe(400)
+  })
+})
+
+describe('authentication', () => {
+  test('no key: 401', async () => {
+    const res = await upload([{ bytes: await makeImage('png') }], {}, {})
+    expect(res.status).toBe(401)
+    expect(typeof res.body.error).toBe('string')
+  })
+  test('a wrong key: 401', async () => {
+    const res = await upload([{ bytes: await makeImage('png') }], {}, { 'x-api-key': 'ihk_notarealkeynotarealkeynotarealkey0000' })
+    expect(res.status).toBe(401)
+  })
+})
+
+describe('visibility and flags', () => {
+  for (const form of ['true', '1', 'yes', 'on', 'TRUE', 'Yes']) {
+    test(`private=${form} makes the upload private, even with visibility=public`, async () => {
+      const res = await upload([{ bytes: await makeImage('png') }], { private: form, visibility: 'public' })
+      expect(res.status).toBe(201)
+      expect(res.body.visibility).toBe('private')
+    })
+  }
+  test('private=false and other values are ignored', async () => {
+    for (const form of ['false', '0', 'nope']) {
+      const res = await upload([{ bytes: await makeImage('png') }], { private: form })
+      expect(res.body.visibility).toBe('public')
+    }
+  })
+  test('visibility=private', async () => {
+    const res = await upload([{ bytes: await makeImage('png') }], { visibility: 'private' })
+    expect(res.body.visibility).toBe('private')
+  })
+  test('an invalid visibility is 400 and stores nothing', async () => {
+    const before = storedFiles().length
+    for (const v of ['secret', 'Public', 'PRIVATE']) {
+      const res = await upload([{ bytes: await makeImage('png') }], { visibility: v })
+      expect(res.status).toBe(400)
+      expect(res.body.error).toContain('visibility')
+    }
+    expect(storedFiles().length).toBe(before)
+  })
+  test('nsfw=true flags the upload', async () => {
+    const res = await upload([{ bytes: await makeImage('png') }], { nsfw: 'true' })
+    expect(res.body.nsfw).toBe(true)
+  })
+  test('a private account makes every upload private', async () => {
+    const other = await userWithKey(t)
+    await t.json('/api/account', { method: 'PATCH', ...jsonBody({ privateAccount: true }, other.bearer) })
+    const res = await upload([{ bytes: await makeImage('png') }], { visibility: 'public' }, other.keyHeader)
+    expect(res.body.visibility).toBe('private')
+  })
+})
+
+describe('batches', () => {
+  test('several files answer { success, images } in order, settings applied to all', async () => {
+    const res = await upload([{ bytes: await makeImage('png', 10, 10), name: 'a.png' }, { bytes: await makeImage('jpeg', 20, 10), name: 'b.jpg' }], { visibility: 'private' })
+    expect(res.status).toBe(201)
+    expect(res.body.success).toBe(true)
+    expect(res.body.id).toBeUndefined()
+    expect(res.body.images).toHaveLength(2)
+    expect(res.body.images.map((i: any) => [i.filename, i.width, i.visibility])).toEqual([
+      ['a.png', 10, 'private'],
+      ['b.jpg', 20, 'private'],
+    ])
+    for (const image of res.body.images) expect(image.success).toBeUndefined()
+  })
+})
+
+describe('folders', () => {
+  test('a folder name creates an album once, inheriting the upload visibility', async () => {
+    const first = await upload([{ bytes: await makeImage('png') }], { folder: 'Holiday 2026', visibility: 'private' })
+    const second = await upload([{ bytes: await makeImage('png', 10, 12) }], { album: 'Holiday 2026' })
+    expect(first.status).toBe(201)
+    expect(second.status).toBe(201)
+    const albums = t.server.db.$client.query('SELECT id, title, is_public FROM albums WHERE user_id = ?').all(owner.user.id) as any[]
+    const holiday = albums.filter((a) => a.title === 'Holiday 2026')
+    expect(holiday).toHaveLength(1)
+    expect(holiday[0].is_public).toBe(0)
+    const members = t.server.db.$client.query('SELECT image_id FROM album_images WHERE album_id = ?').all(holiday[0].id) as any[]
+    expect(members.map((m) => m.image_id).sort()).toEqual([first.body.id, second.body.id].sort())
+  })
+})
