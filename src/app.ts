@@ -4,6 +4,7 @@ import type { Db } from './db/client'
 import { authGuard } from './http/auth'
 import { errorModel } from './http/errors'
 import { jsonBodyLimit } from './http/body-limit'
+import { createMetrics, requestLog } from './http/observability'
 import { apiDocs } from './http/openapi'
 import { globalRateLimit } from './http/rate-limit'
 import type { MediaProcessor } from './media/processor'
@@ -14,10 +15,18 @@ import { authModule } from './modules/auth'
 import type { Mailer } from './modules/auth/mailer'
 import { createAuthService } from './modules/auth/service'
 import { cdnModule } from './modules/cdn'
+import { galleryModule } from './modules/gallery'
+import { createGalleryService } from './modules/gallery/service'
 import { healthModule } from './modules/health'
 import { imagesModule } from './modules/images'
 import { createImageService } from './modules/images/service'
 import { createUploadPipeline } from './modules/images/upload'
+import { albumsModule } from './modules/albums'
+import { createAlbumService } from './modules/albums/service'
+import { embedsModule } from './modules/embeds'
+import { createEmbedService } from './modules/embeds/service'
+import { pagesModule } from './modules/pages'
+import { createPageService } from './modules/pages/service'
 import type { Storage } from './storage'
 
 export interface AppDeps {
@@ -33,22 +42,33 @@ export interface AppDeps {
 /** Composes every feature into one Elysia app; tests build the app through this too. */
 export function createApp(deps: AppDeps) {
   const { config, db, storage } = deps
+  const metrics = createMetrics()
+  const classifier = metrics.instrument(deps.classifier)
   const auth = createAuthService(db, deps.mailer)
   const guard = authGuard(auth, { secret: deps.jwtSecret, trustProxy: config.trustProxy })
   const images = createImageService({ db, config, storage })
-  const pipeline = createUploadPipeline({ db, config, storage, media: deps.media, classifier: deps.classifier, thresholds: config.nsfw.thresholds })
-  const services = { auth, admin: createAdminService({ db, images }), images, pipeline }
+  const pipeline = createUploadPipeline({ db, config, storage, media: deps.media, classifier, thresholds: config.nsfw.thresholds })
+  const gallery = createGalleryService({ db, config })
+  const albums = createAlbumService({ db, images, publicUrl: config.publicUrl })
+  const embeds = createEmbedService({ db, images })
+  const pages = createPageService({ db, config, images })
+  const services = { auth, admin: createAdminService({ db, images }), images, pipeline, gallery, metrics, albums, embeds, pages }
 
   const app = new Elysia()
     .use(errorModel)
+    .use(requestLog(metrics, { log: config.logRequests }))
     .use(jsonBodyLimit)
     .use(globalRateLimit({ limit: config.limits.globalPerMinute, trustProxy: config.trustProxy }))
     .use(apiDocs(config.siteName))
-    .use(healthModule(db))
+    .use(healthModule({ db, metrics, metricsToken: config.metricsToken, classifier }))
     .use(authModule(auth, guard))
-    .use(imagesModule({ config, images, pipeline, guard }))
+    .use(imagesModule({ config, images, pipeline, guard, metrics }))
     .use(cdnModule({ images, storage }))
     .use(adminModule(services.admin, guard))
+    .use(galleryModule(gallery))
+    .use(albumsModule(albums, guard))
+    .use(embedsModule(embeds, guard))
+    .use(pagesModule({ config, pages, images, albums }))
 
   return { app, services }
 }

@@ -24,6 +24,8 @@ const variables = {
   SMTP_URL: { schema: T.String({ pattern: '^(|smtps?://.+)$' }), default: '' },
   SMTP_FROM: { schema: T.String(), default: '' },
   TRUST_PROXY: { schema: Bool, default: 'false' },
+  LOG_REQUESTS: { schema: Bool, default: 'true' },
+  METRICS_TOKEN: { schema: T.String(), default: '' },
 
   MAX_FILES_PER_UPLOAD: { schema: Int(1), default: '15' },
   ADMIN_MAX_FILES_PER_UPLOAD: { schema: Int(1), default: '100' },
@@ -81,6 +83,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     admin: { username: raw.ADMIN_USERNAME, email: raw.ADMIN_EMAIL, password: raw.ADMIN_PASSWORD },
     smtp: { url: raw.SMTP_URL, from: raw.SMTP_FROM || `no-reply@${new URL(publicUrl).hostname}` },
     trustProxy: isTrue(raw.TRUST_PROXY),
+    logRequests: isTrue(raw.LOG_REQUESTS),
+    /** Empty: /metrics is disabled. */
+    metricsToken: raw.METRICS_TOKEN,
     limits: Object.freeze({
       user: { maxFiles: raw.MAX_FILES_PER_UPLOAD, maxFileSize: raw.MAX_FILE_SIZE },
       admin: { maxFiles: raw.ADMIN_MAX_FILES_PER_UPLOAD },

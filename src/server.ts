@@ -6,11 +6,15 @@ import { closeDatabase, openDatabase } from './db/client'
 import { loadJwtSecret } from './lib/secrets'
 import { createMediaProcessor } from './media/processor'
 import { createNsfwClassifier } from './moderation'
+import { createRescanner, type RescanOptions } from './moderation/rescan'
 import { createMailer } from './modules/auth/mailer'
 import { createLocalStorage } from './storage/local'
 import { sweepOrphans } from './storage/sweep'
 
-export type ServerOverrides = Partial<Omit<AppDeps, 'config' | 'db'>>
+export type ServerOverrides = Partial<Omit<AppDeps, 'config' | 'db'>> & {
+  /** Timing of the background rescan of images whose upload-time scan failed (tests use short intervals). */
+  rescan?: RescanOptions
+}
 
 const VIEW_FLUSH_MS = 2000
 
@@ -33,6 +37,11 @@ export async function startServer(config: Config, overrides: ServerOverrides = {
   // The model loads in the background: the server answers at once, and the first scan waits for it if needed.
   deps.classifier.warm().catch((error) => console.error(JSON.stringify({ level: 'error', msg: 'classifier warm-up failed', error: String(error) })))
   const flushTimer = setInterval(services.images.flushViews, VIEW_FLUSH_MS)
+  const rescanner = createRescanner(
+    { db, storage: deps.storage, media: deps.media, classifier: deps.classifier, thresholds: config.nsfw.thresholds, tmpDir: join(config.dataDir, 'tmp') },
+    { timeoutMs: config.nsfw.timeoutMs, ...overrides.rescan },
+  )
+  rescanner.start()
   // Upload bodies are streamed and limited by the pipeline itself, per file and per request.
   app.listen({ port: config.port, hostname: '0.0.0.0', maxRequestBodySize: Number.MAX_SAFE_INTEGER })
 
@@ -41,11 +50,13 @@ export async function startServer(config: Config, overrides: ServerOverrides = {
     services,
     db,
     deps,
+    rescanner,
     port: app.server!.port,
     async stop() {
       // Stop accepting, let in-flight requests finish, write buffered views, then close everything.
       await app.stop(false)
       clearInterval(flushTimer)
+      await rescanner.stop()
       services.images.flushViews()
       await deps.classifier.close()
       closeDatabase(db)

@@ -1,7 +1,9 @@
 import sharp from 'sharp'
 
+export type Bytes = Uint8Array<ArrayBuffer>
+
 /** Real images made with sharp, so tests never depend on binary files in the repo. */
-export async function makeImage(format: 'png' | 'jpeg' | 'webp' | 'gif' | 'tiff' | 'avif', width = 64, height = 48, seed = 0): Promise<Uint8Array> {
+export async function makeImage(format: 'png' | 'jpeg' | 'webp' | 'gif' | 'tiff' | 'avif', width = 64, height = 48, seed = 0): Promise<Bytes> {
   const channels = 3
   const pixels = Buffer.alloc(width * height * channels)
   for (let i = 0; i < pixels.length; i++) pixels[i] = (i * 7 + seed * 31 + ((i / channels / width) | 0) * 3) & 0xff
@@ -10,8 +12,14 @@ export async function makeImage(format: 'png' | 'jpeg' | 'webp' | 'gif' | 'tiff'
   return new Uint8Array(await out.toBuffer())
 }
 
+/** A PNG of random noise: it does not compress, so its size is predictable (about 3 bytes a pixel). */
+export async function makeNoisePng(side: number): Promise<Bytes> {
+  const pixels = Buffer.from(crypto.getRandomValues(new Uint8Array(side * side * 3)))
+  return new Uint8Array(await sharp(pixels, { raw: { width: side, height: side, channels: 3 } }).png().toBuffer())
+}
+
 /** An animated GIF of `frames` solid-colour frames. */
-export async function makeAnimatedGif(width: number, height: number, frames: number): Promise<Uint8Array> {
+export async function makeAnimatedGif(width: number, height: number, frames: number): Promise<Bytes> {
   const pages = await Promise.all(
     Array.from({ length: frames }, (_, i) => sharp({ create: { width, height, channels: 4, background: { r: (i * 80) % 256, g: 40 * i, b: 200 } } }).png().toBuffer()),
   )
@@ -24,7 +32,7 @@ export const svgImage = (width = 120, height = 80, extra = '') =>
   )
 
 export interface UploadPart {
-  bytes: Uint8Array
+  bytes: Bytes
   name?: string
   type?: string
 }
@@ -33,12 +41,12 @@ export interface UploadPart {
 export function uploadForm(files: UploadPart[], fields: Record<string, string> = {}): FormData {
   const form = new FormData()
   for (const [key, value] of Object.entries(fields)) form.append(key, value)
-  files.forEach((f, i) => form.append('file', new Blob([f.bytes as Uint8Array<ArrayBuffer>], { type: f.type ?? 'application/octet-stream' }), f.name ?? `image${i}.png`))
+  files.forEach((f, i) => form.append('file', new Blob([f.bytes], { type: f.type ?? 'application/octet-stream' }), f.name ?? `image${i}.png`))
   return form
 }
 
 /** A 24-bit bottom-up BMP (BITMAPINFOHEADER), which sharp cannot write. */
-export function makeBmp(width: number, height: number): Uint8Array {
+export function makeBmp(width: number, height: number): Bytes {
   const rowSize = Math.ceil((width * 3) / 4) * 4
   const size = 54 + rowSize * height
   const buf = Buffer.alloc(size)
@@ -63,7 +71,7 @@ export function makeBmp(width: number, height: number): Uint8Array {
 }
 
 /** An ICO file holding one PNG entry (the modern form of favicons). */
-export async function makeIco(size = 32): Promise<Uint8Array> {
+export async function makeIco(size = 32): Promise<Bytes> {
   const png = Buffer.from(await makeImage('png', size, size))
   const header = Buffer.alloc(22)
   header.writeUInt16LE(0, 0)
@@ -79,7 +87,7 @@ export async function makeIco(size = 32): Promise<Uint8Array> {
 }
 
 /** A PNG whose header claims 20000x20000 pixels: refused from the header, never decoded. */
-export async function makeDecompressionBomb(): Promise<Uint8Array> {
+export async function makeDecompressionBomb(): Promise<Bytes> {
   const png = Buffer.from(await makeImage('png', 8, 8))
   // IHDR width/height live at bytes 16..23; the CRC no longer matches, which a header-only probe does not check.
   png.writeUInt32BE(20000, 16)

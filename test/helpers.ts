@@ -26,7 +26,7 @@ export interface TestServer {
 export async function startTestServer(env: Record<string, string> = {}, overrides: ServerOverrides = {}): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'imghost-test-'))
   const port = freePort()
-  const config = loadConfig({ DATA_DIR: dataDir, PORT: String(port), JWT_SECRET: 'test-secret-'.padEnd(48, 'x'), ...env })
+  const config = loadConfig({ DATA_DIR: dataDir, PORT: String(port), LOG_REQUESTS: 'false', JWT_SECRET: 'test-secret-'.padEnd(48, 'x'), ...env })
   const server = await startServer(config, overrides)
   const url = `http://localhost:${port}`
   const doFetch = (path: string, init?: RequestInit) => fetch(url + path, init)

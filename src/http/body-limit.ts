@@ -23,8 +23,15 @@ async function readCapped(request: Request, cap: number): Promise<string> {
  * Upload routes opt out of parsing and stream their multipart bodies themselves.
  */
 export const jsonBodyLimit = new Elysia({ name: 'json-body-limit' }).onParse({ as: 'global' }, async ({ request, contentType }) => {
-  if (!contentType.toLowerCase().startsWith('application/json')) {
-    if (new URL(request.url).pathname.startsWith('/api/')) throw badRequest('Expected an application/json body')
+  const type = contentType.toLowerCase()
+  if (!type.startsWith('application/json')) {
+    const isApi = new URL(request.url).pathname.startsWith('/api/')
+    // A global parse hook must answer something other than undefined for the `parse: 'none'` upload routes (Elysia
+    // would otherwise look for a 'none' parser and fail every upload), and for bodiless POST/DELETE requests.
+    // null means "no parsed body": upload routes stream the untouched request themselves, body schemas refuse it.
+    if (isApi && type.startsWith('multipart/form-data')) return null
+    if (!type && !request.body) return null
+    if (isApi) throw badRequest('Expected an application/json body')
     return
   }
   const text = await readCapped(request, MAX_JSON_BYTES)

@@ -26,9 +26,11 @@ export function errors(...statuses: number[]) {
   return Object.fromEntries(statuses.map((s) => [s, ErrorBody])) as Record<number, typeof ErrorBody>
 }
 
-type ValidationLike = { all?: { path?: string; message?: string; summary?: string }[]; message?: string }
+type ValidationLike = { all?: { path?: string; message?: string; summary?: string }[]; message?: string; customError?: unknown }
 
 function validationMessage(error: ValidationLike): string {
+  // A schema's own `error` text (e.g. `t.Union([...], { error: 'color must be #rrggbb' })`) is clearer than the generic one.
+  if (typeof error.customError === 'string' && error.customError) return error.customError
   const first = error.all?.[0]
   if (!first) return 'Invalid request'
   const field = first.path?.replace(/^\//, '').replace(/\//g, '.')
@@ -49,9 +51,16 @@ export const errorModel = new Elysia({ name: 'error-model' })
       case 'VALIDATION':
         set.status = 400
         return { error: validationMessage(error as unknown as ValidationLike) }
-      case 'PARSE':
+      case 'PARSE': {
+        // Elysia wraps whatever a parse hook throws (our 400s and 413s) in a ParseError: keep their status and message.
+        const cause = (error as { cause?: unknown }).cause
+        if (cause instanceof HttpError) {
+          set.status = cause.status
+          return { error: cause.message, ...cause.extra }
+        }
         set.status = 400
         return { error: 'Malformed request body' }
+      }
       case 'NOT_FOUND':
         set.status = 404
         return { error: 'Not found' }

@@ -1,3 +1,4 @@
+import { ascii, startsWith, u16le, u32be, u32le } from './bytes';
 import type { ImageFormat } from './formats';
 
 /** How many leading bytes of a file `detectFormat` needs to see. */
@@ -7,27 +8,6 @@ export const DETECT_HEAD_BYTES = 64 * 1024;
 export const DIB_HEADER_SIZES: ReadonlySet<number> = new Set([12, 40, 52, 56, 64, 108, 124]);
 
 const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
-
-function startsWith(head: Uint8Array, bytes: readonly number[], at = 0): boolean {
-  if (head.length < at + bytes.length) return false;
-  return bytes.every((b, i) => head[at + i] === b);
-}
-
-function ascii(head: Uint8Array, at: number, length: number): string {
-  return String.fromCharCode(...head.subarray(at, at + length));
-}
-
-function u16le(b: Uint8Array, at: number): number {
-  return b[at]! | (b[at + 1]! << 8);
-}
-
-function u32le(b: Uint8Array, at: number): number {
-  return (b[at]! | (b[at + 1]! << 8) | (b[at + 2]! << 16) | (b[at + 3]! << 24)) >>> 0;
-}
-
-function u32be(b: Uint8Array, at: number): number {
-  return ((b[at]! << 24) | (b[at + 1]! << 16) | (b[at + 2]! << 8) | b[at + 3]!) >>> 0;
-}
 
 export function isPng(head: Uint8Array): boolean {
   return startsWith(head, PNG_SIGNATURE);
@@ -52,7 +32,7 @@ function isIco(head: Uint8Array): boolean {
  * processing instructions, comments and an `svg` doctype may precede the root element, which must be `<svg`.
  */
 function isSvg(head: Uint8Array): boolean {
-  const text = new TextDecoder('utf-8', { ignoreBOM: false }).decode(head);
+  const text = new TextDecoder().decode(head); // drops a UTF-8 BOM
   let i = 0;
   for (;;) {
     while (i < text.length && /\s/.test(text[i]!)) i++;

@@ -2,3 +2,7 @@
 export class MediaError extends Error {
   override name = 'MediaError';
 }
+
+export function exceedsMessage(maxPixels: number): string {
+  return `Image exceeds ${Number((maxPixels / 1e6).toFixed(2))} megapixels`;
+}

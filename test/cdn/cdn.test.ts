@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import sharp from 'sharp'
-import { makeAnimatedGif, makeImage, svgImage, uploadForm } from '../fixtures'
+import { makeAnimatedGif, makeImage, svgImage, uploadForm, type Bytes } from '../fixtures'
 import { startTestServer, userWithKey, type TestServer } from '../helpers'
 
 let t: TestServer
 let jpeg: { id: string; url: string; thumbnail: string; size: number }
-let jpegBytes: Uint8Array
+let jpegBytes: Bytes
 let owner: Awaited<ReturnType<typeof userWithKey>>
 
 beforeAll(async () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { makeImage, uploadForm, type UploadPart } from '../fixtures'
+import { makeImage, makeNoisePng, uploadForm, type UploadPart } from '../fixtures'
 import { makeAdmin, startTestServer, userWithKey, type TestServer } from '../helpers'
 
 // Small limits so the rules can be hit with small files; the defaults are checked by the config tests.
@@ -18,13 +18,11 @@ const upload = (who: { keyHeader: Record<string, string> }, parts: UploadPart[])
   t.json('/api/v1/upload', { method: 'POST', headers: who.keyHeader, body: uploadForm(parts) })
 const me = async (who: { keyHeader: Record<string, string> }) => (await t.json('/api/v1/me', { headers: who.keyHeader })).body
 const storedFiles = () => ['originals', 'thumbs'].flatMap((d) => readdirSync(join(t.dataDir, 'files', d))).length
-/** A PNG of noise: it does not compress, so its size is predictable. */
-const noisePng = (side: number) => makeImage('png', side, side, Math.floor(Math.random() * 1000)).then((b) => b)
 
 describe('limits', () => {
   test('a file over the size limit: 413, nothing stored or counted', async () => {
     const user = await userWithKey(t)
-    const big = await noisePng(120)
+    const big = await makeNoisePng(120)
     expect(big.length).toBeGreaterThan(MAX_FILE)
     const before = storedFiles()
     const res = await upload(user, [{ bytes: await makeImage('png', 8, 8) }, { bytes: big }])
@@ -48,7 +46,7 @@ describe('limits', () => {
 
   test('the storage quota: 413 once a batch would pass it, usage unchanged', async () => {
     const user = await userWithKey(t)
-    const file = await noisePng(70)
+    const file = await makeNoisePng(70)
     expect(file.length).toBeLessThan(MAX_FILE)
     const perBatch = Math.floor(QUOTA / file.length / 2)
     expect((await upload(user, Array.from({ length: Math.min(3, perBatch) }, () => ({ bytes: file })))).status).toBe(201)
@@ -93,7 +91,7 @@ describe('limits', () => {
 
   test('parallel batches can never overshoot the storage quota', async () => {
     const user = await userWithKey(t)
-    const file = await noisePng(70)
+    const file = await makeNoisePng(70)
     const count = Math.floor(QUOTA / file.length / 2) + 1 // each batch fits alone, two do not
     expect(count * file.length).toBeLessThanOrEqual(QUOTA)
     expect(2 * count * file.length).toBeGreaterThan(QUOTA)
@@ -107,7 +105,7 @@ describe('limits', () => {
   test('admins are exempt from size, count, quota and window, but their usage is counted', async () => {
     const admin = await userWithKey(t)
     makeAdmin(t, admin.user.id)
-    const big = await noisePng(120)
+    const big = await makeNoisePng(120)
     const res = await upload(admin, Array.from({ length: 6 }, () => ({ bytes: big })))
     expect(res.status).toBe(201)
     const usage = await me(admin)

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import sharp from 'sharp'
-import { makeBmp, makeDecompressionBomb, makeIco, makeImage, svgImage, uploadForm, type UploadPart } from '../fixtures'
+import { makeBmp, makeDecompressionBomb, makeIco, makeImage, svgImage, uploadForm, type Bytes, type UploadPart } from '../fixtures'
 import { jsonBody, startTestServer, userWithKey, type TestServer } from '../helpers'
 
 let t: TestServer
@@ -21,7 +21,7 @@ function upload(parts: UploadPart[], fields: Record<string, string> = {}, header
 const storedFiles = () => ['originals', 'thumbs'].flatMap((d) => readdirSync(join(t.dataDir, 'files', d)))
 
 describe('formats', () => {
-  const cases: [string, () => Promise<Uint8Array> | Uint8Array, string, string, number, number][] = [
+  const cases: [string, () => Promise<Bytes> | Bytes, string, string, number, number][] = [
     ['jpeg', () => makeImage('jpeg', 64, 48), 'image/jpeg', 'jpg', 64, 48],
     ['png', () => makeImage('png', 65, 49), 'image/png', 'png', 65, 49],
     ['gif', () => makeImage('gif', 30, 20), 'image/gif', 'gif', 30, 20],
@@ -60,7 +60,7 @@ describe('formats', () => {
 })
 
 describe('refused files change nothing', () => {
-  const refusals: [string, () => Promise<Uint8Array> | Uint8Array][] = [
+  const refusals: [string, () => Promise<Bytes> | Bytes][] = [
     ['a text file named .png', () => new TextEncoder().encode('hello, I am not an image at all')],
     ['a truncated PNG', async () => (await makeImage('png', 300, 300)).slice(0, 400)],
     ['a decompression bomb', makeDecompressionBomb],

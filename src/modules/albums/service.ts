@@ -1,19 +1,282 @@
-import { and, eq, isNull } from 'drizzle-orm'
+import { and, asc, count, desc, eq, isNull, sql, type SQL } from 'drizzle-orm'
 import type { Db } from '../../db/client'
-import { albums, type User } from '../../db/schema'
+import { albumImages, albums, images, type Album, type Image, type User } from '../../db/schema'
+import { badRequest, forbidden, notFound } from '../../http/errors'
 import { newPublicId } from '../../lib/crypto'
+import { iso } from '../../lib/time'
+import { isImageId, liveImage, type ImageService } from '../images/service'
 
 type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
+
+const ALBUM_ID = /^[A-Za-z0-9]{8}$/
+export const isAlbumId = (id: string) => ALBUM_ID.test(id)
+
+export const TITLE_MAX = 100
+export const DESCRIPTION_MAX = 1000
+export const PASSWORD_MAX = 256
+
+/**
+ * Album passwords are shared secrets handed out with a link, checked on every visit of a protected album:
+ * argon2id with OWASP's minimum parameters keeps them hashed without letting visitors pin 64 MiB per request.
+ */
+const PASSWORD_HASH = { algorithm: 'argon2id', memoryCost: 19456, timeCost: 2 } as const
 
 /**
  * Upload's `album`/`folder`: an id of one of the caller's albums selects it; any other value names a folder,
  * the caller's live album with exactly that title, created on first use with the upload's visibility.
+ * When several live albums share the title, the oldest one is used.
  */
 export function resolveUploadAlbum(tx: Tx, owner: User, value: string, isPublic: boolean): string {
   const live = and(eq(albums.userId, owner.id), isNull(albums.deletedAt))
   const byId = tx.select({ id: albums.id }).from(albums).where(and(live, eq(albums.id, value))).get()
   if (byId) return byId.id
-  const byTitle = tx.select({ id: albums.id }).from(albums).where(and(live, eq(albums.title, value))).get()
+  const byTitle = tx
+    .select({ id: albums.id })
+    .from(albums)
+    .where(and(live, eq(albums.title, value)))
+    .orderBy(asc(albums.createdAt))
+    .get()
   if (byTitle) return byTitle.id
   return tx.insert(albums).values({ id: newPublicId(), userId: owner.id, title: value, isPublic }).returning({ id: albums.id }).get().id
+}
+
+export interface AlbumInput {
+  title?: string
+  description?: string | null
+  isPublic?: boolean
+  password?: string | null
+}
+
+/** Who is looking: the owner sees everything; anyone else only public images of a public album. */
+type Audience = 'owner' | 'public'
+
+/** The outcome of opening an album as someone; the API turns it into statuses, the album page into HTML. */
+export type AlbumAccess =
+  | { kind: 'ok'; album: Album; audience: Audience; images: Image[] }
+  | { kind: 'not-found' }
+  | { kind: 'password'; album: Album; wrong: boolean }
+
+export type AlbumService = ReturnType<typeof createAlbumService>
+
+function checkTitle(raw: string): string {
+  const title = raw.trim()
+  if (title.length < 1 || title.length > TITLE_MAX) throw badRequest(`title must be 1-${TITLE_MAX} characters`)
+  return title
+}
+
+function checkDescription(raw: string | null): string {
+  const description = (raw ?? '').trim()
+  if (description.length > DESCRIPTION_MAX) throw badRequest(`description must be at most ${DESCRIPTION_MAX} characters`)
+  return description
+}
+
+export function createAlbumService(deps: { db: Db; images: ImageService; publicUrl: string }) {
+  const { db, images: imageService } = deps
+  /** `{base_url}/a/<id>`, the album page. */
+  const albumUrl = (id: string) => `${deps.publicUrl}/a/${id}`
+
+  function findLive(id: string): Album | undefined {
+    if (!isAlbumId(id)) return undefined
+    return db
+      .select()
+      .from(albums)
+      .where(and(eq(albums.id, id), isNull(albums.deletedAt)))
+      .get()
+  }
+
+  /** The caller's live album, else 404 (someone else's album is indistinguishable from a missing one). */
+  function findOwned(user: User, id: string): Album {
+    const album = findLive(id)
+    if (!album || album.userId !== user.id) throw notFound('Album not found')
+    return album
+  }
+
+  const visibleIn = (albumId: string, audience: Audience): SQL =>
+    and(eq(albumImages.albumId, albumId), liveImage(), audience === 'owner' ? undefined : eq(images.visibility, 'public'))!
+
+  // Insertion order breaks ties between images added in the same millisecond (a batch upload into a folder).
+  const newestAddedFirst = [desc(albumImages.addedAt), desc(sql`"album_images"."rowid"`)]
+
+  /** Images of an album, the most recently added first. */
+  function imagesOf(album: Album, audience: Audience): Image[] {
+    return db
+      .select({ image: images })
+      .from(albumImages)
+      .innerJoin(images, eq(images.id, albumImages.imageId))
+      .where(visibleIn(album.id, audience))
+      .orderBy(...newestAddedFirst)
+      .all()
+      .map((r) => r.image)
+  }
+
+  function stats(album: Album, audience: Audience) {
+    const where = visibleIn(album.id, audience)
+    const imageCount = db.select({ n: count() }).from(albumImages).innerJoin(images, eq(images.id, albumImages.imageId)).where(where).get()?.n ?? 0
+    const cover = db
+      .select({ id: images.id, ext: images.ext })
+      .from(albumImages)
+      .innerJoin(images, eq(images.id, albumImages.imageId))
+      .where(where)
+      .orderBy(...newestAddedFirst)
+      .get()
+    return { imageCount, cover: cover ? imageService.links(cover).thumbnail : null }
+  }
+
+  /**
+   * The Album object. `imageCount` and `cover` count what the audience may see: others never learn of private
+   * images, not even through the cover.
+   */
+  function present(album: Album, audience: Audience, known?: Image[]) {
+    const { imageCount, cover } = known
+      ? { imageCount: known.length, cover: known[0] ? imageService.links(known[0]).thumbnail : null }
+      : stats(album, audience)
+    return {
+      id: album.id,
+      title: album.title,
+      description: album.description,
+      isPublic: album.isPublic,
+      hasPassword: album.passwordHash !== null,
+      imageCount,
+      cover,
+      url: albumUrl(album.id),
+      createdAt: iso(album.createdAt),
+      updatedAt: iso(album.updatedAt),
+    }
+  }
+
+  function imageItem(image: Image) {
+    const { url, thumbnail, viewer } = imageService.links(image)
+    return {
+      id: image.id,
+      url,
+      thumbnail,
+      viewer,
+      filename: image.filename,
+      width: image.width,
+      height: image.height,
+      size: image.size,
+      mime: image.mime,
+      views: image.views,
+      visibility: image.visibility,
+      nsfw: image.nsfw,
+      created_at: iso(image.createdAt),
+    }
+  }
+
+  /** Opens an album as `caller` (null: anonymous), with the password they gave, if any. */
+  async function access(caller: User | null, id: string, password: string | undefined): Promise<AlbumAccess> {
+    const album = findLive(id)
+    if (!album) return { kind: 'not-found' }
+    if (caller && caller.id === album.userId) return { kind: 'ok', album, audience: 'owner', images: imagesOf(album, 'owner') }
+    if (!album.isPublic) return { kind: 'not-found' }
+    if (album.passwordHash !== null) {
+      if (!password) return { kind: 'password', album, wrong: false }
+      const ok = await Bun.password.verify(password, album.passwordHash).catch(() => false)
+      if (!ok) return { kind: 'password', album, wrong: true }
+    }
+    return { kind: 'ok', album, audience: 'public', images: imagesOf(album, 'public') }
+  }
+
+  const touch = (tx: Tx | Db, id: string) => tx.update(albums).set({ updatedAt: new Date() }).where(eq(albums.id, id)).run()
+
+  return {
+    findLive,
+    findOwned,
+    access,
+    imagesOf,
+    present,
+    imageItem,
+    albumUrl,
+
+    list(user: User) {
+      return db
+        .select()
+        .from(albums)
+        .where(and(eq(albums.userId, user.id), isNull(albums.deletedAt)))
+        .orderBy(desc(albums.createdAt), desc(albums.id))
+        .all()
+        .map((album) => present(album, 'owner'))
+    },
+
+    create(user: User, input: { title: string; description?: string | null; isPublic?: boolean }) {
+      const album = db
+        .insert(albums)
+        .values({
+          id: newPublicId(),
+          userId: user.id,
+          title: checkTitle(input.title),
+          description: checkDescription(input.description ?? null),
+          isPublic: input.isPublic ?? false,
+        })
+        .returning()
+        .get()
+      return present(album, 'owner', [])
+    },
+
+    /** The API view: the owner sees it whole; others get 404 (private or deleted) or 403 (password missing or wrong). */
+    async view(caller: User | null, id: string, password: string | undefined) {
+      const result = await access(caller, id, password)
+      if (result.kind === 'not-found') throw notFound('Album not found')
+      if (result.kind === 'password') {
+        throw forbidden(result.wrong ? 'Wrong album password' : 'This album is password protected: send X-Album-Password')
+      }
+      return {
+        success: true as const,
+        album: present(result.album, result.audience, result.images),
+        images: result.images.map(imageItem),
+      }
+    },
+
+    async update(user: User, id: string, input: AlbumInput) {
+      const set: Partial<Album> = {}
+      if (input.title !== undefined) set.title = checkTitle(input.title)
+      if (input.description !== undefined) set.description = checkDescription(input.description)
+      if (input.isPublic !== undefined) set.isPublic = input.isPublic
+      if (input.password !== undefined) {
+        if (input.password === null || input.password === '') set.passwordHash = null
+        else if (input.password.length > PASSWORD_MAX) throw badRequest(`password must be at most ${PASSWORD_MAX} characters`)
+        else set.passwordHash = await Bun.password.hash(input.password, PASSWORD_HASH)
+      }
+      if (Object.keys(set).length === 0) throw badRequest('Supply at least one of title, description, isPublic, password')
+      const album = findOwned(user, id)
+      const updated = db
+        .update(albums)
+        .set({ ...set, updatedAt: new Date() })
+        .where(eq(albums.id, album.id))
+        .returning()
+        .get()
+      return present(updated, 'owner')
+    },
+
+    /** Soft delete: the images stay; the album leaves every listing and is 404 to everyone, its owner included. */
+    remove(user: User, id: string) {
+      const album = findOwned(user, id)
+      db.update(albums).set({ deletedAt: new Date() }).where(eq(albums.id, album.id)).run()
+    },
+
+    /** Adds one of the caller's images; adding it again changes nothing. */
+    addImage(user: User, albumId: string, imageId: string) {
+      const album = findOwned(user, albumId)
+      const image = imageService.findOwned(user, imageId)
+      db.transaction((tx) => {
+        const added = tx.insert(albumImages).values({ albumId: album.id, imageId: image.id }).onConflictDoNothing().returning().all()
+        if (added.length > 0) touch(tx, album.id)
+      })
+      return present(findOwned(user, album.id), 'owner')
+    },
+
+    removeImage(user: User, albumId: string, imageId: string) {
+      const album = findOwned(user, albumId)
+      if (!isImageId(imageId)) throw notFound('Image not in album')
+      db.transaction((tx) => {
+        const removed = tx
+          .delete(albumImages)
+          .where(and(eq(albumImages.albumId, album.id), eq(albumImages.imageId, imageId)))
+          .returning()
+          .all()
+        if (removed.length === 0) throw notFound('Image not in album')
+        touch(tx, album.id)
+      })
+    },
+  }
 }

@@ -2,6 +2,7 @@ import { Elysia } from 'elysia'
 import type { Config } from '../../config'
 import type { authGuard } from '../../http/auth'
 import { errors } from '../../http/errors'
+import type { Metrics } from '../../http/observability'
 import { parsePage } from '../../http/pagination'
 import { Success } from '../../http/schemas'
 import type { Image } from '../../db/schema'
@@ -43,11 +44,18 @@ function multipartBody(extra: Record<string, object> = {}) {
   }
 }
 
-export function imagesModule(deps: { config: Config; images: ImageService; pipeline: UploadPipeline; guard: ReturnType<typeof authGuard> }) {
-  const { config, images, pipeline } = deps
+export function imagesModule(deps: {
+  config: Config
+  images: ImageService
+  pipeline: UploadPipeline
+  guard: ReturnType<typeof authGuard>
+  metrics: Metrics
+}) {
+  const { config, images, pipeline, metrics } = deps
 
   /** One file answers a flat object, several `{ success, images }`. */
   function uploadAnswer(result: { rows: Image[]; deleteTokens: string[] }) {
+    metrics.uploaded(result.rows.length, result.rows.reduce((sum, row) => sum + row.size, 0))
     const views = result.rows.map((row, i) => images.uploadedView(row, result.deleteTokens[i]))
     return views.length === 1 ? { success: true as const, ...views[0] } : { success: true as const, images: views }
   }

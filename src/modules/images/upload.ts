@@ -12,6 +12,7 @@ import { MediaError, type ImageInfo, type MediaProcessor } from '../../media/pro
 import { stripMetadata } from '../../media/exif'
 import type { Classifier, NsfwThresholds } from '../../moderation'
 import { isMature } from '../../moderation'
+import { withDeadline } from '../../moderation/deadline'
 import { originalKey, thumbnailKey, type Storage, type StorageKey } from '../../storage'
 import { resolveUploadAlbum } from '../albums/service'
 import { checkQuota, checkWindow, consumeWindow, rateLimitHeaders, type UploadPolicy } from './limits'
@@ -88,7 +89,9 @@ export function createUploadPipeline(deps: {
   /** A classifier failure never loses the upload: the image is kept out of public feeds until a rescan decides. */
   async function classify(path: string, info: ImageInfo): Promise<{ nsfw: boolean; scanStatus: Image['scanStatus'] }> {
     try {
-      const scores = await classifier.classify(await media.classifierInput(path, info))
+      const input = await media.classifierInput(path, info)
+      // The pipeline's own deadline: no classifier (an injected one included) can hold an upload forever.
+      const scores = await withDeadline(classifier.classify(input), config.nsfw.timeoutMs, 'nsfw scan')
       return { nsfw: isMature(scores, deps.thresholds), scanStatus: 'done' }
     } catch (error) {
       if (error instanceof MediaError) throw error

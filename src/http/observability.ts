@@ -1,0 +1,134 @@
+import { Elysia } from 'elysia'
+import type { Classifier } from '../moderation'
+
+type Labels = Record<string, string>
+
+const labelKey = (labels: Labels) =>
+  Object.entries(labels)
+    .map(([k, v]) => `${k}="${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`)
+    .join(',')
+
+class Counter {
+  private values = new Map<string, number>()
+  constructor(readonly name: string, readonly help: string) {}
+  inc(labels: Labels = {}, by = 1) {
+    const key = labelKey(labels)
+    this.values.set(key, (this.values.get(key) ?? 0) + by)
+  }
+  render() {
+    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} counter`]
+    if (this.values.size === 0) lines.push(`${this.name} 0`)
+    for (const [key, value] of this.values) lines.push(`${this.name}${key ? `{${key}}` : ''} ${value}`)
+    return lines.join('\n')
+  }
+}
+
+class Histogram {
+  private counts: number[]
+  private sum = 0
+  private total = 0
+  constructor(readonly name: string, readonly help: string, readonly buckets: number[]) {
+    this.counts = buckets.map(() => 0)
+  }
+  observe(value: number) {
+    this.sum += value
+    this.total++
+    this.buckets.forEach((b, i) => {
+      if (value <= b) this.counts[i]++
+    })
+  }
+  render() {
+    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`]
+    this.buckets.forEach((b, i) => lines.push(`${this.name}_bucket{le="${b}"} ${this.counts[i]}`))
+    lines.push(`${this.name}_bucket{le="+Inf"} ${this.total}`, `${this.name}_sum ${this.sum}`, `${this.name}_count ${this.total}`)
+    return lines.join('\n')
+  }
+}
+
+const gauge = (name: string, help: string, value: number) => `# HELP ${name} ${help}\n# TYPE ${name} gauge\n${name} ${value}`
+
+export type Metrics = ReturnType<typeof createMetrics>
+
+/** The service's Prometheus metrics, kept in memory. */
+export function createMetrics() {
+  const requests = new Counter('http_requests_total', 'HTTP requests by route, method and status')
+  const duration = new Histogram('http_request_duration_seconds', 'HTTP request duration', [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10])
+  const uploads = new Counter('uploads_total', 'Images stored')
+  const uploadBytes = new Counter('upload_bytes_total', 'Bytes of stored originals')
+  const scans = new Histogram('nsfw_scan_duration_seconds', 'Classification latency', [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15])
+  const scanFailures = new Counter('nsfw_scan_failures_total', 'Scans that failed or timed out')
+  return {
+    request(labels: { route: string; method: string; status: string }, seconds: number) {
+      requests.inc(labels)
+      duration.observe(seconds)
+    },
+    uploaded(count: number, bytes: number) {
+      uploads.inc({}, count)
+      uploadBytes.inc({}, bytes)
+    },
+    /** Wraps a classifier so every scan's latency and failure is recorded. */
+    instrument(classifier: Classifier): Classifier {
+      return {
+        async classify(rgb) {
+          const start = performance.now()
+          try {
+            return await classifier.classify(rgb)
+          } catch (error) {
+            scanFailures.inc()
+            throw error
+          } finally {
+            scans.observe((performance.now() - start) / 1000)
+          }
+        },
+        warm: () => classifier.warm(),
+        close: () => classifier.close(),
+        get queueDepth() {
+          return classifier.queueDepth
+        },
+      }
+    },
+    render(gauges: { storageUsedBytes: number; queueDepth: number }) {
+      return [
+        requests.render(),
+        duration.render(),
+        uploads.render(),
+        uploadBytes.render(),
+        scans.render(),
+        scanFailures.render(),
+        gauge('storage_used_bytes', 'Bytes of all stored originals', gauges.storageUsedBytes),
+        gauge('nsfw_queue_depth', 'Scans waiting or running', gauges.queueDepth),
+      ].join('\n') + '\n'
+    },
+  }
+}
+
+/** One JSON log line per request (no query strings, headers or bodies: they can hold secrets) and request metrics. */
+export function requestLog(metrics: Metrics, opts: { log: boolean }) {
+  const started = new WeakMap<Request, number>()
+  return new Elysia({ name: 'request-log' })
+    .onRequest(({ request }) => {
+      started.set(request, performance.now())
+    })
+    .onAfterResponse({ as: 'global' }, (ctx) => {
+      const { request, set, route } = ctx
+      const start = started.get(request)
+      const durationMs = start === undefined ? 0 : performance.now() - start
+      const response = ctx.responseValue
+      const status = response instanceof Response ? response.status : typeof set.status === 'number' ? set.status : Number(set.status) || 200
+      const bytes = response instanceof Response ? Number(response.headers.get('content-length') ?? 0) : Number(set.headers['content-length'] ?? 0)
+      metrics.request({ route: route || 'unmatched', method: request.method, status: String(status) }, durationMs / 1000)
+      if (opts.log) {
+        console.log(
+          JSON.stringify({
+            level: 'info',
+            msg: 'request',
+            method: request.method,
+            route: route || 'unmatched',
+            status,
+            durationMs: Math.round(durationMs * 100) / 100,
+            bytes,
+          }),
+        )
+      }
+    })
+}

@@ -1,0 +1,178 @@
+import { mkdirSync } from 'node:fs'
+import { rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import { and, asc, eq } from 'drizzle-orm'
+import type { Db } from '../db/client'
+import { images } from '../db/schema'
+import { randomToken } from '../lib/crypto'
+import type { MediaProcessor } from '../media/processor'
+import { originalKey, type Storage } from '../storage'
+import type { Classifier } from './classifier'
+import { withDeadline } from './deadline'
+import { isMature, type NsfwThresholds } from './index'
+
+export interface RescanOptions {
+  /** Pause between passes, and the first retry delay of an image; default 30 s. */
+  intervalMs?: number
+  /** Upper bound of an image's retry delay, which doubles after each failed attempt; default 30 min. */
+  maxIntervalMs?: number
+  /** Deadline of one classify call. */
+  timeoutMs?: number
+}
+
+export interface RescanDeps {
+  db: Db
+  storage: Storage
+  media: MediaProcessor
+  classifier: Classifier
+  thresholds: NsfwThresholds
+  /** Where originals are copied for decoding. */
+  tmpDir: string
+}
+
+export type Rescanner = ReturnType<typeof createRescanner>
+
+const log = (level: 'info' | 'warn' | 'error', msg: string, extra: Record<string, unknown> = {}) =>
+  console[level === 'info' ? 'log' : level](JSON.stringify({ level, msg, ...extra }))
+
+/**
+ * Retries the content scan of images whose upload-time scan failed or timed out (scanStatus 'pending', hidden from
+ * public feeds), until the classifier gives a verdict: then the image is flagged or passed and its status is 'done'.
+ *
+ * One image at a time, so a backlog never floods the classifier queue. Each image backs off on its own (the delay
+ * doubles per failure up to `maxIntervalMs`); a classifier failure also ends the pass, since the next images would
+ * most likely fail the same way. Backoff state lives in memory: after a restart every pending image is tried again.
+ */
+export function createRescanner(deps: RescanDeps, opts: RescanOptions = {}) {
+  const intervalMs = opts.intervalMs ?? 30_000
+  const maxIntervalMs = Math.max(intervalMs, opts.maxIntervalMs ?? 30 * 60_000)
+  const timeoutMs = opts.timeoutMs ?? 15_000
+  const { db, storage, media, classifier } = deps
+
+  const backoff = new Map<string, { failures: number; nextAt: number }>()
+  let timer: ReturnType<typeof setTimeout> | undefined
+  let running: Promise<PassResult> | null = null
+  let stopped = false
+
+  function fail(id: string, now: number) {
+    const failures = (backoff.get(id)?.failures ?? 0) + 1
+    const delay = Math.min(maxIntervalMs, intervalMs * 2 ** (failures - 1))
+    backoff.set(id, { failures, nextAt: now + delay })
+    return failures
+  }
+
+  /** Scans one image: 'done' with a verdict stored, 'classifier' when the classifier failed, 'image' when its file could not be read. */
+  async function rescanOne(image: { id: string; ext: string }): Promise<'done' | 'classifier' | 'image'> {
+    const tmpPath = join(deps.tmpDir, `rescan-${image.id}-${randomToken(6)}.${image.ext}`)
+    let input: Uint8Array
+    try {
+      const original = storage.file(originalKey(image.id, image.ext))
+      if (!(await original.exists())) throw new Error('original file missing')
+      mkdirSync(deps.tmpDir, { recursive: true })
+      await Bun.write(tmpPath, original)
+      input = await media.classifierInput(tmpPath, await media.inspect(tmpPath))
+    } catch (error) {
+      await rm(tmpPath, { force: true })
+      log('warn', 'rescan: cannot read image', { id: image.id, error: String(error) })
+      return 'image'
+    }
+    await rm(tmpPath, { force: true })
+    let mature: boolean
+    try {
+      mature = isMature(await withDeadline(classifier.classify(input), timeoutMs, 'nsfw rescan'), deps.thresholds)
+    } catch (error) {
+      log('warn', 'rescan: classifier failed', { id: image.id, error: String(error) })
+      return 'classifier'
+    }
+    // Checked right before the synchronous write: after stop() the database may be closed.
+    if (stopped) return 'classifier'
+    // Only a still-pending row changes; a user's own NSFW flag is never cleared.
+    db.update(images)
+      .set(mature ? { nsfw: true, scanStatus: 'done' } : { scanStatus: 'done' })
+      .where(and(eq(images.id, image.id), eq(images.scanStatus, 'pending')))
+      .run()
+    log('info', 'rescan: verdict', { id: image.id, nsfw: mature })
+    return 'done'
+  }
+
+  interface PassResult {
+    scanned: number
+    failed: number
+  }
+
+  /** One pass over the pending images that are due. */
+  async function pass(): Promise<PassResult> {
+    const result: PassResult = { scanned: 0, failed: 0 }
+    if (stopped) return result
+    const now = Date.now()
+    const pending = db
+      .select({ id: images.id, ext: images.ext })
+      .from(images)
+      .where(eq(images.scanStatus, 'pending'))
+      .orderBy(asc(images.createdAt))
+      .all()
+    const pendingIds = new Set(pending.map((p) => p.id))
+    for (const id of backoff.keys()) if (!pendingIds.has(id)) backoff.delete(id)
+
+    for (const image of pending) {
+      if (stopped) break
+      if ((backoff.get(image.id)?.nextAt ?? 0) > now) continue
+      const outcome = await rescanOne(image)
+      if (outcome === 'done') {
+        backoff.delete(image.id)
+        result.scanned++
+        continue
+      }
+      result.failed++
+      fail(image.id, Date.now())
+      if (outcome === 'classifier') break
+    }
+    return result
+  }
+
+  /** Runs a pass unless one is already running (then waits for that one). */
+  function runOnce(): Promise<PassResult> {
+    running ??= pass()
+      .catch((error) => {
+        if (!stopped) log('error', 'rescan pass failed', { error: String(error) })
+        return { scanned: 0, failed: 0 }
+      })
+      .finally(() => {
+        running = null
+      })
+    return running
+  }
+
+  function schedule() {
+    if (stopped) return
+    timer = setTimeout(async () => {
+      await runOnce()
+      schedule()
+    }, intervalMs)
+    timer.unref?.()
+  }
+
+  return {
+    /** Starts the background passes, the first after one interval. */
+    start() {
+      stopped = false
+      if (timer === undefined) schedule()
+    },
+    runOnce,
+    /** Number of pending images currently backing off (for tests and metrics). */
+    get backingOff() {
+      return backoff.size
+    },
+    /** Stops the passes; waits briefly for the running one (a hung classifier call is not waited for). */
+    async stop(graceMs = 2000) {
+      stopped = true
+      clearTimeout(timer)
+      timer = undefined
+      if (running) {
+        let grace: ReturnType<typeof setTimeout> | undefined
+        await Promise.race([running, new Promise((r) => (grace = setTimeout(r, graceMs)))])
+        clearTimeout(grace)
+      }
+    },
+  }
+}

@@ -1,0 +1,77 @@
+import { t } from 'elysia'
+import { ImageId, Timestamp, Visibility } from '../../http/schemas'
+import { DESCRIPTION_MAX, PASSWORD_MAX, TITLE_MAX } from './service'
+
+export const AlbumModel = t.Object({
+  id: t.String({ description: '8-character album id' }),
+  title: t.String(),
+  description: t.String(),
+  isPublic: t.Boolean(),
+  hasPassword: t.Boolean(),
+  imageCount: t.Integer({ description: 'Images the caller can see (others: public images only)' }),
+  cover: t.Union([t.String({ format: 'uri' }), t.Null()], { description: 'Thumbnail link of the image added most recently, or null' }),
+  url: t.String({ format: 'uri', description: 'The album page, {base_url}/a/<id>' }),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+})
+
+export const AlbumImage = t.Object({
+  id: ImageId,
+  url: t.String({ format: 'uri' }),
+  thumbnail: t.String({ format: 'uri' }),
+  viewer: t.String({ format: 'uri' }),
+  filename: t.String(),
+  width: t.Integer(),
+  height: t.Integer(),
+  size: t.Integer(),
+  mime: t.String(),
+  views: t.Integer(),
+  visibility: Visibility,
+  nsfw: t.Boolean(),
+  created_at: Timestamp,
+})
+
+export const AlbumCreateBody = t.Object({
+  title: t.String({ minLength: 1, maxLength: TITLE_MAX, description: `1-${TITLE_MAX} characters` }),
+  description: t.Optional(
+    t.Union([t.String({ maxLength: DESCRIPTION_MAX }), t.Null()], {
+      description: `At most ${DESCRIPTION_MAX} characters`,
+      error: `description must be at most ${DESCRIPTION_MAX} characters`,
+    }),
+  ),
+  isPublic: t.Optional(t.Boolean({ description: 'Default false' })),
+})
+
+export const AlbumUpdateBody = t.Object(
+  {
+    title: t.Optional(t.String({ minLength: 1, maxLength: TITLE_MAX })),
+    description: t.Optional(
+      t.Union([t.String({ maxLength: DESCRIPTION_MAX }), t.Null()], { error: `description must be at most ${DESCRIPTION_MAX} characters` }),
+    ),
+    isPublic: t.Optional(t.Boolean()),
+    password: t.Optional(
+      t.Union([t.String({ maxLength: PASSWORD_MAX }), t.Null()], {
+        description: 'A string sets the password (hashed); null or "" removes it',
+        error: `password must be a string of at most ${PASSWORD_MAX} characters, or null`,
+      }),
+    ),
+  },
+  { description: 'Partial update: at least one field; omitted fields stay unchanged' },
+)
+
+export const AlbumResponse = t.Object({ success: t.Literal(true), album: AlbumModel })
+export const AlbumListResponse = t.Object({ success: t.Literal(true), albums: t.Array(AlbumModel) })
+export const AlbumViewResponse = t.Object({ success: t.Literal(true), album: AlbumModel, images: t.Array(AlbumImage) })
+export const AlbumIdParams = t.Object({ id: t.String() })
+/** `:id` is the album (INTERFACE.md's `:albumId`; the router needs one name per position). */
+export const AlbumImageParams = t.Object({ id: t.String(), imageId: t.String() })
+export const AlbumViewQuery = t.Object({ password: t.Optional(t.String({ description: 'Album password (or header X-Album-Password)' })) })
+/** OpenAPI parameter of GET /api/albums/:id (the header is read from the request, not through a schema). */
+export const AlbumPasswordHeader = {
+  in: 'header' as const,
+  name: 'X-Album-Password',
+  required: false,
+  description: 'Password of a protected public album (or ?password=)',
+  schema: { type: 'string' as const },
+}
+export const AddImageBody = t.Object({ imageId: t.String({ description: 'Short id of one of your images' }) })

@@ -1,0 +1,288 @@
+import { and, asc, count, eq, inArray } from 'drizzle-orm'
+import type { Db } from '../../db/client'
+import { embedProfiles, images, type EmbedProfile, type Image, type User } from '../../db/schema'
+import { badRequest, notFound } from '../../http/errors'
+import { iso } from '../../lib/time'
+import { isImageId, liveImage, type ImageService } from '../images/service'
+
+/** At most this many profiles per user (INTERFACE.md). */
+export const MAX_EMBED_PROFILES = 25
+/** At most this many images per bulk assignment (INTERFACE.md). */
+export const MAX_BULK_EMBED = 100
+
+const COLOR = /^#[0-9a-fA-F]{6}$/
+
+/** The editable text fields of a profile, as the API names them, with their maximum lengths. */
+const TEXT_FIELDS = {
+  title: { column: 'title', max: 256 },
+  description: { column: 'description', max: 2048 },
+  author_name: { column: 'authorName', max: 256 },
+  site_name: { column: 'siteName', max: 256 },
+} as const
+
+export interface ProfileInput {
+  name?: string
+  title?: string | null
+  description?: string | null
+  color?: string | null
+  author_name?: string | null
+  author_url?: string | null
+  site_name?: string | null
+}
+
+export function publicProfile(p: EmbedProfile) {
+  return {
+    id: p.id,
+    name: p.name,
+    title: p.title,
+    description: p.description,
+    color: p.color,
+    author_name: p.authorName,
+    author_url: p.authorUrl,
+    site_name: p.siteName,
+    createdAt: iso(p.createdAt),
+    updatedAt: iso(p.updatedAt),
+  }
+}
+
+/** "" and null both mean "not set" (the default applies); anything else is kept as sent. */
+const blankToNull = (value: string | null | undefined) => (value === undefined ? undefined : value === null || value.trim() === '' ? null : value)
+
+function isHttpUrl(value: string): boolean {
+  if (!/^https?:\/\//i.test(value)) return false
+  try {
+    const url = new URL(value)
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== ''
+  } catch {
+    return false
+  }
+}
+
+/** Checks an input and turns it into column values; only the fields present are returned (partial updates). */
+function toColumns(input: ProfileInput, creating: boolean): Partial<EmbedProfile> {
+  const out: Partial<EmbedProfile> = {}
+  if (input.name !== undefined || creating) {
+    const name = (input.name ?? '').trim()
+    if (name.length < 1 || name.length > 100) throw badRequest('name must be 1-100 characters')
+    out.name = name
+  }
+  for (const [field, spec] of Object.entries(TEXT_FIELDS)) {
+    const value = blankToNull(input[field as keyof typeof TEXT_FIELDS])
+    if (value === undefined) continue
+    if (value !== null && value.length > spec.max) throw badRequest(`${field} must be at most ${spec.max} characters`)
+    ;(out as Record<string, unknown>)[spec.column] = value
+  }
+  const color = blankToNull(input.color)
+  if (color !== undefined) {
+    if (color !== null && !COLOR.test(color)) throw badRequest('color must be a hex colour like #3b82f6')
+    out.color = color
+  }
+  const authorUrl = blankToNull(input.author_url)
+  if (authorUrl !== undefined) {
+    if (authorUrl !== null && (authorUrl.length > 2048 || !isHttpUrl(authorUrl.trim()))) {
+      throw badRequest('author_url must be an http(s) URL')
+    }
+    out.authorUrl = authorUrl === null ? null : authorUrl.trim()
+  }
+  return out
+}
+
+/** Binary units, one decimal where it matters: 1258291 -> "1.2 MB". */
+export function humanSize(bytes: number): string {
+  const units = ['B', 'KB', 'MB', 'GB', 'TB']
+  let value = bytes
+  let unit = 0
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024
+    unit++
+  }
+  const text = unit === 0 ? String(value) : value.toFixed(1).replace(/\.0$/, '')
+  return `${text} ${units[unit]}`
+}
+
+export interface PlaceholderValues {
+  filename: string
+  id: string
+  width: number
+  height: number
+  size: number
+  mime: string
+  date: Date
+  views: number
+  username: string | null
+}
+
+const PLACEHOLDER = /\{(filename|id|width|height|size|mime|date|views|username)\}/g
+
+/**
+ * Fills `{filename}`, `{id}`, `{width}`, `{height}`, `{size}`, `{mime}`, `{date}`, `{views}`, `{username}` in one
+ * pass, so a value that itself looks like a placeholder (a filename "{id}.png") is never expanded again.
+ * The result is plain text: pages escape it when they render it.
+ */
+export function fillPlaceholders(text: string, v: PlaceholderValues): string {
+  return text.replace(PLACEHOLDER, (_, name: string) => {
+    switch (name) {
+      case 'filename':
+        return v.filename
+      case 'id':
+        return v.id
+      case 'width':
+        return String(v.width)
+      case 'height':
+        return String(v.height)
+      case 'size':
+        return humanSize(v.size)
+      case 'mime':
+        return v.mime
+      case 'date':
+        return iso(v.date).slice(0, 10)
+      case 'views':
+        return String(v.views)
+      default:
+        return v.username ?? 'anonymous'
+    }
+  })
+}
+
+/** What an image looks like when previewed: the profile's fields with placeholders filled, else the defaults. */
+export interface ResolvedEmbed {
+  title: string
+  description: string
+  siteName: string
+  color: string
+  authorName: string | null
+  authorUrl: string | null
+}
+
+export function resolveEmbed(
+  image: Pick<Image, 'id' | 'filename' | 'width' | 'height' | 'size' | 'mime' | 'createdAt'>,
+  profile: EmbedProfile | null | undefined,
+  ctx: { siteName: string; siteColor: string; username: string | null; views: () => number },
+): ResolvedEmbed {
+  let views: number | undefined
+  const values: PlaceholderValues = {
+    filename: image.filename,
+    id: image.id,
+    width: image.width,
+    height: image.height,
+    size: image.size,
+    mime: image.mime,
+    date: image.createdAt,
+    // Views cost a lookup of the buffered count; only read when a profile asks for them.
+    get views() {
+      return (views ??= ctx.views())
+    },
+    username: ctx.username,
+  }
+  const fill = (text: string | null | undefined) => (text ? fillPlaceholders(text, values) : null)
+  return {
+    title: fill(profile?.title) || image.filename,
+    description: fill(profile?.description) || `${image.width}×${image.height} · ${humanSize(image.size)}`,
+    siteName: fill(profile?.siteName) || ctx.siteName,
+    color: profile?.color || ctx.siteColor,
+    authorName: fill(profile?.authorName),
+    authorUrl: profile?.authorUrl || null,
+  }
+}
+
+export type EmbedService = ReturnType<typeof createEmbedService>
+
+export function createEmbedService(deps: { db: Db; images: ImageService }) {
+  const { db, images: imageService } = deps
+
+  function findOwned(user: User, id: number): EmbedProfile {
+    const profile = db
+      .select()
+      .from(embedProfiles)
+      .where(and(eq(embedProfiles.id, id), eq(embedProfiles.userId, user.id)))
+      .get()
+    if (!profile) throw notFound('Embed profile not found')
+    return profile
+  }
+
+  /** A profile id the caller may assign: null (back to default) or one of their profiles. */
+  function assignable(user: User, profileId: number | null): number | null {
+    if (profileId === null) return null
+    return findOwned(user, profileId).id
+  }
+
+  return {
+    findOwned,
+
+    /** The profile of an image, for its pages (null when it has none). */
+    find(id: number | null): EmbedProfile | null {
+      if (id === null) return null
+      return db.select().from(embedProfiles).where(eq(embedProfiles.id, id)).get() ?? null
+    },
+
+    list(user: User) {
+      return db.select().from(embedProfiles).where(eq(embedProfiles.userId, user.id)).orderBy(asc(embedProfiles.id)).all()
+    },
+
+    create(user: User, input: ProfileInput): EmbedProfile {
+      const values = toColumns(input, true)
+      // Count and insert in one synchronous IMMEDIATE transaction: parallel creates can never pass the limit together.
+      return db.transaction(
+        (tx) => {
+          const n = tx.select({ n: count() }).from(embedProfiles).where(eq(embedProfiles.userId, user.id)).get()?.n ?? 0
+          if (n >= MAX_EMBED_PROFILES) throw badRequest(`At most ${MAX_EMBED_PROFILES} embed profiles per account`)
+          return tx
+            .insert(embedProfiles)
+            .values({ ...values, name: values.name!, userId: user.id })
+            .returning()
+            .get()
+        },
+        { behavior: 'immediate' },
+      )
+    },
+
+    update(user: User, id: number, input: ProfileInput): EmbedProfile {
+      const values = toColumns(input, false)
+      if (Object.keys(values).length === 0) throw badRequest('Supply at least one profile field')
+      const profile = findOwned(user, id)
+      return db
+        .update(embedProfiles)
+        .set({ ...values, updatedAt: new Date() })
+        .where(eq(embedProfiles.id, profile.id))
+        .returning()
+        .get()
+    },
+
+    /** Images that used the profile revert to the default embed through the ON DELETE SET NULL foreign key. */
+    remove(user: User, id: number) {
+      const profile = findOwned(user, id)
+      db.delete(embedProfiles).where(eq(embedProfiles.id, profile.id)).run()
+    },
+
+    assign(user: User, imageId: string, profileId: number | null) {
+      const image = imageService.findOwned(user, imageId)
+      const embedProfileId = assignable(user, profileId)
+      db.update(images).set({ embedProfileId }).where(eq(images.id, image.id)).run()
+      return { success: true as const, id: image.id, embed_profile_id: embedProfileId }
+    },
+
+    /** All or nothing: any id that is not one of the caller's images makes it a 404 naming them, and nothing changes. */
+    bulkAssign(user: User, imageIds: string[], profileId: number | null) {
+      if (imageIds.length < 1 || imageIds.length > MAX_BULK_EMBED) throw badRequest(`image_ids must hold 1-${MAX_BULK_EMBED} ids`)
+      const ids = [...new Set(imageIds)]
+      const embedProfileId = assignable(user, profileId)
+      return db.transaction((tx) => {
+        const wellFormed = ids.filter(isImageId)
+        const owned = new Set(
+          wellFormed.length === 0
+            ? []
+            : tx
+                .select({ id: images.id })
+                .from(images)
+                .where(and(inArray(images.id, wellFormed), eq(images.userId, user.id), liveImage()))
+                .all()
+                .map((r) => r.id),
+        )
+        const missing = ids.filter((id) => !owned.has(id))
+        if (missing.length > 0) throw notFound(`Images not found: ${missing.join(', ')}`, { ids: missing })
+        tx.update(images).set({ embedProfileId }).where(inArray(images.id, ids)).run()
+        return { success: true as const, updated: ids.length }
+      })
+    },
+  }
+}

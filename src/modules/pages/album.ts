@@ -1,0 +1,73 @@
+import type { Config } from '../../config'
+import type { Album, Image } from '../../db/schema'
+import { html } from '../../web/html'
+import type { PageRenderer } from '../../web/page'
+import type { ImageService } from '../images/service'
+import { thumbnailSize } from './service'
+
+/** The form of a password-protected album; the title stays hidden until the password is given. */
+export function renderAlbumPassword(pages: PageRenderer, album: Album, wrong: boolean): Response {
+  return pages.respond({
+    title: 'Password required',
+    status: wrong ? 403 : 200,
+    noindex: true,
+    body: html`<form class="password-form" method="post" action="/a/${album.id}">
+<h1>Password required</h1>
+<p class="muted">This album is protected by a password.</p>
+<label for="album-password">Password</label>
+<input id="album-password" name="password" type="password" required autofocus autocomplete="off">
+${wrong ? html`<p class="error" role="alert">Wrong password, try again.</p>` : ''}
+<button type="submit">Open album</button>
+</form>`,
+  })
+}
+
+export function renderAlbum(
+  pages: PageRenderer,
+  config: Config,
+  deps: { images: ImageService; albumUrl: string; owner: string | null; protectedView: boolean },
+  album: Album,
+  items: Image[],
+): Response {
+  const { images } = deps
+  // Mature images, and those still waiting for a scan verdict, are blurred here and never used as the preview.
+  const hidden = (image: Image) => image.nsfw || image.scanStatus === 'pending'
+  const preview = items.find((image) => !hidden(image))
+  const previewSize = preview ? thumbnailSize(preview.width, preview.height) : null
+  const description = album.description || `${items.length} image${items.length === 1 ? '' : 's'}`
+
+  const head = html`<meta name="description" content="${description}">
+<meta property="og:type" content="website">
+<meta property="og:title" content="${album.title}">
+<meta property="og:description" content="${description}">
+<meta property="og:site_name" content="${config.siteName}">
+<meta property="og:url" content="${deps.albumUrl}">
+${
+  preview && previewSize
+    ? html`<meta property="og:image" content="${images.links(preview).thumbnail}">
+<meta property="og:image:width" content="${previewSize.width}">
+<meta property="og:image:height" content="${previewSize.height}">
+`
+    : ''
+}<meta name="theme-color" content="${config.siteColor}">
+<meta name="twitter:card" content="${preview ? 'summary_large_image' : 'summary'}">`
+
+  const grid = items.length
+    ? html`<ul class="grid">
+${items.map((image) => {
+  const links = images.links(image)
+  const size = thumbnailSize(image.width, image.height)
+  return html`<li><a class="thumb${hidden(image) ? ' nsfw-thumb' : ''}" href="${links.viewer}"><img src="${links.thumbnail}" width="${size.width}" height="${size.height}" loading="lazy" alt="${image.filename}">${hidden(image) ? html`<span class="badge">NSFW</span>` : ''}</a></li>
+`
+})}</ul>`
+    : html`<p class="muted">This album is empty.</p>`
+
+  const body = html`<section class="album-head">
+<h1>${album.title}</h1>
+${album.description ? html`<p>${album.description}</p>` : ''}
+<p class="muted">${items.length} image${items.length === 1 ? '' : 's'}${deps.owner ? html` · by <a href="/u/${encodeURIComponent(deps.owner)}">${deps.owner}</a>` : ''}</p>
+</section>
+${grid}`
+
+  return pages.respond({ title: `${album.title} · ${config.siteName}`, head, body, noindex: deps.protectedView, bodyClass: 'album-page' })
+}

@@ -1,0 +1,99 @@
+import { Elysia, t } from 'elysia'
+import type { Config } from '../../config'
+import { errors, HttpError, notFound } from '../../http/errors'
+import { createPageRenderer, getAsset } from '../../web/page'
+import type { AlbumService } from '../albums/service'
+import type { ImageService } from '../images/service'
+import { renderAlbum, renderAlbumPassword } from './album'
+import { OEmbedQuery, OEmbedResponse, oembedFor } from './oembed'
+import type { PageService } from './service'
+import { renderViewer } from './viewer'
+
+const hidden = { detail: { hide: true } }
+
+/** Server-rendered pages (viewer, album, 404), their local assets, and the oEmbed endpoint the viewer page links to. */
+export function pagesModule(deps: { config: Config; pages: PageService; images: ImageService; albums: AlbumService }) {
+  const { config, pages, images, albums } = deps
+  const renderer = createPageRenderer(config)
+
+  async function albumPage(id: string, password: string | undefined): Promise<Response> {
+    const result = await albums.access(null, id, password)
+    if (result.kind === 'not-found') return renderer.notFound('This album does not exist, is private, or was deleted.')
+    if (result.kind === 'password') return renderAlbumPassword(renderer, result.album, result.wrong)
+    return renderAlbum(
+      renderer,
+      config,
+      {
+        images,
+        albumUrl: albums.albumUrl(result.album.id),
+        owner: pages.ownerName(result.album.userId),
+        protectedView: result.album.passwordHash !== null,
+      },
+      result.album,
+      result.images,
+    )
+  }
+
+  return new Elysia({ name: 'module-pages' })
+    .get(
+      '/assets/:name',
+      ({ params, query }) => {
+        const asset = getAsset(params.name)
+        if (!asset) throw notFound()
+        return new Response(asset.bytes, {
+          headers: {
+            'content-type': asset.type,
+            // A versioned URL never changes content; an unversioned one is revalidated.
+            'cache-control': query.v === asset.hash ? 'public, max-age=31536000, immutable' : 'no-cache',
+            etag: `"${asset.hash}"`,
+            'x-content-type-options': 'nosniff',
+          },
+        })
+      },
+      { params: t.Object({ name: t.String() }), query: t.Object({ v: t.Optional(t.String()) }), ...hidden },
+    )
+    .get(
+      '/i/:id',
+      ({ params, request }) => {
+        const data = pages.imagePage(params.id, { countView: request.method === 'GET' })
+        if (!data) return renderer.notFound('This image does not exist, or it was deleted.')
+        return renderViewer(renderer, config, data)
+      },
+      { params: t.Object({ id: t.String() }), ...hidden },
+    )
+    .get('/a/:id', ({ params, query }) => albumPage(params.id, query.password || undefined), {
+      params: t.Object({ id: t.String() }),
+      query: t.Object({ password: t.Optional(t.String()) }),
+      ...hidden,
+    })
+    .post(
+      '/a/:id',
+      ({ params, body }) => {
+        const password = body && typeof body === 'object' && typeof (body as { password?: unknown }).password === 'string'
+        return albumPage(params.id, password ? (body as { password: string }).password : undefined)
+      },
+      { params: t.Object({ id: t.String() }), ...hidden },
+    )
+    .get(
+      '/api/oembed',
+      ({ query }) => {
+        if (query.format !== undefined && query.format !== 'json') throw new HttpError(501, 'Only format=json is supported')
+        const id = pages.viewerLinkId(query.url)
+        const data = id ? pages.imagePage(id) : null
+        if (!data) throw notFound('Not a viewer link of this site')
+        return oembedFor(config, data)
+      },
+      {
+        query: OEmbedQuery,
+        response: { 200: OEmbedResponse, ...errors(400, 404, 501) },
+        detail: {
+          tags: ['Embed profiles'],
+          summary: 'oEmbed for a viewer link (discovered from the <link rel="alternate"> of /i/<id>)',
+          description:
+            'A photo embed with the direct link and its size; title, author and provider follow the image\'s embed profile ' +
+            '(placeholders filled), else the defaults. NSFW images answer a link embed without the picture. ' +
+            'Anything that is not one of this site\'s viewer links: 404.',
+        },
+      },
+    )
+}

@@ -1,0 +1,74 @@
+import { and, eq } from 'drizzle-orm'
+import type { Config } from '../../config'
+import type { Db } from '../../db/client'
+import { embedProfiles, images, users, type EmbedProfile, type Image } from '../../db/schema'
+import { isImageId, liveImage, type ImageService } from '../images/service'
+import { resolveEmbed, type ResolvedEmbed } from '../embeds/service'
+
+/** Everything a viewer page or an oEmbed answer needs, read in one query. */
+export interface ImagePageData {
+  image: Image
+  /** The uploader when there is one and it may be shown (null for anonymous uploads and banned accounts). */
+  username: string | null
+  profile: EmbedProfile | null
+  embed: ResolvedEmbed
+  links: ReturnType<ImageService['links']>
+  /** The view count including views still buffered in memory (read once, on first use). */
+  views: () => number
+}
+
+/** Thumbnails fit within 500x500 and are never enlarged; their size follows from the original's. */
+export function thumbnailSize(width: number, height: number) {
+  const scale = Math.min(1, 500 / width, 500 / height)
+  return { width: Math.max(1, Math.round(width * scale)), height: Math.max(1, Math.round(height * scale)) }
+}
+
+export type PageService = ReturnType<typeof createPageService>
+
+export function createPageService(deps: { db: Db; config: Config; images: ImageService }) {
+  const { db, config, images: imageService } = deps
+  const base = new URL(config.publicUrl)
+  const basePath = base.pathname.replace(/\/+$/, '')
+
+  /** A viewer page's data; `countView` counts this load first, so the page shows a count that includes it. */
+  function imagePage(id: string, opts: { countView?: boolean } = {}): ImagePageData | null {
+    if (!isImageId(id)) return null
+    const row = db
+      .select({ image: images, username: users.username, banned: users.banned, profile: embedProfiles })
+      .from(images)
+      .leftJoin(users, eq(users.id, images.userId))
+      .leftJoin(embedProfiles, eq(embedProfiles.id, images.embedProfileId))
+      .where(and(eq(images.id, id), liveImage()))
+      .get()
+    if (!row) return null
+    if (opts.countView) imageService.countView(id)
+    const username = row.username && !row.banned ? row.username : null
+    let count: number | undefined
+    // details() adds the views still buffered in memory, so the count is current.
+    const views = () => (count ??= imageService.details(id).views)
+    const embed = resolveEmbed(row.image, row.profile, { siteName: config.siteName, siteColor: config.siteColor, username: row.username, views })
+    return { image: row.image, username, profile: row.profile, embed, links: imageService.links(row.image), views }
+  }
+
+  /** The image id of one of our viewer links (`{base_url}/i/<id>`), or null for anything else. */
+  function viewerLinkId(link: string): string | null {
+    let url: URL
+    try {
+      url = new URL(link)
+    } catch {
+      return null
+    }
+    if (url.origin !== base.origin || !url.pathname.startsWith(`${basePath}/i/`)) return null
+    const match = /^([A-Za-z0-9]{8})\/?$/.exec(url.pathname.slice(basePath.length + 3))
+    return match ? match[1] : null
+  }
+
+  /** The uploader's name for a page, or null when anonymous or banned. */
+  function ownerName(userId: number | null): string | null {
+    if (userId === null) return null
+    const owner = db.select({ username: users.username, banned: users.banned }).from(users).where(eq(users.id, userId)).get()
+    return owner && !owner.banned ? owner.username : null
+  }
+
+  return { imagePage, viewerLinkId, ownerName }
+}

@@ -1,0 +1,83 @@
+import type { Config } from '../../config'
+import { escapeHtml, html } from '../../web/html'
+import type { PageRenderer } from '../../web/page'
+import { humanSize } from '../embeds/service'
+import type { ImagePageData } from './service'
+
+/** The share codes offered on the viewer page; each is plain text (the page escapes it when it renders it). */
+export function shareCodes(data: Pick<ImagePageData, 'image' | 'links'>) {
+  const { url, viewer } = data.links
+  const alt = data.image.filename
+  const markdownAlt = alt.replace(/[\\[\]]/g, (c) => `\\${c}`)
+  return [
+    { id: 'code-viewer', label: 'Viewer link', value: viewer },
+    { id: 'code-direct', label: 'Direct link', value: url },
+    { id: 'code-markdown', label: 'Markdown', value: `[![${markdownAlt}](${url})](${viewer})` },
+    { id: 'code-bbcode', label: 'BBCode', value: `[url=${viewer}][img]${url}[/img][/url]` },
+    { id: 'code-html', label: 'HTML', value: `<a href="${escapeHtml(viewer)}"><img src="${escapeHtml(url)}" alt="${escapeHtml(alt)}"></a>` },
+  ]
+}
+
+const dateText = (date: Date) => date.toISOString().slice(0, 16).replace('T', ' ') + ' UTC'
+
+/** The head of a viewer page: Open Graph, Twitter, theme colour and the oEmbed discovery link. */
+function viewerHead(config: Config, data: ImagePageData) {
+  const { image, embed, links } = data
+  const oembed = `${config.publicUrl}/api/oembed?url=${encodeURIComponent(links.viewer)}`
+  return html`<meta name="description" content="${embed.description}">
+<meta property="og:type" content="website">
+<meta property="og:title" content="${embed.title}">
+<meta property="og:description" content="${embed.description}">
+<meta property="og:site_name" content="${embed.siteName}">
+<meta property="og:url" content="${links.viewer}">
+${
+  image.nsfw
+    ? ''
+    : html`<meta property="og:image" content="${links.url}">
+<meta property="og:image:type" content="${image.mime}">
+<meta property="og:image:width" content="${image.width}">
+<meta property="og:image:height" content="${image.height}">
+<meta property="og:image:alt" content="${image.filename}">
+`
+}<meta name="theme-color" content="${embed.color}">
+<meta name="twitter:card" content="summary_large_image">
+<link rel="alternate" type="application/json+oembed" href="${oembed}" title="${embed.title}">
+<link rel="canonical" href="${links.viewer}">`
+}
+
+export function renderViewer(pages: PageRenderer, config: Config, data: ImagePageData): Response {
+  const { image, links, username } = data
+  const picture = html`<a href="${links.url}"><img src="${links.url}" width="${image.width}" height="${image.height}" alt="${image.filename}"></a>`
+  const figure = image.nsfw
+    ? html`<figure class="viewer nsfw is-hidden">
+${picture}
+<div class="nsfw-warning"><p>This image is marked as mature content (NSFW).</p><button type="button" data-reveal>Show image</button></div>
+</figure>`
+    : html`<figure class="viewer">${picture}</figure>`
+
+  const body = html`<article class="image-page">
+${figure}
+<h1>${image.filename}</h1>
+<dl class="details">
+<div><dt>Dimensions</dt><dd>${image.width} × ${image.height}</dd></div>
+<div><dt>Size</dt><dd>${humanSize(image.size)}</dd></div>
+<div><dt>Type</dt><dd>${image.mime}</dd></div>
+<div><dt>Uploaded</dt><dd><time datetime="${image.createdAt.toISOString()}">${dateText(image.createdAt)}</time></dd></div>
+<div><dt>Views</dt><dd>${data.views()}</dd></div>
+${username ? html`<div><dt>By</dt><dd><a class="uploader" href="/u/${encodeURIComponent(username)}">${username}</a></dd></div>` : ''}
+</dl>
+<section class="share" aria-label="Share">
+${shareCodes(data).map(
+  (code) => html`<div class="field"><label for="${code.id}">${code.label}</label><div class="copy-row"><input id="${code.id}" type="text" readonly value="${code.value}"><button type="button" class="secondary" data-copy="${code.id}">Copy</button></div></div>
+`,
+)}</section>
+</article>`
+
+  return pages.respond({
+    title: data.embed.title,
+    head: viewerHead(config, data),
+    body,
+    noindex: image.visibility === 'private',
+    bodyClass: 'viewer-page',
+  })
+}

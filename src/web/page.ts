@@ -1,0 +1,159 @@
+import { readdirSync, readFileSync } from 'node:fs'
+import { extname, join } from 'node:path'
+import type { Config } from '../config'
+import { sha256Hex } from '../lib/crypto'
+import { html, raw, type SafeHtml } from './html'
+
+/**
+ * The shared shell of every server-rendered page: the layout, the security headers and the local assets.
+ *
+ * Usage from a module:
+ *   const pages = createPageRenderer(config)
+ *   return pages.respond({ title: 'Gallery', body: html`<h1>…</h1>`, scripts: ['gallery.js'] })
+ * Everything user-supplied goes through `html` templates; pages never carry inline scripts or styles (the CSP forbids both).
+ */
+
+export type PageConfig = Pick<Config, 'siteName' | 'siteColor' | 'publicUrl' | 'cdnUrl'>
+
+// ---------------------------------------------------------------------------------------------------------------
+// Assets: every file of src/web/assets, read once, served at /assets/<name>?v=<hash> (the hash busts caches).
+
+const ASSET_DIR = join(import.meta.dir, 'assets')
+const ASSET_NAME = /^[a-z0-9][a-z0-9._-]*\.(css|js|svg|png|ico|woff2)$/
+const ASSET_TYPES: Record<string, string> = {
+  '.css': 'text/css; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.woff2': 'font/woff2',
+}
+
+export interface Asset {
+  bytes: Uint8Array<ArrayBuffer>
+  type: string
+  hash: string
+}
+
+function loadAssets(): Map<string, Asset> {
+  const assets = new Map<string, Asset>()
+  for (const name of readdirSync(ASSET_DIR)) {
+    if (!ASSET_NAME.test(name)) continue
+    const bytes = new Uint8Array(readFileSync(join(ASSET_DIR, name))) as Uint8Array<ArrayBuffer>
+    assets.set(name, { bytes, type: ASSET_TYPES[extname(name)], hash: sha256Hex(bytes).slice(0, 12) })
+  }
+  return assets
+}
+
+const assets = loadAssets()
+
+/** A local asset by its file name, or undefined (names are matched against the loaded set, never joined into paths). */
+export const getAsset = (name: string): Asset | undefined => assets.get(name)
+
+/** The versioned URL of a local asset; an unknown name is a programming error. */
+export function assetUrl(name: string): string {
+  const asset = assets.get(name)
+  if (!asset) throw new Error(`unknown asset: ${name}`)
+  return `/assets/${name}?v=${asset.hash}`
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Security headers shared by every HTML page.
+
+/** Content-Security-Policy of the pages: everything local; images also from the CDN base when it is another origin. */
+export function contentSecurityPolicy(config: Pick<Config, 'publicUrl' | 'cdnUrl'>): string {
+  const cdnOrigin = new URL(config.cdnUrl).origin
+  const imgSrc = cdnOrigin !== new URL(config.publicUrl).origin ? `'self' data: ${cdnOrigin}` : `'self' data:`
+  return [
+    "default-src 'self'",
+    `img-src ${imgSrc}`,
+    "script-src 'self'",
+    "style-src 'self'",
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "object-src 'none'",
+  ].join('; ')
+}
+
+export function securityHeaders(config: Pick<Config, 'publicUrl' | 'cdnUrl'>): Record<string, string> {
+  return {
+    'content-security-policy': contentSecurityPolicy(config),
+    'x-frame-options': 'DENY',
+    'referrer-policy': 'strict-origin-when-cross-origin',
+    'x-content-type-options': 'nosniff',
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Layout.
+
+export interface PageOptions {
+  /** The document title (escaped). */
+  title: string
+  /** Extra head elements: meta tags, alternate links. */
+  head?: SafeHtml
+  body: SafeHtml
+  status?: number
+  /** `<meta name="robots" content="noindex">`, for private things and error pages. */
+  noindex?: boolean
+  /** Extra local scripts and stylesheets by asset name (site.css and site.js are always there). */
+  scripts?: string[]
+  styles?: string[]
+  /** Extra response headers (the security headers are always set). */
+  headers?: Record<string, string>
+  /** A class on <body>, for page-specific styling. */
+  bodyClass?: string
+}
+
+export type PageRenderer = ReturnType<typeof createPageRenderer>
+
+export function createPageRenderer(config: PageConfig) {
+  const headers = securityHeaders(config)
+
+  function document(opts: PageOptions): string {
+    const styles = ['site.css', ...(opts.styles ?? [])]
+    const scripts = ['site.js', ...(opts.scripts ?? [])]
+    return (
+      '<!doctype html>\n' +
+      html`<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
+<title>${opts.title}</title>
+${opts.noindex ? raw('<meta name="robots" content="noindex">\n') : ''}${opts.head ?? ''}
+${styles.map((s) => html`<link rel="stylesheet" href="${assetUrl(s)}">\n`)}${scripts.map((s) => html`<script src="${assetUrl(s)}" defer></script>\n`)}</head>
+<body${opts.bodyClass ? html` class="${opts.bodyClass}"` : ''}>
+<header class="site-header">
+<a class="brand" href="/">${config.siteName}</a>
+<nav aria-label="Site"><a href="/">Upload</a><a href="/gallery">Gallery</a></nav>
+</header>
+<main>
+${opts.body}
+</main>
+<footer class="site-footer"><a href="/">${config.siteName}</a> · <a href="/swagger">API</a></footer>
+</body>
+</html>
+`.value
+    )
+  }
+
+  function respond(opts: PageOptions): Response {
+    return new Response(document(opts), {
+      status: opts.status ?? 200,
+      headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache', ...headers, ...opts.headers },
+    })
+  }
+
+  function notFound(message = 'This page does not exist, or it was deleted.'): Response {
+    return respond({
+      title: `Not found · ${config.siteName}`,
+      status: 404,
+      noindex: true,
+      body: html`<section class="notice"><h1>404 · Not found</h1><p>${message}</p><p><a class="button" href="/">Upload an image</a></p></section>`,
+    })
+  }
+
+  return { headers, document, respond, notFound }
+}

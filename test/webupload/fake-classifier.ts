@@ -1,0 +1,31 @@
+import type { Classifier, NsfwScores } from '../../src/moderation'
+
+/** What the fake answers: a verdict, a failure, or nothing at all. */
+export type FakeMode = 'neutral' | 'porn' | 'throw' | 'hang'
+
+const NEUTRAL: NsfwScores = { Porn: 0.01, Hentai: 0.01, Sexy: 0.01, Neutral: 0.95, Drawing: 0.02 }
+const PORN: NsfwScores = { Porn: 0.9, Hentai: 0.05, Sexy: 0.03, Neutral: 0.01, Drawing: 0.01 }
+
+/** A classifier whose behaviour a test switches at will; no model is loaded. */
+export function fakeClassifier(initial: FakeMode = 'neutral') {
+  const state = { mode: initial, calls: 0 }
+  const classifier: Classifier = {
+    async classify() {
+      state.calls++
+      switch (state.mode) {
+        case 'neutral':
+          return NEUTRAL
+        case 'porn':
+          return PORN
+        case 'throw':
+          throw new Error('classifier is down (test)')
+        case 'hang':
+          return new Promise<NsfwScores>(() => {})
+      }
+    },
+    warm: async () => {},
+    close: async () => {},
+    queueDepth: 0,
+  }
+  return { classifier, state }
+}
