@@ -8,7 +8,7 @@ import { createMediaProcessor } from './media/processor'
 import { createNsfwClassifier } from './moderation'
 import { createRescanner, type RescanOptions } from './moderation/rescan'
 import { createMailer } from './modules/auth/mailer'
-import { createLocalStorage } from './storage/local'
+import { createConfiguredStorage } from './storage/configured'
 import { sweepOrphans } from './storage/sweep'
 
 export type ServerOverrides = Partial<Omit<AppDeps, 'config' | 'db'>> & {
@@ -27,7 +27,7 @@ export async function startServer(config: Config, overrides: ServerOverrides = {
     db,
     mailer: overrides.mailer ?? createMailer({ smtpUrl: config.smtp.url, from: config.smtp.from, publicUrl: config.publicUrl, siteName: config.siteName }),
     jwtSecret: overrides.jwtSecret ?? loadJwtSecret(config),
-    storage: overrides.storage ?? createLocalStorage(join(config.dataDir, 'files')),
+    storage: overrides.storage ?? createConfiguredStorage(config),
     media: overrides.media ?? createMediaProcessor({ maxPixels: config.limits.maxPixels }),
     classifier: overrides.classifier ?? createNsfwClassifier({ timeoutMs: config.nsfw.timeoutMs, maxQueue: config.nsfw.maxQueue }),
   }

@@ -102,6 +102,14 @@ export function createMetrics() {
   }
 }
 
+/** Size of a response body: files and explicit responses say it; values Elysia serialises are measured. */
+function bodyBytes(value: unknown): number {
+  if (value instanceof Response) return Number(value.headers.get('content-length') ?? 0)
+  if (value === undefined || value === null) return 0
+  if (value instanceof Blob) return value.size
+  return Buffer.byteLength(typeof value === 'string' ? value : JSON.stringify(value))
+}
+
 /** One JSON log line per request (no query strings, headers or bodies: they can hold secrets) and request metrics. */
 export function requestLog(metrics: Metrics, opts: { log: boolean }) {
   const started = new WeakMap<Request, number>()
@@ -115,7 +123,6 @@ export function requestLog(metrics: Metrics, opts: { log: boolean }) {
       const durationMs = start === undefined ? 0 : performance.now() - start
       const response = ctx.responseValue
       const status = response instanceof Response ? response.status : typeof set.status === 'number' ? set.status : Number(set.status) || 200
-      const bytes = response instanceof Response ? Number(response.headers.get('content-length') ?? 0) : Number(set.headers['content-length'] ?? 0)
       metrics.request({ route: route || 'unmatched', method: request.method, status: String(status) }, durationMs / 1000)
       if (opts.log) {
         console.log(
@@ -126,7 +133,7 @@ export function requestLog(metrics: Metrics, opts: { log: boolean }) {
             route: route || 'unmatched',
             status,
             durationMs: Math.round(durationMs * 100) / 100,
-            bytes,
+            bytes: bodyBytes(response),
           }),
         )
       }

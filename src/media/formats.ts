@@ -1,5 +1,5 @@
 /** The image formats the service accepts; every mime type and file extension comes from this table. */
-export type ImageFormat = 'jpeg' | 'png' | 'gif' | 'webp' | 'svg' | 'bmp' | 'ico' | 'tiff' | 'avif';
+export type ImageFormat = 'jpeg' | 'png' | 'gif' | 'webp' | 'svg' | 'bmp' | 'ico' | 'tiff' | 'avif'
 
 export const FORMATS: Record<ImageFormat, { mime: string; ext: string }> = {
   jpeg: { mime: 'image/jpeg', ext: 'jpg' },
@@ -11,14 +11,14 @@ export const FORMATS: Record<ImageFormat, { mime: string; ext: string }> = {
   ico: { mime: 'image/x-icon', ext: 'ico' },
   tiff: { mime: 'image/tiff', ext: 'tiff' },
   avif: { mime: 'image/avif', ext: 'avif' },
-};
+}
 
-const BY_EXT = new Map(Object.entries(FORMATS).map(([format, { ext }]) => [ext, format as ImageFormat]));
+const BY_EXT = new Map(Object.entries(FORMATS).map(([format, { ext }]) => [ext, format as ImageFormat]))
 
 /**
  * Inverse of `FORMATS[f].ext`. Only the canonical extension matches (no `jpeg`, `tif` or upper case), so a direct
  * link has exactly one valid spelling and any other is a 404.
  */
 export function formatFromExt(ext: string): ImageFormat | undefined {
-  return BY_EXT.get(ext);
+  return BY_EXT.get(ext)
 }

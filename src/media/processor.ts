@@ -1,52 +1,52 @@
-import sharp, { type Sharp, type SharpOptions } from 'sharp';
-import { decodeBmp, readBmpSize } from './bmp';
-import { DETECT_HEAD_BYTES, detectFormat } from './detect';
-import { exceedsMessage, MediaError } from './errors';
-import type { ImageFormat } from './formats';
-import { decodeIco, icoEntrySize, largestIcoEntry } from './ico';
+import sharp, { type Sharp, type SharpOptions } from 'sharp'
+import { decodeBmp, readBmpSize } from './bmp'
+import { DETECT_HEAD_BYTES, detectFormat } from './detect'
+import { exceedsMessage, MediaError } from './errors'
+import type { ImageFormat } from './formats'
+import { decodeIco, icoEntrySize, largestIcoEntry } from './ico'
 
-export { MediaError } from './errors';
+export { MediaError } from './errors'
 
 export interface ImageInfo {
-  format: ImageFormat;
-  width: number;
-  height: number;
-  animated: boolean;
+  format: ImageFormat
+  width: number
+  height: number
+  animated: boolean
 }
 
 export interface MediaProcessor {
   /** Detects the format from bytes, probes dimensions from the header (refusing > maxPixels BEFORE decoding any pixel), throws MediaError. */
-  inspect(path: string): Promise<ImageInfo>;
+  inspect(path: string): Promise<ImageInfo>
   /** Fully decodes the image and writes a WebP thumbnail fitting within 500x500 (never enlarged; animated when the source is animated), returns its dimensions. Throws MediaError when the image cannot be decoded. */
-  thumbnail(path: string, info: ImageInfo, destPath: string): Promise<{ width: number; height: number }>;
+  thumbnail(path: string, info: ImageInfo, destPath: string): Promise<{ width: number; height: number }>
   /** 224x224 RGB (3 bytes per pixel, row-major, length 150528) of the first frame, for the NSFW classifier. */
-  classifierInput(path: string, info: ImageInfo): Promise<Uint8Array>;
+  classifierInput(path: string, info: ImageInfo): Promise<Uint8Array>
   /** `thumbnail` and `classifierInput` from a single decode of the original (the classifier input is cut from the thumbnail). */
   thumbnailAndClassifierInput(
     path: string,
     info: ImageInfo,
     destPath: string,
-  ): Promise<{ width: number; height: number; classifierInput: Uint8Array }>;
+  ): Promise<{ width: number; height: number; classifierInput: Uint8Array }>
 }
 
-export const THUMBNAIL_SIZE = 500;
-export const CLASSIFIER_SIZE = 224;
+const THUMBNAIL_SIZE = 500
+const CLASSIFIER_SIZE = 224
 /** Animations are decoded frame by frame; this many canvases' worth of pixels in total is the most we decode. */
-const ANIMATION_FRAME_BUDGET = 10;
+const ANIMATION_FRAME_BUDGET = 10
 
-const undecodable = () => new MediaError('Image could not be decoded');
+const undecodable = () => new MediaError('Image could not be decoded')
 
 async function readHead(path: string, bytes: number, from = 0): Promise<Uint8Array> {
-  return new Uint8Array(await Bun.file(path).slice(from, from + bytes).arrayBuffer());
+  return new Uint8Array(await Bun.file(path).slice(from, from + bytes).arrayBuffer())
 }
 
 /** Runs a sharp operation, turning its failures (all caused by the input) into a user-facing MediaError. */
 async function decoding<T>(run: () => Promise<T>): Promise<T> {
   try {
-    return await run();
+    return await run()
   } catch (err) {
-    if (err instanceof MediaError) throw err;
-    throw undecodable();
+    if (err instanceof MediaError) throw err
+    throw undecodable()
   }
 }
 
@@ -57,112 +57,114 @@ async function toClassifierPixels(image: Sharp): Promise<Uint8Array> {
     .flatten({ background: '#ffffff' })
     .toColourspace('srgb')
     .raw()
-    .toBuffer({ resolveWithObject: true });
-  if (info.channels !== 3 || data.length !== CLASSIFIER_SIZE * CLASSIFIER_SIZE * 3) throw undecodable();
-  return new Uint8Array(data.buffer, data.byteOffset, data.length);
+    .toBuffer({ resolveWithObject: true })
+  if (info.channels !== 3 || data.length !== CLASSIFIER_SIZE * CLASSIFIER_SIZE * 3) throw undecodable()
+  return new Uint8Array(data.buffer, data.byteOffset, data.length)
 }
 
 export function createMediaProcessor(opts: { maxPixels: number }): MediaProcessor {
-  const { maxPixels } = opts;
+  const { maxPixels } = opts
   // libvips caches loads by file name: a temp path reused for another upload, or a file rewritten by metadata
   // stripping, would be read back stale. Every input here is decoded once, so the cache buys nothing.
-  sharp.cache(false);
+  sharp.cache(false)
   // 'error' rejects truncated or corrupt pixel data but tolerates harmless warnings (e.g. a known-bad sRGB profile).
-  const decodeOptions: SharpOptions = { failOn: 'error', sequentialRead: true, limitInputPixels: maxPixels };
+  const decodeOptions: SharpOptions = { failOn: 'error', sequentialRead: true, limitInputPixels: maxPixels }
 
   function checkPixels(width: number, height: number): void {
-    if (width * height > maxPixels) throw new MediaError(exceedsMessage(maxPixels));
+    if (width * height > maxPixels) throw new MediaError(exceedsMessage(maxPixels))
   }
 
   async function probe(path: string, format: ImageFormat): Promise<Omit<ImageInfo, 'format'>> {
-    if (format === 'bmp') return { ...readBmpSize(await readHead(path, 64)), animated: false };
+    if (format === 'bmp') return { ...readBmpSize(await readHead(path, 64)), animated: false }
     if (format === 'ico') {
-      const entry = largestIcoEntry(await readHead(path, DETECT_HEAD_BYTES));
-      const { width, height } = icoEntrySize(await readHead(path, 40, entry.offset));
-      return { width, height, animated: false };
+      const entry = largestIcoEntry(await readHead(path, DETECT_HEAD_BYTES))
+      const { width, height } = icoEntrySize(await readHead(path, 40, entry.offset))
+      return { width, height, animated: false }
     }
     // Header-only read; the pixel limit is applied by us below so a bomb gets the right message.
-    const input = format === 'svg' ? await Bun.file(path).bytes() : path;
-    const meta = await decoding(() => sharp(input, { limitInputPixels: false }).metadata());
-    const pages = meta.pages ?? 1;
-    const animated = (format === 'gif' || format === 'webp') && pages > 1;
+    const input = format === 'svg' ? await Bun.file(path).bytes() : path
+    const meta = await decoding(() => sharp(input, { limitInputPixels: false }).metadata())
+    const pages = meta.pages ?? 1
+    const animated = (format === 'gif' || format === 'webp') && pages > 1
     // Orientation 5-8 swaps the sides; browsers and our thumbnails show the image turned upright.
-    const width = meta.autoOrient?.width ?? meta.width;
-    const height = meta.autoOrient?.height ?? meta.height;
-    if (!width || !height) throw undecodable();
+    const width = meta.autoOrient?.width ?? meta.width
+    const height = meta.autoOrient?.height ?? meta.height
+    if (!width || !height) throw undecodable()
     if (animated && width * height * pages > maxPixels * ANIMATION_FRAME_BUDGET) {
-      throw new MediaError('Animation has too many frames');
+      throw new MediaError('Animation has too many frames')
     }
-    return { width, height, animated };
+    return { width, height, animated }
   }
 
   /**
-   * A sharp pipeline over the decoded image. Files go to sharp by path; SVG goes as bytes so that, having no base
-   * location, it cannot reach files next to it or anywhere else (`<image href="file:...">`, `<use>`, CSS urls).
-   * It is rendered straight at the thumbnail's scale (vector art needs no downscaling pass).
+   * A sharp pipeline over the image. Files go to sharp by path, except SVG: it goes as bytes so that, having no base
+   * location, it cannot reach files next to it or anywhere else (`<image href="file:...">`, `<use>`, CSS urls), and
+   * it is rendered straight at the thumbnail's scale. BMP and ICO are decoded here (MediaError when they cannot be).
    */
   async function open(path: string, info: ImageInfo, allFrames: boolean): Promise<Sharp> {
     switch (info.format) {
       case 'bmp': {
-        const img = decodeBmp(await Bun.file(path).bytes(), maxPixels);
-        return sharp(img.data, { raw: { width: img.width, height: img.height, channels: 4 } });
+        const img = decodeBmp(await Bun.file(path).bytes(), maxPixels)
+        return sharp(img.data, { raw: { width: img.width, height: img.height, channels: 4 } })
       }
       case 'ico': {
-        const img = decodeIco(await Bun.file(path).bytes(), maxPixels);
-        if ('png' in img) return sharp(img.png, decodeOptions);
-        return sharp(img.data, { raw: { width: img.width, height: img.height, channels: 4 } });
+        const img = decodeIco(await Bun.file(path).bytes(), maxPixels)
+        if ('png' in img) return sharp(img.png, decodeOptions)
+        return sharp(img.data, { raw: { width: img.width, height: img.height, channels: 4 } })
       }
       case 'svg': {
-        const scale = Math.min(1, THUMBNAIL_SIZE / info.width, THUMBNAIL_SIZE / info.height);
-        return sharp(await Bun.file(path).bytes(), { ...decodeOptions, density: Math.max(1, 72 * scale) });
+        const scale = Math.min(1, THUMBNAIL_SIZE / info.width, THUMBNAIL_SIZE / info.height)
+        return sharp(await Bun.file(path).bytes(), { ...decodeOptions, density: Math.max(1, 72 * scale) })
       }
       default: {
-        const animated = allFrames && info.animated;
+        const animated = allFrames && info.animated
         return sharp(path, {
           ...decodeOptions,
           autoOrient: true,
           animated,
           limitInputPixels: animated ? maxPixels * ANIMATION_FRAME_BUDGET : maxPixels,
-        });
+        })
       }
     }
   }
 
   async function renderThumbnail(path: string, info: ImageInfo) {
+    const image = await open(path, info, true)
     return decoding(async () => {
-      const { data, info: out } = await (await open(path, info, true))
+      const { data, info: out } = await image
         .resize(THUMBNAIL_SIZE, THUMBNAIL_SIZE, { fit: 'inside', withoutEnlargement: true })
         .webp({ quality: 80, effort: 4 })
-        .toBuffer({ resolveWithObject: true });
-      return { data, width: out.width, height: out.pageHeight ?? out.height };
-    });
+        .toBuffer({ resolveWithObject: true })
+      return { data, width: out.width, height: out.pageHeight ?? out.height }
+    })
   }
 
   return {
     async inspect(path) {
-      const format = detectFormat(await readHead(path, DETECT_HEAD_BYTES));
-      if (!format) throw new MediaError('File is not a supported image');
-      const probed = await probe(path, format);
-      checkPixels(probed.width, probed.height);
-      return { format, ...probed };
+      const format = detectFormat(await readHead(path, DETECT_HEAD_BYTES))
+      if (!format) throw new MediaError('File is not a supported image')
+      const probed = await probe(path, format)
+      checkPixels(probed.width, probed.height)
+      return { format, ...probed }
     },
 
     async thumbnail(path, info, destPath) {
       // Encoded to memory first so only decoding failures become MediaErrors, not a failing disk.
-      const { data, width, height } = await renderThumbnail(path, info);
-      await Bun.write(destPath, data);
-      return { width, height };
+      const { data, width, height } = await renderThumbnail(path, info)
+      await Bun.write(destPath, data)
+      return { width, height }
     },
 
     async classifierInput(path, info) {
-      return decoding(async () => toClassifierPixels(await open(path, info, false)));
+      const image = await open(path, info, false)
+      return decoding(() => toClassifierPixels(image))
     },
 
     async thumbnailAndClassifierInput(path, info, destPath) {
-      const { data, width, height } = await renderThumbnail(path, info);
-      await Bun.write(destPath, data);
-      const classifierInput = await decoding(() => toClassifierPixels(sharp(data)));
-      return { width, height, classifierInput };
+      const { data, width, height } = await renderThumbnail(path, info)
+      await Bun.write(destPath, data)
+      const classifierInput = await decoding(() => toClassifierPixels(sharp(data)))
+      return { width, height, classifierInput }
     },
-  };
+  }
 }

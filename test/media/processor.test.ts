@@ -205,6 +205,16 @@ describe('classifier input', () => {
     expect(Math.min(...pixels)).toBe(255) // transparency is shown on white
   })
 
+  test('16-bit PNG and CMYK JPEG come out as 8-bit RGB', async () => {
+    const deep = await scratch.file(await sharp({ create: { width: 30, height: 20, channels: 4, background: '#ff800080' } }).toColourspace('rgb16').png().toBuffer())
+    expect((await media.classifierInput(deep, await media.inspect(deep))).subarray(0, 3)).toEqual(new Uint8Array([255, 191, 127]))
+    const cmyk = await scratch.file(await sharp({ create: { width: 30, height: 20, channels: 3, background: '#ff8000' } }).toColourspace('cmyk').jpeg().toBuffer())
+    const pixels = await media.classifierInput(cmyk, await media.inspect(cmyk))
+    expect(pixels.length).toBe(150528)
+    expect(pixels[0]).toBeGreaterThan(200)
+    expect(pixels[2]).toBeLessThan(50)
+  })
+
   test('ICO entries stored as PNG and as BMP both decode', async () => {
     const png = await sharp({ create: { width: 64, height: 64, channels: 4, background: '#00ff00' } }).png().toBuffer()
     const dib = encodeBmp({ width: 16, height: 16, pixels: Array(256).fill([255, 0, 0, 255]), bpp: 24, icon: true })

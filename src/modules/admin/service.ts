@@ -7,6 +7,8 @@ import type { ImageService } from '../images/service'
 
 export type AdminService = ReturnType<typeof createAdminService>
 
+const ownedByUser = sql`${images}.${sql.identifier(images.userId.name)} = ${users}.${sql.identifier(users.id.name)}`
+
 export function createAdminService({ db, images: imageService }: { db: Db; images: ImageService }) {
   return {
     listUsers(opts: { page: number; limit: number; q?: string }) {
@@ -18,8 +20,9 @@ export function createAdminService({ db, images: imageService }: { db: Db; image
       const rows = db
         .select({
           user: users,
-          totalImages: sql<number>`(select count(*) from ${images} where ${images.userId} = ${users.id})`,
-          storageUsed: sql<number>`(select coalesce(sum(${images.size}), 0) from ${images} where ${images.userId} = ${users.id})`,
+          // Qualified by hand: drizzle renders columns inside sql`` unqualified, and a bare "id" in the subquery is images.id.
+          totalImages: sql<number>`(select count(*) from ${images} where ${ownedByUser})`,
+          storageUsed: sql<number>`(select coalesce(sum(${images}.${sql.identifier(images.size.name)}), 0) from ${images} where ${ownedByUser})`,
         })
         .from(users)
         .where(filter)

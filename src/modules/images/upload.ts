@@ -72,14 +72,17 @@ export function createUploadPipeline(deps: {
   }
 
   async function prepare(file: ReceivedFile, userNsfw: boolean, scan: boolean): Promise<Prepared> {
-    let info: ImageInfo
     try {
-      info = await media.inspect(file.path)
+      const info = await media.inspect(file.path)
       if (await stripMetadata(file.path, info.format, config.stripMetadata)) file.size = Bun.file(file.path).size
       const thumbPath = `${file.path}.thumb.webp`
-      await media.thumbnail(file.path, info, thumbPath)
-      const verdict = userNsfw || !scan ? { nsfw: userNsfw, scanStatus: 'none' as const } : await classify(file.path, info)
-      return { file, info, thumbPath, size: file.size, ...verdict }
+      // A user's own nsfw=true stands without a scan; otherwise one decode feeds both the thumbnail and the classifier.
+      if (userNsfw || !scan) {
+        await media.thumbnail(file.path, info, thumbPath)
+        return { file, info, thumbPath, size: file.size, nsfw: userNsfw, scanStatus: 'none' }
+      }
+      const { classifierInput } = await media.thumbnailAndClassifierInput(file.path, info, thumbPath)
+      return { file, info, thumbPath, size: file.size, ...(await classify(classifierInput)) }
     } catch (error) {
       if (error instanceof MediaError) throw badRequest(`${file.filename}: ${error.message}`)
       throw error
@@ -87,14 +90,12 @@ export function createUploadPipeline(deps: {
   }
 
   /** A classifier failure never loses the upload: the image is kept out of public feeds until a rescan decides. */
-  async function classify(path: string, info: ImageInfo): Promise<{ nsfw: boolean; scanStatus: Image['scanStatus'] }> {
+  async function classify(input: Uint8Array): Promise<{ nsfw: boolean; scanStatus: Image['scanStatus'] }> {
     try {
-      const input = await media.classifierInput(path, info)
       // The pipeline's own deadline: no classifier (an injected one included) can hold an upload forever.
       const scores = await withDeadline(classifier.classify(input), config.nsfw.timeoutMs, 'nsfw scan')
       return { nsfw: isMature(scores, deps.thresholds), scanStatus: 'done' }
     } catch (error) {
-      if (error instanceof MediaError) throw error
       console.error(JSON.stringify({ level: 'warn', msg: 'nsfw scan failed; image pending', error: String(error) }))
       return { nsfw: false, scanStatus: 'pending' }
     }

@@ -1,0 +1,71 @@
+import { Database } from 'bun:sqlite'
+import { cp, mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { basename, dirname, join } from 'node:path'
+import type { Db } from '../db/client'
+import { originalKey, thumbnailKey, type Storage } from '../storage'
+
+const DB_FILE = 'imghost.sqlite'
+const SECRET_FILE = 'jwt-secret'
+
+async function run(cmd: string[]) {
+  const proc = Bun.spawn(cmd, { stdout: 'ignore', stderr: 'pipe' })
+  if ((await proc.exited) !== 0) throw new Error(`${cmd[0]} failed: ${await new Response(proc.stderr).text()}`)
+}
+
+/**
+ * A consistent online backup: `VACUUM INTO` snapshots the database while the server runs, then the files of every
+ * image in that snapshot are copied. `target` is a directory, or a `.tar` file.
+ */
+export async function backup(opts: { db: Db; storage: Storage; dataDir: string; target: string }) {
+  const asTar = opts.target.endsWith('.tar')
+  const dir = asTar ? await mkdtemp(join(tmpdir(), 'imghost-backup-')) : opts.target
+  await mkdir(dir, { recursive: true })
+  if ((await readdir(dir)).length > 0) throw new Error(`Backup directory ${dir} is not empty`)
+
+  opts.db.$client.run('VACUUM INTO ?', [join(dir, DB_FILE)])
+  const snapshot = new Database(join(dir, DB_FILE), { readonly: true })
+  const rows = snapshot.query('SELECT id, ext FROM images').all() as { id: string; ext: string }[]
+  snapshot.close()
+
+  const missing: string[] = []
+  for (const row of rows) {
+    for (const key of [originalKey(row.id, row.ext), thumbnailKey(row.id)]) {
+      const file = opts.storage.file(key)
+      // An image deleted while the backup ran has no file any more: report it rather than fail the backup.
+      if (!(await file.exists())) {
+        missing.push(key)
+        continue
+      }
+      await Bun.write(join(dir, 'files', key), file)
+    }
+  }
+  const secret = Bun.file(join(opts.dataDir, SECRET_FILE))
+  if (await secret.exists()) await Bun.write(join(dir, SECRET_FILE), secret)
+
+  if (asTar) {
+    await mkdir(dirname(opts.target), { recursive: true })
+    await run(['tar', '-cf', opts.target, '-C', dir, '.'])
+    await rm(dir, { recursive: true, force: true })
+  }
+  return { images: rows.length, missing }
+}
+
+/**
+ * Restores a backup (directory or `.tar`) into an empty or stopped data directory. The server must not be running:
+ * the database file is replaced whole.
+ */
+export async function restore(opts: { source: string; dataDir: string }) {
+  const fromTar = opts.source.endsWith('.tar')
+  const dir = fromTar ? await mkdtemp(join(tmpdir(), 'imghost-restore-')) : opts.source
+  if (fromTar) await run(['tar', '-xf', opts.source, '-C', dir])
+  if (!(await stat(join(dir, DB_FILE)).catch(() => null))) throw new Error(`${opts.source} holds no ${DB_FILE}`)
+
+  await mkdir(opts.dataDir, { recursive: true })
+  for (const stale of [DB_FILE, `${DB_FILE}-wal`, `${DB_FILE}-shm`, 'files']) await rm(join(opts.dataDir, stale), { recursive: true, force: true })
+  await cp(join(dir, DB_FILE), join(opts.dataDir, DB_FILE))
+  if (await stat(join(dir, 'files')).catch(() => null)) await cp(join(dir, 'files'), join(opts.dataDir, 'files'), { recursive: true })
+  if (await Bun.file(join(dir, SECRET_FILE)).exists()) await cp(join(dir, SECRET_FILE), join(opts.dataDir, SECRET_FILE))
+  if (fromTar) await rm(dir, { recursive: true, force: true })
+  return { restoredFrom: basename(opts.source) }
+}
