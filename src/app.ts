@@ -63,7 +63,7 @@ export function createApp(deps: AppDeps) {
     .use(healthModule({ db, metrics, metricsToken: config.metricsToken, classifier }))
     .use(authModule(auth, guard))
     .use(imagesModule({ config, images, pipeline, guard, metrics }))
-    .use(cdnModule({ images, storage }))
+    .use(cdnModule({ images, storage, countViews: config.countViews }))
     .use(adminModule(services.admin, guard))
     .use(galleryModule(gallery))
     .use(albumsModule(albums, guard))

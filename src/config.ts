@@ -26,6 +26,7 @@ const variables = {
   TRUST_PROXY: { schema: Bool, default: 'false' },
   LOG_REQUESTS: { schema: Bool, default: 'true' },
   METRICS_TOKEN: { schema: T.String(), default: '' },
+  COUNT_VIEWS: { schema: Bool, default: 'true' },
 
   MAX_FILES_PER_UPLOAD: { schema: Int(1), default: '15' },
   ADMIN_MAX_FILES_PER_UPLOAD: { schema: Int(1), default: '100' },
@@ -53,8 +54,12 @@ type Parsed = { [K in keyof Vars]: Static<Vars[K]['schema']> }
 
 export class ConfigError extends Error {}
 
+// Value.Convert would truncate '1.5' or '1e3' to 1 and read '0x10' as 16: numbers must be written plainly.
+const NUMERIC: Record<string, RegExp> = { integer: /^-?\d+$/, number: /^-?(\d+(\.\d*)?|\.\d+)$/ }
+
 function parseVariable(name: string, raw: string, schema: TSchema): unknown {
-  const value = Value.Convert(schema, raw)
+  const shape = NUMERIC[schema.type as string]
+  const value = shape && !shape.test(raw) ? raw : Value.Convert(schema, raw)
   if (!Value.Check(schema, value)) {
     throw new ConfigError(`Invalid value for ${name}: ${JSON.stringify(raw)}`)
   }
@@ -62,6 +67,11 @@ function parseVariable(name: string, raw: string, schema: TSchema): unknown {
 }
 
 const isTrue = (v: string) => v === '1' || v === 'true'
+
+function deepFreeze<T extends object>(value: T): T {
+  for (const inner of Object.values(value)) if (inner && typeof inner === 'object') deepFreeze(inner)
+  return Object.freeze(value)
+}
 
 /** Parses and checks the environment once; a bad value throws a ConfigError naming the variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env) {
@@ -71,7 +81,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     ;(raw as Record<string, unknown>)[name] = parseVariable(name, given === undefined || given === '' ? spec.default : given, spec.schema)
   }
   const publicUrl = (raw.PUBLIC_URL || `http://localhost:${raw.PORT}`).replace(/\/+$/, '')
-  return Object.freeze({
+  return deepFreeze({
     port: raw.PORT,
     publicUrl,
     /** Base of direct and thumbnail links: a CDN or bucket domain when set, else the service itself. */
@@ -86,6 +96,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logRequests: isTrue(raw.LOG_REQUESTS),
     /** Empty: /metrics is disabled. */
     metricsToken: raw.METRICS_TOKEN,
+    /** Count /cdn views (buffered, flushed in batches); false only to measure what counting costs. */
+    countViews: isTrue(raw.COUNT_VIEWS),
     limits: Object.freeze({
       user: { maxFiles: raw.MAX_FILES_PER_UPLOAD, maxFileSize: raw.MAX_FILE_SIZE },
       admin: { maxFiles: raw.ADMIN_MAX_FILES_PER_UPLOAD },

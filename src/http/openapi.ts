@@ -4,14 +4,39 @@ import { dirname, join } from 'node:path'
 
 const swaggerUiDir = dirname(Bun.resolveSync('swagger-ui-dist/package.json', import.meta.dir))
 const ASSETS = '/swagger/assets'
+const SPEC_PATH = '/swagger/json'
+
+type OpenApiDoc = { paths?: Record<string, Record<string, { requestBody?: { content?: Record<string, unknown> } }>> }
+
+/**
+ * The plugin names a body's media type only from string parsers; the app parses every JSON body with one global
+ * parse hook (a function, see body-limit.ts), so each requestBody came out with no content at all. JSON is what
+ * those routes take: document their body schema under application/json.
+ */
+function documentJsonBodies(doc: OpenApiDoc, routes: { method: string; path: string; hooks?: { body?: unknown } }[]) {
+  for (const route of routes) {
+    const operation = doc.paths?.[route.path.replace(/:(\w+)/g, '{$1}')]?.[route.method.toLowerCase()]
+    const body = operation?.requestBody
+    if (!body || !route.hooks?.body || typeof route.hooks.body !== 'object') continue
+    if (!body.content || Object.keys(body.content).length === 0) {
+      body.content = { 'application/json': { schema: JSON.parse(JSON.stringify(route.hooks.body)) } }
+    }
+  }
+}
 
 /** OpenAPI document at /swagger/json and Swagger UI at /swagger, its assets served from the installed package. */
 export function apiDocs(siteName: string) {
-  return new Elysia({ name: 'api-docs' })
+  const docs = new Elysia({ name: 'api-docs' })
+  // Elysia points a plugin's (protected) getGlobalRoutes at the root app's routes once it is used, as the plugin relies on too.
+  const globalRoutes = () => (docs as unknown as { getGlobalRoutes(): Parameters<typeof documentJsonBodies>[1] }).getGlobalRoutes()
+  return docs
+    .onAfterHandle(({ path, responseValue }) => {
+      if (path === SPEC_PATH) documentJsonBodies(responseValue as OpenApiDoc, globalRoutes())
+    })
     .use(
       openapi({
         path: '/swagger',
-        specPath: '/swagger/json',
+        specPath: SPEC_PATH,
         provider: 'swagger-ui',
         swagger: { cdn: `${ASSETS}/swagger-ui-bundle.js`, theme: `${ASSETS}/swagger-ui.css` },
         exclude: { paths: [/^\/swagger/, /^\/cdn/, /^\/assets/] },

@@ -377,5 +377,7 @@ describe('documentation', () => {
       expect(op).toBeDefined()
       for (const s of statuses) expect(op.responses[s]).toBeDefined()
     }
+    const view = doc.paths['/api/albums/{id}'].get
+    expect(view.parameters.map((p: any) => `${p.in}:${p.name.toLowerCase()}`).sort()).toEqual(['header:x-album-password', 'path:id', 'query:password'])
   })
 })

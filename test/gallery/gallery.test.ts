@@ -137,11 +137,13 @@ describe('visibility rules', () => {
 describe('paging', () => {
   let paged: TestServer
   let uploaded: string[] = []
+  let owner = ''
 
   beforeAll(async () => {
     paged = await startTestServer({}, { classifier: fakeClassifier().classifier, rescan: { intervalMs: 3_600_000 } })
     const admin = await userWithKey(paged)
     makeAdmin(paged, admin.user.id)
+    owner = admin.user.username
     const parts = await Promise.all(Array.from({ length: 45 }, async (_, i) => ({ bytes: await makeImage('png', 8, 8, i), name: `p${i}.png` })))
     const res = await paged.json('/api/v1/upload', { method: 'POST', headers: admin.keyHeader, body: uploadForm(parts) })
     expect(res.status).toBe(201)
@@ -188,6 +190,26 @@ describe('paging', () => {
     expect(ids(search.body)).toEqual(newestFirst().slice(40))
   })
 
+  test('scanned web uploads and unscanned API uploads interleave newest first across pages', async () => {
+    const admin = await userWithKey(paged)
+    const mixed: string[] = []
+    for (let i = 0; i < 6; i++) {
+      const body = uploadForm([{ bytes: await makeImage('png', 8, 8, 100 + i), name: `mixed${i}.png` }])
+      const res =
+        i % 2 === 0
+          ? await paged.json('/api/v1/upload', { method: 'POST', headers: admin.keyHeader, body })
+          : await paged.json('/api/upload', { method: 'POST', body })
+      expect(res.status).toBe(201)
+      mixed.unshift(res.body.id)
+    }
+    const pages: string[] = []
+    for (let page = 1; page <= 4; page++) pages.push(...ids((await paged.json(`/api/gallery?limit=2&page=${page}`)).body))
+    expect(pages).toEqual([...mixed, ...newestFirst().slice(0, 2)])
+    expect(ids((await paged.json('/api/gallery?limit=3&page=2')).body)).toEqual(mixed.slice(3, 6))
+    expect((await paged.json('/api/gallery')).body.total).toBe(51)
+    uploaded.push(...[...mixed].reverse())
+  })
+
   test('an empty gallery has totalPages 0', async () => {
     const empty = await startTestServer({}, { classifier: fakeClassifier().classifier })
     try {
@@ -199,8 +221,8 @@ describe('paging', () => {
   })
 
   test('bad page or limit: 400 with an error, on every feed', async () => {
-    const admin = (await paged.json('/api/gallery?limit=1')).body.images[0].username
-    for (const path of ['/api/gallery?', '/api/search?q=p&', `/api/users/${admin}?`]) {
+    expect((await paged.json(`/api/users/${owner}`)).status).toBe(200)
+    for (const path of ['/api/gallery?', '/api/search?q=p&', `/api/users/${owner}?`]) {
       for (const bad of ['0', '-1', 'abc', '1.5', '1e3', ' 2', '0x10']) {
         for (const name of ['page', 'limit']) {
           const res = await paged.json(`${path}${name}=${encodeURIComponent(bad)}`)

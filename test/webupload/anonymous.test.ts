@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
+import sharp from 'sharp'
 import { loadConfig } from '../../src/config'
 import { makeImage, uploadForm, type UploadPart } from '../fixtures'
 import { registerUser, startTestServer, userWithKey, type TestServer } from '../helpers'
@@ -250,7 +251,10 @@ describe('anonymous file size limit', () => {
   })
 
   test('a file over the anonymous limit: 413, nothing stored; a logged-in upload of it passes', async () => {
-    const big = await makeImage('png', 120, 120, 3)
+    // Random pixels do not compress, so this PNG is well over the limit.
+    const side = 64
+    const noise = new Uint8Array(side * side * 3).map(() => Math.floor(Math.random() * 256))
+    const big = new Uint8Array(await sharp(noise, { raw: { width: side, height: side, channels: 3 } }).png().toBuffer())
     expect(big.length).toBeGreaterThan(LIMIT)
     const before = storedFiles(small.dataDir)
     const res = await small.json('/api/upload', { method: 'POST', body: uploadForm([{ bytes: big }]) })

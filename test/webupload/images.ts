@@ -1,7 +1,7 @@
 import sharp from 'sharp'
 
 /** Flat-colour cartoon (sun, house, tree) as a PNG file: what the model calls a drawing. */
-export async function drawingPng(): Promise<Uint8Array> {
+export async function drawingPng(): Promise<Uint8Array<ArrayBuffer>> {
   const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="400" height="300">
     <rect width="400" height="300" fill="#ffffff"/>
     <circle cx="330" cy="60" r="35" fill="#ffd200" stroke="#000" stroke-width="4"/>
@@ -16,7 +16,7 @@ export async function drawingPng(): Promise<Uint8Array> {
 }
 
 /** Photo-like landscape (sky gradient over noisy grass, deterministic noise) as a JPEG file. */
-export async function landscapeJpeg(): Promise<Uint8Array> {
+export async function landscapeJpeg(): Promise<Uint8Array<ArrayBuffer>> {
   const width = 320
   const height = 240
   const pixels = new Uint8Array(width * height * 3)

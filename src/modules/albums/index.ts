@@ -10,7 +10,7 @@ import {
   AlbumListResponse,
   AlbumResponse,
   AlbumUpdateBody,
-  AlbumPasswordHeader,
+  AlbumViewHeaders,
   AlbumViewQuery,
   AlbumViewResponse,
 } from './model'
@@ -38,15 +38,14 @@ export function albumsModule(albums: AlbumService, guard: ReturnType<typeof auth
           detail: { summary: 'Create an album (private unless isPublic is true)' },
         },
       )
-      .get('/:id', ({ user, params, query, request }) => albums.view(user, params.id, request.headers.get('x-album-password') ?? query.password), {
+      .get('/:id', ({ user, params, query, headers }) => albums.view(user, params.id, headers['x-album-password'] ?? query.password), {
         optionalSession: true,
         params: AlbumIdParams,
         query: AlbumViewQuery,
+        headers: AlbumViewHeaders,
         response: { 200: AlbumViewResponse, ...errors(401, 403, 404) },
         detail: {
           summary: 'An album with its images',
-          // Read from the request directly: a headers schema would strip Authorization, which the optional session needs.
-          parameters: [AlbumPasswordHeader],
           description:
             'The owner (JWT) sees it whole. Anyone else: public albums only (private or deleted: 404), password-protected ones ' +
             'need X-Album-Password or ?password= (missing or wrong: 403), and private images are left out.',

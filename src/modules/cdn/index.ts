@@ -47,8 +47,9 @@ async function serve(request: Request, file: Blob, headers: Record<string, strin
   return new Response(file, { headers: { ...common, 'content-length': String(size) } })
 }
 
-export function cdnModule(deps: { images: ImageService; storage: Storage }) {
+export function cdnModule(deps: { images: ImageService; storage: Storage; countViews?: boolean }) {
   const { images, storage } = deps
+  const countViews = deps.countViews ?? true
   const params = t.Object({ file: t.String() })
 
   return new Elysia({ name: 'module-cdn' })
@@ -63,7 +64,7 @@ export function cdnModule(deps: { images: ImageService; storage: Storage }) {
         const headers: Record<string, string> = { 'content-type': image.mime }
         if (image.mime === 'image/svg+xml') headers['content-security-policy'] = SVG_CSP
         const response = await serve(request, file, headers, `"${image.id}-${image.size}"`)
-        if (request.method === 'GET' && (response.status === 200 || response.status === 304)) images.countView(image.id)
+        if (countViews && request.method === 'GET' && (response.status === 200 || response.status === 304)) images.countView(image.id)
         return response
       },
       { params, detail: { hide: true } },

@@ -11,7 +11,7 @@ export const EmbedProfileModel = t.Object({
   description: Nullable(t.String()),
   color: Nullable(t.String({ pattern: '^#[0-9a-fA-F]{6}$' })),
   author_name: Nullable(t.String()),
-  author_url: Nullable(t.String({ format: 'uri' })),
+  author_url: Nullable(t.String({ description: 'An http(s) URL, normalised (e.g. unsafe characters percent-encoded)' })),
   site_name: Nullable(t.String()),
   createdAt: Timestamp,
   updatedAt: Timestamp,

@@ -48,13 +48,14 @@ export function publicProfile(p: EmbedProfile) {
 /** "" and null both mean "not set" (the default applies); anything else is kept as sent. */
 const blankToNull = (value: string | null | undefined) => (value === undefined ? undefined : value === null || value.trim() === '' ? null : value)
 
-function isHttpUrl(value: string): boolean {
-  if (!/^https?:\/\//i.test(value)) return false
+/** The normalised form of an http(s) URL (as `URL` serialises it), or null when it is not one. */
+function httpUrl(value: string): string | null {
+  if (!/^https?:\/\/[^/?#\s]/i.test(value)) return null
   try {
     const url = new URL(value)
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== ''
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '' ? url.href : null
   } catch {
-    return false
+    return null
   }
 }
 
@@ -79,10 +80,9 @@ function toColumns(input: ProfileInput, creating: boolean): Partial<EmbedProfile
   }
   const authorUrl = blankToNull(input.author_url)
   if (authorUrl !== undefined) {
-    if (authorUrl !== null && (authorUrl.length > 2048 || !isHttpUrl(authorUrl.trim()))) {
-      throw badRequest('author_url must be an http(s) URL')
-    }
-    out.authorUrl = authorUrl === null ? null : authorUrl.trim()
+    const normalised = authorUrl === null ? null : httpUrl(authorUrl.trim())
+    if (authorUrl !== null && (normalised === null || normalised.length > 2048)) throw badRequest('author_url must be an http(s) URL')
+    out.authorUrl = normalised
   }
   return out
 }

@@ -36,15 +36,18 @@ export function searchExpression(q: string): string | null {
   return words.map((w) => `"${w}"*`).join(' ')
 }
 
-/** Images a public feed may show: public, live, not NSFW, not waiting for a scan, and not from a banned account. */
-const feedVisible = () =>
-  and(
-    eq(images.visibility, 'public'),
-    eq(images.nsfw, false),
-    inArray(images.scanStatus, ['none', 'done']),
-    liveImage(),
-    or(isNull(images.userId), eq(users.banned, false)),
-  )
+/** Scan states a feed may show: no scan needed, or scanned. 'pending' images stay hidden until a rescan decides. */
+const SHOWN = ['none', 'done'] as const
+const scanShown = () => inArray(images.scanStatus, [...SHOWN])
+
+/**
+ * Images the gallery may show: public, live, not NSFW, scanned or exempt from scanning, not from a banned account.
+ * Needs `users` left-joined.
+ */
+const feedVisible = (scan: SQL = scanShown()) =>
+  and(eq(images.visibility, 'public'), eq(images.nsfw, false), scan, liveImage(), or(isNull(images.userId), eq(users.banned, false)))
+
+type Row = { image: Image; username: string | null }
 
 export type GalleryService = ReturnType<typeof createGalleryService>
 
@@ -52,7 +55,7 @@ export function createGalleryService(deps: { db: Db; config: Config }) {
   const { db, config } = deps
   const base: LinkBase = { publicUrl: config.publicUrl, cdnBase: config.cdnUrl }
 
-  function element(row: { image: Image; username: string | null }) {
+  function element(row: Row) {
     const { image } = row
     const links = imageLinks(base, image)
     return {
@@ -70,8 +73,54 @@ export function createGalleryService(deps: { db: Db; config: Config }) {
     }
   }
 
+  const newestFirst = [desc(images.createdAt), desc(sql`${images}.rowid`)]
+
+  /** The rows of one page matching `where` (users left-joined), newest first. */
+  function plainRows(where: SQL | undefined, page: Page): Row[] {
+    return db
+      .select({ image: images, username: users.username })
+      .from(images)
+      .leftJoin(users, eq(users.id, images.userId))
+      .where(where)
+      .orderBy(...newestFirst)
+      .limit(page.limit)
+      .offset(page.offset)
+      .all()
+  }
+
+  /**
+   * The gallery's rows, without sorting the whole gallery: the images_feed index (visibility, nsfw, scan_status,
+   * created_at) yields each shown scan state newest first, so each state is walked only as deep as the page reaches
+   * and the two runs are merged. A plain ORDER BY over `scan_status IN (...)` sorts every public image on each request.
+   */
+  function galleryRows(page: Page): Row[] {
+    const run = (state: (typeof SHOWN)[number]) =>
+      db
+        .select({ id: images.id, created_at: images.createdAt, rid: sql<number>`${images}.rowid`.as('rid') })
+        .from(images)
+        .leftJoin(users, eq(users.id, images.userId))
+        .where(feedVisible(eq(images.scanStatus, state)))
+        .orderBy(...newestFirst)
+        .limit(page.offset + page.limit)
+    const ids = db
+      .all<{ id: string }>(
+        sql`SELECT id FROM (SELECT * FROM (${run('none')}) UNION ALL SELECT * FROM (${run('done')}))
+            ORDER BY created_at DESC, rid DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
+      )
+      .map((r) => r.id)
+    if (ids.length === 0) return []
+    const rows = db
+      .select({ image: images, username: users.username })
+      .from(images)
+      .leftJoin(users, eq(users.id, images.userId))
+      .where(inArray(images.id, ids))
+      .all()
+    const byId = new Map(rows.map((r) => [r.image.id, r]))
+    return ids.flatMap((id) => byId.get(id) ?? [])
+  }
+
   /** One page of images matching `where` (users left-joined), newest first, with its totals. */
-  function feedPage(where: SQL | undefined, page: Page) {
+  function feedPage(where: SQL | undefined, page: Page, rowsOf: (page: Page) => Row[] = (p) => plainRows(where, p)) {
     const total =
       db
         .select({ n: count() })
@@ -79,25 +128,14 @@ export function createGalleryService(deps: { db: Db; config: Config }) {
         .leftJoin(users, eq(users.id, images.userId))
         .where(where)
         .get()?.n ?? 0
-    const rows =
-      page.offset >= total
-        ? []
-        : db
-            .select({ image: images, username: users.username })
-            .from(images)
-            .leftJoin(users, eq(users.id, images.userId))
-            .where(where)
-            .orderBy(desc(images.createdAt), desc(sql`${images}.rowid`))
-            .limit(page.limit)
-            .offset(page.offset)
-            .all()
+    const rows = page.offset >= total ? [] : rowsOf(page)
     return { success: true as const, images: rows.map(element), page: page.page, totalPages: pageCount(total, page.limit), total }
   }
 
   return {
     /** The public gallery. */
     gallery(page: Page) {
-      return feedPage(feedVisible(), page)
+      return feedPage(feedVisible(), page, galleryRows)
     },
 
     /** Gallery images whose filename, or the title of a public album holding them, matches every word of `q`. */
@@ -125,7 +163,7 @@ export function createGalleryService(deps: { db: Db; config: Config }) {
       const where = and(
         eq(images.userId, user.id),
         eq(images.visibility, 'public'),
-        inArray(images.scanStatus, ['none', 'done']),
+        scanShown(),
         liveImage(),
       )
       const result = feedPage(where, page)

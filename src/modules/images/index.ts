@@ -5,7 +5,6 @@ import { errors } from '../../http/errors'
 import type { Metrics } from '../../http/observability'
 import { parsePage } from '../../http/pagination'
 import { Success } from '../../http/schemas'
-import type { Image } from '../../db/schema'
 import { accountPolicy, anonymousPolicy } from './limits'
 import {
   AccountUsage,
@@ -18,7 +17,7 @@ import {
   UploadResponse,
 } from './model'
 import type { ImageService } from './service'
-import type { UploadPipeline } from './upload'
+import type { UploadOptions, UploadPipeline } from './upload'
 
 /** The multipart body as OpenAPI sees it; the body itself is streamed by the pipeline, not parsed by the framework. */
 function multipartBody(extra: Record<string, object> = {}) {
@@ -53,43 +52,36 @@ export function imagesModule(deps: {
 }) {
   const { config, images, pipeline, metrics } = deps
 
-  /** One file answers a flat object, several `{ success, images }`. */
-  function uploadAnswer(result: { rows: Image[]; deleteTokens: string[] }) {
+  /** Runs the pipeline and answers 201: one file a flat object, several `{ success, images }`. */
+  async function upload(request: Request, options: UploadOptions, set: { status?: number | string; headers: Record<string, unknown> }) {
+    const result = await pipeline.upload(request, options)
     metrics.uploaded(result.rows.length, result.rows.reduce((sum, row) => sum + row.size, 0))
+    set.status = 201
+    Object.assign(set.headers, result.headers)
     const views = result.rows.map((row, i) => images.uploadedView(row, result.deleteTokens[i]))
     return views.length === 1 ? { success: true as const, ...views[0] } : { success: true as const, images: views }
   }
+  const uploadRoute = { parse: 'none' as const, response: { 201: UploadResponse, ...errors(400, 401, 403, 413, 429) } }
 
   return new Elysia({ name: 'module-images' })
     .use(deps.guard)
     .post(
       '/api/v1/upload',
-      async ({ request, user, clientIp, set }) => {
-        const result = await pipeline.upload(request, { policy: accountPolicy(config, user), scan: config.nsfw.scanApiUploads, ip: clientIp })
-        set.status = 201
-        Object.assign(set.headers, result.headers)
-        return uploadAnswer(result)
-      },
+      ({ request, user, clientIp, set }) =>
+        upload(request, { policy: accountPolicy(config, user), scan: config.nsfw.scanApiUploads, ip: clientIp }, set),
       {
+        ...uploadRoute,
         apiKey: true,
-        parse: 'none',
-        response: { 201: UploadResponse, ...errors(400, 401, 403, 413, 429) },
         detail: { tags: ['Images'], summary: 'Upload one or more images with an API key', requestBody: multipartBody() as never },
       },
     )
     .post(
       '/api/upload',
-      async ({ request, user, clientIp, set }) => {
-        const policy = user ? accountPolicy(config, user) : anonymousPolicy(config, clientIp)
-        const result = await pipeline.upload(request, { policy, scan: true, ip: clientIp })
-        set.status = 201
-        Object.assign(set.headers, result.headers)
-        return uploadAnswer(result)
-      },
+      ({ request, user, clientIp, set }) =>
+        upload(request, { policy: user ? accountPolicy(config, user) : anonymousPolicy(config, clientIp), scan: true, ip: clientIp }, set),
       {
+        ...uploadRoute,
         optionalSession: true,
-        parse: 'none',
-        response: { 201: UploadResponse, ...errors(400, 401, 403, 413, 429) },
         detail: {
           tags: ['Images'],
           summary: 'Web upload: anonymous or with a JWT; every image is scanned for mature content',

@@ -57,7 +57,11 @@ ${
 ${items.map((image) => {
   const links = images.links(image)
   const size = thumbnailSize(image.width, image.height)
-  return html`<li><a class="thumb${hidden(image) ? ' nsfw-thumb' : ''}" href="${links.viewer}"><img src="${links.thumbnail}" width="${size.width}" height="${size.height}" loading="lazy" alt="${image.filename}">${hidden(image) ? html`<span class="badge">NSFW</span>` : ''}</a></li>
+  // Mature thumbnails are loaded by site.js (and blurred by CSS), so unfurlers never pick one as a preview.
+  const img = hidden(image)
+    ? html`<img data-preview="${links.thumbnail}" width="${size.width}" height="${size.height}" alt="${image.filename}">`
+    : html`<img src="${links.thumbnail}" width="${size.width}" height="${size.height}" loading="lazy" alt="${image.filename}">`
+  return html`<li><a class="thumb${hidden(image) ? ' nsfw-thumb' : ''}" href="${links.viewer}">${img}${hidden(image) ? html`<span class="badge">NSFW</span>` : ''}</a></li>
 `
 })}</ul>`
     : html`<p class="muted">This album is empty.</p>`

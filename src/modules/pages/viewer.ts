@@ -47,13 +47,14 @@ ${
 
 export function renderViewer(pages: PageRenderer, config: Config, data: ImagePageData): Response {
   const { image, links, username } = data
-  const picture = html`<a href="${links.url}"><img src="${links.url}" width="${image.width}" height="${image.height}" alt="${image.filename}"></a>`
+  // A mature image is not in the markup at all: unfurlers that fall back to the first <img> find nothing to show.
+  // site.js loads the thumbnail (blurred by CSS) behind the warning, and the original once the visitor reveals it.
   const figure = image.nsfw
     ? html`<figure class="viewer nsfw is-hidden">
-${picture}
-<div class="nsfw-warning"><p>This image is marked as mature content (NSFW).</p><button type="button" data-reveal>Show image</button></div>
+<a href="${links.url}"><img data-preview="${links.thumbnail}" data-src="${links.url}" width="${image.width}" height="${image.height}" alt="${image.filename}"></a>
+<div class="nsfw-warning"><p>This image is marked as mature content (NSFW).</p><button type="button" data-reveal>Show image</button><noscript><a href="${links.url}">Open the image</a></noscript></div>
 </figure>`
-    : html`<figure class="viewer">${picture}</figure>`
+    : html`<figure class="viewer"><a href="${links.url}"><img src="${links.url}" width="${image.width}" height="${image.height}" alt="${image.filename}"></a></figure>`
 
   const body = html`<article class="image-page">
 ${figure}

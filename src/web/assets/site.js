@@ -27,12 +27,21 @@
     setTimeout(() => (button.textContent = label), 1500)
   })
 
-  // <button data-reveal> inside a .nsfw container: shows the blurred image.
+  // Mature images are not in the markup (so link previews never show them): <img data-preview> gets its blurred
+  // thumbnail here, and <button data-reveal> inside a .nsfw container swaps in the original (data-src) and unblurs it.
+  function loadPreviews() {
+    for (const img of document.querySelectorAll('img[data-preview]:not([src])')) img.src = img.getAttribute('data-preview')
+  }
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', loadPreviews)
+  else loadPreviews()
+
   document.addEventListener('click', (event) => {
     const button = event.target instanceof Element ? event.target.closest('[data-reveal]') : null
     if (!button) return
     const box = button.closest('.nsfw')
-    if (box) box.classList.remove('is-hidden')
+    if (!box) return
+    for (const img of box.querySelectorAll('img[data-src]')) img.src = img.getAttribute('data-src')
+    box.classList.remove('is-hidden')
   })
 
   // Read-only code fields select their whole text on focus, for a quick manual copy.
