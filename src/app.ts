@@ -27,6 +27,8 @@ import { embedsModule } from './modules/embeds'
 import { createEmbedService } from './modules/embeds/service'
 import { pagesModule } from './modules/pages'
 import { createPageService } from './modules/pages/service'
+import { reportsModule } from './modules/reports'
+import { createReportService } from './modules/reports/service'
 import type { Storage } from './storage'
 
 export interface AppDeps {
@@ -52,7 +54,8 @@ export function createApp(deps: AppDeps) {
   const albums = createAlbumService({ db, images, publicUrl: config.publicUrl })
   const embeds = createEmbedService({ db, images })
   const pages = createPageService({ db, config, images })
-  const services = { auth, admin: createAdminService({ db, images }), images, pipeline, gallery, metrics, albums, embeds, pages }
+  const reports = createReportService({ db, config, storage, images })
+  const services = { reports, auth, admin: createAdminService({ db, images }), images, pipeline, gallery, metrics, albums, embeds, pages }
 
   const app = new Elysia()
     .use(errorModel)
@@ -63,12 +66,13 @@ export function createApp(deps: AppDeps) {
     .use(healthModule({ db, metrics, metricsToken: config.metricsToken, classifier }))
     .use(authModule(auth, guard))
     .use(imagesModule({ config, images, pipeline, guard, metrics }))
-    .use(cdnModule({ images, storage, countViews: config.countViews }))
+    .use(cdnModule({ images, storage, countViews: config.countViews, serve: config.storage.driver === 's3' ? config.storage.s3.serve : 'stream' }))
     .use(adminModule(services.admin, guard))
+    .use(reportsModule(reports, guard))
     .use(galleryModule(gallery))
     .use(albumsModule(albums, guard))
     .use(embedsModule(embeds, guard))
-    .use(pagesModule({ config, pages, images, albums }))
+    .use(pagesModule({ config, pages, images, albums, gallery }))
 
   return { app, services }
 }

@@ -9,7 +9,9 @@ import { createMediaProcessor } from './media/processor'
 import { createAuthService } from './modules/auth/service'
 import { backup, restore } from './ops/backup'
 import { checkIntegrity } from './ops/check'
+import { migrateToBucket } from './ops/migrate'
 import { createConfiguredStorage } from './storage/configured'
+import { createS3Storage } from './storage/s3'
 
 const USAGE = `Usage: bun run cli <command> [arguments]
 
@@ -21,8 +23,10 @@ const USAGE = `Usage: bun run cli <command> [arguments]
   restore <directory | file.tar>                restore a backup into DATA_DIR (stop the server first)
   check [--repair]                              every row has its files and every file a row;
                                                 --repair remakes missing thumbnails, removes stray files
+  migrate-storage                               copy every file of DATA_DIR/files into the bucket of the S3_*
+                                                variables (resumable; sizes verified); then set STORAGE=s3
 
-Reads the same environment as the server (DATA_DIR).`
+Reads the same environment as the server (DATA_DIR, STORAGE, S3_*).`
 
 function fail(message: string): never {
   console.error(message)
@@ -36,7 +40,7 @@ async function main(argv: string[]) {
   const config = loadConfig()
   if (command === 'restore') {
     if (!args[0]) fail(USAGE)
-    await restore({ source: args[0], dataDir: config.dataDir })
+    await restore({ source: args[0], dataDir: config.dataDir, storage: () => createConfiguredStorage(config) })
     return console.log(`Restored ${args[0]} into ${config.dataDir}`)
   }
   mkdirSync(config.dataDir, { recursive: true })
@@ -89,6 +93,37 @@ async function main(argv: string[]) {
         console.log(JSON.stringify(report, null, 2))
         const problems = report.missingOriginals.length + report.missingThumbnails.length - report.repairedThumbnails.length + report.strayFiles.length - report.removedStrayFiles.length
         if (problems > 0) process.exitCode = 2
+        break
+      }
+      case 'migrate-storage': {
+        const s3 = config.storage.s3
+        for (const [name, value] of [['S3_BUCKET', s3.bucket], ['S3_ACCESS_KEY_ID', s3.accessKeyId], ['S3_SECRET_ACCESS_KEY', s3.secretAccessKey]]) {
+          if (!value) fail(`Missing value for ${name}: migrate-storage copies into the bucket the S3_* variables name`)
+        }
+        const target = createS3Storage(s3)
+        const where = `${s3.endpoint || 'AWS S3'} bucket ${s3.bucket}${s3.prefix ? ` under ${s3.prefix}` : ''}`
+        console.log(`Copying ${join(config.dataDir, 'files')} to ${where}`)
+        const report = await migrateToBucket({
+          filesDir: join(config.dataDir, 'files'),
+          target,
+          onProgress: (done, r) => {
+            if (done % 500 === 0 || done === r.files) console.log(`${done}/${r.files} files (${r.copied} copied, ${r.skipped} already there, ${r.failed.length} failed)`)
+          },
+        })
+        for (const failure of report.failed) console.error(`failed: ${failure.key}: ${failure.error}`)
+        console.log(
+          `${report.files} files: ${report.copied} copied (${(report.bytesCopied / 1048576).toFixed(1)} MB), ${report.skipped} already in the bucket, ${report.failed.length} failed.`,
+        )
+        if (report.failed.length > 0) {
+          console.log('Run migrate-storage again: it copies only what is missing.')
+          process.exitCode = 2
+        } else {
+          console.log(
+            'Next: stop the server, run migrate-storage once more (it copies only files uploaded since), then start it with STORAGE=s3 ' +
+              'and the same S3_* variables. `bun run cli check` (with STORAGE=s3) verifies every image has its files in the bucket; ' +
+              `${join(config.dataDir, 'files')} is no longer read and can be removed after that.`,
+          )
+        }
         break
       }
       default:

@@ -40,6 +40,9 @@ const variables = {
   ANON_WINDOW_SECONDS: { schema: Int(1), default: '600' },
   GLOBAL_RATE_LIMIT: { schema: Int(1), default: '500' },
   MAX_IMAGE_PIXELS: { schema: Int(1), default: '100000000' },
+  MAX_EXPIRY: { schema: Int(1), default: String(365 * 24 * 3600) },
+  ANON_DEFAULT_EXPIRY: { schema: Int(0), default: '0' },
+  REPORTS_PER_HOUR: { schema: Int(1), default: '5' },
   STRIP_METADATA: { schema: T.Union([T.Literal('gps'), T.Literal('all'), T.Literal('none')]), default: 'gps' },
 
   NSFW_PORN_HENTAI_THRESHOLD: { schema: Ratio, default: '0.5' },
@@ -47,6 +50,16 @@ const variables = {
   NSFW_SCAN_TIMEOUT_MS: { schema: Int(1), default: '15000' },
   NSFW_MAX_QUEUE: { schema: Int(1), default: '64' },
   SCAN_API_UPLOADS: { schema: Bool, default: 'false' },
+  WEBHOOK_ALLOW_PRIVATE: { schema: Bool, default: 'false' },
+
+  STORAGE: { schema: T.Union([T.Literal('local'), T.Literal('s3')]), default: 'local' },
+  S3_ENDPOINT: { schema: T.String({ pattern: '^(|https?://\\S+)$' }), default: '' },
+  S3_BUCKET: { schema: T.String({ pattern: '^(|[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])$' }), default: '' },
+  S3_REGION: { schema: T.String({ pattern: '^[a-z0-9-]+$' }), default: 'us-east-1' },
+  S3_ACCESS_KEY_ID: { schema: T.String(), default: '' },
+  S3_SECRET_ACCESS_KEY: { schema: T.String(), default: '' },
+  S3_PREFIX: { schema: T.String({ pattern: '^(|[A-Za-z0-9!_.*()\'-]+(/[A-Za-z0-9!_.*()\'-]+)*/?)$' }), default: '' },
+  S3_SERVE: { schema: T.Union([T.Literal('stream'), T.Literal('redirect')]), default: 'stream' },
 } satisfies Record<string, { schema: TSchema; default: string }>
 
 type Vars = typeof variables
@@ -80,6 +93,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const given = env[name]
     ;(raw as Record<string, unknown>)[name] = parseVariable(name, given === undefined || given === '' ? spec.default : given, spec.schema)
   }
+  if (raw.ANON_DEFAULT_EXPIRY > raw.MAX_EXPIRY) {
+    throw new ConfigError(`Invalid value for ANON_DEFAULT_EXPIRY: ${raw.ANON_DEFAULT_EXPIRY} is above MAX_EXPIRY (${raw.MAX_EXPIRY})`)
+  }
+  if (raw.STORAGE === 's3') {
+    for (const name of ['S3_BUCKET', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY'] as const) {
+      if (!raw[name]) throw new ConfigError(`Missing value for ${name}: required when STORAGE=s3`)
+    }
+  }
   const publicUrl = (raw.PUBLIC_URL || `http://localhost:${raw.PORT}`).replace(/\/+$/, '')
   return deepFreeze({
     port: raw.PORT,
@@ -111,6 +132,30 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       },
       globalPerMinute: raw.GLOBAL_RATE_LIMIT,
       maxPixels: raw.MAX_IMAGE_PIXELS,
+      /** Abuse reports per IP per hour. */
+      reportsPerHour: raw.REPORTS_PER_HOUR,
+    }),
+    expiry: Object.freeze({
+      /** Longest expiry an upload or a PATCH may ask for, seconds. */
+      maxSeconds: raw.MAX_EXPIRY,
+      /** Expiry of anonymous uploads that ask for none, and the longest they may ask for; 0: never expire. */
+      anonDefaultSeconds: raw.ANON_DEFAULT_EXPIRY,
+    }),
+    /** Where image files live: `DATA_DIR/files`, or an S3-compatible bucket (only read when `driver` is `s3`). */
+    storage: Object.freeze({
+      driver: raw.STORAGE,
+      s3: {
+        /** Empty: AWS S3 of `region`. */
+        endpoint: raw.S3_ENDPOINT,
+        bucket: raw.S3_BUCKET,
+        region: raw.S3_REGION,
+        accessKeyId: raw.S3_ACCESS_KEY_ID,
+        secretAccessKey: raw.S3_SECRET_ACCESS_KEY,
+        /** Every key is stored under it; empty or ending in `/`. */
+        prefix: raw.S3_PREFIX && !raw.S3_PREFIX.endsWith('/') ? `${raw.S3_PREFIX}/` : raw.S3_PREFIX,
+        /** How /cdn hands out bytes: `stream` through this process, or `redirect` to a short-lived presigned URL. */
+        serve: raw.S3_SERVE,
+      },
     }),
     stripMetadata: raw.STRIP_METADATA,
     nsfw: Object.freeze({
@@ -118,6 +163,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       timeoutMs: raw.NSFW_SCAN_TIMEOUT_MS,
       maxQueue: raw.NSFW_MAX_QUEUE,
       scanApiUploads: isTrue(raw.SCAN_API_UPLOADS),
+    }),
+    webhooks: Object.freeze({
+      /** Deliver to loopback, private and link-local addresses too (off: such endpoints are refused, SSRF). */
+      allowPrivate: isTrue(raw.WEBHOOK_ALLOW_PRIVATE),
     }),
   })
 }

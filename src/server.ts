@@ -14,9 +14,13 @@ import { sweepOrphans } from './storage/sweep'
 export type ServerOverrides = Partial<Omit<AppDeps, 'config' | 'db'>> & {
   /** Timing of the background rescan of images whose upload-time scan failed (tests use short intervals). */
   rescan?: RescanOptions
+  /** How often expired images are removed (tests use short intervals). */
+  expirySweep?: { intervalMs?: number }
 }
 
 const VIEW_FLUSH_MS = 2000
+/** Expired images already answer 404 everywhere; the sweep only frees their rows and files. */
+const EXPIRY_SWEEP_MS = 60_000
 
 /** Opens the data directory and database, builds the app and listens; `stop` shuts everything down cleanly. */
 export async function startServer(config: Config, overrides: ServerOverrides = {}) {
@@ -42,6 +46,15 @@ export async function startServer(config: Config, overrides: ServerOverrides = {
     { timeoutMs: config.nsfw.timeoutMs, ...overrides.rescan },
   )
   rescanner.start()
+  // Removes expired images' files and rows: once at startup (what expired while stopped), then on an interval.
+  let expirySweep: Promise<unknown> = Promise.resolve()
+  const sweepExpired = () => {
+    expirySweep = services.images
+      .sweepExpired()
+      .catch((error) => console.error(JSON.stringify({ level: 'error', msg: 'expiry sweep failed', error: String(error) })))
+  }
+  sweepExpired()
+  const expiryTimer = setInterval(sweepExpired, overrides.expirySweep?.intervalMs ?? EXPIRY_SWEEP_MS)
   // Upload bodies are streamed and limited by the pipeline itself, per file and per request.
   app.listen({ port: config.port, hostname: '0.0.0.0', maxRequestBodySize: Number.MAX_SAFE_INTEGER })
 
@@ -56,6 +69,8 @@ export async function startServer(config: Config, overrides: ServerOverrides = {
       // Stop accepting, let in-flight requests finish, write buffered views, then close everything.
       await app.stop(false)
       clearInterval(flushTimer)
+      clearInterval(expiryTimer)
+      await expirySweep
       await rescanner.stop()
       services.images.flushViews()
       await deps.classifier.close()

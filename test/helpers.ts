@@ -15,6 +15,8 @@ function freePort(): number {
 export interface TestServer {
   url: string
   dataDir: string
+  /** The environment the server's config was read from (DATA_DIR, PORT, the storage variables...). */
+  env: Record<string, string>
   server: Awaited<ReturnType<typeof startServer>>
   /** fetch relative to the server's base URL */
   fetch(path: string, init?: RequestInit): Promise<Response>
@@ -22,17 +24,32 @@ export interface TestServer {
   stop(): Promise<void>
 }
 
+const STORAGE_VARIABLES = ['STORAGE', 'S3_ENDPOINT', 'S3_BUCKET', 'S3_REGION', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'S3_SERVE']
+
+/**
+ * With STORAGE=s3 in the environment (`npm run test:s3`), every test server stores in that bucket, each under a
+ * prefix of its own so no test sees another's objects. Otherwise: nothing, and files go to the data directory.
+ */
+export function storageEnv(): Record<string, string> {
+  if (process.env.STORAGE !== 's3') return {}
+  const env: Record<string, string> = {}
+  for (const name of STORAGE_VARIABLES) if (process.env[name]) env[name] = process.env[name]!
+  return { ...env, S3_PREFIX: `t-${crypto.randomUUID()}/` }
+}
+
 /** Starts the real app on a random port with a fresh temp data directory. */
 export async function startTestServer(env: Record<string, string> = {}, overrides: ServerOverrides = {}): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'imghost-test-'))
   const port = freePort()
-  const config = loadConfig({ DATA_DIR: dataDir, PORT: String(port), LOG_REQUESTS: 'false', JWT_SECRET: 'test-secret-'.padEnd(48, 'x'), ...env })
+  const fullEnv = { ...storageEnv(), DATA_DIR: dataDir, PORT: String(port), LOG_REQUESTS: 'false', JWT_SECRET: 'test-secret-'.padEnd(48, 'x'), ...env }
+  const config = loadConfig(fullEnv)
   const server = await startServer(config, overrides)
   const url = `http://localhost:${port}`
   const doFetch = (path: string, init?: RequestInit) => fetch(url + path, init)
   return {
     url,
-    dataDir,
+    dataDir: config.dataDir,
+    env: fullEnv,
     server,
     fetch: doFetch,
     async json(path, init) {
@@ -51,6 +68,13 @@ export async function startTestServer(env: Record<string, string> = {}, override
       rmSync(dataDir, { recursive: true, force: true })
     },
   }
+}
+
+/** Every key in the server's storage (local files or bucket objects), sorted: tests look through the interface. */
+export async function storedKeys(t: TestServer): Promise<string[]> {
+  const keys: string[] = []
+  for await (const key of t.server.deps.storage.list()) keys.push(key)
+  return keys.sort()
 }
 
 export const jsonBody = (body: unknown, headers: Record<string, string> = {}): RequestInit => ({

@@ -104,6 +104,8 @@ export const images = sqliteTable(
     index('images_feed').on(t.visibility, t.nsfw, t.scanStatus, t.createdAt),
     index('images_pending').on(t.scanStatus),
     index('images_sha256').on(t.sha256),
+    // The expiry sweeper's lookup; most images never expire, so only those that do are indexed.
+    index('images_expires').on(t.expiresAt).where(sql`expires_at IS NOT NULL`),
   ],
 )
 
@@ -150,8 +152,90 @@ export const uploadWindows = sqliteTable('upload_windows', {
   used: integer('used').notNull(),
 })
 
+/** Abuse reports about images; kept after the image is gone, as the record of what was decided. */
+export const reports = sqliteTable(
+  'reports',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    /** Not a foreign key: the report outlives the image it is about. */
+    imageId: text('image_id').notNull(),
+    /** The reported image's owner and uploaded bytes at report time, so an action still works once the image is gone. */
+    imageOwnerId: integer('image_owner_id').references(() => users.id, { onDelete: 'set null' }),
+    imageSha256: text('image_sha256').notNull(),
+    reason: text('reason', { enum: ['illegal', 'nsfw', 'copyright', 'spam', 'other'] }).notNull(),
+    details: text('details'),
+    reporterIp: text('reporter_ip').notNull(),
+    status: text('status', { enum: ['open', 'dismissed', 'actioned'] }).notNull().default('open'),
+    createdAt: createdAt(),
+    resolvedAt: integer('resolved_at', { mode: 'timestamp_ms' }),
+    resolvedBy: integer('resolved_by').references(() => users.id, { onDelete: 'set null' }),
+  },
+  (t) => [index('reports_status_created').on(t.status, t.createdAt), index('reports_image').on(t.imageId, t.status)],
+)
+
+/** SHA-256 of bytes removed after an abuse report: uploads carrying them are refused. */
+export const blockedHashes = sqliteTable('blocked_hashes', {
+  sha256: text('sha256').primaryKey(),
+  imageId: text('image_id').notNull(),
+  reportId: integer('report_id').references(() => reports.id, { onDelete: 'set null' }),
+  createdAt: createdAt(),
+})
+
+/**
+ * Resumable (tus 1.0) uploads in progress, and for a while their outcome. The bytes are in `DATA_DIR/tus/<id>`;
+ * a finished upload goes through the upload pipeline and keeps only its answer here, until `expiresAt`.
+ */
+export const tusUploads = sqliteTable(
+  'tus_uploads',
+  {
+    /** Random, unguessable: the upload URL is the only capability an anonymous uploader holds. */
+    id: text('id').primaryKey(),
+    /** Null for anonymous web uploads. */
+    userId: integer('user_id').references(() => users.id, { onDelete: 'cascade' }),
+    /** Which endpoint made it: `api` (/api/v1/tus, API key) or `web` (/api/tus, JWT or anonymous). */
+    endpoint: text('endpoint', { enum: ['api', 'web'] }).notNull(),
+    ip: text('ip').notNull(),
+    length: integer('length').notNull(),
+    offset: integer('offset').notNull().default(0),
+    /** The Upload-Metadata header as the client sent it (echoed by HEAD). */
+    metadata: text('metadata').notNull().default(''),
+    createdAt: createdAt(),
+    expiresAt: integer('expires_at', { mode: 'timestamp_ms' }).notNull(),
+    finishedAt: integer('finished_at', { mode: 'timestamp_ms' }),
+    /** The pipeline's answer once finished: its status and JSON body (success or error). */
+    resultStatus: integer('result_status'),
+    result: text('result'),
+  },
+  (t) => [index('tus_uploads_user').on(t.userId), index('tus_uploads_ip').on(t.ip), index('tus_uploads_expires').on(t.expiresAt)],
+)
+
+/** Per-account HTTP endpoints notified of image events (at most 5 per account). */
+export const webhooks = sqliteTable(
+  'webhooks',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    userId: integer('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    url: text('url').notNull(),
+    /** Signing key of the HMAC-SHA256 signatures; kept in clear since every delivery needs it. */
+    secret: text('secret').notNull(),
+    /** JSON array of event names. */
+    events: text('events').notNull(),
+    createdAt: createdAt(),
+    lastDeliveryAt: integer('last_delivery_at', { mode: 'timestamp_ms' }),
+    /** HTTP status of the last attempt; null before any, 0 when no answer came (network error, refused address). */
+    lastStatus: integer('last_status'),
+    lastError: text('last_error'),
+  },
+  (t) => [index('webhooks_user').on(t.userId)],
+)
+
 export type User = typeof users.$inferSelect
 export type ApiKey = typeof apiKeys.$inferSelect
 export type Image = typeof images.$inferSelect
 export type Album = typeof albums.$inferSelect
 export type EmbedProfile = typeof embedProfiles.$inferSelect
+export type Report = typeof reports.$inferSelect
+export type TusUpload = typeof tusUploads.$inferSelect
+export type Webhook = typeof webhooks.$inferSelect

@@ -4,6 +4,26 @@ import { HttpError, badRequest } from './errors'
 /** JSON bodies are small settings objects; anything bigger is refused without reading it all. */
 export const MAX_JSON_BYTES = 1024 * 1024
 
+/** Settings objects nest two or three levels; anything deeper than this is not a request of ours. */
+export const MAX_JSON_DEPTH = 32
+
+/** Whether the arrays and objects of a JSON text nest deeper than `limit` (one pass; brackets in strings ignored). */
+export function nestedDeeperThan(text: string, limit: number): boolean {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 0x5c) i++ // backslash: skip the escaped character
+      else if (c === 0x22) inString = false
+    } else if (c === 0x22) inString = true
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > limit) return true
+    } else if (c === 0x5d || c === 0x7d) depth--
+  }
+  return false
+}
+
 async function readCapped(request: Request, cap: number): Promise<string> {
   const declared = Number(request.headers.get('content-length') ?? NaN)
   if (declared > cap) throw new HttpError(413, `Request body too large: at most ${cap} bytes`)
@@ -30,11 +50,16 @@ export const jsonBodyLimit = new Elysia({ name: 'json-body-limit' }).onParse({ a
     // would otherwise look for a 'none' parser and fail every upload), and for bodiless POST/DELETE requests.
     // null means "no parsed body": upload routes stream the untouched request themselves, body schemas refuse it.
     if (isApi && type.startsWith('multipart/form-data')) return null
+    // tus PATCH bodies (resumable uploads): streamed to disk by the tus routes themselves.
+    if (isApi && type.startsWith('application/offset+octet-stream')) return null
     if (!type && !request.body) return null
     if (isApi) throw badRequest('Expected an application/json body')
     return
   }
   const text = await readCapped(request, MAX_JSON_BYTES)
+  // Deep nesting is refused before parsing: validating (and describing the error of) a value nested thousands deep
+  // overflows the stack in the framework, which would be a 500.
+  if (nestedDeeperThan(text, MAX_JSON_DEPTH)) throw badRequest(`JSON body nested too deeply: at most ${MAX_JSON_DEPTH} levels`)
   try {
     return JSON.parse(text)
   } catch {

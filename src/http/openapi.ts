@@ -1,8 +1,9 @@
 import { openapi } from '@elysiajs/openapi'
 import { Elysia } from 'elysia'
-import { dirname, join } from 'node:path'
+// `type: 'file'` gives the path of the installed file, or of its copy embedded in the single binary.
+import swaggerUiBundle from 'swagger-ui-dist/swagger-ui-bundle.js' with { type: 'file' }
+import swaggerUiCss from 'swagger-ui-dist/swagger-ui.css' with { type: 'file' }
 
-const swaggerUiDir = dirname(Bun.resolveSync('swagger-ui-dist/package.json', import.meta.dir))
 const ASSETS = '/swagger/assets'
 const SPEC_PATH = '/swagger/json'
 
@@ -62,6 +63,6 @@ export function apiDocs(siteName: string) {
         set.status = 404
         return { error: 'Not found' }
       }
-      return Bun.file(join(swaggerUiDir, params.file))
+      return Bun.file(params.file === 'swagger-ui.css' ? swaggerUiCss : swaggerUiBundle)
     }, { detail: { hide: true } })
 }

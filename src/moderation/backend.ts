@@ -1,6 +1,9 @@
-import { fileURLToPath } from "node:url";
 import * as tf from "@tensorflow/tfjs";
 import { setWasmPaths } from "@tensorflow/tfjs-backend-wasm";
+// `type: "file"` gives the path of the installed file, or of its copy embedded in the single binary.
+import wasmPlain from "@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm" with { type: "file" };
+import wasmSimd from "@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-simd.wasm" with { type: "file" };
+import wasmThreadedSimd from "@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-threaded-simd.wasm" with { type: "file" };
 
 // Held in a variable so the compiler does not try to resolve it: tfjs-node is optional
 // (its install script downloads a native binary, which is not always possible).
@@ -15,6 +18,10 @@ export async function initBackend(): Promise<void> {
     // Not installed or its native binding failed to load: wasm is the portable fallback.
   }
   // Load the .wasm files shipped inside the package, never from a CDN.
-  setWasmPaths(fileURLToPath(new URL(".", import.meta.resolve("@tensorflow/tfjs-backend-wasm"))));
+  setWasmPaths({
+    "tfjs-backend-wasm.wasm": wasmPlain,
+    "tfjs-backend-wasm-simd.wasm": wasmSimd,
+    "tfjs-backend-wasm-threaded-simd.wasm": wasmThreadedSimd,
+  });
   if (!(await tf.setBackend("wasm"))) throw new Error("tfjs wasm backend failed to initialise");
 }

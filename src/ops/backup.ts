@@ -1,9 +1,9 @@
 import { Database } from 'bun:sqlite'
-import { cp, mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises'
+import { copyFile, cp, mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join } from 'node:path'
 import type { Db } from '../db/client'
-import { originalKey, thumbnailKey, type Storage } from '../storage'
+import { checkKey, originalKey, thumbnailKey, type Storage } from '../storage'
 
 const DB_FILE = 'imghost.sqlite'
 const SECRET_FILE = 'jwt-secret'
@@ -53,9 +53,10 @@ export async function backup(opts: { db: Db; storage: Storage; dataDir: string; 
 
 /**
  * Restores a backup (directory or `.tar`) into an empty or stopped data directory. The server must not be running:
- * the database file is replaced whole.
+ * the database file is replaced whole. With `storage` (made after the old files are gone), the image files go in
+ * through it, so a restore fills a bucket as well as the local disk; objects the backup lacks are left for the sweep.
  */
-export async function restore(opts: { source: string; dataDir: string }) {
+export async function restore(opts: { source: string; dataDir: string; storage?: () => Storage }) {
   const fromTar = opts.source.endsWith('.tar')
   const dir = fromTar ? await mkdtemp(join(tmpdir(), 'imghost-restore-')) : opts.source
   if (fromTar) await run(['tar', '-xf', opts.source, '-C', dir])
@@ -64,8 +65,33 @@ export async function restore(opts: { source: string; dataDir: string }) {
   await mkdir(opts.dataDir, { recursive: true })
   for (const stale of [DB_FILE, `${DB_FILE}-wal`, `${DB_FILE}-shm`, 'files']) await rm(join(opts.dataDir, stale), { recursive: true, force: true })
   await cp(join(dir, DB_FILE), join(opts.dataDir, DB_FILE))
-  if (await stat(join(dir, 'files')).catch(() => null)) await cp(join(dir, 'files'), join(opts.dataDir, 'files'), { recursive: true })
+  if (await stat(join(dir, 'files')).catch(() => null)) {
+    if (opts.storage) await restoreFiles(join(dir, 'files'), opts.storage(), opts.dataDir)
+    else await cp(join(dir, 'files'), join(opts.dataDir, 'files'), { recursive: true })
+  }
   if (await Bun.file(join(dir, SECRET_FILE)).exists()) await cp(join(dir, SECRET_FILE), join(opts.dataDir, SECRET_FILE))
   if (fromTar) await rm(dir, { recursive: true, force: true })
   return { restoredFrom: basename(opts.source) }
+}
+
+/** Puts every file of a backup's `files/` into the storage; each is copied first, since a put moves its file. */
+async function restoreFiles(filesDir: string, storage: Storage, dataDir: string) {
+  const staging = await mkdtemp(join(dataDir, 'restore-'))
+  try {
+    for (const dir of ['originals', 'thumbs']) {
+      for (const name of await readdir(join(filesDir, dir)).catch(() => [] as string[])) {
+        let key: string
+        try {
+          key = checkKey(`${dir}/${name}`)
+        } catch {
+          continue // not a name this service writes
+        }
+        const copy = join(staging, name)
+        await copyFile(join(filesDir, key), copy)
+        await storage.put(key, copy)
+      }
+    }
+  } finally {
+    await rm(staging, { recursive: true, force: true })
+  }
 }

@@ -28,4 +28,20 @@ export interface Storage {
   delete(key: StorageKey): Promise<void>
   /** Every stored key, for the startup sweep and integrity checks. */
   list(): AsyncIterable<StorageKey>
+  /**
+   * Starts reading `file` (or a slice of it) and returns it as a response body once the first bytes have arrived, so
+   * a failing store is an error before any header is sent; null when the object is gone. Absent on local disk, where
+   * the Blob itself is the body (sent with sendfile).
+   */
+  openBody?(file: Blob): Promise<BodyInit | null>
+  /** A URL that fetches the object directly for `expiresIn` seconds (object stores only). */
+  presign?(key: StorageKey, expiresIn: number): string
+}
+
+/** The store could not be reached or refused to work (after retries): callers answer 503, never stale or other bytes. */
+export class StorageUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.name = 'StorageUnavailableError'
+  }
 }

@@ -14,11 +14,16 @@ export async function sweepOrphans(db: Db, storage: Storage, tmpDir: string) {
     known.add(`thumbs/${row.id}.webp`)
   }
   let removed = 0
-  for await (const key of storage.list()) {
-    if (!known.has(key)) {
-      await storage.delete(key)
-      removed++
+  try {
+    for await (const key of storage.list()) {
+      if (!known.has(key)) {
+        await storage.delete(key)
+        removed++
+      }
     }
+  } catch (error) {
+    // An object store that is down must not keep the service from starting: orphans wait for the next sweep.
+    console.error(JSON.stringify({ level: 'warn', msg: 'startup sweep skipped: storage unavailable', error: String(error) }))
   }
   await rm(tmpDir, { recursive: true, force: true })
   return removed

@@ -121,13 +121,14 @@ export function createPageRenderer(config: PageConfig) {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
+<link rel="icon" href="${assetUrl('favicon.svg')}" type="image/svg+xml">
 <title>${opts.title}</title>
 ${opts.noindex ? raw('<meta name="robots" content="noindex">\n') : ''}${opts.head ?? ''}
 ${styles.map((s) => html`<link rel="stylesheet" href="${assetUrl(s)}">\n`)}${scripts.map((s) => html`<script src="${assetUrl(s)}" defer></script>\n`)}</head>
 <body${opts.bodyClass ? html` class="${opts.bodyClass}"` : ''}>
 <header class="site-header">
 <a class="brand" href="/">${config.siteName}</a>
-<nav aria-label="Site"><a href="/">Upload</a><a href="/gallery">Gallery</a></nav>
+<nav aria-label="Site"><a href="/">Upload</a><a href="/gallery">Gallery</a><a href="/dashboard" data-auth="in" hidden>Dashboard</a><a href="/login" data-auth="out">Log in</a></nav>
 </header>
 <main>
 ${opts.body}

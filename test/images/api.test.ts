@@ -26,7 +26,7 @@ describe('GET /api/v1/image/:id', () => {
     expect(res.status).toBe(200)
     expect(res.body.success).toBe(true)
     expect(Object.keys(res.body.data).sort()).toEqual(
-      ['id', 'url', 'thumbnail', 'viewer', 'width', 'height', 'size', 'mime', 'views', 'visibility', 'nsfw', 'uploadedAt'].sort(),
+      ['id', 'url', 'thumbnail', 'viewer', 'width', 'height', 'size', 'mime', 'views', 'visibility', 'nsfw', 'uploadedAt', 'expiresAt'].sort(),
     )
     expect(res.body.data).toMatchObject({ id: up.id, url: up.url, visibility: 'private', nsfw: false, views: 0, size: up.size })
     expect(res.body.data.uploadedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
@@ -45,9 +45,9 @@ describe('PATCH /api/v1/image/:id', () => {
     const up = await upload(alice)
     let res = await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ visibility: 'private' }, alice.keyHeader) })
     expect(res.status).toBe(200)
-    expect(res.body).toEqual({ success: true, id: up.id, visibility: 'private', nsfw: false })
+    expect(res.body).toEqual({ success: true, id: up.id, visibility: 'private', nsfw: false, expiresAt: null })
     res = await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ nsfw: true }, alice.keyHeader) })
-    expect(res.body).toEqual({ success: true, id: up.id, visibility: 'private', nsfw: true })
+    expect(res.body).toEqual({ success: true, id: up.id, visibility: 'private', nsfw: true, expiresAt: null })
   })
   test('no fields or an invalid visibility: 400, nothing changes', async () => {
     const up = await upload(alice)
@@ -79,7 +79,7 @@ describe('DELETE /api/v1/image/:id', () => {
     expect((await t.fetch(new URL(up.url).pathname)).status).toBe(404)
     expect((await t.fetch(new URL(up.thumbnail).pathname)).status).toBe(404)
     expect((await t.json(`/api/v1/image/${up.id}`)).status).toBe(404)
-    expect(await Bun.file(`${t.dataDir}/files/originals/${up.id}.png`).exists()).toBe(false)
+    expect(await t.server.deps.storage.exists(`originals/${up.id}.png`)).toBe(false)
     expect((await t.json(`/api/v1/image/${up.id}`, { method: 'DELETE', headers: alice.keyHeader })).status).toBe(404)
   })
 })

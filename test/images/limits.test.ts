@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { readdirSync } from 'node:fs'
-import { join } from 'node:path'
 import { makeImage, makeNoisePng, uploadForm, type UploadPart } from '../fixtures'
-import { makeAdmin, startTestServer, userWithKey, type TestServer } from '../helpers'
+import { makeAdmin, startTestServer, storedKeys, userWithKey, type TestServer } from '../helpers'
 
 // Small limits so the rules can be hit with small files; the defaults are checked by the config tests.
 const MAX_FILE = 20_000
@@ -17,18 +15,18 @@ afterAll(() => t.stop())
 const upload = (who: { keyHeader: Record<string, string> }, parts: UploadPart[]) =>
   t.json('/api/v1/upload', { method: 'POST', headers: who.keyHeader, body: uploadForm(parts) })
 const me = async (who: { keyHeader: Record<string, string> }) => (await t.json('/api/v1/me', { headers: who.keyHeader })).body
-const storedFiles = () => ['originals', 'thumbs'].flatMap((d) => readdirSync(join(t.dataDir, 'files', d))).length
+const storedFiles = async () => (await storedKeys(t)).length
 
 describe('limits', () => {
   test('a file over the size limit: 413, nothing stored or counted', async () => {
     const user = await userWithKey(t)
     const big = await makeNoisePng(120)
     expect(big.length).toBeGreaterThan(MAX_FILE)
-    const before = storedFiles()
+    const before = await storedFiles()
     const res = await upload(user, [{ bytes: await makeImage('png', 8, 8) }, { bytes: big }])
     expect(res.status).toBe(413)
     expect(typeof res.body.error).toBe('string')
-    expect(storedFiles()).toBe(before)
+    expect(await storedFiles()).toBe(before)
     expect((await me(user)).rateLimit.used).toBe(0)
     expect((await me(user)).totalImages).toBe(0)
   })
@@ -36,11 +34,11 @@ describe('limits', () => {
   test('more files than allowed: 400, nothing stored', async () => {
     const user = await userWithKey(t)
     const small = await makeImage('png', 8, 8)
-    const before = storedFiles()
+    const before = await storedFiles()
     const res = await upload(user, Array.from({ length: 4 }, () => ({ bytes: small })))
     expect(res.status).toBe(400)
     expect(res.body.error).toContain('Too many files')
-    expect(storedFiles()).toBe(before)
+    expect(await storedFiles()).toBe(before)
     expect((await me(user)).totalImages).toBe(0)
   })
 

@@ -1,9 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { readdirSync } from 'node:fs'
-import { join } from 'node:path'
 import sharp from 'sharp'
 import { makeBmp, makeDecompressionBomb, makeIco, makeImage, svgImage, uploadForm, type Bytes, type UploadPart } from '../fixtures'
-import { jsonBody, startTestServer, userWithKey, type TestServer } from '../helpers'
+import { jsonBody, startTestServer, storedKeys, userWithKey, type TestServer } from '../helpers'
 
 let t: TestServer
 let owner: Awaited<ReturnType<typeof userWithKey>>
@@ -18,7 +16,7 @@ function upload(parts: UploadPart[], fields: Record<string, string> = {}, header
   return t.json('/api/v1/upload', { method: 'POST', headers, body: uploadForm(parts, fields) })
 }
 
-const storedFiles = () => ['originals', 'thumbs'].flatMap((d) => readdirSync(join(t.dataDir, 'files', d)))
+const storedFiles = () => storedKeys(t)
 
 describe('formats', () => {
   const cases: [string, () => Promise<Bytes> | Bytes, string, string, number, number][] = [
@@ -68,25 +66,25 @@ describe('refused files change nothing', () => {
   ]
   for (const [name, make] of refusals) {
     test(`${name}: 400 and the server keeps serving`, async () => {
-      const before = storedFiles().length
+      const before = (await storedFiles()).length
       const res = await upload([{ bytes: await make(), name: 'evil.png', type: 'image/png' }])
       expect(res.status).toBe(400)
       expect(typeof res.body.error).toBe('string')
-      expect(storedFiles().length).toBe(before)
+      expect((await storedFiles()).length).toBe(before)
       expect((await t.json('/healthz')).body).toEqual({ status: 'ok' })
     })
   }
 
   test('one bad file in a batch stores none of them', async () => {
     const me = (await t.json('/api/v1/me', { headers: owner.keyHeader })).body
-    const before = storedFiles().length
+    const before = (await storedFiles()).length
     const res = await upload([{ bytes: await makeImage('png') }, { bytes: new TextEncoder().encode('nope') }])
     expect(res.status).toBe(400)
     const after = (await t.json('/api/v1/me', { headers: owner.keyHeader })).body
     expect(after.totalImages).toBe(me.totalImages)
     expect(after.storage.used).toBe(me.storage.used)
     expect(after.rateLimit.used).toBe(me.rateLimit.used)
-    expect(storedFiles().length).toBe(before)
+    expect((await storedFiles()).length).toBe(before)
   })
 
   test('no files: 400', async () => {
@@ -131,13 +129,13 @@ describe('visibility and flags', () => {
     expect(res.body.visibility).toBe('private')
   })
   test('an invalid visibility is 400 and stores nothing', async () => {
-    const before = storedFiles().length
+    const before = (await storedFiles()).length
     for (const v of ['secret', 'Public', 'PRIVATE']) {
       const res = await upload([{ bytes: await makeImage('png') }], { visibility: v })
       expect(res.status).toBe(400)
       expect(res.body.error).toContain('visibility')
     }
-    expect(storedFiles().length).toBe(before)
+    expect((await storedFiles()).length).toBe(before)
   })
   test('nsfw=true flags the upload', async () => {
     const res = await upload([{ bytes: await makeImage('png') }], { nsfw: 'true' })

@@ -1,18 +1,28 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
-import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { makeImage, uploadForm } from '../fixtures'
-import { startTestServer, userWithKey, type TestServer } from '../helpers'
+import { loadConfig } from '../../src/config'
+import { createConfiguredStorage } from '../../src/storage/configured'
+import { startTestServer, storageEnv, userWithKey, type TestServer } from '../helpers'
 
 const root = join(import.meta.dir, '..', '..')
 let t: TestServer
 let uploaded: { id: string; url: string; thumbnail: string }[]
 const scratch = mkdtempSync(join(tmpdir(), 'imghost-cli-'))
 
+/** Each data directory has its own storage: its `files/`, or (STORAGE=s3) a prefix of its own in the test bucket. */
+const storages = new Map<string, Record<string, string>>()
+const storageOf = (dataDir: string) => {
+  if (!storages.has(dataDir)) storages.set(dataDir, storageEnv())
+  return storages.get(dataDir)!
+}
+const storageAt = (dataDir: string) => createConfiguredStorage(loadConfig({ DATA_DIR: dataDir, ...storageOf(dataDir) }))
+
 function cli(dataDir: string, ...args: string[]) {
-  const proc = Bun.spawnSync([process.execPath, join(root, 'src/cli.ts'), ...args], { env: { ...process.env, DATA_DIR: dataDir }, cwd: root })
+  const proc = Bun.spawnSync([process.execPath, join(root, 'src/cli.ts'), ...args], { env: { ...process.env, ...storageOf(dataDir), DATA_DIR: dataDir }, cwd: root })
   return { code: proc.exitCode, out: proc.stdout.toString(), err: proc.stderr.toString() }
 }
 
@@ -25,6 +35,7 @@ const rows = (dataDir: string) => {
 
 beforeAll(async () => {
   t = await startTestServer()
+  storages.set(t.dataDir, Object.fromEntries(Object.entries(t.env).filter(([name]) => name === 'STORAGE' || name.startsWith('S3_'))))
   const user = await userWithKey(t)
   const res = await t.json('/api/v1/upload', {
     method: 'POST',
@@ -72,7 +83,7 @@ describe('backup and restore', () => {
       expect(cli(restoredDir, 'restore', dest).code).toBe(0)
       expect(rows(restoredDir)).toEqual(rows(t.dataDir))
 
-      const again = await startTestServer({ DATA_DIR: restoredDir })
+      const again = await startTestServer({ DATA_DIR: restoredDir, ...storageOf(restoredDir) })
       try {
         for (const image of uploaded) {
           const original = await (await t.fetch(new URL(image.url).pathname)).arrayBuffer()
@@ -89,14 +100,16 @@ describe('backup and restore', () => {
 })
 
 describe('check', () => {
-  test('finds a deleted file and a stray file; --repair remakes the thumbnail and removes the stray', () => {
+  test('finds a deleted file and a stray file; --repair remakes the thumbnail and removes the stray', async () => {
     const dir = join(scratch, 'check')
     cli(t.dataDir, 'backup', join(scratch, 'check-src'))
     cli(dir, 'restore', join(scratch, 'check-src'))
     expect(cli(dir, 'check').code).toBe(0)
 
-    unlinkSync(join(dir, 'files', 'thumbs', `${uploaded[0].id}.webp`))
-    writeFileSync(join(dir, 'files', 'originals', 'ZZZZZZZZ.png'), 'stray')
+    const storage = storageAt(dir)
+    await storage.delete(`thumbs/${uploaded[0].id}.webp`)
+    writeFileSync(join(scratch, 'stray'), 'stray')
+    await storage.put('originals/ZZZZZZZZ.png', join(scratch, 'stray'))
     const found = cli(dir, 'check')
     expect(found.code).toBe(2)
     const report = JSON.parse(found.out)

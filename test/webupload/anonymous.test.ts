@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { readdirSync } from 'node:fs'
-import { join } from 'node:path'
 import sharp from 'sharp'
 import { loadConfig } from '../../src/config'
 import { makeImage, uploadForm, type UploadPart } from '../fixtures'
-import { registerUser, startTestServer, userWithKey, type TestServer } from '../helpers'
+import { registerUser, startTestServer, storedKeys, userWithKey, type TestServer } from '../helpers'
 import { fakeClassifier } from './fake-classifier'
 
 // The classifier is faked here (its verdicts are not what these tests are about); scan.test.ts uses the real model.
@@ -26,7 +24,7 @@ function webUpload(parts: UploadPart[], fields: Record<string, string> = {}, hea
   return t.json('/api/upload', { method: 'POST', headers: { 'x-forwarded-for': ip, ...headers }, body: uploadForm(parts, fields) })
 }
 
-const storedFiles = (dir = t.dataDir) => ['originals', 'thumbs'].flatMap((d) => readdirSync(join(dir, 'files', d))).length
+const storedFiles = async (server = t) => (await storedKeys(server)).length
 
 const UPLOADED_KEYS = ['delete', 'deleteToken', 'height', 'id', 'mime', 'nsfw', 'size', 'thumbnail', 'url', 'viewer', 'visibility', 'width']
 
@@ -100,12 +98,12 @@ describe('anonymous web upload: responses', () => {
 describe('anonymous web upload: request rules', () => {
   test('6 files: 400, nothing stored or counted', async () => {
     const ip = newIp()
-    const before = storedFiles()
+    const before = await storedFiles()
     const small = await png(8)
     const res = await webUpload(Array.from({ length: 6 }, () => ({ bytes: small })), {}, {}, ip)
     expect(res.status).toBe(400)
     expect(typeof res.body.error).toBe('string')
-    expect(storedFiles()).toBe(before)
+    expect(await storedFiles()).toBe(before)
     // The window is untouched: 5 files still fit.
     const five = await webUpload(Array.from({ length: 5 }, (_, i) => ({ bytes: small, name: `f${i}.png` })), {}, {}, ip)
     expect(five.status).toBe(201)
@@ -149,7 +147,7 @@ describe('anonymous rate limit: 10 uploads per 10 minutes per IP', () => {
       expect(res.status).toBe(201)
       expect(res.headers.get('ratelimit-remaining')).toBe(String(9 - i))
     }
-    const before = storedFiles()
+    const before = await storedFiles()
     const limited = await webUpload([{ bytes }], {}, {}, ip)
     expect(limited.status).toBe(429)
     expect(typeof limited.body.error).toBe('string')
@@ -160,7 +158,7 @@ describe('anonymous rate limit: 10 uploads per 10 minutes per IP', () => {
     expect(limited.headers.get('ratelimit-limit')).toBe('10')
     expect(limited.headers.get('ratelimit-remaining')).toBe('0')
     expect(Number(limited.headers.get('ratelimit-reset'))).toBeGreaterThan(0)
-    expect(storedFiles()).toBe(before)
+    expect(await storedFiles()).toBe(before)
 
     const other = await webUpload([{ bytes }], {}, {}, newIp())
     expect(other.status).toBe(201)
@@ -226,13 +224,13 @@ describe('logged-in web upload (JWT)', () => {
   })
 
   test('an invalid or malformed bearer token: 401, never treated as anonymous', async () => {
-    const before = storedFiles()
+    const before = await storedFiles()
     for (const authorization of ['Bearer not-a-jwt', 'Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.AAAA', 'Basic dXNlcjpwYXNz']) {
       const res = await webUpload([{ bytes: await png(19) }], {}, { authorization })
       expect(res.status).toBe(401)
       expect(typeof res.body.error).toBe('string')
     }
-    expect(storedFiles()).toBe(before)
+    expect(await storedFiles()).toBe(before)
   })
 })
 
@@ -256,11 +254,11 @@ describe('anonymous file size limit', () => {
     const noise = new Uint8Array(side * side * 3).map(() => Math.floor(Math.random() * 256))
     const big = new Uint8Array(await sharp(noise, { raw: { width: side, height: side, channels: 3 } }).png().toBuffer())
     expect(big.length).toBeGreaterThan(LIMIT)
-    const before = storedFiles(small.dataDir)
+    const before = await storedFiles(small)
     const res = await small.json('/api/upload', { method: 'POST', body: uploadForm([{ bytes: big }]) })
     expect(res.status).toBe(413)
     expect(typeof res.body.error).toBe('string')
-    expect(storedFiles(small.dataDir)).toBe(before)
+    expect(await storedFiles(small)).toBe(before)
 
     const user = await registerUser(small)
     const logged = await small.json('/api/upload', { method: 'POST', headers: user.bearer, body: uploadForm([{ bytes: big }]) })

@@ -8,6 +8,9 @@ import type { ImageService } from '../images/service'
 export type AdminService = ReturnType<typeof createAdminService>
 
 const ownedByUser = sql`${images}.${sql.identifier(images.userId.name)} = ${users}.${sql.identifier(users.id.name)}`
+const expiresAt = sql`${images}.${sql.identifier(images.expiresAt.name)}`
+/** The user's live images: expired ones stop counting at once, as in /api/v1/me. */
+const liveOwned = (now: number) => sql`${ownedByUser} and (${expiresAt} is null or ${expiresAt} > ${now})`
 
 export function createAdminService({ db, images: imageService }: { db: Db; images: ImageService }) {
   return {
@@ -17,12 +20,13 @@ export function createAdminService({ db, images: imageService }: { db: Db; image
         ? sql`(lower(${users.username}) LIKE ${pattern} ESCAPE '\\' OR lower(${users.email}) LIKE ${pattern} ESCAPE '\\')`
         : undefined
       const total = db.select({ n: count() }).from(users).where(filter).get()?.n ?? 0
+      const now = Date.now()
       const rows = db
         .select({
           user: users,
           // Qualified by hand: drizzle renders columns inside sql`` unqualified, and a bare "id" in the subquery is images.id.
-          totalImages: sql<number>`(select count(*) from ${images} where ${ownedByUser})`,
-          storageUsed: sql<number>`(select coalesce(sum(${images}.${sql.identifier(images.size.name)}), 0) from ${images} where ${ownedByUser})`,
+          totalImages: sql<number>`(select count(*) from ${images} where ${liveOwned(now)})`,
+          storageUsed: sql<number>`(select coalesce(sum(${images}.${sql.identifier(images.size.name)}), 0) from ${images} where ${liveOwned(now)})`,
         })
         .from(users)
         .where(filter)

@@ -13,6 +13,9 @@ const USERNAME = /^[A-Za-z0-9_-]{3,32}$/
 // Deliberately simple: one @, no spaces, a dot in the domain. Delivery proves the rest.
 const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]{2,}$/
 
+/** Whether a string could be a username at all: anything else is refused before a lookup. */
+export const isUsername = (value: string) => USERNAME.test(value)
+
 export function publicUser(user: User) {
   return {
     id: user.id,

@@ -6,6 +6,7 @@ import { badRequest, notFound } from '../../http/errors'
 import { pageCount } from '../../http/pagination'
 import { iso } from '../../lib/time'
 import { imageLinks, type LinkBase } from '../images/links'
+import { isUsername } from '../auth/service'
 import { liveImage } from '../images/service'
 
 export interface Page {
@@ -154,6 +155,8 @@ export function createGalleryService(deps: { db: Db; config: Config }) {
 
     /** A user's public profile: their public images, NSFW ones included (flagged), pending scans left out. */
     profile(username: string, page: Page) {
+      // A name that no account can have is not looked up at all.
+      if (!isUsername(username)) throw notFound('User not found')
       const user = db
         .select()
         .from(users)

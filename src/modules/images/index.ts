@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia'
 import type { Config } from '../../config'
+import type { Image } from '../../db/schema'
 import type { authGuard } from '../../http/auth'
 import { errors } from '../../http/errors'
 import type { Metrics } from '../../http/observability'
@@ -14,7 +15,9 @@ import {
   ImageListResponse,
   ImagePatch,
   ImagePatchResponse,
+  OwnImageListQuery,
   UploadResponse,
+  EXPIRES_DESCRIPTION,
 } from './model'
 import type { ImageService } from './service'
 import type { UploadOptions, UploadPipeline } from './upload'
@@ -35,12 +38,19 @@ function multipartBody(extra: Record<string, object> = {}) {
             nsfw: { type: 'string', description: '"true" flags the upload as NSFW' },
             album: { type: 'string', description: 'Album id, or a folder name created on first use' },
             folder: { type: 'string', description: 'Alias of album' },
+            expires: { type: 'string', description: EXPIRES_DESCRIPTION, examples: ['PT10M', 'P7D', 'P1DT2H', '3600'] },
             ...extra,
           },
         },
       },
     },
   }
+}
+
+/** The answer of every upload entry (multipart or tus): one file a flat object, several `{ success, images }`. */
+export function uploadAnswer(images: ImageService, result: { rows: Image[]; deleteTokens: string[] }) {
+  const views = result.rows.map((row, i) => images.uploadedView(row, result.deleteTokens[i]))
+  return views.length === 1 ? { success: true as const, ...views[0] } : { success: true as const, images: views }
 }
 
 export function imagesModule(deps: {
@@ -58,8 +68,7 @@ export function imagesModule(deps: {
     metrics.uploaded(result.rows.length, result.rows.reduce((sum, row) => sum + row.size, 0))
     set.status = 201
     Object.assign(set.headers, result.headers)
-    const views = result.rows.map((row, i) => images.uploadedView(row, result.deleteTokens[i]))
-    return views.length === 1 ? { success: true as const, ...views[0] } : { success: true as const, images: views }
+    return uploadAnswer(images, result)
   }
   const uploadRoute = { parse: 'none' as const, response: { 201: UploadResponse, ...errors(400, 401, 403, 413, 429) } }
 
@@ -85,7 +94,15 @@ export function imagesModule(deps: {
         detail: {
           tags: ['Images'],
           summary: 'Web upload: anonymous or with a JWT; every image is scanned for mature content',
-          requestBody: multipartBody() as never,
+          requestBody: multipartBody({
+            expires: {
+              type: 'string',
+              description:
+                EXPIRES_DESCRIPTION +
+                ' Anonymous uploads that give none expire after ANON_DEFAULT_EXPIRY seconds when it is set (never by default), and may not ask for longer.',
+              examples: ['PT10M', 'P7D', 'P1DT2H', '3600'],
+            },
+          }) as never,
         },
       },
     )
@@ -99,7 +116,7 @@ export function imagesModule(deps: {
       params: ImageIdParams,
       body: ImagePatch,
       response: { 200: ImagePatchResponse, ...errors(400, 401, 403, 404) },
-      detail: { tags: ['Images'], summary: 'Change visibility and/or the NSFW flag of your image' },
+      detail: { tags: ['Images'], summary: 'Change visibility, the NSFW flag and/or the expiry of your image' },
     })
     .delete(
       '/api/v1/image/:id',
@@ -127,5 +144,49 @@ export function imagesModule(deps: {
       apiKey: true,
       response: { 200: AccountUsage, ...errors(401, 403) },
       detail: { tags: ['Images'], summary: 'Account usage: storage, limits and the hourly upload window' },
+    })
+    // The same operations for the website's dashboard, authenticated by the session (JWT) instead of an API key.
+    // /api/v1 stays key-only, as the contract says; these reuse the same service functions and response shapes.
+    .get(
+      '/api/images',
+      ({ query, user }) =>
+        images.list(user, parsePage(query, { limit: 20, maxLimit: 100 }), {
+          visibility: query.visibility,
+          nsfw: query.nsfw === undefined ? undefined : query.nsfw === 'true',
+        }),
+      {
+        session: true,
+        query: OwnImageListQuery,
+        response: { 200: ImageListResponse, ...errors(400, 401, 403) },
+        detail: {
+          tags: ['Images'],
+          summary: 'Your images, for the dashboard (JWT): GET /api/v1/images plus visibility and nsfw filters',
+        },
+      },
+    )
+    .patch('/api/images/:id', ({ params, body, user }) => images.patch(user, params.id, body), {
+      session: true,
+      params: ImageIdParams,
+      body: ImagePatch,
+      response: { 200: ImagePatchResponse, ...errors(400, 401, 403, 404) },
+      detail: { tags: ['Images'], summary: 'Change visibility and/or the NSFW flag of your image (JWT; as PATCH /api/v1/image/:id)' },
+    })
+    .delete(
+      '/api/images/:id',
+      async ({ params, user }) => {
+        await images.deleteBy({ user, deleteToken: null }, params.id)
+        return { success: true as const }
+      },
+      {
+        session: true,
+        params: ImageIdParams,
+        response: { 200: Success, ...errors(401, 403, 404) },
+        detail: { tags: ['Images'], summary: 'Delete your image (JWT; as DELETE /api/v1/image/:id)' },
+      },
+    )
+    .get('/api/account/usage', ({ user }) => images.usage(user), {
+      session: true,
+      response: { 200: AccountUsage, ...errors(401, 403) },
+      detail: { tags: ['Images'], summary: 'Account usage for the dashboard (JWT): the object of GET /api/v1/me' },
     })
 }

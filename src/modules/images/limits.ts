@@ -1,9 +1,10 @@
-import { eq, sql } from 'drizzle-orm'
+import { and, eq, sql } from 'drizzle-orm'
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
 import { images, uploadWindows, type User } from '../../db/schema'
 import { HttpError } from '../../http/errors'
 import { HOUR_MS } from '../../lib/time'
+import { liveImage } from './live'
 
 type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
 
@@ -14,6 +15,8 @@ export interface WindowRule {
   durationMs: number
   /** Admins are counted (so /me can report usage) but never refused. */
   enforce: boolean
+  /** What is counted, plural, for the 429 message of windows other than uploads (e.g. `reports`). */
+  counts?: string
 }
 
 export interface UploadPolicy {
@@ -89,7 +92,12 @@ export function rateLimited(state: WindowState, message: string) {
 export function checkWindow(db: Db | Tx, rule: WindowRule, files: number, now = Date.now()) {
   const state = windowState(db, rule, now)
   if (rule.enforce && files > state.remaining) {
-    throw rateLimited(state, `Upload rate limit exceeded: ${state.remaining} of ${rule.limit} uploads left in this window`)
+    throw rateLimited(
+      state,
+      rule.counts
+        ? `Rate limit exceeded: ${state.remaining} of ${rule.limit} ${rule.counts} left in this window`
+        : `Upload rate limit exceeded: ${state.remaining} of ${rule.limit} uploads left in this window`,
+    )
   }
   return state
 }
@@ -105,8 +113,15 @@ export function consumeWindow(tx: Tx, rule: WindowRule, files: number, now = Dat
   return windowState(tx, rule, now)
 }
 
-export function storageUsed(db: Db | Tx, userId: number): number {
-  return db.select({ used: sql<number>`coalesce(sum(${images.size}), 0)` }).from(images).where(eq(images.userId, userId)).get()?.used ?? 0
+/** Bytes of the owner's live images: an expired image stops counting at once, before the sweeper removes it. */
+export function storageUsed(db: Db | Tx, userId: number, now = Date.now()): number {
+  return (
+    db
+      .select({ used: sql<number>`coalesce(sum(${images.size}), 0)` })
+      .from(images)
+      .where(and(eq(images.userId, userId), liveImage(now)))
+      .get()?.used ?? 0
+  )
 }
 
 /** Refuses a batch that would take the owner past their storage limit. */

@@ -7,6 +7,11 @@ const links = {
   thumbnail: t.String({ format: 'uri' }),
   viewer: t.String({ format: 'uri' }),
 }
+/** When the image expires (it answers 404 everywhere from then on), or null: never. */
+const ExpiresAt = t.Union([Timestamp, t.Null()], { description: 'When the image expires and disappears (ISO 8601), or null: never' })
+export const EXPIRES_DESCRIPTION =
+  'Expire the image after this long: a positive number of seconds, or an ISO 8601 duration such as PT10M, P7D or P1DT2H ' +
+  '(Y = 365 days, M = 30 days). At most MAX_EXPIRY seconds; an expired image answers 404 everywhere and its files are deleted.'
 const dimensions = { width: t.Integer(), height: t.Integer(), size: t.Integer({ description: 'Bytes of the stored original' }), mime: t.String() }
 
 export const UploadedImage = t.Object({
@@ -16,6 +21,7 @@ export const UploadedImage = t.Object({
   visibility: Visibility,
   nsfw: t.Boolean(),
   filename: t.String(),
+  expiresAt: ExpiresAt,
   deleteToken: t.Optional(t.String({ description: 'Anonymous uploads only: send as X-Delete-Token to delete' })),
 })
 
@@ -36,6 +42,7 @@ export const UploadForm = t.Object({
   nsfw: t.Optional(t.String({ description: 'true flags the upload as NSFW' })),
   album: t.Optional(t.String({ description: 'Album id, or a folder name created on first use' })),
   folder: t.Optional(t.String({ description: 'Alias of album' })),
+  expires: t.Optional(t.String({ description: EXPIRES_DESCRIPTION, examples: ['PT10M', 'P7D', '3600'] })),
 })
 
 export const ImageDetails = t.Object({
@@ -45,11 +52,26 @@ export const ImageDetails = t.Object({
   visibility: Visibility,
   nsfw: t.Boolean(),
   uploadedAt: Timestamp,
+  expiresAt: ExpiresAt,
 })
 export const ImageDetailsResponse = t.Object({ success: t.Literal(true), data: ImageDetails })
 
-export const ImagePatch = t.Object({ visibility: t.Optional(t.String()), nsfw: t.Optional(t.Boolean()) })
-export const ImagePatchResponse = t.Object({ success: t.Literal(true), id: ImageId, visibility: Visibility, nsfw: t.Boolean() })
+export const ImagePatch = t.Object({
+  visibility: t.Optional(t.String()),
+  nsfw: t.Optional(t.Boolean()),
+  expires: t.Optional(
+    t.Union([t.String(), t.Integer(), t.Null()], {
+      description: 'New expiry counted from now (seconds or an ISO 8601 duration, as on upload), or null: never expire',
+    }),
+  ),
+})
+export const ImagePatchResponse = t.Object({
+  success: t.Literal(true),
+  id: ImageId,
+  visibility: Visibility,
+  nsfw: t.Boolean(),
+  expiresAt: ExpiresAt,
+})
 
 export const ImageListItem = t.Object({
   ...links,
@@ -59,6 +81,7 @@ export const ImageListItem = t.Object({
   visibility: Visibility,
   nsfw: t.Boolean(),
   created_at: Timestamp,
+  expiresAt: ExpiresAt,
 })
 export const ImageListResponse = t.Object({
   success: t.Literal(true),
@@ -69,6 +92,13 @@ export const ImageListResponse = t.Object({
   pages: t.Integer(),
 })
 export const ImageListQuery = PageQuery
+
+/** The dashboard's listing (JWT): the same page parameters, plus optional filters. */
+export const OwnImageListQuery = t.Object({
+  ...PageQuery.properties,
+  visibility: t.Optional(Visibility),
+  nsfw: t.Optional(t.Union([t.Literal('true'), t.Literal('false')], { description: 'true: only NSFW images, false: only the others' })),
+})
 
 const Nullable = <T extends import('@sinclair/typebox').TSchema>(s: T) => t.Union([s, t.Null()])
 export const AccountUsage = t.Object({

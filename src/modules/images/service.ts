@@ -1,4 +1,4 @@
-import { and, count, desc, eq, sql } from 'drizzle-orm'
+import { and, asc, count, desc, eq, isNotNull, lte, sql } from 'drizzle-orm'
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
 import { images, type Image, type User } from '../../db/schema'
@@ -7,27 +7,51 @@ import { pageCount } from '../../http/pagination'
 import { safeEqual, sha256Hex } from '../../lib/crypto'
 import { iso } from '../../lib/time'
 import { originalKey, thumbnailKey, type Storage } from '../../storage'
+import { noImageEvents, type ImageEvents } from './events'
 import { imageLinks, type LinkBase } from './links'
+import { checkExpiryBound, expiryDate, parseExpiry } from './expiry'
 import { accountPolicy, storageUsed, windowState } from './limits'
+import { liveImage } from './live'
 
 const ID = /^[A-Za-z0-9]{8}$/
 
 export const isImageId = (id: string) => ID.test(id)
 
-/** A stored image that is visible at all: not expired. Every read goes through this. */
-export const liveImage = (now = Date.now()) => sql`(${images.expiresAt} IS NULL OR ${images.expiresAt} > ${now})`
+export { liveImage }
 
 export type ImageService = ReturnType<typeof createImageService>
 
-export function createImageService(deps: { db: Db; config: Config; storage: Storage }) {
+type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
+
+/** The API form of an image's expiry: ISO 8601, or null when it never expires. */
+const expiresAtOf = (image: Pick<Image, 'expiresAt'>) => (image.expiresAt ? iso(image.expiresAt) : null)
+
+/** Expired images removed per transaction by the sweeper: short writes, so uploads never wait long behind it. */
+const SWEEP_CHUNK = 100
+
+export interface ImageListFilter {
+  visibility?: Image['visibility']
+  nsfw?: boolean
+}
+
+export function createImageService(deps: { db: Db; config: Config; storage: Storage; events?: ImageEvents }) {
   const { db, config, storage } = deps
+  const events = deps.events ?? noImageEvents
   const base: LinkBase = { publicUrl: config.publicUrl, cdnBase: config.cdnUrl }
   const links = (image: Pick<Image, 'id' | 'ext'>) => imageLinks(base, image)
+
+  // Prepared once: building the query per call cost ~60-90 us, most of a /cdn request's budget (bench/README.md).
+  const findLive = db
+    .select()
+    .from(images)
+    // liveImage with the time as a placeholder, bound per call.
+    .where(and(eq(images.id, sql.placeholder('id')), liveImage(sql.placeholder('now') as unknown as number)))
+    .prepare()
 
   /** Finds a live image by id; malformed ids are refused before any lookup. */
   function find(id: string): Image | undefined {
     if (!isImageId(id)) return undefined
-    return db.select().from(images).where(and(eq(images.id, id), liveImage())).get()
+    return findLive.get({ id, now: Date.now() })
   }
 
   function findOwned(user: User, id: string): Image {
@@ -37,14 +61,54 @@ export function createImageService(deps: { db: Db; config: Config; storage: Stor
   }
 
   async function removeFiles(image: Pick<Image, 'id' | 'ext'>) {
-    await Promise.all([storage.delete(originalKey(image.id, image.ext)), storage.delete(thumbnailKey(image.id))])
+    // The row is already gone: a store that is down must not fail the delete. The files are orphans, which the
+    // startup sweep (or `cli check --repair`) removes.
+    await Promise.all([storage.delete(originalKey(image.id, image.ext)), storage.delete(thumbnailKey(image.id))]).catch((error) =>
+      console.error(JSON.stringify({ level: 'warn', msg: 'image files left for the sweep: storage unavailable', id: image.id, error: String(error) })),
+    )
   }
 
-  /** Row first, files second: a crash in between leaves only orphan files, which the startup sweep removes. */
-  async function remove(image: Image) {
-    db.delete(images).where(eq(images.id, image.id)).run()
+  /**
+   * Row first, files second: a crash in between leaves only orphan files, which the startup sweep removes.
+   * `within` runs in the transaction that deletes the row (other writes that must happen with the removal, or not at all).
+   */
+  async function remove(image: Pick<Image, 'id' | 'ext'>, within?: (tx: Tx) => void) {
+    const deleted = db.transaction((tx) => {
+      within?.(tx)
+      return tx.delete(images).where(eq(images.id, image.id)).returning().get()
+    })
     pendingViews.delete(image.id)
     await removeFiles(image)
+    // Every removal path (owner, delete token, admin, report action, expiry) ends here.
+    if (deleted) events.emit('image.deleted', deleted)
+  }
+
+  /**
+   * Removes expired images, rows and files, in chunks; returns how many went. Reads already hide them (liveImage),
+   * so this only frees the space. One sweep at a time: a call while one runs waits for that one.
+   */
+  let sweeping: Promise<number> | null = null
+  function sweepExpired(now = Date.now()): Promise<number> {
+    sweeping ??= (async () => {
+      let removed = 0
+      for (;;) {
+        const due = db
+          .select({ id: images.id, ext: images.ext })
+          .from(images)
+          .where(and(isNotNull(images.expiresAt), lte(images.expiresAt, new Date(now))))
+          .orderBy(asc(images.expiresAt))
+          .limit(SWEEP_CHUNK)
+          .all()
+        for (const image of due) {
+          await remove(image)
+          removed++
+        }
+        if (due.length < SWEEP_CHUNK) return removed
+      }
+    })().finally(() => {
+      sweeping = null
+    })
+    return sweeping
   }
 
   // Views are counted in memory and written in batches: an UPDATE per view would cut read throughput severalfold.
@@ -69,6 +133,7 @@ export function createImageService(deps: { db: Db; config: Config; storage: Stor
     findOwned,
     removeFiles,
     remove,
+    sweepExpired,
 
     uploadedView(image: Image, deleteToken?: string) {
       return {
@@ -81,6 +146,7 @@ export function createImageService(deps: { db: Db; config: Config; storage: Stor
         visibility: image.visibility,
         nsfw: image.nsfw,
         filename: image.filename,
+        expiresAt: expiresAtOf(image),
         ...(deleteToken ? { deleteToken } : {}),
       }
     },
@@ -100,20 +166,27 @@ export function createImageService(deps: { db: Db; config: Config; storage: Stor
         visibility: image.visibility,
         nsfw: image.nsfw,
         uploadedAt: iso(image.createdAt),
+        expiresAt: expiresAtOf(image),
       }
     },
 
-    patch(user: User, id: string, changes: { visibility?: string; nsfw?: boolean }) {
-      if (changes.visibility === undefined && changes.nsfw === undefined) throw badRequest('Supply visibility and/or nsfw')
+    /** `expires`: seconds or an ISO 8601 duration from now, or null to never expire. */
+    patch(user: User, id: string, changes: { visibility?: string; nsfw?: boolean; expires?: string | number | null }) {
+      if (changes.visibility === undefined && changes.nsfw === undefined && changes.expires === undefined) {
+        throw badRequest('Supply visibility, nsfw and/or expires')
+      }
       if (changes.visibility !== undefined && changes.visibility !== 'public' && changes.visibility !== 'private') {
         throw badRequest('visibility must be "public" or "private"')
       }
+      const expiresIn =
+        changes.expires === undefined || changes.expires === null ? changes.expires : checkExpiryBound(parseExpiry(changes.expires), config.expiry.maxSeconds)
       const image = findOwned(user, id)
       const set: Partial<Image> = {}
       if (changes.visibility !== undefined) set.visibility = changes.visibility as Image['visibility']
       if (changes.nsfw !== undefined) set.nsfw = changes.nsfw
+      if (expiresIn !== undefined) set.expiresAt = expiryDate(expiresIn, Date.now())
       const updated = db.update(images).set(set).where(eq(images.id, image.id)).returning().get()
-      return { success: true as const, id: updated.id, visibility: updated.visibility, nsfw: updated.nsfw }
+      return { success: true as const, id: updated.id, visibility: updated.visibility, nsfw: updated.nsfw, expiresAt: expiresAtOf(updated) }
     },
 
     /** Deletes by the owner's key, or by the delete token of an anonymous upload; anything else is 404. */
@@ -126,8 +199,14 @@ export function createImageService(deps: { db: Db; config: Config; storage: Stor
       await remove(image)
     },
 
-    list(user: User, page: { page: number; limit: number; offset: number }) {
-      const mine = and(eq(images.userId, user.id), liveImage())
+    /** The caller's images, newest first; the dashboard (JWT) may narrow them by visibility and NSFW flag. */
+    list(user: User, page: { page: number; limit: number; offset: number }, filter: ImageListFilter = {}) {
+      const mine = and(
+        eq(images.userId, user.id),
+        liveImage(),
+        filter.visibility ? eq(images.visibility, filter.visibility) : undefined,
+        filter.nsfw === undefined ? undefined : eq(images.nsfw, filter.nsfw),
+      )
       const total = db.select({ n: count() }).from(images).where(mine).get()?.n ?? 0
       const rows = db
         .select()
@@ -153,6 +232,7 @@ export function createImageService(deps: { db: Db; config: Config; storage: Stor
           visibility: image.visibility,
           nsfw: image.nsfw,
           created_at: iso(image.createdAt),
+          expiresAt: expiresAtOf(image),
         })),
         total,
         page: page.page,

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
 import { albumImages, images, type Image } from '../../db/schema'
-import { badRequest, tooLarge } from '../../http/errors'
+import { badRequest, HttpError, tooLarge } from '../../http/errors'
 import { discardFiles, receiveMultipart, type ReceivedFile } from '../../http/multipart'
 import { newPublicId, randomToken, sha256Hex } from '../../lib/crypto'
 import { FORMATS } from '../../media/formats'
@@ -15,6 +15,9 @@ import { isMature } from '../../moderation'
 import { withDeadline } from '../../moderation/deadline'
 import { originalKey, thumbnailKey, type Storage, type StorageKey } from '../../storage'
 import { resolveUploadAlbum } from '../albums/service'
+import { refuseBlocked } from '../reports/blocklist'
+import { expiryDate, uploadExpiry } from './expiry'
+import { noImageEvents, type ImageEvents } from './events'
 import { checkQuota, checkWindow, consumeWindow, rateLimitHeaders, type UploadPolicy } from './limits'
 
 const TRUE_FORMS = new Set(['true', '1', 'yes', 'on'])
@@ -49,8 +52,11 @@ export function createUploadPipeline(deps: {
   media: MediaProcessor
   classifier: Classifier
   thresholds: NsfwThresholds
+  /** Told of every stored image, after its row is committed. */
+  events?: ImageEvents
 }) {
   const { db, config, storage, media, classifier } = deps
+  const events = deps.events ?? noImageEvents
   const tmpDir = join(config.dataDir, 'tmp')
   mkdirSync(tmpDir, { recursive: true })
 
@@ -68,6 +74,8 @@ export function createUploadPipeline(deps: {
       visibility: (isPrivate ? 'private' : 'public') as Image['visibility'],
       nsfw: TRUE_FORMS.has((fields.nsfw ?? '').trim().toLowerCase()),
       album: album || null,
+      /** Seconds until the images expire, null: never. */
+      expiresIn: uploadExpiry(fields.expires, config.expiry, !policy.owner),
     }
   }
 
@@ -123,7 +131,85 @@ export function createUploadPipeline(deps: {
     return results
   }
 
+  /**
+   * Validates, processes and stores files that have already been received (multipart parts or a finished tus upload).
+   * All or nothing; the temp files are consumed either way (moved into storage or removed).
+   */
+  async function store(files: ReceivedFile[], fields: Record<string, string>, opts: UploadOptions) {
+    const { policy } = opts
+    const storedKeys: StorageKey[] = []
+    try {
+      const options = readOptions(fields, policy)
+      if (files.length === 0) throw badRequest('No files: send one or more `file` fields')
+      // By the hash of the bytes as sent (metadata stripping changes them later): what a re-upload sends again.
+      refuseBlocked(db, files.map((f) => f.sha256))
+      checkWindow(db, policy.window, files.length)
+      checkQuota(db, policy, files.reduce((sum, f) => sum + f.size, 0))
+
+      const prepared = await prepareAll(files, options.nsfw, opts.scan)
+      const ids = prepared.map(() => newPublicId())
+      // Files first, row second: a crash in between leaves orphan files (swept at startup), never a row without bytes.
+      for (const [i, p] of prepared.entries()) {
+        for (const [key, path] of [[originalKey(ids[i], FORMATS[p.info.format].ext), p.file.path], [thumbnailKey(ids[i]), p.thumbPath]]) {
+          // Listed before the put: a put that fails half-way (or whose answer was lost) is removed too.
+          storedKeys.push(key)
+          await storage.put(key, path).catch((error) => {
+            console.error(JSON.stringify({ level: 'warn', msg: 'upload: storage unavailable', key, error: String(error) }))
+            throw new HttpError(503, 'Storage temporarily unavailable, try again shortly', {}, { 'retry-after': '5' })
+          })
+        }
+      }
+
+      const deleteTokens = policy.owner ? [] : prepared.map(() => randomToken(24))
+      const now = Date.now()
+      // Check and reserve in one synchronous transaction, so parallel batches can never overshoot a window or quota.
+      const { rows, window } = db.transaction((tx) => {
+        checkQuota(tx, policy, prepared.reduce((sum, p) => sum + p.size, 0))
+        const window = consumeWindow(tx, policy.window, prepared.length, now)
+        const albumId = options.album && policy.owner ? resolveUploadAlbum(tx, policy.owner, options.album, options.visibility === 'public') : null
+        const rows = tx
+          .insert(images)
+          .values(
+            prepared.map((p, i) => ({
+              id: ids[i],
+              userId: policy.owner?.id ?? null,
+              filename: p.file.filename,
+              mime: FORMATS[p.info.format].mime,
+              ext: FORMATS[p.info.format].ext,
+              width: p.info.width,
+              height: p.info.height,
+              size: p.size,
+              sha256: p.file.sha256,
+              visibility: options.visibility,
+              nsfw: p.nsfw,
+              scanStatus: p.scanStatus,
+              deleteTokenHash: deleteTokens[i] ? sha256Hex(deleteTokens[i]) : null,
+              uploaderIp: opts.ip,
+              expiresAt: expiryDate(options.expiresIn, now),
+              // Distinct, increasing times keep a batch in upload order when listed newest first.
+              createdAt: new Date(now + i),
+            })),
+          )
+          .returning()
+          .all()
+        if (albumId) tx.insert(albumImages).values(rows.map((r) => ({ albumId, imageId: r.id, addedAt: new Date(now) }))).onConflictDoNothing().run()
+        return { rows, window }
+      })
+      // After the commit, never before; listeners (webhooks) only queue work, they never hold the answer up.
+      for (const row of rows) events.emit('image.uploaded', row)
+      return { rows, deleteTokens, headers: rateLimitHeaders(window) }
+    } catch (error) {
+      // All or nothing: whatever this request already stored goes again.
+      await Promise.all(storedKeys.map((key) => storage.delete(key).catch(() => {})))
+      throw error
+    } finally {
+      await discardFiles(files)
+      await Promise.all(files.map((f) => rm(`${f.path}.thumb.webp`, { force: true })))
+    }
+  }
+
   return {
+    /** The multipart entry: streams the request's files to temp files, then stores them. */
     async upload(request: Request, opts: UploadOptions) {
       const { policy } = opts
       // Refuse what cannot fit before reading the body.
@@ -134,66 +220,13 @@ export function createUploadPipeline(deps: {
       checkWindow(db, policy.window, 1)
 
       const { files, fields } = await receiveMultipart(request, { tmpDir, maxFiles: policy.maxFiles, maxFileSize: policy.maxFileSize })
-      const storedKeys: StorageKey[] = []
-      try {
-        const options = readOptions(fields, policy)
-        if (files.length === 0) throw badRequest('No files: send one or more `file` fields')
-        checkWindow(db, policy.window, files.length)
-        checkQuota(db, policy, files.reduce((sum, f) => sum + f.size, 0))
-
-        const prepared = await prepareAll(files, options.nsfw, opts.scan)
-        const ids = prepared.map(() => newPublicId())
-        // Files first, row second: a crash in between leaves orphan files (swept at startup), never a row without bytes.
-        for (const [i, p] of prepared.entries()) {
-          for (const [key, path] of [[originalKey(ids[i], FORMATS[p.info.format].ext), p.file.path], [thumbnailKey(ids[i]), p.thumbPath]]) {
-            await storage.put(key, path)
-            storedKeys.push(key)
-          }
-        }
-
-        const deleteTokens = policy.owner ? [] : prepared.map(() => randomToken(24))
-        const now = Date.now()
-        // Check and reserve in one synchronous transaction, so parallel batches can never overshoot a window or quota.
-        const { rows, window } = db.transaction((tx) => {
-          checkQuota(tx, policy, prepared.reduce((sum, p) => sum + p.size, 0))
-          const window = consumeWindow(tx, policy.window, prepared.length, now)
-          const albumId = options.album && policy.owner ? resolveUploadAlbum(tx, policy.owner, options.album, options.visibility === 'public') : null
-          const rows = tx
-            .insert(images)
-            .values(
-              prepared.map((p, i) => ({
-                id: ids[i],
-                userId: policy.owner?.id ?? null,
-                filename: p.file.filename,
-                mime: FORMATS[p.info.format].mime,
-                ext: FORMATS[p.info.format].ext,
-                width: p.info.width,
-                height: p.info.height,
-                size: p.size,
-                sha256: p.file.sha256,
-                visibility: options.visibility,
-                nsfw: p.nsfw,
-                scanStatus: p.scanStatus,
-                deleteTokenHash: deleteTokens[i] ? sha256Hex(deleteTokens[i]) : null,
-                uploaderIp: opts.ip,
-                // Distinct, increasing times keep a batch in upload order when listed newest first.
-                createdAt: new Date(now + i),
-              })),
-            )
-            .returning()
-            .all()
-          if (albumId) tx.insert(albumImages).values(rows.map((r) => ({ albumId, imageId: r.id, addedAt: new Date(now) }))).onConflictDoNothing().run()
-          return { rows, window }
-        })
-        return { rows, deleteTokens, headers: rateLimitHeaders(window) }
-      } catch (error) {
-        // All or nothing: whatever this request already stored goes again.
-        await Promise.all(storedKeys.map((key) => storage.delete(key).catch(() => {})))
-        throw error
-      } finally {
-        await discardFiles(files)
-        await Promise.all(files.map((f) => rm(`${f.path}.thumb.webp`, { force: true })))
-      }
+      return store(files, fields, opts)
+    },
+    /** The entry for files received some other way (a finished tus upload): same checks, same answer. */
+    store,
+    /** Checks upload fields (visibility, album, ...) without storing anything: 400 when the pipeline would refuse them. */
+    checkFields(fields: Record<string, string>, policy: UploadPolicy) {
+      readOptions(fields, policy)
     },
   }
 }

@@ -3,6 +3,7 @@ import type { Album, Image } from '../../db/schema'
 import { html } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
 import type { ImageService } from '../images/service'
+import { thumbGrid } from './grid'
 import { thumbnailSize } from './service'
 
 /** The form of a password-protected album; the title stays hidden until the password is given. */
@@ -53,17 +54,12 @@ ${
 <meta name="twitter:card" content="${preview ? 'summary_large_image' : 'summary'}">`
 
   const grid = items.length
-    ? html`<ul class="grid">
-${items.map((image) => {
-  const links = images.links(image)
-  const size = thumbnailSize(image.width, image.height)
-  // Mature thumbnails are loaded by site.js (and blurred by CSS), so unfurlers never pick one as a preview.
-  const img = hidden(image)
-    ? html`<img data-preview="${links.thumbnail}" width="${size.width}" height="${size.height}" alt="${image.filename}">`
-    : html`<img src="${links.thumbnail}" width="${size.width}" height="${size.height}" loading="lazy" alt="${image.filename}">`
-  return html`<li><a class="thumb${hidden(image) ? ' nsfw-thumb' : ''}" href="${links.viewer}">${img}${hidden(image) ? html`<span class="badge">NSFW</span>` : ''}</a></li>
-`
-})}</ul>`
+    ? thumbGrid(
+        items.map((image) => {
+          const links = images.links(image)
+          return { viewer: links.viewer, thumbnail: links.thumbnail, width: image.width, height: image.height, alt: image.filename, hidden: hidden(image) }
+        }),
+      )
     : html`<p class="muted">This album is empty.</p>`
 
   const body = html`<section class="album-head">

@@ -3,17 +3,26 @@ import type { Config } from '../../config'
 import { errors, HttpError, notFound } from '../../http/errors'
 import { createPageRenderer, getAsset } from '../../web/page'
 import type { AlbumService } from '../albums/service'
+import type { GalleryService } from '../gallery/service'
 import type { ImageService } from '../images/service'
+import { renderDashboard, renderLogin, renderLogout, renderRegister, renderVerify } from './account'
+import { renderAdminReports } from './admin-reports'
 import { renderAlbum, renderAlbumPassword } from './album'
+import { renderGallery, renderProfile } from './feeds'
+import { pageParam } from './grid'
 import { OEmbedQuery, OEmbedResponse, oembedFor } from './oembed'
 import type { PageService } from './service'
+import { renderUploadPage } from './upload'
 import { renderViewer } from './viewer'
 
 const hidden = { detail: { hide: true } }
 
-/** Server-rendered pages (viewer, album, 404), their local assets, and the oEmbed endpoint the viewer page links to. */
-export function pagesModule(deps: { config: Config; pages: PageService; images: ImageService; albums: AlbumService }) {
-  const { config, pages, images, albums } = deps
+/**
+ * Server-rendered pages (upload, gallery, profile, viewer, album, account pages, dashboard, 404), their local assets,
+ * and the oEmbed endpoint the viewer page links to.
+ */
+export function pagesModule(deps: { config: Config; pages: PageService; images: ImageService; albums: AlbumService; gallery: GalleryService }) {
+  const { config, pages, images, albums, gallery } = deps
   const renderer = createPageRenderer(config)
 
   async function albumPage(id: string, password: string | undefined): Promise<Response> {
@@ -52,6 +61,31 @@ export function pagesModule(deps: { config: Config; pages: PageService; images: 
       },
       { params: t.Object({ name: t.String() }), query: t.Object({ v: t.Optional(t.String()) }), ...hidden },
     )
+    .get('/', () => renderUploadPage(renderer, config), hidden)
+    .get(
+      '/gallery',
+      ({ query }) => {
+        const page = pageParam(query.page)
+        if (page === null) return renderer.notFound('There is no such page of the gallery.')
+        return renderGallery(renderer, config, { gallery, pages }, { page, q: (query.q ?? '').trim() })
+      },
+      { query: t.Object({ page: t.Optional(t.String()), q: t.Optional(t.String()) }), ...hidden },
+    )
+    .get(
+      '/u/:username',
+      ({ params, query }) => {
+        const page = pageParam(query.page)
+        if (page === null) return renderer.notFound('There is no such page of this profile.')
+        return renderProfile(renderer, config, { gallery, pages }, params.username, page)
+      },
+      { params: t.Object({ username: t.String() }), query: t.Object({ page: t.Optional(t.String()) }), ...hidden },
+    )
+    .get('/login', () => renderLogin(renderer, config), hidden)
+    .get('/register', () => renderRegister(renderer, config), hidden)
+    .get('/verify', () => renderVerify(renderer, config), hidden)
+    .get('/logout', () => renderLogout(renderer, config), hidden)
+    .get('/dashboard', () => renderDashboard(renderer, config), hidden)
+    .get('/admin/reports', () => renderAdminReports(renderer, config), hidden)
     .get(
       '/i/:id',
       ({ params, request }) => {

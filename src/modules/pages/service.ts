@@ -1,4 +1,4 @@
-import { and, eq } from 'drizzle-orm'
+import { and, eq, inArray } from 'drizzle-orm'
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
 import { embedProfiles, images, users, type EmbedProfile, type Image } from '../../db/schema'
@@ -70,5 +70,12 @@ export function createPageService(deps: { db: Db; config: Config; images: ImageS
     return owner && !owner.banned ? owner.username : null
   }
 
-  return { imagePage, viewerLinkId, ownerName }
+  /** Original filenames by image id, for the alt text of feed thumbnails (the feed elements do not carry them). */
+  function filenames(ids: string[]): Map<string, string> {
+    if (ids.length === 0) return new Map()
+    const rows = db.select({ id: images.id, filename: images.filename }).from(images).where(inArray(images.id, ids)).all()
+    return new Map(rows.map((r) => [r.id, r.filename]))
+  }
+
+  return { imagePage, viewerLinkId, ownerName, filenames }
 }

@@ -2,6 +2,7 @@ import type { Config } from '../../config'
 import { escapeHtml, html } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
 import { humanSize } from '../embeds/service'
+import { reportForm } from './report-form'
 import type { ImagePageData } from './service'
 
 /** The share codes offered on the viewer page; each is plain text (the page escapes it when it renders it). */
@@ -72,6 +73,7 @@ ${shareCodes(data).map(
   (code) => html`<div class="field"><label for="${code.id}">${code.label}</label><div class="copy-row"><input id="${code.id}" type="text" readonly value="${code.value}"><button type="button" class="secondary" data-copy="${code.id}">Copy</button></div></div>
 `,
 )}</section>
+${reportForm(image.id)}
 </article>`
 
   return pages.respond({
@@ -80,5 +82,7 @@ ${shareCodes(data).map(
     body,
     noindex: image.visibility === 'private',
     bodyClass: 'viewer-page',
+    scripts: ['report.js'],
+    styles: ['reports.css'],
   })
 }

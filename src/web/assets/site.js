@@ -1,6 +1,127 @@
 // Small progressive enhancements shared by every page. No inline scripts anywhere: the CSP forbids them.
+
+// The session and a small JSON API client, shared by the page scripts (upload.js, auth.js, dashboard.js), which load
+// after this one. The JWT lives in localStorage; a 401 from the API forgets it.
+window.imghost = (() => {
+  'use strict'
+  const TOKEN_KEY = 'imghost.token'
+
+  function token() {
+    try {
+      return localStorage.getItem(TOKEN_KEY)
+    } catch {
+      return null
+    }
+  }
+  function setToken(value) {
+    try {
+      if (value) localStorage.setItem(TOKEN_KEY, value)
+      else localStorage.removeItem(TOKEN_KEY)
+    } catch {
+      // Storage disabled: the session lasts as long as the page.
+    }
+  }
+
+  /** fetch for the JSON API: sends the JWT, parses the answer; never throws for HTTP errors. */
+  async function api(path, opts = {}) {
+    const headers = { accept: 'application/json', ...(opts.headers || {}) }
+    const jwt = opts.auth === false ? null : token()
+    if (jwt) headers.authorization = `Bearer ${jwt}`
+    let body
+    if (opts.body !== undefined) {
+      headers['content-type'] = 'application/json'
+      body = JSON.stringify(opts.body)
+    }
+    let res
+    try {
+      res = await fetch(path, { method: opts.method || 'GET', headers, body })
+    } catch {
+      return { ok: false, status: 0, data: { error: 'Network error: check your connection and try again.' }, headers: new Headers() }
+    }
+    let data = null
+    try {
+      data = await res.json()
+    } catch {
+      data = { error: `Unexpected answer from the server (${res.status}).` }
+    }
+    if (res.status === 401 && jwt) setToken(null)
+    if (!res.ok && !(data && typeof data.error === 'string')) data = { error: `Request failed (${res.status}).` }
+    return { ok: res.ok, status: res.status, data, headers: res.headers }
+  }
+
+  /** Binary sizes, as the server counts them. */
+  function size(bytes) {
+    if (bytes === null || bytes === undefined) return 'unlimited'
+    const units = ['B', 'KB', 'MB', 'GB', 'TB']
+    let value = bytes
+    let unit = 0
+    while (value >= 1024 && unit < units.length - 1) {
+      value /= 1024
+      unit++
+    }
+    return `${unit === 0 ? value : value.toFixed(1).replace(/\.0$/, '')} ${units[unit]}`
+  }
+
+  /** "1 h 5 min", "9 min 12 s", "40 s". */
+  function duration(seconds) {
+    const s = Math.max(0, Math.round(seconds))
+    const h = Math.floor(s / 3600)
+    const m = Math.floor((s % 3600) / 60)
+    const r = s % 60
+    if (h) return m ? `${h} h ${m} min` : `${h} h`
+    if (m) return r ? `${m} min ${r} s` : `${m} min`
+    return `${r} s`
+  }
+
+  /** The share codes of an image, as on its viewer page. */
+  function shareCodes(image) {
+    const alt = image.filename || image.id
+    const escapeHtml = (v) => v.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c])
+    const mdAlt = alt.replace(/[\\[\]]/g, (c) => `\\${c}`)
+    return [
+      { key: 'direct', label: 'Direct link', value: image.url },
+      { key: 'viewer', label: 'Viewer link', value: image.viewer },
+      { key: 'markdown', label: 'Markdown', value: `[![${mdAlt}](${image.url})](${image.viewer})` },
+      { key: 'bbcode', label: 'BBCode', value: `[url=${image.viewer}][img]${image.url}[/img][/url]` },
+      { key: 'html', label: 'HTML', value: `<a href="${escapeHtml(image.viewer)}"><img src="${escapeHtml(image.url)}" alt="${escapeHtml(alt)}"></a>` },
+    ]
+  }
+
+  /** document.createElement with attributes and children (strings become text nodes: never parsed as HTML). */
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag)
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue
+      if (key === 'class') node.className = value
+      else if (key === 'text') node.textContent = value
+      else if (value === true) node.setAttribute(key, '')
+      else node.setAttribute(key, String(value))
+    }
+    for (const child of children.flat()) {
+      if (child === null || child === undefined || child === false) continue
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)))
+    }
+    return node
+  }
+
+  return { token, setToken, api, size, duration, shareCodes, el }
+})()
+
 ;(() => {
   'use strict'
+
+  // The header shows Dashboard when a session is stored, Log in otherwise; the current page is marked.
+  function updateNav() {
+    const loggedIn = !!window.imghost.token()
+    for (const link of document.querySelectorAll('.site-header [data-auth]')) {
+      link.hidden = (link.getAttribute('data-auth') === 'in') !== loggedIn
+    }
+    for (const link of document.querySelectorAll('.site-header nav a')) {
+      if (link.getAttribute('href') === location.pathname) link.setAttribute('aria-current', 'page')
+    }
+  }
+  updateNav()
+  window.addEventListener('storage', updateNav)
 
   async function copyText(text) {
     try {
@@ -42,6 +163,9 @@
     if (!box) return
     for (const img of box.querySelectorAll('img[data-src]')) img.src = img.getAttribute('data-src')
     box.classList.remove('is-hidden')
+    // The button disappears with the warning: keep the keyboard focus on the image's link.
+    const link = box.querySelector('a')
+    if (link && document.activeElement === button) link.focus()
   })
 
   // Read-only code fields select their whole text on focus, for a quick manual copy.

@@ -1,0 +1,84 @@
+import { join } from 'node:path'
+import type { Subprocess } from 'bun'
+import { BUN, freePort, spawnLogged, stopChild, waitHealthy } from './proc'
+
+export const ADMIN = { username: 'benchadmin', email: 'bench@example.com', password: 'bench-password-123' }
+
+export interface AppProcess {
+  child: Subprocess
+  pid: number
+  port: number
+  url: string
+  dataDir: string
+  /** Milliseconds from spawn to the first 200 on /healthz. */
+  startMs: number
+  stop(): Promise<void>
+}
+
+/**
+ * Starts the real service (`bun src/index.ts`) as its own process with a data directory of the bench's choosing, with
+ * every limit that would throttle a benchmark raised. Returns once /healthz answers 200.
+ */
+export async function startApp(opts: { dataDir: string; log: string; env?: Record<string, string> }): Promise<AppProcess> {
+  const port = freePort()
+  const url = `http://127.0.0.1:${port}`
+  const MB = 1024 * 1024
+  const env: Record<string, string> = {
+    DATA_DIR: opts.dataDir,
+    PORT: String(port),
+    PUBLIC_URL: url,
+    LOG_REQUESTS: 'false',
+    JWT_SECRET: 'bench-secret-'.padEnd(48, 'x'),
+    ADMIN_USERNAME: ADMIN.username,
+    ADMIN_EMAIL: ADMIN.email,
+    ADMIN_PASSWORD: ADMIN.password,
+    METRICS_TOKEN: 'bench-metrics-token',
+    UPLOADS_PER_HOUR: '10000000',
+    ANON_UPLOADS_PER_WINDOW: '10000000',
+    ANON_MAX_FILE_SIZE: String(100 * MB),
+    MAX_FILE_SIZE: String(100 * MB),
+    GLOBAL_RATE_LIMIT: '1000000000',
+    ...opts.env,
+  }
+  const since = performance.now()
+  const child = spawnLogged([BUN, 'src/index.ts'], { env, log: opts.log })
+  const startMs = await waitHealthy(`${url}/healthz`, since, 30_000, child)
+  return { child, pid: child.pid, port, url, dataDir: opts.dataDir, startMs, stop: () => stopChild(child, 10_000) }
+}
+
+/** Logs the bench admin in and creates an API key: admins are exempt from upload windows and size limits. */
+export async function adminCredentials(url: string): Promise<{ jwt: string; apiKey: string }> {
+  const login = await fetch(`${url}/api/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: ADMIN.username, password: ADMIN.password }),
+  })
+  if (login.status !== 200) throw new Error(`login failed: ${login.status} ${await login.text()}`)
+  const { token } = (await login.json()) as { token: string }
+  const key = await fetch(`${url}/api/keys`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify({ name: 'bench' }),
+  })
+  if (key.status !== 201) throw new Error(`key creation failed: ${key.status} ${await key.text()}`)
+  const { apiKey } = (await key.json()) as { apiKey: string }
+  return { jwt: token, apiKey }
+}
+
+export interface Uploaded {
+  id: string
+  url: string
+  thumbnail: string
+}
+
+/** One upload request; resolves to the parsed body or throws with the status. */
+export async function upload(url: string, path: '/api/v1/upload' | '/api/upload', headers: Record<string, string>, files: { blob: Blob; name: string }[]) {
+  const form = new FormData()
+  for (const f of files) form.append('file', f.blob, f.name)
+  const res = await fetch(url + path, { method: 'POST', headers, body: form })
+  const text = await res.text()
+  if (res.status !== 200 && res.status !== 201) throw new Error(`upload ${path} -> ${res.status}: ${text.slice(0, 300)}`)
+  return JSON.parse(text) as Uploaded & { images?: Uploaded[] }
+}
+
+export const dataPath = (dataDir: string, ...parts: string[]) => join(dataDir, ...parts)

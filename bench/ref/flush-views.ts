@@ -1,0 +1,41 @@
+// How long one flush of buffered view counts holds the event loop, with `n` distinct images viewed since the last
+// flush (the worst case: every view in the window hit a different image). Uses the service's own image service and
+// database setup on a temp data directory. Usage: bun bench/ref/flush-views.ts <n> [rounds]
+import { rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { loadConfig } from '../../src/config'
+import { openDatabase, closeDatabase } from '../../src/db/client'
+import { images } from '../../src/db/schema'
+import { createImageService } from '../../src/modules/images/service'
+import { createConfiguredStorage } from '../../src/storage/configured'
+import { median } from '../lib/stats'
+import { tempDir } from '../lib/proc'
+
+const n = Number(process.argv[2] ?? 10_000)
+const rounds = Number(process.argv[3] ?? 3)
+const dataDir = tempDir('imghost-bench-flush-')
+try {
+  const config = loadConfig({ DATA_DIR: dataDir })
+  const db = openDatabase(join(dataDir, 'imghost.sqlite'))
+  const ids = Array.from({ length: n }, (_, i) => i.toString(36).padStart(8, '0'))
+  for (let i = 0; i < n; i += 1000) {
+    db.insert(images)
+      .values(ids.slice(i, i + 1000).map((id) => ({ id, filename: `${id}.jpg`, mime: 'image/jpeg', ext: 'jpg', width: 1, height: 1, size: 1, sha256: id })))
+      .run()
+  }
+  const service = createImageService({ db, config, storage: createConfiguredStorage(config) })
+  const blocks: number[] = []
+  for (let r = 0; r < rounds; r++) {
+    for (const id of ids) service.countView(id)
+    // flushViews is synchronous: its whole duration is time the event loop cannot serve anything else.
+    const t = performance.now()
+    service.flushViews()
+    blocks.push(performance.now() - t)
+  }
+  const total = db.$client.query('SELECT sum(views) AS v FROM images').get() as { v: number }
+  if (total.v !== n * rounds) throw new Error(`expected ${n * rounds} views, found ${total.v}`)
+  closeDatabase(db)
+  console.log(JSON.stringify({ n, rounds, medianMs: median(blocks), maxMs: Math.max(...blocks) }))
+} finally {
+  rmSync(dataDir, { recursive: true, force: true })
+}

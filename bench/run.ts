@@ -1,0 +1,372 @@
+/**
+ * `bun run bench`: starts the real service as its own process on a temp data directory, and in the same run the
+ * references it is compared with (a bare Bun.serve + Bun.file, nginx when installed, a bare Elysia + SQLite route,
+ * sharp alone, the classifier alone), prints every figure with its reference and ratio, and writes
+ * bench/results/<time>.json (and latest.json, latest.md). See bench/README.md.
+ *
+ * Options: --only=startup,classify,memory,healthz,ingest,cdn,metadata,views   run some groups only
+ *          --seconds=N (default 2) --rounds=N (default 3)                       per throughput figure
+ *          --ingest-seconds=N (default 4)   --readme   rewrite the table in bench/README.md   --keep   keep temp dirs
+ */
+import { copyFileSync, mkdirSync, rmSync, writeFileSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { adminCredentials, startApp, upload, type AppProcess } from './lib/app'
+import { ensureFixtures, type Fixtures } from './lib/fixtures'
+import { compare, pickLoadTool, type Compared } from './lib/load'
+import { startNginx } from './lib/nginx'
+import { BUN, freePort, memoryOf, resetPeak, ROOT, runJson, spawnLogged, stopChild, tempDir, waitHealthy } from './lib/proc'
+import { figure, machine, markdownTable, printFigure, type Figure } from './lib/report'
+import { median, percentile, sleep } from './lib/stats'
+
+const { values: args } = parseArgs({
+  options: {
+    only: { type: 'string' },
+    seconds: { type: 'string', default: '2' },
+    rounds: { type: 'string', default: '3' },
+    'ingest-seconds': { type: 'string', default: '4' },
+    readme: { type: 'boolean', default: false },
+    keep: { type: 'boolean', default: false },
+  },
+})
+const GROUPS = ['startup', 'classify', 'memory', 'healthz', 'ingest', 'cdn', 'metadata', 'views'] as const
+type Group = (typeof GROUPS)[number]
+const only = new Set((args.only ? args.only.split(',') : GROUPS) as Group[])
+for (const g of only) if (!GROUPS.includes(g)) throw new Error(`unknown group ${g}; groups: ${GROUPS.join(',')}`)
+const SECONDS = Number(args.seconds)
+const ROUNDS = Number(args.rounds)
+const INGEST_SECONDS = Number(args['ingest-seconds'])
+const MB = 1024 * 1024
+const mb = (bytes: number) => bytes / MB
+
+const tool = pickLoadTool()
+const work = tempDir('imghost-bench-')
+const figures: Figure[] = []
+const raw: Record<string, unknown> = {}
+const began = performance.now()
+
+function add(f: Figure) {
+  figures.push(f)
+  printFigure(f)
+}
+const section = (title: string) => console.log(`\n== ${title} (${((performance.now() - began) / 1000).toFixed(0)} s)`)
+
+const blobOf = async (path: string, type: string) => new Blob([await Bun.file(path).arrayBuffer()], { type })
+
+/** `concurrency` upload loops for `seconds`; rate counts completed uploads over the time until the last one ended. */
+async function uploadLoop(app: AppProcess, path: '/api/v1/upload' | '/api/upload', headers: Record<string, string>, file: { blob: Blob; name: string }, concurrency: number, seconds: number) {
+  const latencies: number[] = []
+  let errors = 0
+  const start = performance.now()
+  const deadline = start + seconds * 1000
+  let last = start
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < deadline) {
+        const t = performance.now()
+        try {
+          await upload(app.url, path, headers, [file])
+          latencies.push(performance.now() - t)
+        } catch (error) {
+          if (++errors > 3) throw error
+        }
+        last = performance.now()
+      }
+    }),
+  )
+  return { count: latencies.length, rate: latencies.length / ((last - start) / 1000), p50Ms: percentile(latencies, 50), p95Ms: percentile(latencies, 95), errors }
+}
+
+/** Samples the process's RSS every 20 ms until stopped; returns the highest value seen. */
+function sampleRss(pid: number) {
+  let peak = 0
+  const timer = setInterval(() => {
+    try {
+      peak = Math.max(peak, memoryOf(pid).rss)
+    } catch {}
+  }, 20)
+  return () => {
+    clearInterval(timer)
+    return peak
+  }
+}
+
+async function startupFigures() {
+  section('start to healthy (empty data dir)')
+  const times: number[] = []
+  for (let i = 0; i < 3; i++) {
+    const dir = join(work, `startup-${i}`)
+    const app = await startApp({ dataDir: dir, log: join(work, `startup-${i}.log`) })
+    times.push(app.startMs)
+    await app.stop()
+  }
+  raw.startup = times
+  add(figure({ group: 'startup', figure: 'start to healthy, empty data dir (median of 3)', value: median(times), unit: 'ms', target: '< 1500 ms', met: median(times) < 1500, note: `runs ${times.map((t) => Math.round(t)).join(' / ')} ms; spawn to first 200 on /healthz` }))
+}
+
+async function main() {
+  console.log(`imghost bench: load tool ${tool}, ${ROUNDS} x ${SECONDS} s per throughput figure, work dir ${work}`)
+  const fixtures: Fixtures = await ensureFixtures(join(ROOT, 'bench/results/fixtures'))
+  const machineInfo = machine()
+
+  if (only.has('startup')) await startupFigures()
+
+  const needsApp = [...only].some((g) => g !== 'startup')
+  if (!needsApp) return finish(machineInfo)
+
+  section('service under test')
+  const dataDir = join(work, 'data')
+  const app = await startApp({ dataDir, log: join(work, 'app.log') })
+  const idleAtHealthy = memoryOf(app.pid).rss
+  console.log(`  started in ${Math.round(app.startMs)} ms, RSS ${mb(idleAtHealthy).toFixed(0)} MB (pid ${app.pid}, ${app.url})`)
+  const { jwt, apiKey } = await adminCredentials(app.url)
+  const keyHeader = { 'x-api-key': apiKey }
+  const bearer = { authorization: `Bearer ${jwt}` }
+  const scanFile = { blob: await blobOf(fixtures.scanJpeg, 'image/jpeg'), name: 'scan.jpg' }
+  const others: { stop(): Promise<void> }[] = []
+
+  try {
+    // The first scanned upload waits for the model; everything after it sees a warm classifier.
+    const tWarm = performance.now()
+    await upload(app.url, '/api/upload', bearer, [scanFile])
+    const firstScanMs = performance.now() - tWarm
+
+    if (only.has('classify')) {
+      section('classification')
+      const ref = await runJson<{ warmMs: number; p50Ms: number; p95Ms: number }>([BUN, 'bench/ref/classify.ts', '30'], { timeoutMs: 120_000 })
+      const timed = async (path: '/api/upload' | '/api/v1/upload', headers: Record<string, string>, n: number) => {
+        const out: number[] = []
+        for (let i = 0; i < n; i++) {
+          const t = performance.now()
+          await upload(app.url, path, headers, [scanFile])
+          out.push(performance.now() - t)
+        }
+        return out
+      }
+      const before = await scanMetrics(app)
+      const scanned = await timed('/api/upload', bearer, 30)
+      const after = await scanMetrics(app)
+      const unscanned = await timed('/api/v1/upload', keyHeader, 30)
+      const inServerMean = (after.sum - before.sum) / Math.max(1, after.count - before.count) * 1000
+      raw.classify = { ref, scanned, unscanned, inServerMean, firstScanMs }
+      const p = (xs: number[], q: number) => percentile(xs, q)
+      add(figure({ group: 'classification', figure: 'POST /api/upload 640x480 JPEG, scanned, p50', value: p(scanned, 50), unit: 'ms', reference: 'classifier alone in its Worker, p50', refValue: ref.p50Ms, note: `whole request: receive, inspect, thumbnail, scan, store` }))
+      add(figure({ group: 'classification', figure: 'POST /api/upload 640x480 JPEG, scanned, p95', value: p(scanned, 95), unit: 'ms', reference: 'classifier alone in its Worker, p95', refValue: ref.p95Ms }))
+      add(figure({ group: 'classification', figure: 'scan inside POST /api/upload (p50 scanned − p50 unscanned)', value: p(scanned, 50) - p(unscanned, 50), unit: 'ms', reference: 'classifier alone, p50', refValue: ref.p50Ms, note: `unscanned /api/v1/upload p50 ${p(unscanned, 50).toFixed(1)} ms; server-side scan mean ${inServerMean.toFixed(1)} ms (metrics)` }))
+      add(figure({ group: 'classification', figure: 'first scan after start (waits for the model)', value: firstScanMs, unit: 'ms', reference: 'model load + warm-up alone', refValue: ref.warmMs }))
+    }
+
+    if (only.has('memory')) {
+      section('memory')
+      await sleep(1500)
+      Bun.gc(true)
+      const warm = memoryOf(app.pid).rss
+      add(figure({ group: 'memory', figure: 'RSS right after start (model loading in the background)', value: mb(idleAtHealthy), unit: 'MB', note: 'peer: 350 MB idle' }))
+      add(figure({ group: 'memory', figure: 'idle RSS with the model warm', value: mb(warm), unit: 'MB', target: '<= 175 MB', met: mb(warm) <= 175 }))
+      const reset = resetPeak(app.pid)
+      const stopSampling = sampleRss(app.pid)
+      const big = Array.from({ length: 15 }, (_, i) => ({ blob: Bun.file(fixtures.png50mb, { type: 'image/png' }) as Blob, name: `big-${i}.png` }))
+      const t = performance.now()
+      const res = await upload(app.url, '/api/v1/upload', keyHeader, big)
+      const batchMs = performance.now() - t
+      const sampled = stopSampling()
+      const hwm = memoryOf(app.pid).hwm
+      const peak = reset ? Math.max(hwm, sampled) : sampled
+      if (res.images?.length !== 15) throw new Error('batch upload did not store 15 images')
+      raw.memory = { idleAtHealthy, warm, peak, hwm, sampled, reset, batchMs }
+      add(figure({ group: 'memory', figure: 'peak RSS, one request uploading 15 x 50 MB PNG', value: mb(peak), unit: 'MB', reference: 'idle RSS, model warm', refValue: mb(warm), target: '<= idle + 200 MB', met: peak - warm <= 200 * MB, note: `+${mb(peak - warm).toFixed(0)} MB; request took ${(batchMs / 1000).toFixed(1)} s; ${reset ? 'VmHWM reset before' : 'sampled every 20 ms'}` }))
+    }
+
+    if (only.has('healthz')) {
+      section('/healthz while scans run')
+      const probe = (seconds: number) => runJson<{ count: number; p50Ms: number; p99Ms: number; maxMs: number; failures: number }>([BUN, 'bench/ref/probe.ts', `${app.url}/healthz`, '10', String(seconds)], { timeoutMs: (seconds + 30) * 1000 })
+      const idle = await probe(3)
+      const probing = probe(4)
+      await sleep(100)
+      const scans = await uploadLoop(app, '/api/upload', bearer, scanFile, 4, 3.8)
+      const busy = await probing
+      raw.healthz = { idle, busy, scans }
+      add(figure({ group: 'event loop', figure: '/healthz p99 while 4 scanned uploads run', value: busy.p99Ms, unit: 'ms', reference: '/healthz p99 idle', refValue: idle.p99Ms, target: '< 20 ms', met: busy.p99Ms < 20, note: `${busy.count} probes every 10 ms, max ${busy.maxMs.toFixed(1)} ms; ${scans.count} scanned uploads (${scans.rate.toFixed(1)}/s) in parallel` }))
+    }
+
+    if (only.has('ingest')) {
+      section('ingest')
+      const sets = [
+        { name: '1920x1080 PNG', path: fixtures.png1080, type: 'image/png', file: '1080p.png' },
+        { name: '4000x3000 JPEG', path: fixtures.jpeg12mp, type: 'image/jpeg', file: '12mp.jpg' },
+      ]
+      const outDir = join(work, 'sharp-out')
+      mkdirSync(outDir, { recursive: true })
+      raw.ingest = {}
+      for (const set of sets) {
+        const file = { blob: await blobOf(set.path, set.type), name: set.file }
+        for (const concurrency of [1, 4]) {
+          await upload(app.url, '/api/v1/upload', keyHeader, [file])
+          const got = await uploadLoop(app, '/api/v1/upload', keyHeader, file, concurrency, INGEST_SECONDS)
+          const ref = await runJson<{ count: number; rate: number; p50Ms: number; p95Ms: number }>(
+            [BUN, 'bench/ref/sharp-thumbs.ts', set.path, String(concurrency), String(INGEST_SECONDS), outDir],
+            { timeoutMs: (INGEST_SECONDS + 60) * 1000 },
+          )
+          ;(raw.ingest as Record<string, unknown>)[`${set.file}-c${concurrency}`] = { app: got, sharp: ref }
+          const isTarget = set.file === '1080p.png' && concurrency === 4
+          add(figure({
+            group: 'ingest',
+            figure: `POST /api/v1/upload ${set.name}, concurrency ${concurrency}`,
+            value: got.rate,
+            unit: '/s',
+            reference: `sharp thumbnails alone, ${concurrency} in parallel`,
+            refValue: ref.rate,
+            target: isTarget ? '>= 0.75x (stretch 78/s)' : undefined,
+            met: isTarget ? got.rate / ref.rate >= 0.75 : undefined,
+            note: `upload p50 ${got.p50Ms.toFixed(0)} / p95 ${got.p95Ms.toFixed(0)} ms; sharp p50 ${ref.p50Ms.toFixed(0)} ms; ${got.count} uploads${got.errors ? `, ${got.errors} errors` : ''}`,
+          }))
+        }
+      }
+    }
+
+    const needsServing = only.has('cdn') || only.has('metadata') || only.has('views')
+    if (needsServing) await servingFigures()
+  } finally {
+    for (const o of others.reverse()) await o.stop().catch(() => {})
+    await app.stop()
+  }
+  return finish(machineInfo)
+
+  /** /cdn, metadata and view counting: the app against bare servers of the same bytes and rows. */
+  async function servingFigures() {
+
+    // Files for the serving benchmarks, and the same bytes for the references.
+    const refDir = join(work, 'ref-files')
+    mkdirSync(refDir, { recursive: true })
+    const small = await upload(app.url, '/api/v1/upload', keyHeader, [{ blob: await blobOf(fixtures.smallJpeg, 'image/jpeg'), name: 'small.jpg' }])
+    const large = await upload(app.url, '/api/v1/upload', keyHeader, [{ blob: await blobOf(fixtures.largeJpeg, 'image/jpeg'), name: 'large.jpg' }])
+    copyFileSync(fixtures.smallJpeg, join(refDir, 'small.jpg'))
+    copyFileSync(fixtures.largeJpeg, join(refDir, 'large.jpg'))
+    const thumb = await fetch(`${app.url}/cdn/medium/${small.id}.webp`)
+    writeFileSync(join(refDir, 'thumb.webp'), new Uint8Array(await thumb.arrayBuffer()))
+    for (const [id, path] of [[small.id, fixtures.smallJpeg], [large.id, fixtures.largeJpeg]] as const) {
+      const served = await fetch(`${app.url}/cdn/${id}.jpg`)
+      const bytes = (await served.arrayBuffer()).byteLength
+      if (served.status !== 200 || bytes !== Bun.file(path).size) throw new Error(`/cdn/${id}.jpg served ${served.status}, ${bytes} bytes`)
+    }
+    const sizes = { small: Bun.file(fixtures.smallJpeg).size, large: Bun.file(fixtures.largeJpeg).size, thumb: Bun.file(join(refDir, 'thumb.webp')).size }
+
+    const bunPort = freePort()
+    const bunRef = spawnLogged([BUN, 'bench/ref/bun-file.ts', String(bunPort), refDir], { log: join(work, 'bun-file.log') })
+    others.push({ stop: () => stopChild(bunRef) })
+    const bunUrl = `http://127.0.0.1:${bunPort}`
+    await waitHealthy(`${bunUrl}/small.jpg`, performance.now(), 10_000, bunRef)
+    const nginx = await startNginx(work, refDir, 'small.jpg')
+    if (nginx) others.push(nginx)
+    const opts = { connections: 32, seconds: SECONDS, rounds: ROUNDS, warmup: 1 }
+    let smallCdn: Compared | undefined
+
+    if (only.has('cdn')) {
+      section(`direct links and thumbnails (${tool}, 32 connections)`)
+      const cases = [
+        { what: `/cdn/<id>.jpg, ${(sizes.small / 1000).toFixed(0)} KB JPEG`, app: `/cdn/${small.id}.jpg`, ref: '/small.jpg', group: 'direct links' },
+        { what: `/cdn/<id>.jpg, ${(sizes.large / 1e6).toFixed(1)} MB JPEG`, app: `/cdn/${large.id}.jpg`, ref: '/large.jpg', group: 'direct links' },
+        { what: `/cdn/medium/<id>.webp, ${(sizes.thumb / 1000).toFixed(0)} KB WebP`, app: `/cdn/medium/${small.id}.webp`, ref: '/thumb.webp', group: 'thumbnails' },
+      ]
+      raw.cdn = {}
+      for (const c of cases) {
+        const targets = [
+          { label: 'app', url: app.url + c.app },
+          { label: 'bun', url: bunUrl + c.ref },
+          ...(nginx ? [{ label: 'nginx', url: nginx.url + c.ref }] : []),
+        ]
+        const results = await compare(tool, targets, opts)
+        ;(raw.cdn as Record<string, unknown>)[c.what] = results
+        const [a, b, n] = results
+        if (c.ref === '/small.jpg') smallCdn = a
+        const errors = results.reduce((s, r) => s + r.errors, 0)
+        add(figure({ group: c.group, figure: c.what, value: a.rps, unit: 'req/s', reference: 'bare Bun.serve + Bun.file', refValue: b.rps, target: '>= 0.9x', met: a.rps / b.rps >= 0.9, note: `app p99 ${a.p99Ms.toFixed(1)} ms; runs ${a.runs.join('/')} vs ${b.runs.join('/')}${errors ? `; ${errors} errors` : ''}` }))
+        if (n) {
+          add(figure({ group: c.group, figure: `${c.what} (vs nginx)`, value: a.rps, unit: 'req/s', reference: 'nginx, 1 worker, sendfile', refValue: n.rps, note: `bare Bun.file / nginx = ${(b.rps / n.rps).toFixed(2)}x` }))
+        }
+      }
+    }
+
+    if (only.has('metadata')) {
+      section('metadata')
+      const port = freePort()
+      const ref = spawnLogged([BUN, 'bench/ref/elysia-sqlite.ts', String(port), join(dataDir, 'imghost.sqlite')], { log: join(work, 'elysia-sqlite.log') })
+      others.push({ stop: () => stopChild(ref) })
+      const refUrl = `http://127.0.0.1:${port}`
+      await waitHealthy(`${refUrl}/api/v1/image/${small.id}`, performance.now(), 10_000, ref)
+      const [a, b] = await compare(tool, [
+        { label: 'app', url: `${app.url}/api/v1/image/${small.id}` },
+        { label: 'ref', url: `${refUrl}/api/v1/image/${small.id}` },
+      ], opts)
+      raw.metadata = [a, b]
+      add(figure({ group: 'metadata', figure: 'GET /api/v1/image/:id', value: a.rps, unit: 'req/s', reference: 'bare Elysia route, one SQLite PK lookup', refValue: b.rps, target: '>= 0.7x', met: a.rps / b.rps >= 0.7, note: `app p99 ${a.p99Ms.toFixed(1)} ms; runs ${a.runs.join('/')} vs ${b.runs.join('/')}${a.errors + b.errors ? `; ${a.errors + b.errors} errors` : ''}; peer: 261 req/s` }))
+      await stopChild(ref)
+    }
+
+    if (only.has('views')) {
+      section('view counting')
+      // A second instance of the service on the same data, with counting off; the two are measured interleaved.
+      const off = await startApp({ dataDir, log: join(work, 'app-nocount.log'), env: { COUNT_VIEWS: 'false' } })
+      others.push(off)
+      const viewsBefore = await views(app, small.id)
+      const [a, b] = await compare(tool, [
+        { label: 'counting', url: `${app.url}/cdn/${small.id}.jpg` },
+        { label: 'not counting', url: `${off.url}/cdn/${small.id}.jpg` },
+      ], opts)
+      await stopChild(off.child)
+      const counted = (await views(app, small.id)) - viewsBefore
+      add(figure({ group: 'views', figure: `GET /cdn/<id>.jpg with view counting`, value: a.rps, unit: 'req/s', reference: 'same, COUNT_VIEWS=false', refValue: b.rps, target: '>= 0.9x (costs <= 10%)', met: a.rps / b.rps >= 0.9, note: `${counted} views counted; runs ${a.runs.join('/')} vs ${b.runs.join('/')}` }))
+      // Worst case for one flush: every view of one 2 s flush interval, at the measured rate, hit a different image.
+      const distinct = Math.max(1000, Math.round(((smallCdn?.rps ?? a.rps) * 2) / 1000) * 1000)
+      const flush = await runJson<{ n: number; medianMs: number; maxMs: number }>([BUN, 'bench/ref/flush-views.ts', String(distinct), '3'], { timeoutMs: 120_000 })
+      raw.views = { counting: a, notCounting: b, counted, flush }
+      add(figure({ group: 'views', figure: `one view flush, ${distinct.toLocaleString('en-US')} distinct images (2 s at the measured rate)`, value: flush.maxMs, unit: 'ms', target: 'event loop blocked <= 20 ms', met: flush.maxMs <= 20, note: `median ${flush.medianMs.toFixed(1)} ms of 3; synchronous, so all of it blocks the event loop` }))
+    }
+  }
+}
+
+async function views(app: AppProcess, id: string): Promise<number> {
+  await sleep(2200) // one flush interval, so buffered views are in the row
+  const res = await fetch(`${app.url}/api/v1/image/${id}`)
+  return ((await res.json()) as { data: { views: number } }).data.views
+}
+
+async function scanMetrics(app: AppProcess): Promise<{ sum: number; count: number }> {
+  const res = await fetch(`${app.url}/metrics`, { headers: { authorization: 'Bearer bench-metrics-token' } })
+  const text = await res.text()
+  const num = (name: string) => Number(new RegExp(`^${name} ([\\d.e+-]+)$`, 'm').exec(text)?.[1] ?? 0)
+  return { sum: num('nsfw_scan_duration_seconds_sum'), count: num('nsfw_scan_duration_seconds_count') }
+}
+
+function finish(machineInfo: ReturnType<typeof machine>) {
+  const date = new Date().toISOString().slice(0, 10)
+  const meta = { date, machine: machineInfo, loadTool: tool, seconds: SECONDS, rounds: ROUNDS }
+  const resultsDir = join(ROOT, 'bench/results')
+  mkdirSync(resultsDir, { recursive: true })
+  const result = { ...meta, durationS: Math.round((performance.now() - began) / 1000), figures, raw }
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-')
+  writeFileSync(join(resultsDir, `${stamp}.json`), JSON.stringify(result, null, 2))
+  writeFileSync(join(resultsDir, 'latest.json'), JSON.stringify(result, null, 2))
+  const table = markdownTable(figures, meta)
+  writeFileSync(join(resultsDir, 'latest.md'), table + '\n')
+  if (args.readme) {
+    const readme = join(ROOT, 'bench/README.md')
+    const text = readFileSync(readme, 'utf8')
+    const start = '<!-- results:start -->'
+    const end = '<!-- results:end -->'
+    const i = text.indexOf(start)
+    const j = text.indexOf(end)
+    if (i === -1 || j === -1) throw new Error('bench/README.md has no results markers')
+    writeFileSync(readme, `${text.slice(0, i + start.length)}\n${table}\n${text.slice(j)}`)
+  }
+  const missed = figures.filter((f) => f.met === false)
+  console.log(`\n${figures.length} figures in ${result.durationS} s; targets missed: ${missed.length ? missed.map((f) => f.figure).join('; ') : 'none'}`)
+  console.log(`results: bench/results/${stamp}.json (and latest.json, latest.md)`)
+}
+
+try {
+  await main()
+} finally {
+  if (!args.keep) rmSync(work, { recursive: true, force: true })
+}
+process.exit(0)

@@ -1,0 +1,269 @@
+import type { Config } from '../../config'
+import { html, type SafeHtml } from '../../web/html'
+import type { PageRenderer } from '../../web/page'
+import { DESCRIPTION_MAX, PASSWORD_MAX, TITLE_MAX } from '../albums/service'
+import { MAX_BULK_EMBED, MAX_EMBED_PROFILES } from '../embeds/service'
+
+/**
+ * The account pages: log in, register, email verification, log out, and the dashboard. They are shells: the JSON API
+ * does the work from auth.js and dashboard.js, with the JWT kept in localStorage. Submit buttons start disabled and are
+ * enabled by the script, so a form never posts credentials anywhere without it.
+ */
+
+const needsScript = html`<noscript><p class="error">This page needs JavaScript.</p></noscript>`
+
+function authPage(renderer: PageRenderer, config: Config, title: string, body: SafeHtml): Response {
+  return renderer.respond({ title: `${title} · ${config.siteName}`, body, scripts: ['auth.js'], bodyClass: 'auth-page', noindex: true })
+}
+
+export function renderLogin(renderer: PageRenderer, config: Config): Response {
+  return authPage(
+    renderer,
+    config,
+    'Log in',
+    html`<form class="auth-form card" id="login-form" data-auth-form="login">
+<h1>Log in</h1>
+<label for="login-username">Username or email</label>
+<input id="login-username" name="username" type="text" autocomplete="username" required autofocus>
+<label for="login-password">Password</label>
+<input id="login-password" name="password" type="password" autocomplete="current-password" required>
+<p class="error" data-form-error role="alert" hidden></p>
+<button type="submit" disabled>Log in</button>
+<p class="muted">No account yet? <a href="/register">Create one</a></p>
+${needsScript}
+</form>`,
+  )
+}
+
+export function renderRegister(renderer: PageRenderer, config: Config): Response {
+  return authPage(
+    renderer,
+    config,
+    'Create an account',
+    html`<form class="auth-form card" id="register-form" data-auth-form="register">
+<h1>Create an account</h1>
+<label for="register-username">Username</label>
+<input id="register-username" name="username" type="text" autocomplete="username" required minlength="3" maxlength="32" pattern="[A-Za-z0-9_\\-]{3,32}" aria-describedby="register-username-hint" autofocus>
+<p class="muted small" id="register-username-hint">3 to 32 letters, digits, _ or -. Shown on your public profile.</p>
+<label for="register-email">Email</label>
+<input id="register-email" name="email" type="email" autocomplete="email" required>
+<label for="register-password">Password</label>
+<input id="register-password" name="password" type="password" autocomplete="new-password" required minlength="8" maxlength="256" aria-describedby="register-password-hint">
+<p class="muted small" id="register-password-hint">At least 8 characters.</p>
+<p class="error" data-form-error role="alert" hidden></p>
+<button type="submit" disabled>Create account</button>
+<p class="muted">Already registered? <a href="/login">Log in</a></p>
+${needsScript}
+</form>`,
+  )
+}
+
+export function renderVerify(renderer: PageRenderer, config: Config): Response {
+  return authPage(
+    renderer,
+    config,
+    'Verify your email',
+    html`<section class="auth-form card" id="verify">
+<h1>Verify your email</h1>
+<p id="verify-status" role="status" aria-live="polite">Paste the token from your verification email.</p>
+<form id="verify-form" data-auth-form="verify">
+<label for="verify-token">Verification token</label>
+<input id="verify-token" name="token" type="text" autocomplete="off" required>
+<p class="error" data-form-error role="alert" hidden></p>
+<button type="submit" disabled>Verify</button>
+</form>
+<p id="verify-next" hidden><a class="button" href="/dashboard">Go to your dashboard</a></p>
+${needsScript}
+</section>`,
+  )
+}
+
+export function renderLogout(renderer: PageRenderer, config: Config): Response {
+  return authPage(
+    renderer,
+    config,
+    'Logged out',
+    html`<section class="notice" id="logout">
+<h1>Logged out</h1>
+<p class="muted" role="status">You are logged out on this browser.</p>
+<p><a class="button" href="/login">Log in again</a> <a class="button secondary" href="/">Upload anonymously</a></p>
+</section>`,
+  )
+}
+
+const tabs = [
+  ['images', 'Images'],
+  ['albums', 'Albums'],
+  ['keys', 'API keys'],
+  ['embeds', 'Embeds'],
+  ['usage', 'Usage'],
+  ['settings', 'Settings'],
+] as const
+
+const PLACEHOLDERS = '{filename} {id} {width} {height} {size} {mime} {date} {views} {username}'
+
+/** The dashboard: a client-side app over the JSON API (dashboard.js); this is its static markup. */
+export function renderDashboard(renderer: PageRenderer, config: Config): Response {
+  const body = html`<div class="dashboard" id="dashboard" data-site-name="${config.siteName}" data-site-color="${config.siteColor}" data-public-url="${config.publicUrl}" data-max-embeds="${MAX_EMBED_PROFILES}" data-max-bulk="${MAX_BULK_EMBED}">
+<div class="dash-head">
+<h1>Dashboard</h1>
+<p class="muted" id="dash-user">Loading your account…</p>
+</div>
+${needsScript}
+<p class="banner" id="dash-banner" hidden></p>
+<nav class="tabs" aria-label="Dashboard sections">
+${tabs.map(([id, label]) => html`<a href="#${id}" id="tab-${id}" data-tab="${id}">${label}</a>`)}
+</nav>
+
+<section class="panel" id="panel-images" data-panel="images" aria-labelledby="images-title">
+<h2 id="images-title">Your images</h2>
+<div class="toolbar">
+<label>Visibility <select id="filter-visibility"><option value="">All</option><option value="public">Public</option><option value="private">Private</option></select></label>
+<label>Content <select id="filter-nsfw"><option value="">All</option><option value="false">Safe</option><option value="true">NSFW</option></select></label>
+<label class="check"><input type="checkbox" id="select-all"> Select all on this page</label>
+</div>
+<div class="bulkbar" id="bulkbar" role="group" aria-label="Change the selected images">
+<span class="selected-count" id="selected-count">0 selected</span>
+<button type="button" class="secondary" data-bulk="public">Make public</button>
+<button type="button" class="secondary" data-bulk="private">Make private</button>
+<button type="button" class="secondary" data-bulk="nsfw">Mark NSFW</button>
+<button type="button" class="secondary" data-bulk="sfw">Unmark NSFW</button>
+<span class="inline-field"><label class="visually-hidden" for="bulk-album">Album</label><select id="bulk-album"><option value="">Choose an album…</option></select><button type="button" class="secondary" data-bulk="album">Add to album</button></span>
+<span class="inline-field"><label class="visually-hidden" for="bulk-embed">Embed profile</label><select id="bulk-embed"><option value="">Default embed</option></select><button type="button" class="secondary" data-bulk="embed">Set embed</button></span>
+<button type="button" class="danger" data-bulk="delete">Delete</button>
+</div>
+<p class="status" id="images-status" role="status" aria-live="polite"></p>
+<ul class="grid dash-grid" id="image-grid" aria-label="Your images"></ul>
+<nav class="pager" id="image-pager" aria-label="Pages of your images"></nav>
+</section>
+
+<section class="panel" id="panel-albums" data-panel="albums" aria-labelledby="albums-title" hidden>
+<h2 id="albums-title">Albums</h2>
+<form class="card form-grid" id="album-create">
+<h3>New album</h3>
+<label for="album-title">Title</label>
+<input id="album-title" name="title" type="text" required maxlength="${TITLE_MAX}">
+<label for="album-description">Description</label>
+<textarea id="album-description" name="description" maxlength="${DESCRIPTION_MAX}" rows="2"></textarea>
+<label class="check"><input type="checkbox" name="isPublic"> Public: anyone with the link can view it</label>
+<p class="error" data-form-error role="alert" hidden></p>
+<div class="actions"><button type="submit">Create album</button></div>
+</form>
+<p class="status" id="albums-status" role="status" aria-live="polite"></p>
+<ul class="rows" id="album-list" aria-label="Your albums"></ul>
+<template id="album-edit-template">
+<form class="form-grid album-edit">
+<label>Title <input name="title" type="text" required maxlength="${TITLE_MAX}"></label>
+<label>Description <textarea name="description" maxlength="${DESCRIPTION_MAX}" rows="2"></textarea></label>
+<label class="check"><input type="checkbox" name="isPublic"> Public</label>
+<label>New password <input name="password" type="password" autocomplete="new-password" maxlength="${PASSWORD_MAX}" placeholder="Leave empty to keep"></label>
+<label class="check"><input type="checkbox" name="removePassword"> Remove the password</label>
+<p class="error" data-form-error role="alert" hidden></p>
+<div class="actions"><button type="submit">Save</button><button type="button" class="secondary" data-cancel>Cancel</button></div>
+</form>
+</template>
+</section>
+
+<section class="panel" id="panel-keys" data-panel="keys" aria-labelledby="keys-title" hidden>
+<h2 id="keys-title">API keys</h2>
+<p class="muted">Keys let tools such as ShareX, scripts and bots upload with your account (header <code>X-API-Key</code>). See <a href="/swagger">the API documentation</a>.</p>
+<form class="card form-inline" id="key-create">
+<label for="key-name">Name</label>
+<input id="key-name" name="name" type="text" required maxlength="100" placeholder="ShareX on my laptop">
+<button type="submit">Create key</button>
+<p class="error" data-form-error role="alert" hidden></p>
+</form>
+<div class="card secret" id="key-secret" hidden tabindex="-1" aria-labelledby="key-secret-title">
+<h3 id="key-secret-title">Your new key: <span id="key-secret-name"></span></h3>
+<p><strong>Copy it now: it is shown only once.</strong> Only a hash is stored; if you lose it, create a new key.</p>
+<div class="copy-row"><label class="visually-hidden" for="new-key">API key</label><input id="new-key" type="text" readonly><button type="button" class="secondary" data-copy="new-key">Copy</button></div>
+<div class="actions"><button type="button" id="sxcu-download">Download ShareX config (.sxcu)</button><button type="button" class="secondary" id="key-secret-done">Done</button></div>
+</div>
+<ul class="rows" id="key-list" aria-label="Your API keys"></ul>
+</section>
+
+<section class="panel" id="panel-embeds" data-panel="embeds" aria-labelledby="embeds-title" hidden>
+<h2 id="embeds-title">Embed profiles</h2>
+<p class="muted">How your image links look when they are posted in chat apps and social media. <span id="embed-count"></span></p>
+<div class="embed-editor">
+<form class="card form-grid" id="embed-form">
+<h3 id="embed-form-title">New profile</h3>
+<label for="embed-name">Name</label>
+<input id="embed-name" name="name" type="text" required maxlength="100" placeholder="Work screenshots">
+<label for="embed-site_name">Site name</label>
+<input id="embed-site_name" name="site_name" type="text" maxlength="256" placeholder="${config.siteName}">
+<label for="embed-author_name">Author</label>
+<input id="embed-author_name" name="author_name" type="text" maxlength="256" placeholder="None, e.g. {username}">
+<label for="embed-author_url">Author link</label>
+<input id="embed-author_url" name="author_url" type="url" maxlength="2048" placeholder="None, e.g. https://example.com">
+<label for="embed-title">Title</label>
+<input id="embed-title" name="title" type="text" maxlength="256" placeholder="{filename}">
+<label for="embed-description">Description</label>
+<textarea id="embed-description" name="description" maxlength="2048" rows="3" placeholder="{width}×{height} · {size}"></textarea>
+<label for="embed-color">Colour</label>
+<span class="color-row"><input id="embed-color-picker" type="color" value="${config.siteColor}" aria-label="Pick a colour"><input id="embed-color" name="color" type="text" maxlength="7" pattern="#[0-9a-fA-F]{6}" placeholder="${config.siteColor}"></span>
+<p class="muted small">Placeholders, filled per image: <code>${PLACEHOLDERS}</code>. Empty fields use the defaults.</p>
+<p class="error" data-form-error role="alert" hidden></p>
+<div class="actions"><button type="submit" id="embed-submit">Create profile</button><button type="button" class="secondary" id="embed-cancel" hidden>Cancel</button></div>
+</form>
+<div class="preview-wrap" aria-label="Preview">
+<p class="muted small">Preview in a chat app</p>
+<div class="chat">
+<div class="chat-avatar" aria-hidden="true"></div>
+<div class="chat-body">
+<p class="chat-name" id="preview-user">you</p>
+<p class="chat-link" id="preview-link"></p>
+<div class="embed-card" id="embed-preview">
+<p class="ep-site" id="ep-site"></p>
+<p class="ep-author" id="ep-author"></p>
+<p class="ep-title" id="ep-title"></p>
+<p class="ep-desc" id="ep-desc"></p>
+<div class="ep-image" aria-hidden="true"></div>
+</div>
+</div>
+</div>
+</div>
+</div>
+<p class="status" id="embeds-status" role="status" aria-live="polite"></p>
+<ul class="rows" id="embed-list" aria-label="Your embed profiles"></ul>
+</section>
+
+<section class="panel" id="panel-usage" data-panel="usage" aria-labelledby="usage-title" hidden>
+<h2 id="usage-title">Usage</h2>
+<div class="card">
+<h3>Storage</h3>
+<progress id="storage-bar" max="100" value="0" aria-labelledby="storage-text"></progress>
+<p id="storage-text"></p>
+</div>
+<dl class="stats" id="usage-stats"></dl>
+<div class="card">
+<h3>Upload window</h3>
+<progress id="window-bar" max="100" value="0" aria-labelledby="window-text"></progress>
+<p id="window-text"></p>
+</div>
+</section>
+
+<section class="panel" id="panel-settings" data-panel="settings" aria-labelledby="settings-title" hidden>
+<h2 id="settings-title">Settings</h2>
+<form class="card" id="settings-form">
+<h3>Privacy</h3>
+<label class="check"><input type="checkbox" id="private-account" name="privateAccount"> Private account: every upload is private, whatever the upload asks</label>
+<div class="actions"><button type="submit">Save settings</button></div>
+<p class="status" id="settings-status" role="status" aria-live="polite"></p>
+</form>
+<div class="card">
+<h3>Email</h3>
+<p id="email-status"></p>
+<div class="actions"><button type="button" class="secondary" id="resend-verification" hidden>Send a new verification email</button><a class="button secondary" href="/verify">Enter a token</a></div>
+<p class="status" id="email-action-status" role="status" aria-live="polite"></p>
+</div>
+<div class="card">
+<h3>Session</h3>
+<p class="muted">You stay logged in on this browser for 7 days.</p>
+<a class="button secondary" href="/logout">Log out</a>
+</div>
+</section>
+</div>`
+
+  return renderer.respond({ title: `Dashboard · ${config.siteName}`, body, scripts: ['dashboard.js'], bodyClass: 'dashboard-page', noindex: true })
+}

@@ -1,0 +1,137 @@
+import type { Config } from '../../config'
+import { html } from '../../web/html'
+import type { PageRenderer } from '../../web/page'
+import type { GalleryService } from '../gallery/service'
+import { pager, thumbGrid, type Tile } from './grid'
+import type { PageService } from './service'
+
+/** Page size of the gallery and profile pages: divides evenly into rows of 2, 3, 5 and 6. */
+export const FEED_PAGE_SIZE = 30
+
+type FeedImage = ReturnType<GalleryService['gallery']>['images'][number]
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
+const dateText = (iso: string) => iso.slice(0, 10)
+
+function tiles(pages: PageService, items: FeedImage[], opts: { byline: boolean }): Tile[] {
+  const names = pages.filenames(items.map((i) => i.id))
+  return items.map((image) => ({
+    viewer: image.viewer,
+    thumbnail: image.thumbnail,
+    width: image.width,
+    height: image.height,
+    alt: names.get(image.id) ?? `Image ${image.id}`,
+    hidden: image.nsfw,
+    caption: opts.byline
+      ? html`<p class="tile-meta">${image.username ? html`<a href="/u/${encodeURIComponent(image.username)}">${image.username}</a>` : html`<span>anonymous</span>`}<span>${plural(image.views, 'view')}</span></p>`
+      : undefined,
+  }))
+}
+
+/** /gallery and /gallery?q=: the public gallery (or a search of it), server-rendered, paged by links. */
+export function renderGallery(
+  renderer: PageRenderer,
+  config: Config,
+  deps: { gallery: GalleryService; pages: PageService },
+  opts: { page: number; q: string },
+): Response {
+  const page = { page: opts.page, limit: FEED_PAGE_SIZE, offset: (opts.page - 1) * FEED_PAGE_SIZE }
+  let result: ReturnType<GalleryService['gallery']> | null = null
+  let searchError: string | null = null
+  try {
+    result = opts.q ? deps.gallery.search(opts.q, page) : deps.gallery.gallery(page)
+  } catch (error) {
+    // A search the API would refuse (no word in it, too long) is explained on the page instead.
+    searchError = error instanceof Error ? error.message : 'Invalid search'
+  }
+  if (result && opts.page > 1 && opts.page > result.totalPages) return renderer.notFound('There is no such page of the gallery.')
+
+  const href = (n: number) => {
+    const params = new URLSearchParams()
+    if (opts.q) params.set('q', opts.q)
+    if (n > 1) params.set('page', String(n))
+    const query = params.toString()
+    return `/gallery${query ? `?${query}` : ''}`
+  }
+  const summary = result
+    ? opts.q
+      ? html`${plural(result.total, 'image')} matching “${opts.q}” · <a href="/gallery">clear</a>`
+      : html`${plural(result.total, 'public image')}, newest first`
+    : ''
+
+  const body = html`<section class="page-head">
+<div>
+<h1>Gallery</h1>
+<p class="muted">${summary}</p>
+</div>
+<form class="search" role="search" method="get" action="/gallery">
+<label class="visually-hidden" for="gallery-q">Search the gallery</label>
+<input id="gallery-q" type="search" name="q" value="${opts.q}" placeholder="Search by name or album" maxlength="256">
+<button type="submit" class="secondary">Search</button>
+</form>
+</section>
+${searchError ? html`<p class="error" role="alert">${searchError}</p>` : ''}
+${
+  result && result.images.length
+    ? html`${thumbGrid(tiles(deps.pages, result.images, { byline: true }))}
+${pager(result.page, result.totalPages, href)}`
+    : result
+      ? html`<section class="notice"><p class="muted">${opts.q ? 'Nothing matches this search.' : 'No public images yet.'}</p><p><a class="button" href="/">Upload the first one</a></p></section>`
+      : ''
+}`
+
+  return renderer.respond({
+    title: opts.q ? `“${opts.q}” · Gallery · ${config.siteName}` : `Gallery · ${config.siteName}`,
+    head: html`<meta name="description" content="Public images on ${config.siteName}">`,
+    body,
+    // Search result pages are endless variations: keep them out of indexes.
+    noindex: !!opts.q,
+    bodyClass: 'gallery-page',
+  })
+}
+
+/** /u/<username>: a user's public images; mature ones blurred behind a Show button. Unknown or banned: 404 page. */
+export function renderProfile(
+  renderer: PageRenderer,
+  config: Config,
+  deps: { gallery: GalleryService; pages: PageService },
+  username: string,
+  pageNumber: number,
+): Response {
+  let result: ReturnType<GalleryService['profile']>
+  try {
+    result = deps.gallery.profile(username, { page: pageNumber, limit: FEED_PAGE_SIZE, offset: (pageNumber - 1) * FEED_PAGE_SIZE })
+  } catch {
+    return renderer.notFound('There is no user with this name.')
+  }
+  if (pageNumber > 1 && pageNumber > result.totalPages) return renderer.notFound('There is no such page of this profile.')
+  const { user } = result
+  const profileUrl = `${config.publicUrl}/u/${encodeURIComponent(user.username)}`
+  const href = (n: number) => `/u/${encodeURIComponent(user.username)}${n > 1 ? `?page=${n}` : ''}`
+
+  const body = html`<section class="profile-head">
+<div class="avatar" aria-hidden="true">${user.username.slice(0, 1).toUpperCase()}</div>
+<div>
+<h1>${user.username}</h1>
+<p class="muted">${plural(user.publicImages, 'public image')} · joined <time datetime="${user.createdAt}">${dateText(user.createdAt)}</time></p>
+</div>
+</section>
+${
+  result.images.length
+    ? html`${thumbGrid(tiles(deps.pages, result.images, { byline: false }))}
+${pager(result.page, result.totalPages, href)}`
+    : html`<p class="muted">No public images yet.</p>`
+}`
+
+  return renderer.respond({
+    title: `${user.username} · ${config.siteName}`,
+    head: html`<meta name="description" content="${plural(user.publicImages, 'public image')} by ${user.username}">
+<meta property="og:type" content="profile">
+<meta property="og:title" content="${user.username}">
+<meta property="og:site_name" content="${config.siteName}">
+<meta property="og:url" content="${profileUrl}">
+<link rel="canonical" href="${profileUrl}">`,
+    body,
+    bodyClass: 'profile-page',
+  })
+}

@@ -1,0 +1,49 @@
+import { html, type SafeHtml } from '../../web/html'
+import { thumbnailSize } from './service'
+
+/** One thumbnail of a grid (gallery, profile, album). */
+export interface Tile {
+  viewer: string
+  thumbnail: string
+  width: number
+  height: number
+  alt: string
+  /** Mature (or not yet scanned): blurred behind a badge, with a button that reveals it. */
+  hidden: boolean
+  /** A line under the thumbnail (already safe HTML). */
+  caption?: SafeHtml
+}
+
+/**
+ * A grid of thumbnails linking to their viewer pages. A hidden tile's thumbnail is not in the markup (site.js loads it
+ * from data-preview, blurred by CSS) so link unfurlers never pick it; its Show button unblurs it.
+ */
+export function thumbGrid(tiles: Tile[]): SafeHtml {
+  return html`<ul class="grid">
+${tiles.map((tile) => {
+  const size = thumbnailSize(tile.width, tile.height)
+  if (!tile.hidden) {
+    return html`<li class="tile"><a class="thumb" href="${tile.viewer}"><img src="${tile.thumbnail}" width="${size.width}" height="${size.height}" loading="lazy" alt="${tile.alt}"></a>${tile.caption ?? ''}</li>
+`
+  }
+  return html`<li class="tile nsfw is-hidden"><a class="thumb nsfw-thumb" href="${tile.viewer}"><img data-preview="${tile.thumbnail}" width="${size.width}" height="${size.height}" alt="${tile.alt}"><span class="badge">NSFW</span></a><button type="button" class="reveal" data-reveal aria-label="Show mature image ${tile.alt}">Show</button>${tile.caption ?? ''}</li>
+`
+})}</ul>`
+}
+
+/** Previous / next links of a paged list; nothing when everything fits on one page. */
+export function pager(page: number, totalPages: number, href: (page: number) => string): SafeHtml {
+  if (totalPages <= 1) return html``
+  return html`<nav class="pager" aria-label="Pages">
+${page > 1 ? html`<a class="button secondary" rel="prev" href="${href(page - 1)}">← Newer</a>` : html`<span></span>`}
+<span class="muted">Page ${page} of ${totalPages}</span>
+${page < totalPages ? html`<a class="button secondary" rel="next" href="${href(page + 1)}">Older →</a>` : html`<span></span>`}
+</nav>`
+}
+
+/** A page number from a query string: a positive integer, else null (the page answers 404). */
+export function pageParam(raw: string | undefined): number | null {
+  if (raw === undefined || raw === '') return 1
+  if (!/^\d{1,9}$/.test(raw) || Number(raw) < 1) return null
+  return Number(raw)
+}

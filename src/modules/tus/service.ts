@@ -1,0 +1,298 @@
+import { and, count, eq, gt, isNull, lte } from 'drizzle-orm'
+import { mkdirSync } from 'node:fs'
+import { open, readdir, rm, stat, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { Config } from '../../config'
+import type { Db } from '../../db/client'
+import { tusUploads, type TusUpload, type User } from '../../db/schema'
+import { HttpError, badRequest, notFound, tooLarge } from '../../http/errors'
+import type { Metrics } from '../../http/observability'
+import type { ReceivedFile } from '../../http/multipart'
+import { randomAlphanumeric } from '../../lib/crypto'
+import { DAY_MS, HOUR_MS } from '../../lib/time'
+import { uploadAnswer } from '../images'
+import { accountPolicy, anonymousPolicy, checkQuota, checkWindow, type UploadPolicy } from '../images/limits'
+import type { ImageService } from '../images/service'
+import type { UploadOptions, UploadPipeline } from '../images/upload'
+import { parseUploadMetadata } from './metadata'
+
+export type TusEndpoint = TusUpload['endpoint']
+
+/** Who is calling: which endpoint, the account (null: anonymous web upload) and the client IP. */
+export interface TusCaller {
+  endpoint: TusEndpoint
+  user: User | null
+  ip: string
+}
+
+export interface TusOptions {
+  /** How long an upload may take from its creation; its answer is kept as long. Default 24 hours. */
+  ttlMs?: number
+  /** Unfinished uploads one account (or one anonymous IP) may hold at once. Default 10. */
+  maxOpen?: number
+}
+
+/** The pipeline's answer to a finished upload: what the last PATCH and GET send. */
+export interface TusResult {
+  status: number
+  body: Record<string, unknown>
+  headers: Record<string, string>
+}
+
+const ID_LENGTH = 32
+const ID = /^[A-Za-z0-9]{32}$/
+/** Files in the tus folder with no row, older than this, are leftovers (a crash between file and row). */
+const ORPHAN_AGE_MS = HOUR_MS
+
+export type TusService = ReturnType<typeof createTusService>
+
+/**
+ * tus 1.0 upload sessions: creation, offsets, appending chunks, termination, expiry. A finished upload enters the
+ * same pipeline as a multipart upload (`pipeline.store`), with the same limits, scan and answer.
+ * Partial uploads count against no limit; creation only checks that the finished file could be accepted.
+ */
+export function createTusService(deps: {
+  db: Db
+  config: Config
+  pipeline: UploadPipeline
+  images: ImageService
+  metrics?: Pick<Metrics, 'uploaded'>
+  options?: TusOptions
+}) {
+  const { db, config, pipeline, images } = deps
+  const ttlMs = deps.options?.ttlMs ?? DAY_MS
+  const maxOpen = deps.options?.maxOpen ?? 10
+  const dir = join(config.dataDir, 'tus')
+  mkdirSync(dir, { recursive: true })
+  /** Uploads a request is writing to or finishing right now: one at a time per upload. */
+  const busy = new Set<string>()
+
+  const pathOf = (id: string) => join(dir, id)
+
+  function policyFor(endpoint: TusEndpoint, user: User | null, ip: string): UploadOptions {
+    if (endpoint === 'api') {
+      if (!user) throw new Error('API tus uploads need an account')
+      return { policy: accountPolicy(config, user), scan: config.nsfw.scanApiUploads, ip }
+    }
+    return { policy: user ? accountPolicy(config, user) : anonymousPolicy(config, ip), scan: true, ip }
+  }
+
+  /** The upload, if it is the caller's: same endpoint and same account (anonymous ones: any anonymous caller holding the URL). */
+  function find(caller: TusCaller, id: string, now = Date.now()): TusUpload {
+    const row = ID.test(id) ? db.select().from(tusUploads).where(eq(tusUploads.id, id)).get() : undefined
+    if (!row || row.endpoint !== caller.endpoint || row.userId !== (caller.user?.id ?? null)) throw notFound('Upload not found')
+    if (row.expiresAt.getTime() <= now) throw new HttpError(410, 'Upload expired')
+    return row
+  }
+
+  function openCount(caller: TusCaller, now: number) {
+    const owner = caller.user ? eq(tusUploads.userId, caller.user.id) : and(isNull(tusUploads.userId), eq(tusUploads.ip, caller.ip))
+    return db
+      .select({ n: count() })
+      .from(tusUploads)
+      .where(and(owner, isNull(tusUploads.finishedAt), gt(tusUploads.expiresAt, new Date(now))))
+      .get()!.n
+  }
+
+  async function hashFile(path: string) {
+    const hasher = new Bun.CryptoHasher('sha256')
+    for await (const chunk of Bun.file(path).stream()) hasher.update(chunk)
+    return hasher.digest('hex')
+  }
+
+  /** Runs the finished file through the pipeline and keeps its answer, success or refusal. */
+  async function finish(caller: TusCaller, row: TusUpload): Promise<TusResult> {
+    const fields = parseUploadMetadata(row.metadata)
+    const file: ReceivedFile = {
+      path: pathOf(row.id),
+      filename: (fields.filename || fields.name || 'image').slice(0, 255),
+      size: row.length,
+      sha256: await hashFile(pathOf(row.id)),
+    }
+    let result: TusResult
+    try {
+      const stored = await pipeline.store([file], fields, policyFor(row.endpoint, caller.user, row.ip))
+      deps.metrics?.uploaded(stored.rows.length, stored.rows.reduce((sum, r) => sum + r.size, 0))
+      result = { status: 200, body: uploadAnswer(images, stored), headers: stored.headers }
+    } catch (error) {
+      if (error instanceof HttpError) {
+        result = { status: error.status, body: { error: error.message, ...error.extra }, headers: error.headers }
+      } else {
+        console.error(JSON.stringify({ level: 'error', msg: 'tus: finishing an upload failed', id: row.id, error: String((error as Error)?.stack ?? error) }))
+        result = { status: 500, body: { error: 'Internal server error' }, headers: {} }
+      }
+    }
+    // The pipeline consumed the file (stored or removed); the answer stays until the upload expires.
+    db.update(tusUploads)
+      .set({ offset: row.length, finishedAt: new Date(), resultStatus: result.status, result: JSON.stringify({ body: result.body, headers: result.headers }) })
+      .where(eq(tusUploads.id, row.id))
+      .run()
+    return result
+  }
+
+  function storedResult(row: TusUpload): TusResult {
+    const saved = JSON.parse(row.result ?? '{}') as { body?: Record<string, unknown>; headers?: Record<string, string> }
+    return { status: row.resultStatus ?? 500, body: saved.body ?? { error: 'Upload result missing' }, headers: saved.headers ?? {} }
+  }
+
+  return {
+    ttlMs,
+    /** Largest Upload-Length an endpoint may accept from anyone but an admin (Tus-Max-Size). */
+    maxSize(endpoint: TusEndpoint): number {
+      return endpoint === 'api' ? config.limits.user.maxFileSize : Math.max(config.limits.user.maxFileSize, config.limits.anonymous.maxFileSize)
+    },
+
+    /**
+     * Creates an upload of `length` bytes. Refuses at once what the pipeline would refuse at the end: a file over the
+     * size limit (413), a full quota (413), an exhausted rate window (429), bad options in the metadata (400).
+     */
+    async create(caller: TusCaller, length: number, metadataHeader: string, now = Date.now()): Promise<TusUpload> {
+      if (!Number.isSafeInteger(length) || length < 1) throw badRequest('Upload-Length must be a whole number of bytes, at least 1')
+      const fields = parseUploadMetadata(metadataHeader)
+      const { policy } = policyFor(caller.endpoint, caller.user, caller.ip)
+      checkCreation(policy, length, fields)
+      if (openCount(caller, now) >= maxOpen) {
+        throw badRequest(`Too many unfinished uploads: at most ${maxOpen}; finish or delete one first`)
+      }
+      const id = randomAlphanumeric(ID_LENGTH)
+      // File first, row second: a crash in between leaves a file without a row, which the sweep removes.
+      await writeFile(pathOf(id), new Uint8Array(0), { flag: 'wx' })
+      return db
+        .insert(tusUploads)
+        .values({
+          id,
+          userId: caller.user?.id ?? null,
+          endpoint: caller.endpoint,
+          ip: caller.ip,
+          length,
+          offset: 0,
+          metadata: metadataHeader.trim(),
+          createdAt: new Date(now),
+          expiresAt: new Date(now + ttlMs),
+        })
+        .returning()
+        .get()
+    },
+
+    /** The upload's state (HEAD). */
+    status(caller: TusCaller, id: string): TusUpload {
+      return find(caller, id)
+    },
+
+    /**
+     * Appends the body at `offset` (which must be the upload's current offset). Bytes are written where they belong,
+     * so an interrupted request keeps what arrived and the client resumes from there. When the last byte arrives the
+     * upload is finished: the pipeline's answer is returned (and kept for GET).
+     */
+    async append(
+      caller: TusCaller,
+      id: string,
+      offset: number,
+      contentLength: number | null,
+      body: ReadableStream<Uint8Array> | null,
+    ): Promise<{ upload: TusUpload; result: TusResult | null }> {
+      let row = find(caller, id)
+      if (busy.has(id)) throw new HttpError(423, 'Upload is busy: another request is writing to it')
+      if (row.finishedAt) {
+        // The last answer was lost: a client that resends the final offset with no data gets it again.
+        if (offset === row.length && !contentLength) return { upload: row, result: storedResult(row) }
+        throw new HttpError(409, 'Upload already finished', { offset: row.offset }, { 'Upload-Offset': String(row.offset) })
+      }
+      if (offset !== row.offset) {
+        throw new HttpError(409, `Upload-Offset mismatch: the upload is at ${row.offset}`, { offset: row.offset }, { 'Upload-Offset': String(row.offset) })
+      }
+      if (contentLength !== null && offset + contentLength > row.length) {
+        throw tooLarge(`The chunk passes Upload-Length (${row.length} bytes)`)
+      }
+      busy.add(id)
+      try {
+        const onDisk = (await stat(pathOf(id)).catch(() => null))?.size ?? -1
+        if (onDisk < row.offset) {
+          // The data went missing (disk trouble): resume from what is really there.
+          const actual = Math.max(0, onDisk)
+          if (onDisk < 0) await writeFile(pathOf(id), new Uint8Array(0))
+          db.update(tusUploads).set({ offset: actual }).where(eq(tusUploads.id, id)).run()
+          throw new HttpError(409, `Upload data lost: the upload is at ${actual}`, { offset: actual }, { 'Upload-Offset': String(actual) })
+        }
+
+        let written = 0
+        let failure: HttpError | null = null
+        if (body) {
+          const handle = await open(pathOf(id), 'r+')
+          const reader = body.getReader()
+          try {
+            for (;;) {
+              const { done, value } = await reader.read()
+              if (done) break
+              if (offset + written + value.byteLength > row.length) {
+                failure = tooLarge(`The chunk passes Upload-Length (${row.length} bytes)`)
+                await reader.cancel().catch(() => {})
+                break
+              }
+              await handle.write(value, 0, value.byteLength, offset + written)
+              written += value.byteLength
+            }
+          } catch {
+            // The client went away mid-chunk: what was written stays, the client resumes from the new offset.
+            failure = badRequest('Upload interrupted')
+          } finally {
+            await handle.close()
+          }
+        }
+        const newOffset = failure?.status === 413 ? offset : offset + written
+        row = db.update(tusUploads).set({ offset: newOffset }).where(eq(tusUploads.id, id)).returning().get()!
+        if (failure) throw failure
+        if (row.offset < row.length) return { upload: row, result: null }
+        const result = await finish(caller, row)
+        return { upload: db.select().from(tusUploads).where(eq(tusUploads.id, id)).get()!, result }
+      } finally {
+        busy.delete(id)
+      }
+    },
+
+    /** The answer of a finished upload (GET): 409 while it is still running. */
+    result(caller: TusCaller, id: string): TusResult {
+      const row = find(caller, id)
+      if (!row.finishedAt) {
+        throw new HttpError(409, `Upload not finished: ${row.offset} of ${row.length} bytes received`, { offset: row.offset, length: row.length })
+      }
+      return storedResult(row)
+    },
+
+    /** Termination: the upload and its data go; a finished upload's answer goes (its image stays). */
+    async terminate(caller: TusCaller, id: string) {
+      find(caller, id)
+      if (busy.has(id)) throw new HttpError(423, 'Upload is busy: another request is writing to it')
+      db.delete(tusUploads).where(eq(tusUploads.id, id)).run()
+      await rm(pathOf(id), { force: true })
+    },
+
+    /** Removes expired uploads with their data, and data files that have no upload (older than an hour). */
+    async sweep(now = Date.now()): Promise<number> {
+      const due = db.select({ id: tusUploads.id }).from(tusUploads).where(lte(tusUploads.expiresAt, new Date(now))).all()
+      let removed = 0
+      for (const { id } of due) {
+        if (busy.has(id)) continue
+        db.delete(tusUploads).where(eq(tusUploads.id, id)).run()
+        await rm(pathOf(id), { force: true })
+        removed++
+      }
+      for (const name of await readdir(dir).catch(() => [] as string[])) {
+        const id = name.split('.')[0]
+        if (busy.has(id) || (ID.test(id) && db.select({ id: tusUploads.id }).from(tusUploads).where(eq(tusUploads.id, id)).get())) continue
+        const info = await stat(join(dir, name)).catch(() => null)
+        if (info && info.mtimeMs <= now - ORPHAN_AGE_MS) await rm(join(dir, name), { force: true })
+      }
+      return removed
+    },
+  }
+
+  function checkCreation(policy: UploadPolicy, length: number, fields: Record<string, string>) {
+    if (policy.maxFileSize !== null && length > policy.maxFileSize) {
+      throw tooLarge(`File too large: at most ${policy.maxFileSize} bytes per file`)
+    }
+    pipeline.checkFields(fields, policy)
+    checkWindow(db, policy.window, 1)
+    checkQuota(db, policy, length)
+  }
+}

@@ -1,0 +1,278 @@
+import { and, count, eq } from 'drizzle-orm'
+import { createHmac, randomUUID } from 'node:crypto'
+import http from 'node:http'
+import https from 'node:https'
+import { isIP, type LookupFunction } from 'node:net'
+import type { Config } from '../../config'
+import type { Db } from '../../db/client'
+import { webhooks, type Image, type User, type Webhook } from '../../db/schema'
+import { badRequest, notFound } from '../../http/errors'
+import { randomAlphanumeric } from '../../lib/crypto'
+import { iso } from '../../lib/time'
+import { IMAGE_EVENTS, type ImageEventType, type ImageEvents } from '../images/events'
+import { RefusedAddressError, resolvePublic } from './address'
+import { deliveryBody, isDiscordUrl } from './payload'
+
+export const MAX_WEBHOOKS = 5
+export const SIGNATURE_HEADER = 'X-Webhook-Signature'
+
+export interface WebhookOptions {
+  /** Waits before each retry; the number of retries is its length. Default 1 s, 5 s, 30 s, 2 min, 10 min. */
+  retryDelaysMs?: number[]
+  /** Time allowed for one delivery (connect, send, response headers). Default 10 s. */
+  timeoutMs?: number
+  /** Deliveries in flight at once. Default 4. */
+  concurrency?: number
+}
+
+const DEFAULT_RETRY_DELAYS_MS = [1_000, 5_000, 30_000, 120_000, 600_000]
+/** Deliveries waiting (queued or between retries) at most; beyond it new events are dropped, with a log line. */
+const MAX_PENDING = 10_000
+
+interface Job {
+  webhookId: number
+  deliveryId: string
+  event: ImageEventType
+  body: string
+  /** 0 for the first try. */
+  attempt: number
+}
+
+export type WebhookService = ReturnType<typeof createWebhookService>
+
+/** `sha256=<hex>`: HMAC-SHA256 of the raw body with the endpoint's secret. */
+export const signBody = (secret: string, body: string) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`
+
+function view(hook: Webhook) {
+  return {
+    id: hook.id,
+    url: hook.url,
+    events: JSON.parse(hook.events) as ImageEventType[],
+    discord: isDiscordUrl(hook.url),
+    createdAt: iso(hook.createdAt),
+    lastDelivery: hook.lastDeliveryAt ? { at: iso(hook.lastDeliveryAt), status: hook.lastStatus, error: hook.lastError } : null,
+  }
+}
+
+/**
+ * Per-account webhooks: endpoints, and the delivery of image events to them. Deliveries are signed, queued in
+ * memory (lost on restart), retried with backoff, and never reach a private address unless WEBHOOK_ALLOW_PRIVATE.
+ */
+export function createWebhookService(deps: { db: Db; config: Config; options?: WebhookOptions }) {
+  const { db, config } = deps
+  const allowPrivate = config.webhooks.allowPrivate
+  const retryDelays = deps.options?.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS
+  const timeoutMs = deps.options?.timeoutMs ?? 10_000
+  const concurrency = deps.options?.concurrency ?? 4
+  const payloadContext = { base: { publicUrl: config.publicUrl, cdnBase: config.cdnUrl }, siteName: config.siteName, siteColor: config.siteColor }
+
+  const ready: Job[] = []
+  const timers = new Set<ReturnType<typeof setTimeout>>()
+  const inFlight = new Set<Promise<void>>()
+  const aborts = new Set<AbortController>()
+  let active = 0
+  let stopped = false
+
+  const pendingCount = () => ready.length + timers.size + active
+
+  async function checkUrl(raw: string): Promise<URL> {
+    let url: URL
+    try {
+      url = new URL(raw)
+    } catch {
+      throw badRequest('url must be an absolute http(s) URL')
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw badRequest('url must be an http or https URL')
+    try {
+      await resolvePublic(url.hostname, allowPrivate)
+    } catch (error) {
+      if (error instanceof RefusedAddressError) throw badRequest(`url refused: ${error.message}`)
+      throw error
+    }
+    return url
+  }
+
+  /**
+   * The connection resolves the name once, through this: every address is checked at the moment it is used, so a
+   * name that changes its answer after creation (DNS rebinding) still cannot reach a private address.
+   */
+  const checkedLookup: LookupFunction = (hostname, options, callback) => {
+    resolvePublic(hostname, allowPrivate).then(
+      (addresses) => {
+        const wanted = options?.family === 4 || options?.family === 6 ? addresses.filter((a) => a.family === options.family) : addresses
+        const list = wanted.length ? wanted : addresses
+        if (options?.all) (callback as (e: null, a: typeof list) => void)(null, list)
+        else callback(null, list[0].address, list[0].family)
+      },
+      (error) => callback(error as NodeJS.ErrnoException, '', 4),
+    )
+  }
+
+  /** One POST; resolves with the status code. Redirects are answers like any other (never followed). */
+  async function post(target: string, body: string, headers: Record<string, string>): Promise<number> {
+    const url = new URL(target)
+    // IP literals skip the lookup hook: check them here.
+    if (isIP(url.hostname.replace(/^\[|\]$/g, ''))) await resolvePublic(url.hostname, allowPrivate)
+    const controller = new AbortController()
+    aborts.add(controller)
+    const timer = setTimeout(() => controller.abort(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs)
+    try {
+      return await new Promise<number>((resolve, reject) => {
+        const request = (url.protocol === 'https:' ? https : http).request(
+          url,
+          {
+            method: 'POST',
+            headers: { ...headers, 'Content-Length': String(Buffer.byteLength(body)) },
+            lookup: checkedLookup,
+            agent: false,
+            signal: controller.signal,
+          },
+          (response) => {
+            resolve(response.statusCode ?? 0)
+            // The body is not needed; do not wait for it.
+            response.destroy()
+          },
+        )
+        request.on('error', (error) => reject(controller.signal.aborted ? (controller.signal.reason as Error) : error))
+        request.end(body)
+      })
+    } finally {
+      clearTimeout(timer)
+      aborts.delete(controller)
+    }
+  }
+
+  async function attempt(job: Job) {
+    const hook = db.select().from(webhooks).where(eq(webhooks.id, job.webhookId)).get()
+    if (!hook) return // deleted since: nothing to deliver to
+    const headers = {
+      'Content-Type': 'application/json',
+      'User-Agent': `${config.siteName}-webhooks/1.0`,
+      'X-Webhook-Event': job.event,
+      'X-Webhook-Delivery': job.deliveryId,
+      'X-Webhook-Timestamp': String(Math.floor(Date.now() / 1000)),
+      'X-Webhook-Attempt': String(job.attempt + 1),
+      [SIGNATURE_HEADER]: signBody(hook.secret, job.body),
+    }
+    let status = 0
+    let error: string | null = null
+    let permanent = false
+    try {
+      status = await post(hook.url, job.body, headers)
+      if (status < 200 || status > 299) error = `HTTP ${status}`
+    } catch (e) {
+      error = (e as Error)?.message ?? String(e)
+      permanent = e instanceof RefusedAddressError
+    }
+    db.update(webhooks).set({ lastDeliveryAt: new Date(), lastStatus: status, lastError: error }).where(eq(webhooks.id, hook.id)).run()
+    if (!error) return
+    if (!permanent && job.attempt < retryDelays.length && !stopped) {
+      schedule({ ...job, attempt: job.attempt + 1 }, retryDelays[job.attempt])
+    } else {
+      console.error(JSON.stringify({ level: 'warn', msg: 'webhook delivery failed', webhook: hook.id, delivery: job.deliveryId, attempts: job.attempt + 1, error }))
+    }
+  }
+
+  function pump() {
+    while (!stopped && active < concurrency && ready.length > 0) {
+      const job = ready.shift()!
+      active++
+      const run = attempt(job)
+        .catch((error) => console.error(JSON.stringify({ level: 'error', msg: 'webhook delivery crashed', error: String(error) })))
+        .finally(() => {
+          active--
+          inFlight.delete(run)
+          pump()
+        })
+      inFlight.add(run)
+    }
+  }
+
+  function schedule(job: Job, delayMs: number) {
+    const timer = setTimeout(() => {
+      timers.delete(timer)
+      ready.push(job)
+      pump()
+    }, delayMs)
+    timer.unref?.()
+    timers.add(timer)
+  }
+
+  function enqueue(type: ImageEventType, image: Image) {
+    if (stopped || image.userId === null) return
+    const hooks = db.select().from(webhooks).where(eq(webhooks.userId, image.userId)).all()
+    const at = Date.now()
+    for (const hook of hooks) {
+      if (!(JSON.parse(hook.events) as string[]).includes(type)) continue
+      if (pendingCount() >= MAX_PENDING) {
+        console.error(JSON.stringify({ level: 'warn', msg: 'webhook queue full; event dropped', webhook: hook.id, event: type }))
+        continue
+      }
+      const deliveryId = randomUUID()
+      ready.push({ webhookId: hook.id, deliveryId, event: type, attempt: 0, body: deliveryBody(payloadContext, hook.url, { id: deliveryId, event: type, at }, image) })
+    }
+    pump()
+  }
+
+  /** The images feature's event hook: returns at once; the lookup and the deliveries happen after the answer. */
+  const events: ImageEvents = {
+    emit(type, image) {
+      if (image.userId === null) return
+      setImmediate(() => {
+        try {
+          enqueue(type, image)
+        } catch (error) {
+          console.error(JSON.stringify({ level: 'error', msg: 'webhook enqueue failed', error: String(error) }))
+        }
+      })
+    },
+  }
+
+  return {
+    events,
+
+    list(user: User) {
+      const rows = db.select().from(webhooks).where(eq(webhooks.userId, user.id)).orderBy(webhooks.id).all()
+      return { success: true as const, webhooks: rows.map(view) }
+    },
+
+    /** Creates an endpoint; the secret (given, or generated) is returned here only. */
+    async create(user: User, input: { url: string; secret?: string; events: string[] }) {
+      const events = [...new Set(input.events)]
+      if (events.length === 0 || events.some((e) => !IMAGE_EVENTS.includes(e as ImageEventType))) {
+        throw badRequest(`events must list one or more of: ${IMAGE_EVENTS.join(', ')}`)
+      }
+      const countOf = () => db.select({ n: count() }).from(webhooks).where(eq(webhooks.userId, user.id)).get()!.n
+      if (countOf() >= MAX_WEBHOOKS) throw badRequest(`At most ${MAX_WEBHOOKS} webhooks per account`)
+      const url = await checkUrl(input.url.trim())
+      const secret = input.secret ?? `whsec_${randomAlphanumeric(40)}`
+      // Checked again with the insert (synchronous), so parallel creations cannot pass the limit.
+      const row = db.transaction((tx) => {
+        if (tx.select({ n: count() }).from(webhooks).where(eq(webhooks.userId, user.id)).get()!.n >= MAX_WEBHOOKS) {
+          throw badRequest(`At most ${MAX_WEBHOOKS} webhooks per account`)
+        }
+        return tx.insert(webhooks).values({ userId: user.id, url: url.href, secret, events: JSON.stringify(events) }).returning().get()
+      })
+      return { success: true as const, webhook: view(row), secret }
+    },
+
+    remove(user: User, id: number) {
+      const deleted = db.delete(webhooks).where(and(eq(webhooks.id, id), eq(webhooks.userId, user.id))).returning().get()
+      if (!deleted) throw notFound('Webhook not found')
+      return { success: true as const }
+    },
+
+    /** Deliveries queued, in flight or waiting for a retry. */
+    pending: pendingCount,
+
+    /** Stops delivering: retries waiting are dropped (the queue is in memory), requests in flight are aborted. */
+    async stop() {
+      stopped = true
+      for (const timer of timers) clearTimeout(timer)
+      timers.clear()
+      ready.length = 0
+      for (const controller of aborts) controller.abort(new Error('shutting down'))
+      await Promise.allSettled([...inFlight])
+    },
+  }
+}

@@ -1,0 +1,162 @@
+// /admin/reports: lists abuse reports and lets an admin dismiss them or delete the image (and ban its owner).
+// Uses the session JWT the web UI keeps in localStorage under `imghost.token`. Text goes in via textContent only.
+;(() => {
+  'use strict'
+  const root = document.querySelector('[data-admin-reports]')
+  if (!root) return
+  const TOKEN_KEY = 'imghost.token'
+  const LIMIT = 20
+  const app = root.querySelector('[data-reports-app]')
+  const signedOut = root.querySelector('[data-reports-signed-out]')
+  const list = root.querySelector('[data-reports-list]')
+  const message = root.querySelector('[data-reports-message]')
+  const prev = root.querySelector('[data-page-prev]')
+  const next = root.querySelector('[data-page-next]')
+  const pageLabel = root.querySelector('[data-page-label]')
+  const state = { status: 'open', page: 1, pages: 0 }
+
+  function token() {
+    try {
+      return localStorage.getItem(TOKEN_KEY)
+    } catch {
+      return null
+    }
+  }
+
+  async function api(path, method = 'GET', body) {
+    const headers = { accept: 'application/json', authorization: `Bearer ${token()}` }
+    if (body !== undefined) headers['content-type'] = 'application/json'
+    try {
+      const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) })
+      const data = await res.json().catch(() => ({ error: `Unexpected answer (${res.status})` }))
+      return { status: res.status, data }
+    } catch {
+      return { status: 0, data: { error: 'Network error: check your connection and try again.' } }
+    }
+  }
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag)
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue
+      if (key === 'class') node.className = value
+      else if (key === 'text') node.textContent = value
+      else node.setAttribute(key, value === true ? '' : String(value))
+    }
+    for (const child of children.flat()) {
+      if (child !== null && child !== undefined && child !== false) node.append(child instanceof Node ? child : document.createTextNode(String(child)))
+    }
+    return node
+  }
+
+  const when = (iso) => (iso ? new Date(iso).toISOString().slice(0, 16).replace('T', ' ') + ' UTC' : '')
+
+  function say(text, isError) {
+    message.textContent = text
+    message.classList.toggle('error', !!isError)
+  }
+
+  function signOut(text) {
+    app.hidden = true
+    signedOut.hidden = false
+    if (text) signedOut.firstChild.textContent = text + ' '
+  }
+
+  async function act(report, kind) {
+    const owner = report.owner ? report.owner.username : null
+    if (kind === 'dismiss') {
+      const res = await api(`/api/admin/reports/${report.id}/dismiss`, 'POST')
+      return done(res, 'Report dismissed.')
+    }
+    const ban = kind === 'ban'
+    const question = ban
+      ? `Delete image ${report.imageId}, block its bytes and ban ${owner}?`
+      : `Delete image ${report.imageId} and block its bytes from being uploaded again?`
+    if (!window.confirm(question)) return
+    const res = await api(`/api/admin/reports/${report.id}/action`, 'POST', { deleteImage: true, banOwner: ban })
+    const closed = res.data && res.data.reportsActioned
+    done(res, `Image ${report.imageId} deleted${ban ? ` and ${owner} banned` : ''}; ${closed} report${closed === 1 ? '' : 's'} closed.`)
+  }
+
+  async function done(res, success) {
+    if (res.status !== 200) return say(res.data.error || `Failed (${res.status}).`, true)
+    await load()
+    say(success, false)
+  }
+
+  function item(report) {
+    const image = report.image
+    const preview = image
+      ? el('a', { href: image.viewer, target: '_blank', rel: 'noopener' }, el('img', { class: image.nsfw ? 'report-thumb nsfw-thumb' : 'report-thumb', src: image.thumbnail, alt: image.filename, loading: 'lazy' }))
+      : el('div', { class: 'gone', text: 'Image gone' })
+    const owner = report.owner ? el('span', {}, el('a', { href: `/u/${encodeURIComponent(report.owner.username)}`, text: report.owner.username }), report.owner.banned ? ' (banned)' : '') : 'anonymous'
+    const actions = el('div', { class: 'actions' })
+    if (report.status === 'open') actions.append(el('button', { type: 'button', class: 'secondary', 'data-act': 'dismiss', text: 'Dismiss' }))
+    if (report.status !== 'actioned') {
+      actions.append(el('button', { type: 'button', class: 'danger', 'data-act': 'delete', text: 'Delete image' }))
+      if (report.owner && !report.owner.banned) actions.append(el('button', { type: 'button', class: 'danger', 'data-act': 'ban', text: 'Delete image and ban owner' }))
+    }
+    actions.addEventListener('click', (event) => {
+      const button = event.target instanceof Element ? event.target.closest('[data-act]') : null
+      if (!button) return
+      for (const b of actions.querySelectorAll('button')) b.disabled = true
+      act(report, button.getAttribute('data-act')).finally(() => {
+        for (const b of actions.querySelectorAll('button')) b.disabled = false
+      })
+    })
+    return el(
+      'li',
+      { class: 'report-item', 'data-report-id': report.id },
+      preview,
+      el(
+        'div',
+        {},
+        el('h2', {}, `#${report.id} · ${report.reason}`),
+        el('p', { class: 'muted' }, `Image ${report.imageId}${image ? ` (${image.filename}, ${image.visibility}${image.nsfw ? ', NSFW' : ''})` : ''} · by `, owner),
+        el('p', { class: 'muted', text: `Reported ${when(report.createdAt)}${report.openReports > 1 ? ` · ${report.openReports} open reports about this image` : ''}${report.resolvedAt ? ` · ${report.status} ${when(report.resolvedAt)}` : ''}` }),
+        report.details ? el('p', { text: report.details }) : null,
+        actions,
+      ),
+    )
+  }
+
+  async function load() {
+    say('Loading…', false)
+    const res = await api(`/api/admin/reports?status=${state.status}&page=${state.page}&limit=${LIMIT}`)
+    if (res.status === 401) return signOut('Your session has expired.')
+    if (res.status === 403) return signOut('Only administrators can see reports.')
+    if (res.status !== 200) return say(res.data.error || `Failed (${res.status}).`, true)
+    const { reports, total, pages } = res.data
+    if (state.page > 1 && reports.length === 0 && state.page > pages) {
+      state.page = Math.max(1, pages)
+      return load()
+    }
+    state.pages = pages
+    list.replaceChildren(...reports.map(item))
+    say(total === 0 ? `No ${state.status} reports.` : `${total} ${state.status} report${total === 1 ? '' : 's'}.`, false)
+    prev.disabled = state.page <= 1
+    next.disabled = state.page >= pages
+    pageLabel.textContent = pages > 1 ? `Page ${state.page} of ${pages}` : ''
+  }
+
+  for (const button of root.querySelectorAll('[data-status-filter]')) {
+    button.addEventListener('click', () => {
+      state.status = button.getAttribute('data-status-filter')
+      state.page = 1
+      for (const b of root.querySelectorAll('[data-status-filter]')) b.setAttribute('aria-pressed', String(b === button))
+      load()
+    })
+  }
+  prev.addEventListener('click', () => {
+    state.page = Math.max(1, state.page - 1)
+    load()
+  })
+  next.addEventListener('click', () => {
+    state.page = Math.min(state.pages, state.page + 1)
+    load()
+  })
+
+  if (!token()) return signOut()
+  app.hidden = false
+  load()
+})()

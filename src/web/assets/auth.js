@@ -1,0 +1,89 @@
+// Log in, register, verify an email address, log out. The JWT from login or register is kept in localStorage.
+;(() => {
+  'use strict'
+  if (!window.imghost) return
+  const { api, setToken } = window.imghost
+
+  /** Where to go after logging in: a local path from ?next=, else the dashboard (never another site). */
+  function nextPath() {
+    const next = new URLSearchParams(location.search).get('next') || ''
+    return /^\/(?![/\\])/.test(next) ? next : '/dashboard'
+  }
+
+  function showError(form, message) {
+    const box = form.querySelector('[data-form-error]')
+    box.textContent = message
+    box.hidden = !message
+  }
+
+  function wire(form, submit) {
+    const button = form.querySelector('button[type="submit"]')
+    button.disabled = false
+    const label = button.textContent
+    form.addEventListener('submit', async (event) => {
+      event.preventDefault()
+      showError(form, '')
+      button.disabled = true
+      button.textContent = 'Please wait…'
+      try {
+        await submit(new FormData(form))
+      } finally {
+        button.disabled = false
+        button.textContent = label
+      }
+    })
+  }
+
+  const login = document.querySelector('[data-auth-form="login"]')
+  if (login) {
+    wire(login, async (data) => {
+      const res = await api('/api/auth/login', { method: 'POST', auth: false, body: { username: data.get('username'), password: data.get('password') } })
+      if (!res.ok) return showError(login, res.data.error)
+      setToken(res.data.token)
+      location.assign(nextPath())
+    })
+  }
+
+  const register = document.querySelector('[data-auth-form="register"]')
+  if (register) {
+    wire(register, async (data) => {
+      const body = { username: data.get('username'), email: data.get('email'), password: data.get('password') }
+      const res = await api('/api/auth/register', { method: 'POST', auth: false, body })
+      if (!res.ok) return showError(register, res.data.error)
+      setToken(res.data.token)
+      location.assign('/dashboard?welcome=1')
+    })
+  }
+
+  const verify = document.querySelector('[data-auth-form="verify"]')
+  if (verify) {
+    const status = document.getElementById('verify-status')
+    const next = document.getElementById('verify-next')
+    const check = async (token) => {
+      status.textContent = 'Checking your token…'
+      const res = await api('/api/auth/verify-email', { method: 'POST', auth: false, body: { token } })
+      if (res.ok) {
+        status.textContent = 'Your email address is verified. Your account now has the verified storage limit.'
+        verify.hidden = true
+        next.hidden = false
+        return true
+      }
+      status.textContent = 'This token did not work.'
+      showError(verify, `${res.data.error}. It may be mistyped, used already, or older than 48 hours: request a new one from your dashboard.`)
+      return false
+    }
+    wire(verify, (data) => check(String(data.get('token') || '').trim()))
+    const token = new URLSearchParams(location.search).get('token')
+    if (token) {
+      document.getElementById('verify-token').value = token
+      // The token leaves the address bar (and so the history) once read.
+      history.replaceState(null, '', location.pathname)
+      check(token)
+    }
+  }
+
+  if (document.getElementById('logout')) {
+    setToken(null)
+    for (const link of document.querySelectorAll('.site-header [data-auth]')) link.hidden = link.getAttribute('data-auth') === 'in'
+  }
+})()

@@ -1,0 +1,156 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { readdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { MAX_JSON_BYTES } from '../../src/http/body-limit'
+import { userWithKey, type TestServer } from '../helpers'
+import { chunkedFraming, dbSnapshot, filler, rawRequest, startServer } from './support'
+
+// Small anonymous per-file limit, so the streamed cut-off is quick to reach; the account limits are the defaults.
+const ANON_FILE = 2 * 1024 * 1024
+let t: TestServer
+let user: Awaited<ReturnType<typeof userWithKey>>
+
+beforeAll(async () => {
+  t = await startServer({ ANON_MAX_FILE_SIZE: String(ANON_FILE), GLOBAL_RATE_LIMIT: '100000' })
+  user = await userWithKey(t)
+})
+afterAll(() => t.stop())
+
+const GB10 = String(10 * 1024 * 1024 * 1024)
+const BOUNDARY = '----security-test'
+const filePartHead = `--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="big.png"\r\nContent-Type: image/png\r\n\r\n`
+const head = (method: string, path: string, headers: Record<string, string>) =>
+  `${method} ${path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n${Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('')}\r\n`
+const tmpFiles = () => readdirSync(join(t.dataDir, 'tmp')).length
+
+describe('JSON bodies are capped', () => {
+  const json = { 'content-type': 'application/json' }
+
+  test(`a declared Content-Length over ${MAX_JSON_BYTES} bytes: 413 at once, before the body is read`, async () => {
+    for (const [path, auth] of [
+      ['/api/albums', { authorization: `Bearer ${user.token}` }],
+      ['/api/auth/login', {}],
+      ['/api/auth/register', {}],
+    ] as const) {
+      const body = filler({ delayMs: 50, total: 64 * 1024 * 1024 })
+      const before = dbSnapshot(t)
+      const res = await rawRequest(t.server.port, head('POST', path, { ...json, ...auth, 'content-length': String(64 * 1024 * 1024) }), body.stream)
+      expect(res.status).toBe(413)
+      expect(typeof JSON.parse(res.body).error).toBe('string')
+      expect(res.ms).toBeLessThan(2000)
+      expect(body.counter.sent).toBeLessThan(4 * 1024 * 1024)
+      expect(dbSnapshot(t).hash).toBe(before.hash)
+    }
+  })
+
+  test('a chunked body (no Content-Length) is cut off once it passes the cap: 413', async () => {
+    for (const method of ['POST', 'PUT', 'PATCH']) {
+      const body = filler({ prefix: '{"title":"', delayMs: 1 })
+      const res = await rawRequest(
+        t.server.port,
+        head(method, method === 'POST' ? '/api/albums' : method === 'PUT' ? '/api/albums/abcdefgh' : '/api/account', {
+          ...json,
+          authorization: `Bearer ${user.token}`,
+          'transfer-encoding': 'chunked',
+        }),
+        chunkedFraming(body.stream),
+      )
+      expect(res.status).toBe(413)
+      expect(typeof JSON.parse(res.body).error).toBe('string')
+      // The server stopped reading soon after the cap (the client only learns of it a few chunks later).
+      expect(body.counter.sent).toBeLessThan(MAX_JSON_BYTES + 4 * 1024 * 1024)
+    }
+  })
+
+  test('just under the cap is parsed normally (the cap is not a blanket refusal)', async () => {
+    const text = JSON.stringify({ title: 'ok', description: null, padding: 'x'.repeat(MAX_JSON_BYTES - 100) })
+    const res = await t.fetch('/api/albums', { method: 'POST', headers: { ...json, ...user.bearer }, body: text })
+    expect(res.status).toBe(201)
+  })
+
+  test('deeply nested JSON is a 400, never a stack overflow (500)', async () => {
+    const deep = (n: number) => '['.repeat(n) + ']'.repeat(n)
+    const bodies = [
+      deep(100_000),
+      `{"title":${deep(100_000)}}`,
+      `{"title":"x","extra":${deep(100_000)}}`,
+      `{"title":"x","description":${'{"a":'.repeat(50_000)}1${'}'.repeat(50_000)}}`,
+      `{"name":"x","title":${deep(5000)}}`,
+    ]
+    for (const [path, body] of bodies.flatMap((b) => [['/api/albums', b], ['/api/embeds', b], ['/api/auth/login', b]] as const)) {
+      const before = dbSnapshot(t)
+      const res = await t.fetch(path, { method: 'POST', headers: { ...json, ...user.bearer }, body })
+      expect(`${path} ${res.status}`).toBe(`${path} 400`)
+      expect(typeof (await res.json()).error).toBe('string')
+      expect(dbSnapshot(t).hash).toBe(before.hash)
+    }
+  })
+
+  test('malformed JSON and wrong content types: 400 with { error }', async () => {
+    const cases: [string, string][] = [
+      ['application/json', '{"title":'],
+      ['application/json', "{'title':'x'}"],
+      ['application/json', '\u0000'],
+      ['application/json', '{"title":"x"}garbage'],
+      ['text/plain', '{"title":"x"}'],
+      ['application/x-www-form-urlencoded', 'title=x'],
+      ['multipart/form-data; boundary=x', '--x\r\nContent-Disposition: form-data; name="title"\r\n\r\nx\r\n--x--\r\n'],
+      ['application/xml', '<title>x</title>'],
+    ]
+    for (const [type, body] of cases) {
+      const before = dbSnapshot(t)
+      const res = await t.fetch('/api/albums', { method: 'POST', headers: { 'content-type': type, ...user.bearer }, body })
+      expect(`${type} ${JSON.stringify(body)} ${res.status}`).toBe(`${type} ${JSON.stringify(body)} 400`)
+      expect(typeof (await res.json()).error).toBe('string')
+      expect(dbSnapshot(t).hash).toBe(before.hash)
+    }
+  })
+})
+
+describe('multipart upload bodies are refused early', () => {
+  test('a declared 10 GB body with a slow stream: 413 at once, for every kind of caller', async () => {
+    const callers: [string, Record<string, string>][] = [
+      ['/api/upload', {}],
+      ['/api/upload', { authorization: `Bearer ${user.token}` }],
+      ['/api/v1/upload', { 'x-api-key': user.apiKey }],
+    ]
+    for (const [path, auth] of callers) {
+      const body = filler({ prefix: filePartHead, delayMs: 100 })
+      const res = await rawRequest(
+        t.server.port,
+        head('POST', path, { ...auth, 'content-type': `multipart/form-data; boundary=${BOUNDARY}`, 'content-length': GB10 }),
+        body.stream,
+      )
+      expect(`${path} ${res.status}`).toBe(`${path} 413`)
+      expect(typeof JSON.parse(res.body).error).toBe('string')
+      expect(res.ms).toBeLessThan(2000)
+      expect(body.counter.sent).toBeLessThan(2 * 1024 * 1024)
+    }
+  })
+
+  test('a chunked stream of endless file bytes is cut off at the per-file limit: 413, and nothing is left behind', async () => {
+    const before = dbSnapshot(t)
+    const body = filler({ prefix: filePartHead, delayMs: 1 })
+    const res = await rawRequest(
+      t.server.port,
+      head('POST', '/api/upload', { 'content-type': `multipart/form-data; boundary=${BOUNDARY}`, 'transfer-encoding': 'chunked' }),
+      chunkedFraming(body.stream),
+      30_000,
+    )
+    expect(res.status).toBe(413)
+    expect(JSON.parse(res.body).error).toContain('too large')
+    expect(body.counter.sent).toBeGreaterThan(ANON_FILE)
+    // The server stopped at the limit: the client got its answer within a few chunks of it.
+    expect(body.counter.sent).toBeLessThan(ANON_FILE + 8 * 1024 * 1024)
+    await Bun.sleep(100)
+    expect(tmpFiles()).toBe(0)
+    expect(dbSnapshot(t).hash).toBe(before.hash)
+  })
+
+  test('the server is still healthy after all that', async () => {
+    expect((await t.fetch('/healthz')).status).toBe(200)
+    expect((await t.json('/api/v1/me', { headers: user.keyHeader })).status).toBe(200)
+  })
+})

@@ -1,0 +1,245 @@
+import { expect } from 'bun:test'
+import { connect } from 'node:net'
+import { readdirSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import type { Classifier } from '../../src/moderation'
+import { makeImage, uploadForm, type UploadPart } from '../fixtures'
+import { jsonBody, startTestServer, type TestServer } from '../helpers'
+
+/** The security suite never needs the real model: a classifier that finds everything neutral (and answers at once). */
+export const neutralClassifier: Classifier = {
+  classify: async () => ({ Porn: 0.01, Hentai: 0.01, Sexy: 0.01, Neutral: 0.95, Drawing: 0.02 }),
+  warm: async () => {},
+  close: async () => {},
+  queueDepth: 0,
+}
+
+export const startServer = (env: Record<string, string> = {}) => startTestServer(env, { classifier: neutralClassifier })
+
+// ---------------------------------------------------------------------------------------------------------------
+// A raw HTTP/1.1 client: fetch normalises paths (`%2e%2e`, `..`, backslashes) and cannot send a lying
+// Content-Length or a slow body, which is exactly what these tests need to send.
+
+export interface RawResponse {
+  status: number
+  headers: Record<string, string>
+  body: string
+  /** Milliseconds from connecting to the complete response. */
+  ms: number
+}
+
+function dechunk(buf: Buffer): Buffer {
+  const out: Buffer[] = []
+  let i = 0
+  while (i < buf.length) {
+    const eol = buf.indexOf('\r\n', i)
+    if (eol < 0) break
+    const size = parseInt(buf.subarray(i, eol).toString(), 16)
+    if (!size) break
+    out.push(buf.subarray(eol + 2, eol + 2 + size))
+    i = eol + 2 + size + 2
+  }
+  return Buffer.concat(out)
+}
+
+/**
+ * Sends `head` (request line and headers, ending in a blank line) and then `body`, which may be an endless async
+ * iterable: sending stops as soon as the response is complete or the server closes the connection.
+ */
+export function rawRequest(
+  port: number,
+  head: string,
+  body?: AsyncIterable<Uint8Array> | Uint8Array | string,
+  timeoutMs = 15_000,
+): Promise<RawResponse> {
+  const started = performance.now()
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1')
+    const chunks: Buffer[] = []
+    let done = false
+    const finish = () => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      socket.destroy()
+      const all = Buffer.concat(chunks)
+      const sep = all.indexOf('\r\n\r\n')
+      if (sep < 0) return reject(new Error(`no HTTP response: ${JSON.stringify(all.toString().slice(0, 100))}`))
+      const lines = all.subarray(0, sep).toString().split('\r\n')
+      const headers: Record<string, string> = {}
+      for (const line of lines.slice(1)) {
+        const colon = line.indexOf(':')
+        headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim()
+      }
+      let rest = all.subarray(sep + 4)
+      if (headers['transfer-encoding'] === 'chunked') rest = dechunk(rest)
+      else if (headers['content-length']) rest = rest.subarray(0, Number(headers['content-length']))
+      resolve({ status: Number(lines[0].split(' ')[1]), headers, body: rest.toString(), ms: performance.now() - started })
+    }
+    const timer = setTimeout(() => {
+      if (done) return
+      done = true
+      socket.destroy()
+      reject(new Error(`raw request timed out after ${timeoutMs} ms: ${head.split('\r\n')[0]}`))
+    }, timeoutMs)
+    socket.on('data', (data) => {
+      chunks.push(data)
+      const all = Buffer.concat(chunks)
+      const sep = all.indexOf('\r\n\r\n')
+      if (sep < 0) return
+      const headText = all.subarray(0, sep).toString().toLowerCase()
+      const length = /\r\ncontent-length:\s*(\d+)/.exec(headText)
+      if (length && all.length - sep - 4 >= Number(length[1])) finish()
+      else if (/\r\ntransfer-encoding:\s*chunked/.test(headText) && all.subarray(sep).includes('\r\n0\r\n\r\n')) finish()
+      else if (!length && !headText.includes('transfer-encoding') && /^http\/1\.1 (204|304)/.test(headText)) finish()
+    })
+    socket.on('close', finish)
+    socket.on('error', () => (chunks.length ? finish() : !done && ((done = true), clearTimeout(timer), reject(new Error('connection failed')))))
+    socket.on('connect', async () => {
+      socket.write(head)
+      if (body === undefined) return
+      if (typeof body === 'string' || body instanceof Uint8Array) return void socket.write(body)
+      try {
+        for await (const chunk of body) {
+          if (done || socket.destroyed) break
+          if (!socket.write(chunk)) await new Promise((r) => socket.once('drain', r))
+        }
+      } catch {
+        // The server closed the connection while we were still sending: that is what some tests want.
+      }
+    })
+  })
+}
+
+/** A GET (or other bodiless) request for an exact request target, bytes as given. */
+export const rawGet = (port: number, target: string, headers: Record<string, string> = {}, method = 'GET') =>
+  rawRequest(
+    port,
+    `${method} ${target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n${Object.entries(headers)
+      .map(([k, v]) => `${k}: ${v}\r\n`)
+      .join('')}\r\n`,
+  )
+
+/** Wraps a byte stream in HTTP/1.1 chunked framing. */
+export async function* chunkedFraming(source: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+  const encoder = new TextEncoder()
+  for await (const chunk of source) {
+    yield encoder.encode(`${chunk.length.toString(16)}\r\n`)
+    yield chunk
+    yield encoder.encode('\r\n')
+  }
+  yield encoder.encode('0\r\n\r\n')
+}
+
+/** An endless (or `total`-byte) stream of filler, `chunk` bytes every `delayMs`; `sent` counts what was produced. */
+export function filler(opts: { chunk?: number; delayMs?: number; total?: number; prefix?: string } = {}) {
+  const counter = { sent: 0 }
+  const chunkSize = opts.chunk ?? 64 * 1024
+  async function* stream() {
+    if (opts.prefix) {
+      const prefix = new TextEncoder().encode(opts.prefix)
+      counter.sent += prefix.length
+      yield prefix
+    }
+    const chunk = new Uint8Array(chunkSize).fill(0x61)
+    while (counter.sent < (opts.total ?? Infinity)) {
+      counter.sent += chunk.length
+      yield chunk
+      if (opts.delayMs) await Bun.sleep(opts.delayMs)
+    }
+  }
+  return { stream: stream(), counter }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Database and file snapshots: "nothing changed" is a hash of every row of every table and of the stored files.
+
+/** Columns that change on reads by design (a key's last use) and say nothing about the data. */
+const VOLATILE_COLUMNS: Record<string, string[]> = { api_keys: ['last_used_at'] }
+
+export function dbSnapshot(t: TestServer): { counts: Record<string, number>; hash: string } {
+  const sqlite = t.server.db.$client
+  const tables = sqlite
+    .query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_stat%' ORDER BY name")
+    .all()
+    .map((r) => r.name)
+  const counts: Record<string, number> = {}
+  const hasher = new Bun.CryptoHasher('sha256')
+  for (const table of tables) {
+    const rows = sqlite.query<Record<string, unknown>, []>(`SELECT * FROM "${table.replace(/"/g, '""')}"`).all()
+    counts[table] = rows.length
+    const skip = VOLATILE_COLUMNS[table] ?? []
+    const lines = rows
+      .map((row) => JSON.stringify(Object.entries(row).filter(([k]) => !skip.includes(k)), (_k, v) => (v instanceof Uint8Array ? Buffer.from(v).toString('hex') : v)))
+      .sort()
+    hasher.update(`${table}\n${lines.join('\n')}\n`)
+  }
+  for (const file of storedFiles(t)) hasher.update(`file ${file}\n`)
+  return { counts, hash: hasher.digest('hex') }
+}
+
+/** Every file under the data directory's `files` folder, with its size. */
+export function storedFiles(t: TestServer): string[] {
+  const root = join(t.dataDir, 'files')
+  const out: string[] = []
+  const walk = (dir: string) => {
+    let entries: string[]
+    try {
+      entries = readdirSync(dir)
+    } catch {
+      return
+    }
+    for (const name of entries) {
+      const path = join(dir, name)
+      const stat = statSync(path)
+      if (stat.isDirectory()) walk(path)
+      else out.push(`${path.slice(root.length)} ${stat.size}`)
+    }
+  }
+  walk(root)
+  return out.sort()
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Accounts and content.
+
+let seed = 1000
+
+export async function uploadWith(t: TestServer, headers: Record<string, string>, fields: Record<string, string> = {}, parts?: UploadPart[], path = '/api/v1/upload') {
+  const files = parts ?? [{ bytes: await makeImage('png', 32, 24, ++seed), name: `pic-${seed}.png` }]
+  return t.json(path, { method: 'POST', headers, body: uploadForm(files, fields) })
+}
+
+/** Uploads one image with an API key and returns its answer (201 asserted). */
+export async function uploadImage(t: TestServer, keyHeader: Record<string, string>, fields: Record<string, string> = {}, part?: UploadPart) {
+  const res = await uploadWith(t, keyHeader, fields, part ? [part] : undefined)
+  if (res.status !== 201) throw new Error(`upload failed: ${res.status} ${JSON.stringify(res.body)}`)
+  return res.body as { id: string; url: string; thumbnail: string; viewer: string; filename: string; deleteToken?: string }
+}
+
+export const send = (method: string, body: unknown, headers: Record<string, string> = {}): RequestInit => ({ method, ...jsonBody(body, headers) })
+
+/** Asserts the `{ error: string }` body of an error answer, with the given status (or any 4xx). */
+export function expectError(res: { status: number; body: any }, status?: number) {
+  if (status === undefined) {
+    expect(res.status).toBeGreaterThanOrEqual(400)
+    expect(res.status).toBeLessThan(500)
+  } else expect(res.status).toBe(status)
+  expect(typeof res.body?.error).toBe('string')
+}
+
+/** The three RateLimit headers and Retry-After of a 429, each a whole number. */
+export function expectRateLimitHeaders(headers: Headers | Record<string, string>, opts: { retryAfter: boolean }) {
+  const get = (name: string) => (headers instanceof Headers ? headers.get(name) : headers[name.toLowerCase()]) ?? null
+  const names = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', ...(opts.retryAfter ? ['Retry-After'] : [])]
+  for (const name of names) {
+    const value = get(name)
+    expect(value, name).toMatch(/^\d+$/)
+  }
+  return {
+    limit: Number(get('RateLimit-Limit')),
+    remaining: Number(get('RateLimit-Remaining')),
+    reset: Number(get('RateLimit-Reset')),
+    retryAfter: opts.retryAfter ? Number(get('Retry-After')) : undefined,
+  }
+}

@@ -1,0 +1,258 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { Database } from 'bun:sqlite'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { makeImage, svgImage } from '../fixtures'
+import { makeAdmin, userWithKey, type TestServer } from '../helpers'
+import { rawGet, rawRequest, send, startServer, uploadImage, type RawResponse } from './support'
+
+let t: TestServer
+let owner: Awaited<ReturnType<typeof userWithKey>>
+let image: Awaited<ReturnType<typeof uploadImage>>
+let svg: Awaited<ReturnType<typeof uploadImage>>
+let album: { id: string }
+const SENTINEL = `sentinel-${crypto.randomUUID()}`
+
+beforeAll(async () => {
+  spyOnDatabase()
+  t = await startServer({ GLOBAL_RATE_LIMIT: '100000' })
+  owner = await userWithKey(t)
+  makeAdmin(t, owner.user.id) // so the admin routes reach their handlers too
+  image = await uploadImage(t, owner.keyHeader, {}, { bytes: await makeImage('png', 20, 20, 3), name: 'x.png' })
+  svg = await uploadImage(t, owner.keyHeader, {}, { bytes: svgImage(), name: 'x.svg' })
+  album = (await t.json('/api/albums', send('POST', { title: 'traversal', isPublic: true }, owner.bearer))).body.album
+  // Files a traversal would love to reach: one in the data directory, beside the database and the image files.
+  writeFileSync(join(t.dataDir, 'secret.txt'), SENTINEL)
+  writeFileSync(join(t.dataDir, 'files', 'secret.txt'), SENTINEL)
+})
+afterAll(async () => {
+  await t.stop()
+  restoreDatabase()
+})
+
+/** Raw path segments: plain, encoded, double-encoded, overlong UTF-8, backslashes, NUL, and broken escapes. */
+function payloads(): string[] {
+  return [
+    '..',
+    '../..',
+    '../../secret.txt',
+    '..%2f..%2fsecret.txt',
+    '..%2F..%2Fimghost.sqlite',
+    '%2e%2e',
+    '%2e%2e%2f%2e%2e%2fsecret.txt',
+    '%2E%2E/%2E%2E/secret.txt',
+    '.%2e/.%2e/secret.txt',
+    '..%252f..%252fsecret.txt',
+    '%252e%252e%252fsecret.txt',
+    '..\\..\\secret.txt',
+    '..%5c..%5csecret.txt',
+    '..%255c..%255csecret.txt',
+    '%c0%ae%c0%ae%c0%afsecret.txt',
+    '%e0%80%ae%e0%80%ae/secret.txt',
+    '....//....//secret.txt',
+    '%00',
+    '..%00',
+    'secret.txt%00.png',
+    `${image.id}.png%00.svg`,
+    `${image.id}.png%00`,
+    `${image.id}%00`,
+    `${image.id}%2f..%2f..%2fsecret.txt`,
+    `${image.id}.png%2f..%2f..%2fsecret.txt`,
+    `${image.id}/../../secret.txt`,
+    `..%2foriginals%2f${image.id}.png`,
+    '%2fetc%2fpasswd',
+    '..%2f..%2f..%2f..%2f..%2f..%2fetc%2fpasswd',
+    'files%2fsecret.txt',
+    '%',
+    '%zz',
+    '%ff%fe',
+    '%ed%a0%80',
+    'a'.repeat(5000),
+    '%e2%80%ae',
+    '1%20OR%201=1',
+    "'%20OR%20'1'='1",
+    '-1',
+    '0',
+    '1e3',
+    '0x10',
+    '99999999999999999999999',
+    'NaN',
+    'Infinity',
+  ]
+}
+
+/**
+ * Where a server that resolves literal `.` and `..` segments (RFC 3986, as Bun does) routes a target. Such a payload
+ * leaves its position and names another route (`/cdn/../..` is `/`), which is not a traversal: only what stays
+ * inside the prefix must be refused.
+ */
+function resolvedPath(target: string): string {
+  const out: string[] = []
+  for (const segment of target.split('?')[0].split('/')) {
+    if (segment === '..') out.pop()
+    else if (segment !== '.') out.push(segment)
+  }
+  return out.join('/') || '/'
+}
+const staysIn = (prefix: string, target: string) => resolvedPath(target).startsWith(prefix)
+
+/** What must never appear in an answer: our sentinel, the SQLite file, /etc/passwd, a stack trace or a server path. */
+function expectNoLeak(res: RawResponse, what: string) {
+  expect(res.status, `${what} answered ${res.status}: ${res.body.slice(0, 200)}`).toBeLessThan(500)
+  expect(res.body).not.toContain(SENTINEL)
+  expect(res.body).not.toContain('SQLite format 3')
+  expect(res.body).not.toMatch(/root:.*:0:0:/)
+  expect(res.body).not.toContain(t.dataDir)
+  expect(res.body).not.toMatch(/\bat .*\.(ts|js):\d+/)
+}
+
+/**
+ * Records every value bound to an SQL statement while `recording` is on, to prove a bad id never reaches a query.
+ * Installed on the Database prototype before the server starts, so statements prepared at startup are seen too.
+ */
+const bound: unknown[] = []
+let recording = false
+const originals = { prepare: Database.prototype.prepare, query: Database.prototype.query }
+function spyOnDatabase() {
+  for (const method of ['prepare', 'query'] as const) {
+    const original = originals[method] as (this: Database, ...args: unknown[]) => Record<string, unknown>
+    ;(Database.prototype as unknown as Record<string, unknown>)[method] = function (this: Database, ...args: unknown[]) {
+      const statement = original.apply(this, args)
+      for (const name of ['all', 'get', 'run', 'values', 'iterate']) {
+        const run = statement[name] as ((...a: unknown[]) => unknown) | undefined
+        if (typeof run !== 'function') continue
+        statement[name] = (...params: unknown[]) => {
+          if (recording) bound.push(...params.flatMap((p) => (p && typeof p === 'object' ? Object.values(p) : [p])))
+          return run.apply(statement, params)
+        }
+      }
+      return statement
+    }
+  }
+}
+const restoreDatabase = () => Object.assign(Database.prototype, originals)
+
+describe('path traversal and malformed ids', () => {
+  test('pages and files (/cdn, /cdn/medium, /i, /a, /u, /assets): never a file outside, never a 5xx', async () => {
+    for (const prefix of ['/cdn/', '/cdn/medium/', '/i/', '/a/', '/u/', '/assets/']) {
+      for (const payload of payloads()) {
+        for (const method of ['GET', 'HEAD']) {
+          const res = await rawGet(t.server.port, prefix + payload, {}, method)
+          expectNoLeak(res, `${method} ${prefix}${payload}`)
+          // Nothing here names an existing file, so nothing is served.
+          if (staysIn(prefix, prefix + payload)) expect(res.status, `${method} ${prefix}${payload}`).toBeGreaterThanOrEqual(400)
+        }
+      }
+    }
+    // The real files are still served, so the guard is not simply refusing everything.
+    expect((await rawGet(t.server.port, `/cdn/${image.id}.png`)).status).toBe(200)
+    expect((await rawGet(t.server.port, `/cdn/medium/${image.id}.webp`)).status).toBe(200)
+  })
+
+  test('every `:param` API route of /swagger/json, with every method it has: 4xx with { error }, never a 5xx', async () => {
+    const doc = (await t.json('/swagger/json')).body
+    const routes = Object.entries<Record<string, unknown>>(doc.paths).filter(([path]) => path.includes('{'))
+    expect(routes.length).toBeGreaterThanOrEqual(8)
+    const auth = { authorization: `Bearer ${owner.token}`, 'x-api-key': owner.apiKey, 'x-delete-token': 'x' }
+    let checked = 0
+    for (const [path, operations] of routes) {
+      for (const method of Object.keys(operations)) {
+        for (const payload of payloads()) {
+          const target = path.replace(/\{[^}]+\}/g, payload)
+          // A syntactically valid body, so only the path can be what is wrong.
+          const body = '{"title":"t","visibility":"private","nsfw":true,"embed_profile_id":null,"imageId":"abcdefgh","banned":true}'
+          const answer =
+            method === 'get' || method === 'delete'
+              ? await rawGet(t.server.port, target, auth, method.toUpperCase())
+              : await rawBody(method.toUpperCase(), target, { ...auth, 'content-type': 'application/json' }, body)
+          expect(answer).not.toBeNull()
+          expectNoLeak(answer!, `${method.toUpperCase()} ${target}`)
+          if (!staysIn(path.slice(0, path.indexOf('{')), target)) continue
+          expect(answer!.status, `${method.toUpperCase()} ${target}: ${answer!.body.slice(0, 120)}`).toBeGreaterThanOrEqual(400)
+          if (answer!.headers['content-type']?.includes('json')) expect(typeof JSON.parse(answer!.body).error).toBe('string')
+          checked++
+        }
+      }
+    }
+    expect(checked).toBeGreaterThan(300)
+    // Nothing was changed by all that: the image, the SVG and the album are all still there.
+    for (const id of [image.id, svg.id]) expect((await t.json(`/api/v1/image/${id}`)).status).toBe(200)
+    expect((await t.json(`/api/albums/${album.id}`, { headers: owner.bearer })).status).toBe(200)
+  })
+
+  test('malformed ids are refused before any database lookup', async () => {
+    // The spy works: a well-formed id is looked up, and seen.
+    recording = true
+    expect((await rawGet(t.server.port, `/api/v1/image/${image.id}`)).status).toBe(200)
+    recording = false
+    expect(bound).toContain(image.id)
+    const malformed = ['..', '../x', 'a/b', 'a\\b', 'abc\u0000def', '%zz', 'x'.repeat(300), "a' OR '1'='1", 'abcdefg', 'abcdefghi', 'abcd-efg']
+    const targets = (id: string) => {
+      // Dots encoded too: the id must stay one path segment (a server that resolves `..` would route elsewhere).
+      const e = encodeURIComponent(id).replace(/\./g, '%2E')
+      return [
+        ['GET', `/api/v1/image/${e}`],
+        ['PATCH', `/api/v1/image/${e}`],
+        ['DELETE', `/api/v1/image/${e}`],
+        ['GET', `/api/albums/${e}`],
+        ['PUT', `/api/albums/${e}`],
+        ['DELETE', `/api/albums/${e}`],
+        ['POST', `/api/albums/${e}/images`],
+        ['DELETE', `/api/albums/${album.id}/images/${e}`],
+        ['PATCH', `/api/images/${e}/embed`],
+        ['DELETE', `/api/admin/images/${e}`],
+        ['GET', `/api/users/${e}`],
+        ['GET', `/i/${e}`],
+        ['GET', `/a/${e}`],
+        ['GET', `/cdn/${e}.png`],
+        ['GET', `/cdn/medium/${e}.webp`],
+      ] as const
+    }
+    for (const id of malformed) {
+      for (const [method, path] of targets(id)) {
+        // 7 or 9 letters are malformed image and album ids, but fine usernames.
+        if (path.startsWith('/api/users/') && /^[A-Za-z0-9_-]{3,32}$/.test(id)) continue
+        bound.length = 0
+        recording = true
+        const json = JSON.stringify({ title: 'x', nsfw: true, imageId: image.id, embed_profile_id: null })
+        const headers = { 'x-api-key': owner.apiKey, authorization: `Bearer ${owner.token}` }
+        const res = method === 'GET' || method === 'DELETE' ? await rawGet(t.server.port, path, headers, method) : await rawBody(method, path, { ...headers, 'content-type': 'application/json' }, json)
+        recording = false
+        expect(res.status, `${method} ${path}`).toBeGreaterThanOrEqual(400)
+        expect(res.status, `${method} ${path}`).toBeLessThan(500)
+        const leaked = bound.filter((v) => typeof v === 'string' && (v === id || v.toLowerCase() === id.toLowerCase()))
+        expect(leaked, `${method} ${path} looked up ${JSON.stringify(id)}`).toEqual([])
+      }
+    }
+  })
+
+  test('SVG originals carry the sandbox CSP and nosniff; every original and thumbnail carries nosniff', async () => {
+    const res = await t.fetch(`/cdn/${svg.id}.svg`)
+    expect(res.status).toBe(200)
+    expect(res.headers.get('content-type')).toStartWith('image/svg+xml')
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff')
+    const csp = res.headers.get('content-security-policy') ?? ''
+    expect(csp).toContain("default-src 'none'")
+    expect(csp.split(';').map((d) => d.trim())).toContain('sandbox')
+    expect(csp).not.toContain('allow-scripts')
+    for (const path of [`/cdn/${image.id}.png`, `/cdn/medium/${image.id}.webp`, `/cdn/medium/${svg.id}.webp`]) {
+      const r = await t.fetch(path)
+      expect(r.status).toBe(200)
+      expect(r.headers.get('x-content-type-options')).toBe('nosniff')
+    }
+    // HEAD and ranges get the same headers.
+    for (const init of [{ method: 'HEAD' }, { headers: { range: 'bytes=0-10' } }]) {
+      const r = await t.fetch(`/cdn/${svg.id}.svg`, init)
+      expect(r.headers.get('content-security-policy')).toBe(csp)
+      expect(r.headers.get('x-content-type-options')).toBe('nosniff')
+    }
+  })
+})
+
+/** A request with a JSON body and an exact request target. */
+function rawBody(method: string, target: string, headers: Record<string, string>, body: string) {
+  const head = `${method} ${target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n${Object.entries({ ...headers, 'content-length': String(Buffer.byteLength(body)) })
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('')}\r\n`
+  return rawRequest(t.server.port, head, body)
+}
