@@ -126,10 +126,11 @@ async function main() {
   const others: { stop(): Promise<void> }[] = []
 
   try {
-    // The first scanned upload waits for the model; everything after it sees a warm classifier.
-    const tWarm = performance.now()
+    // The model loads in the background after start: idle RSS with the model warm is read once RSS stops moving.
+    const settled = await settledRss(app.pid)
+    const tFirst = performance.now()
     await upload(app.url, '/api/upload', bearer, [scanFile])
-    const firstScanMs = performance.now() - tWarm
+    const firstScanMs = performance.now() - tFirst
 
     if (only.has('classify')) {
       section('classification')
@@ -153,16 +154,16 @@ async function main() {
       add(figure({ group: 'classification', figure: 'POST /api/upload 640x480 JPEG, scanned, p50', value: p(scanned, 50), unit: 'ms', reference: 'classifier alone in its Worker, p50', refValue: ref.p50Ms, note: `whole request: receive, inspect, thumbnail, scan, store` }))
       add(figure({ group: 'classification', figure: 'POST /api/upload 640x480 JPEG, scanned, p95', value: p(scanned, 95), unit: 'ms', reference: 'classifier alone in its Worker, p95', refValue: ref.p95Ms }))
       add(figure({ group: 'classification', figure: 'scan inside POST /api/upload (p50 scanned − p50 unscanned)', value: p(scanned, 50) - p(unscanned, 50), unit: 'ms', reference: 'classifier alone, p50', refValue: ref.p50Ms, note: `unscanned /api/v1/upload p50 ${p(unscanned, 50).toFixed(1)} ms; server-side scan mean ${inServerMean.toFixed(1)} ms (metrics)` }))
-      add(figure({ group: 'classification', figure: 'first scan after start (waits for the model)', value: firstScanMs, unit: 'ms', reference: 'model load + warm-up alone', refValue: ref.warmMs }))
+      add(figure({ group: 'classification', figure: 'first scanned upload after start', value: firstScanMs, unit: 'ms', note: `model load + warm-up alone: ${ref.warmMs.toFixed(0)} ms (in the background after start)` }))
     }
 
     if (only.has('memory')) {
       section('memory')
-      await sleep(1500)
-      Bun.gc(true)
+      await sleep(1000)
       const warm = memoryOf(app.pid).rss
-      add(figure({ group: 'memory', figure: 'RSS right after start (model loading in the background)', value: mb(idleAtHealthy), unit: 'MB', note: 'peer: 350 MB idle' }))
-      add(figure({ group: 'memory', figure: 'idle RSS with the model warm', value: mb(warm), unit: 'MB', target: '<= 175 MB', met: mb(warm) <= 175 }))
+      add(figure({ group: 'memory', figure: 'RSS at first healthy answer (model still loading)', value: mb(idleAtHealthy), unit: 'MB', note: 'peer: 350 MB idle' }))
+      add(figure({ group: 'memory', figure: 'idle RSS with the model warm, before any upload', value: mb(settled.rss), unit: 'MB', target: '<= 175 MB', met: mb(settled.rss) <= 175, note: `read ${(settled.afterMs / 1000).toFixed(1)} s after healthy, once RSS stopped moving` }))
+      add(figure({ group: 'memory', figure: 'idle RSS after the classification uploads', value: mb(warm), unit: 'MB', note: `${raw.classify ? '61 scanned + 30 unscanned uploads' : '1 scanned upload'} so far` }))
       const reset = resetPeak(app.pid)
       const stopSampling = sampleRss(app.pid)
       const big = Array.from({ length: 15 }, (_, i) => ({ blob: Bun.file(fixtures.png50mb, { type: 'image/png' }) as Blob, name: `big-${i}.png` }))
@@ -173,8 +174,8 @@ async function main() {
       const hwm = memoryOf(app.pid).hwm
       const peak = reset ? Math.max(hwm, sampled) : sampled
       if (res.images?.length !== 15) throw new Error('batch upload did not store 15 images')
-      raw.memory = { idleAtHealthy, warm, peak, hwm, sampled, reset, batchMs }
-      add(figure({ group: 'memory', figure: 'peak RSS, one request uploading 15 x 50 MB PNG', value: mb(peak), unit: 'MB', reference: 'idle RSS, model warm', refValue: mb(warm), target: '<= idle + 200 MB', met: peak - warm <= 200 * MB, note: `+${mb(peak - warm).toFixed(0)} MB; request took ${(batchMs / 1000).toFixed(1)} s; ${reset ? 'VmHWM reset before' : 'sampled every 20 ms'}` }))
+      raw.memory = { idleAtHealthy, settled, warm, peak, hwm, sampled, reset, batchMs }
+      add(figure({ group: 'memory', figure: 'peak RSS, one request uploading 15 x 50 MB PNG', value: mb(peak), unit: 'MB', reference: 'idle RSS just before', refValue: mb(warm), target: '<= idle + 200 MB', met: peak - warm <= 200 * MB, note: `+${mb(peak - warm).toFixed(0)} MB; request took ${(batchMs / 1000).toFixed(1)} s; ${reset ? 'VmHWM reset before' : 'sampled every 20 ms'}` }))
     }
 
     if (only.has('healthz')) {
@@ -318,11 +319,24 @@ async function main() {
       add(figure({ group: 'views', figure: `GET /cdn/<id>.jpg with view counting`, value: a.rps, unit: 'req/s', reference: 'same, COUNT_VIEWS=false', refValue: b.rps, target: '>= 0.9x (costs <= 10%)', met: a.rps / b.rps >= 0.9, note: `${counted} views counted; runs ${a.runs.join('/')} vs ${b.runs.join('/')}` }))
       // Worst case for one flush: every view of one 2 s flush interval, at the measured rate, hit a different image.
       const distinct = Math.max(1000, Math.round(((smallCdn?.rps ?? a.rps) * 2) / 1000) * 1000)
-      const flush = await runJson<{ n: number; medianMs: number; maxMs: number }>([BUN, 'bench/ref/flush-views.ts', String(distinct), '3'], { timeoutMs: 120_000 })
+      const flush = await runJson<{ n: number; medianMs: number; maxMs: number; totalMs: number; gradual: boolean }>([BUN, 'bench/ref/flush-views.ts', String(distinct), '3'], { timeoutMs: 120_000 })
       raw.views = { counting: a, notCounting: b, counted, flush }
-      add(figure({ group: 'views', figure: `one view flush, ${distinct.toLocaleString('en-US')} distinct images (2 s at the measured rate)`, value: flush.maxMs, unit: 'ms', target: 'event loop blocked <= 20 ms', met: flush.maxMs <= 20, note: `median ${flush.medianMs.toFixed(1)} ms of 3; synchronous, so all of it blocks the event loop` }))
+      add(figure({ group: 'views', figure: `longest event-loop block during a view flush, ${distinct.toLocaleString('en-US')} distinct images (2 s at the measured rate)`, value: flush.maxMs, unit: 'ms', target: '<= 20 ms', met: flush.maxMs <= 20, note: `worst of 3 flushes (median ${flush.medianMs.toFixed(1)} ms); whole flush ${flush.totalMs.toFixed(0)} ms, ${flush.gradual ? 'one 500-row transaction per event-loop turn' : 'synchronous'}` }))
     }
   }
+}
+
+/** RSS once it has moved less than 2 MB over one second (the model finished loading), at most 15 s after start. */
+async function settledRss(pid: number): Promise<{ rss: number; afterMs: number }> {
+  const start = performance.now()
+  const samples: number[] = []
+  while (performance.now() - start < 15_000) {
+    samples.push(memoryOf(pid).rss)
+    const window = samples.slice(-5)
+    if (window.length === 5 && Math.max(...window) - Math.min(...window) < 2 * MB) break
+    await sleep(250)
+  }
+  return { rss: samples[samples.length - 1], afterMs: performance.now() - start }
 }
 
 async function views(app: AppProcess, id: string): Promise<number> {

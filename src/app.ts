@@ -30,6 +30,11 @@ import { createPageService } from './modules/pages/service'
 import { reportsModule } from './modules/reports'
 import { createReportService } from './modules/reports/service'
 import type { Storage } from './storage'
+import { clientsModule } from './modules/clients'
+import { tusModule } from './modules/tus'
+import { createTusService, type TusOptions } from './modules/tus/service'
+import { webhooksModule } from './modules/webhooks'
+import { createWebhookService, type WebhookOptions } from './modules/webhooks/service'
 
 export interface AppDeps {
   config: Config
@@ -39,6 +44,10 @@ export interface AppDeps {
   storage: Storage
   media: MediaProcessor
   classifier: Classifier
+  /** Webhook delivery timing (tests use milliseconds). */
+  webhookOptions?: WebhookOptions
+  /** Resumable upload expiry and limits (tests shorten them). */
+  tusOptions?: TusOptions
 }
 
 /** Composes every feature into one Elysia app; tests build the app through this too. */
@@ -48,14 +57,17 @@ export function createApp(deps: AppDeps) {
   const classifier = metrics.instrument(deps.classifier)
   const auth = createAuthService(db, deps.mailer)
   const guard = authGuard(auth, { secret: deps.jwtSecret, trustProxy: config.trustProxy })
-  const images = createImageService({ db, config, storage })
-  const pipeline = createUploadPipeline({ db, config, storage, media: deps.media, classifier, thresholds: config.nsfw.thresholds })
+  // Image events (upload, delete) reach the webhooks through this one hook.
+  const webhooks = createWebhookService({ db, config, options: deps.webhookOptions })
+  const images = createImageService({ db, config, storage, events: webhooks.events })
+  const pipeline = createUploadPipeline({ db, config, storage, media: deps.media, classifier, thresholds: config.nsfw.thresholds, events: webhooks.events })
+  const tus = createTusService({ db, config, pipeline, images, metrics, options: deps.tusOptions })
   const gallery = createGalleryService({ db, config })
   const albums = createAlbumService({ db, images, publicUrl: config.publicUrl })
   const embeds = createEmbedService({ db, images })
   const pages = createPageService({ db, config, images })
   const reports = createReportService({ db, config, storage, images })
-  const services = { reports, auth, admin: createAdminService({ db, images }), images, pipeline, gallery, metrics, albums, embeds, pages }
+  const services = { reports, auth, admin: createAdminService({ db, images }), images, pipeline, gallery, metrics, albums, embeds, pages, tus, webhooks }
 
   const app = new Elysia()
     .use(errorModel)
@@ -66,6 +78,9 @@ export function createApp(deps: AppDeps) {
     .use(healthModule({ db, metrics, metricsToken: config.metricsToken, classifier }))
     .use(authModule(auth, guard))
     .use(imagesModule({ config, images, pipeline, guard, metrics }))
+    .use(tusModule({ config, tus, guard }))
+    .use(webhooksModule(webhooks, guard))
+    .use(clientsModule({ config, guard }))
     .use(cdnModule({ images, storage, countViews: config.countViews, serve: config.storage.driver === 's3' ? config.storage.s3.serve : 'stream' }))
     .use(adminModule(services.admin, guard))
     .use(reportsModule(reports, guard))

@@ -58,7 +58,7 @@ const variables = {
   S3_REGION: { schema: T.String({ pattern: '^[a-z0-9-]+$' }), default: 'us-east-1' },
   S3_ACCESS_KEY_ID: { schema: T.String(), default: '' },
   S3_SECRET_ACCESS_KEY: { schema: T.String(), default: '' },
-  S3_PREFIX: { schema: T.String({ pattern: '^(|[A-Za-z0-9!_.*()\'-]+(/[A-Za-z0-9!_.*()\'-]+)*/?)$' }), default: '' },
+  S3_PREFIX: { schema: T.String({ pattern: '^(|[A-Za-z0-9_-][A-Za-z0-9_.-]*(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)*/?)$' }), default: '' },
   S3_SERVE: { schema: T.Union([T.Literal('stream'), T.Literal('redirect')]), default: 'stream' },
 } satisfies Record<string, { schema: TSchema; default: string }>
 

@@ -16,11 +16,14 @@ export type ServerOverrides = Partial<Omit<AppDeps, 'config' | 'db'>> & {
   rescan?: RescanOptions
   /** How often expired images are removed (tests use short intervals). */
   expirySweep?: { intervalMs?: number }
+  /** How often expired resumable uploads are removed. */
+  tusSweep?: { intervalMs?: number }
 }
 
 const VIEW_FLUSH_MS = 2000
 /** Expired images already answer 404 everywhere; the sweep only frees their rows and files. */
 const EXPIRY_SWEEP_MS = 60_000
+const TUS_SWEEP_MS = 10 * 60_000
 
 /** Opens the data directory and database, builds the app and listens; `stop` shuts everything down cleanly. */
 export async function startServer(config: Config, overrides: ServerOverrides = {}) {
@@ -34,13 +37,17 @@ export async function startServer(config: Config, overrides: ServerOverrides = {
     storage: overrides.storage ?? createConfiguredStorage(config),
     media: overrides.media ?? createMediaProcessor({ maxPixels: config.limits.maxPixels }),
     classifier: overrides.classifier ?? createNsfwClassifier({ timeoutMs: config.nsfw.timeoutMs, maxQueue: config.nsfw.maxQueue }),
+    webhookOptions: overrides.webhookOptions,
+    tusOptions: overrides.tusOptions,
   }
   await sweepOrphans(db, deps.storage, join(config.dataDir, 'tmp'))
   const { app, services } = createApp(deps)
   await services.auth.ensureAdmin(config.admin)
   // The model loads in the background: the server answers at once, and the first scan waits for it if needed.
   deps.classifier.warm().catch((error) => console.error(JSON.stringify({ level: 'error', msg: 'classifier warm-up failed', error: String(error) })))
-  const flushTimer = setInterval(services.images.flushViews, VIEW_FLUSH_MS)
+  const flushTimer = setInterval(() => {
+    services.images.flushViewsGradually().catch((error) => console.error(JSON.stringify({ level: 'error', msg: 'view flush failed', error: String(error) })))
+  }, VIEW_FLUSH_MS)
   const rescanner = createRescanner(
     { db, storage: deps.storage, media: deps.media, classifier: deps.classifier, thresholds: config.nsfw.thresholds, tmpDir: join(config.dataDir, 'tmp') },
     { timeoutMs: config.nsfw.timeoutMs, ...overrides.rescan },
@@ -55,6 +62,13 @@ export async function startServer(config: Config, overrides: ServerOverrides = {
   }
   sweepExpired()
   const expiryTimer = setInterval(sweepExpired, overrides.expirySweep?.intervalMs ?? EXPIRY_SWEEP_MS)
+  // Resumable uploads past their expiry go with their data: at startup, then on an interval.
+  let tusSweep: Promise<unknown> = Promise.resolve()
+  const sweepTus = () => {
+    tusSweep = services.tus.sweep().catch((error) => console.error(JSON.stringify({ level: 'error', msg: 'tus sweep failed', error: String(error) })))
+  }
+  sweepTus()
+  const tusTimer = setInterval(sweepTus, overrides.tusSweep?.intervalMs ?? TUS_SWEEP_MS)
   // Upload bodies are streamed and limited by the pipeline itself, per file and per request.
   app.listen({ port: config.port, hostname: '0.0.0.0', maxRequestBodySize: Number.MAX_SAFE_INTEGER })
 
@@ -71,6 +85,10 @@ export async function startServer(config: Config, overrides: ServerOverrides = {
       clearInterval(flushTimer)
       clearInterval(expiryTimer)
       await expirySweep
+      clearInterval(tusTimer)
+      await tusSweep
+      // Webhook retries live in memory: those still waiting are dropped (see the README).
+      await services.webhooks.stop()
       await rescanner.stop()
       services.images.flushViews()
       await deps.classifier.close()

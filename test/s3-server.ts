@@ -8,7 +8,7 @@
  * `test:s3` runner start it as a child process with `spawnS3Server`, so "the bucket is down" is a killed process.
  *
  * Control API (paths no bucket can have):
- *   GET    /__control/requests          the S3 requests seen so far: [{ method, path, query }]
+ *   GET    /__control/requests          the S3 requests seen so far: [{ method, path, query, range? }]
  *   DELETE /__control/requests          forget them
  *   POST   /__control/fail?count=N      answer the next N S3 requests with 503 SlowDown
  */
@@ -24,6 +24,7 @@ export interface SeenRequest {
   method: string
   path: string
   query: Record<string, string>
+  range?: string
 }
 
 async function serve(opts: { port: number; dir: string; bucket: string }) {
@@ -73,7 +74,7 @@ async function serve(opts: { port: number; dir: string; bucket: string }) {
       res.statusCode = 404
       return res.end('{}')
     }
-    seen.push({ method: req.method, path: url.pathname, query: Object.fromEntries(url.searchParams) })
+    seen.push({ method: req.method, path: url.pathname, query: Object.fromEntries(url.searchParams), ...(req.headers.range ? { range: req.headers.range } : {}) })
     if (failNext > 0) {
       failNext--
       req.resume()

@@ -38,8 +38,8 @@ function build(on: Set<string>) {
 const fakeServer = { requestIP: () => ({ address: '127.0.0.1', family: 'IPv4', port: 1 }) }
 async function bench(label: string, on: Set<string>, path: string) {
   const app = build(on)
-  app.compile?.()
-  const handle = app.fetch
+  const server = { requestIP: () => ({ address: '127.0.0.1', family: 'IPv4', port: 1 }) }
+  ;(app as any).server = server
   const run = async (n: number) => {
     for (let i = 0; i < n; i++) {
       const res = await app.handle(new Request('http://127.0.0.1:1' + path))
@@ -47,16 +47,19 @@ async function bench(label: string, on: Set<string>, path: string) {
       if (path.startsWith('/api')) await res.text()
     }
   }
-  await run(3000)
-  const n = 20000
-  const t = performance.now()
-  await run(n)
-  console.log(label.padEnd(40), path.padEnd(28), (((performance.now() - t) / n) * 1000).toFixed(1), 'us')
+  await run(5000)
+  const times: number[] = []
+  for (let r = 0; r < 7; r++) {
+    const n = 10000
+    const t = performance.now()
+    await run(n)
+    times.push(((performance.now() - t) / n) * 1000)
+  }
+  console.log(label.padEnd(20), path.padEnd(28), 'min', Math.min(...times).toFixed(1), 'us  median', times.sort((a,b)=>a-b)[3].toFixed(1))
 }
 const all = ['err', 'log', 'json', 'rate', 'docs', 'guard']
 for (const path of [`/cdn/medium/${id}.webp`, `/api/v1/image/${id}`]) {
   await bench('none', new Set(), path)
   for (const p of all) await bench(`only ${p}`, new Set([p]), path)
-  for (const p of all) await bench(`all but ${p}`, new Set(all.filter((x) => x !== p)), path)
   await bench('all', new Set(all), path)
 }

@@ -60,9 +60,14 @@ export const jsonBodyLimit = new Elysia({ name: 'json-body-limit' }).onParse({ a
   // Deep nesting is refused before parsing: validating (and describing the error of) a value nested thousands deep
   // overflows the stack in the framework, which would be a 500.
   if (nestedDeeperThan(text, MAX_JSON_DEPTH)) throw badRequest(`JSON body nested too deeply: at most ${MAX_JSON_DEPTH} levels`)
+  let parsed: unknown
   try {
-    return JSON.parse(text)
+    parsed = JSON.parse(text)
   } catch {
     throw badRequest('Malformed JSON body')
   }
+  // Every JSON body of the API is an object. The framework would read a string, number, array or boolean as an
+  // empty object, so a body like `"x"` would pass for `{}` on routes whose fields are all optional.
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw badRequest('Expected a JSON object body')
+  return parsed
 })

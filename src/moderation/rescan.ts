@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { and, asc, eq } from 'drizzle-orm'
 import type { Db } from '../db/client'
 import { images } from '../db/schema'
+import { liveImage } from '../modules/images/live'
 import { randomToken } from '../lib/crypto'
 import type { MediaProcessor } from '../media/processor'
 import { originalKey, type Storage } from '../storage'
@@ -108,7 +109,7 @@ export function createRescanner(deps: RescanDeps, opts: RescanOptions = {}) {
     const pending = db
       .select({ id: images.id, ext: images.ext })
       .from(images)
-      .where(eq(images.scanStatus, 'pending'))
+      .where(and(eq(images.scanStatus, 'pending'), liveImage()))
       .orderBy(asc(images.createdAt))
       .all()
     const pendingIds = new Set(pending.map((p) => p.id))

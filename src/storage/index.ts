@@ -29,11 +29,11 @@ export interface Storage {
   /** Every stored key, for the startup sweep and integrity checks. */
   list(): AsyncIterable<StorageKey>
   /**
-   * Starts reading `file` (or a slice of it) and returns it as a response body once the first bytes have arrived, so
-   * a failing store is an error before any header is sent; null when the object is gone. Absent on local disk, where
-   * the Blob itself is the body (sent with sendfile).
+   * Starts reading `file` (or a slice of it, `length` bytes) and returns it as a response body once the first bytes
+   * have arrived, so a failing store is an error before any header is sent; null when the object is gone. Absent on
+   * local disk, where the Blob itself is the body (sent with sendfile).
    */
-  openBody?(file: Blob): Promise<BodyInit | null>
+  openBody?(file: Blob, length: number): Promise<BodyInit | null>
   /** A URL that fetches the object directly for `expiresIn` seconds (object stores only). */
   presign?(key: StorageKey, expiresIn: number): string
 }

@@ -26,6 +26,8 @@ export const RETRY_DELAYS_MS = [100, 300, 900] as const
  */
 export const PART_SIZE = 8 * 1024 * 1024
 export const QUEUE_SIZE = 4
+/** /cdn reads objects up to this size whole (one GET, a Content-Length); larger ones stream without buffering. */
+export const WHOLE_BODY_LIMIT = 4 * 1024 * 1024
 
 /** Answers that mean "this will not change if you ask again"; anything else (network errors, 5xx, SlowDown) is retried. */
 const PERMANENT = new Set([
@@ -88,6 +90,8 @@ export function createS3Storage(opts: S3StorageOptions): S3Storage {
     accessKeyId: opts.accessKeyId,
     secretAccessKey: opts.secretAccessKey,
     ...(opts.endpoint ? { endpoint: opts.endpoint } : {}),
+    // One retry policy, ours (withRetry): Bun's own would multiply it and retry permanent errors too.
+    retry: 0,
   })
   const delays = opts.retryDelaysMs ?? RETRY_DELAYS_MS
   const pageSize = opts.pageSize ?? 1000
@@ -162,9 +166,12 @@ export function createS3Storage(opts: S3StorageOptions): S3Storage {
       } while (continuationToken)
     },
 
-    async openBody(file) {
+    async openBody(file, length) {
       const s3file = file as S3File
       try {
+        // Bun.serve sends a stream body chunked, dropping its Content-Length (oven-sh/bun#10507): bodies up to
+        // WHOLE_BODY_LIMIT are read whole so they keep one; larger ones stream.
+        if (length <= WHOLE_BODY_LIMIT) return new Uint8Array(await retry(`get ${s3file.name ?? ''}`, () => s3file.arrayBuffer()))
         return await retry(`get ${s3file.name ?? ''}`, async () => {
           const reader = s3file.stream().getReader()
           // The GET has answered (and with a success status) once the first chunk is here: only then commit to a 200/206.

@@ -31,16 +31,26 @@ const ASSET_TYPES: Record<string, string> = {
 
 export interface Asset {
   bytes: Uint8Array<ArrayBuffer>
+  /** The gzip form of text assets (CSS, JS, SVG), made once at startup; null when it would not be smaller. */
+  gzip: Uint8Array<ArrayBuffer> | null
   type: string
   hash: string
 }
+
+const COMPRESSIBLE = new Set(['.css', '.js', '.svg'])
 
 function loadAssets(): Map<string, Asset> {
   const assets = new Map<string, Asset>()
   for (const name of readdirSync(ASSET_DIR)) {
     if (!ASSET_NAME.test(name)) continue
     const bytes = new Uint8Array(readFileSync(join(ASSET_DIR, name))) as Uint8Array<ArrayBuffer>
-    assets.set(name, { bytes, type: ASSET_TYPES[extname(name)], hash: sha256Hex(bytes).slice(0, 12) })
+    const gzip = COMPRESSIBLE.has(extname(name)) ? (new Uint8Array(Bun.gzipSync(bytes, { level: 9 })) as Uint8Array<ArrayBuffer>) : null
+    assets.set(name, {
+      bytes,
+      gzip: gzip && gzip.length < bytes.length ? gzip : null,
+      type: ASSET_TYPES[extname(name)],
+      hash: sha256Hex(bytes).slice(0, 12),
+    })
   }
   return assets
 }

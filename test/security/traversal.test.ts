@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
-import { writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { makeImage, svgImage } from '../fixtures'
 import { makeAdmin, userWithKey, type TestServer } from '../helpers'
@@ -23,6 +23,8 @@ beforeAll(async () => {
   album = (await t.json('/api/albums', send('POST', { title: 'traversal', isPublic: true }, owner.bearer))).body.album
   // Files a traversal would love to reach: one in the data directory, beside the database and the image files.
   writeFileSync(join(t.dataDir, 'secret.txt'), SENTINEL)
+  // (With STORAGE=s3 there is no `files` folder: make one, so the bait is there all the same.)
+  mkdirSync(join(t.dataDir, 'files'), { recursive: true })
   writeFileSync(join(t.dataDir, 'files', 'secret.txt'), SENTINEL)
 })
 afterAll(async () => {

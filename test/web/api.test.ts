@@ -57,9 +57,12 @@ describe('PATCH /api/images/:id (JWT)', () => {
     const image = await uploadImage(t, owner.keyHeader)
     const res = await t.json(`/api/images/${image.id}`, send('PATCH', { visibility: 'private' }, owner.bearer))
     expect(res.status).toBe(200)
-    expect(res.body).toEqual({ success: true, id: image.id, visibility: 'private', nsfw: false })
+    expect(res.body).toMatchObject({ success: true, id: image.id, visibility: 'private', nsfw: false })
     const both = await t.json(`/api/images/${image.id}`, send('PATCH', { visibility: 'public', nsfw: true }, owner.bearer))
-    expect(both.body).toEqual({ success: true, id: image.id, visibility: 'public', nsfw: true })
+    expect(both.body).toMatchObject({ success: true, id: image.id, visibility: 'public', nsfw: true })
+    // The same answer as the key-based route.
+    const viaKey = await t.json(`/api/v1/image/${image.id}`, send('PATCH', { visibility: 'public', nsfw: true }, owner.keyHeader))
+    expect(both.body).toEqual(viaKey.body)
     expect((await t.json(`/api/v1/image/${image.id}`)).body.data).toMatchObject({ visibility: 'public', nsfw: true })
   })
 

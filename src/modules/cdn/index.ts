@@ -75,7 +75,7 @@ async function serve(request: Request, d: Delivery): Promise<Response> {
     const headers = range ? { ...common, 'content-range': `bytes ${range.start}-${range.end}/${size}`, 'content-length': String(length) } : { ...common, 'content-length': String(length) }
     const status = range ? 206 : 200
     if (request.method === 'HEAD') return new Response(null, { status, headers })
-    const body = d.storage.openBody ? await d.storage.openBody(part) : part
+    const body = d.storage.openBody ? await d.storage.openBody(part, length) : part
     if (body === null) return notFound()
     return new Response(body, { status, headers })
   } catch (error) {

@@ -86,7 +86,7 @@ export function renderLogout(renderer: PageRenderer, config: Config): Response {
     html`<section class="notice" id="logout">
 <h1>Logged out</h1>
 <p class="muted" role="status">You are logged out on this browser.</p>
-<p><a class="button" href="/login">Log in again</a> <a class="button secondary" href="/">Upload anonymously</a></p>
+<p class="actions center"><a class="button" href="/login">Log in again</a> <a class="button secondary" href="/">Upload anonymously</a></p>
 </section>`,
   )
 }

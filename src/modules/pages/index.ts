@@ -46,15 +46,19 @@ export function pagesModule(deps: { config: Config; pages: PageService; images: 
   return new Elysia({ name: 'module-pages' })
     .get(
       '/assets/:name',
-      ({ params, query }) => {
+      ({ params, query, headers }) => {
         const asset = getAsset(params.name)
         if (!asset) throw notFound()
-        return new Response(asset.bytes, {
+        // Scripts and styles go out compressed (about a quarter of their size) to clients that accept gzip.
+        const gzip = asset.gzip && /\bgzip\b/.test(headers['accept-encoding'] ?? '') ? asset.gzip : null
+        return new Response(gzip ?? asset.bytes, {
           headers: {
+            ...(gzip ? { 'content-encoding': 'gzip' } : {}),
+            ...(asset.gzip ? { vary: 'accept-encoding' } : {}),
             'content-type': asset.type,
             // A versioned URL never changes content; an unversioned one is revalidated.
             'cache-control': query.v === asset.hash ? 'public, max-age=31536000, immutable' : 'no-cache',
-            etag: `"${asset.hash}"`,
+            etag: gzip ? `"${asset.hash}-gz"` : `"${asset.hash}"`,
             'x-content-type-options': 'nosniff',
           },
         })

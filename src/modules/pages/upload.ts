@@ -19,7 +19,7 @@ const windowText = (seconds: number) =>
  */
 export function renderUploadPage(renderer: PageRenderer, config: Config): Response {
   const anon = config.limits.anonymous
-  const anonText = `Up to ${anon.maxFiles} files at a time, ${humanSize(anon.maxFileSize)} each, ${anon.uploads} uploads per ${windowText(anon.windowSeconds)}.`
+  const anonText = `Up to ${anon.maxFiles} file${anon.maxFiles === 1 ? '' : 's'} at a time, ${humanSize(anon.maxFileSize)} each, ${anon.uploads} upload${anon.uploads === 1 ? '' : 's'} per ${windowText(anon.windowSeconds)}.`
 
   const body = html`<section class="upload" id="upload"
  data-max-files="${anon.maxFiles}" data-max-size="${anon.maxFileSize}"

@@ -38,7 +38,8 @@ export function createReportService(deps: { db: Db; config: Config; storage: Sto
 
   type Row = { report: Report; image: Image | null; owner: { id: number; username: string; banned: boolean } | null; openReports: number }
 
-  const openOfSameImage = sql<number>`(select count(*) from ${reports} r2 where r2.image_id = ${reports.imageId} and r2.status = 'open')`
+  // Qualified by hand: inside sql`` drizzle may render a column unqualified, and a bare image_id would be r2's own.
+  const openOfSameImage = sql<number>`(select count(*) from ${reports} r2 where r2.image_id = "reports"."image_id" and r2.status = 'open')`
 
   function rows(where: ReturnType<typeof and>, page?: { limit: number; offset: number }): Row[] {
     const query = db

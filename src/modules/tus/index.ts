@@ -24,6 +24,9 @@ function requireTusResumable(headers: Record<string, string | undefined>) {
   }
 }
 
+/** The guard's `user` (the auth option is chosen per endpoint, which hides it from the handler's inferred type). */
+const userOf = (ctx: object) => (ctx as { user?: User | null }).user ?? null
+
 const httpDate = (date: Date) => date.toUTCString()
 
 /** Headers describing an upload's state. */
@@ -78,7 +81,9 @@ export function tusModule(deps: { config: Config; tus: TusService; guard: Return
       )
       .post(
         prefix,
-        async ({ headers, user, clientIp }) => {
+        async (ctx) => {
+          const { headers, clientIp } = ctx
+          const user = userOf(ctx)
           requireTusResumable(headers)
           if (headers['upload-defer-length'] !== undefined) throw badRequest('Upload-Defer-Length is not supported: send Upload-Length')
           const length = integerHeader(headers['upload-length'], 'Upload-Length')
@@ -93,7 +98,9 @@ export function tusModule(deps: { config: Config; tus: TusService; guard: Return
       )
       .head(
         `${prefix}/:id`,
-        ({ params, headers, user, clientIp }) => {
+        (ctx) => {
+          const { params, headers, clientIp } = ctx
+          const user = userOf(ctx)
           requireTusResumable(headers)
           const upload = tus.status(caller(user, clientIp), params.id)
           return new Response(null, {
@@ -109,7 +116,9 @@ export function tusModule(deps: { config: Config; tus: TusService; guard: Return
       )
       .patch(
         `${prefix}/:id`,
-        async ({ params, headers, request, user, clientIp }) => {
+        async (ctx) => {
+          const { params, headers, request, clientIp } = ctx
+          const user = userOf(ctx)
           requireTusResumable(headers)
           if ((headers['content-type'] ?? '').split(';')[0].trim().toLowerCase() !== OFFSET_STREAM) {
             throw new HttpError(415, `Content-Type must be ${OFFSET_STREAM}`)
@@ -125,7 +134,9 @@ export function tusModule(deps: { config: Config; tus: TusService; guard: Return
       )
       .delete(
         `${prefix}/:id`,
-        async ({ params, headers, user, clientIp }) => {
+        async (ctx) => {
+          const { params, headers, clientIp } = ctx
+          const user = userOf(ctx)
           requireTusResumable(headers)
           await tus.terminate(caller(user, clientIp), params.id)
           return new Response(null, { status: 204, headers: { 'Tus-Resumable': TUS_VERSION } })
@@ -134,7 +145,9 @@ export function tusModule(deps: { config: Config; tus: TusService; guard: Return
       )
       .get(
         `${prefix}/:id`,
-        ({ params, user, clientIp }) => {
+        (ctx) => {
+          const { params, clientIp } = ctx
+          const user = userOf(ctx)
           const upload = tus.status(caller(user, clientIp), params.id)
           return jsonResponse(tus.result(caller(user, clientIp), params.id), { 'Cache-Control': 'no-store', 'Upload-Offset': String(upload.offset) })
         },

@@ -137,6 +137,7 @@
     prev.disabled = state.page <= 1
     next.disabled = state.page >= pages
     pageLabel.textContent = pages > 1 ? `Page ${state.page} of ${pages}` : ''
+    prev.parentElement.hidden = pages <= 1
   }
 
   for (const button of root.querySelectorAll('[data-status-filter]')) {

@@ -32,7 +32,8 @@
     const res = await api(path, opts)
     if (res.status === 401) {
       location.replace(`/login?next=${encodeURIComponent('/dashboard' + location.hash)}`)
-      throw new Error('session expired')
+      // The page is going away: whatever waited for this answer never continues.
+      return new Promise(() => {})
     }
     return res
   }
@@ -250,12 +251,9 @@
       album: 'added to the album',
       embed: 'given the embed profile',
     }[action]
-    if (failed.length) say('images-status', `${ids.length - failed.length} of ${what} ${done}; ${failed.length} failed: ${failed[0].data.error}`, true)
-    else say('images-status', `${what} ${done}.`)
-    const message = $('images-status').textContent
-    const isError = failed.length > 0
+    const message = failed.length ? `${ids.length - failed.length} of ${what} ${done}; ${failed.length} failed: ${failed[0].data.error}` : `${what} ${done}.`
     await loadImages()
-    say('images-status', message, isError)
+    say('images-status', message, failed.length > 0)
   }
   for (const button of document.querySelectorAll('[data-bulk]')) {
     button.addEventListener('click', async () => {

@@ -62,7 +62,13 @@
       '.',
     )
     recheckQueue()
-    const albums = await api('/api/albums')
+    const [me, albums] = await Promise.all([api('/api/auth/me'), api('/api/albums')])
+    if (me.ok && me.data.user.privateAccount) {
+      // The server makes every upload of a private account private: say so instead of offering a choice it ignores.
+      document.querySelector('input[name="visibility"][value="private"]').checked = true
+      document.querySelector('input[name="visibility"][value="public"]').disabled = true
+      accountText.append(' Your account is private, so every upload is private (change it in ', el('a', { href: '/dashboard#settings' }, 'settings'), ').')
+    }
     if (albums.ok && albums.data.albums.length) {
       for (const album of albums.data.albums) albumSelect.append(el('option', { value: album.id }, album.title))
       albumOption.hidden = false
@@ -197,7 +203,7 @@
         actionButton('Remove', name, () => removeEntry(entry)),
       )
     }
-    entry.bar.hidden = state === 'invalid' || state === 'deleted'
+    entry.bar.hidden = state === 'invalid' || state === 'deleted' || state === 'failed'
   }
 
   function renderResult(entry, image) {
@@ -306,7 +312,7 @@
         return error || 'The file is too large, or your storage is full.'
       case 429: {
         const seconds = Number(res.retryAfter ?? (res.data && res.data.retryAfter))
-        return `Upload limit reached: ${error || 'too many uploads'}. Try again in ${Number.isFinite(seconds) && seconds > 0 ? duration(seconds) : 'a while'}.`
+        return `Upload limit reached. Try again in ${Number.isFinite(seconds) && seconds > 0 ? duration(seconds) : 'a while'}.`
       }
       default:
         return error || `Upload failed (${res.status}).`

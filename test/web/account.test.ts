@@ -1,0 +1,357 @@
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { readFileSync } from 'node:fs'
+import { parse } from 'node-html-parser'
+import type { Browser, Page } from 'playwright-core'
+import { launchBrowser } from '../browser'
+import { expectClean, openPage, pngFile, shoot, startWebServer, waitForImages, type WebPage, type WebServer } from './support'
+
+// One visitor's whole journey through the account pages, step by step, in one browser context.
+setDefaultTimeout(60_000)
+
+let t: WebServer
+let browser: Browser
+let p: WebPage
+let page: Page
+const username = 'webuser'
+const password = 'correct horse battery'
+let token = ''
+const uploaded: { id: string; filename: string }[] = []
+
+beforeAll(async () => {
+  t = await startWebServer()
+  browser = await launchBrowser()
+  p = await openPage(browser, t, '/register')
+  page = p.page
+})
+afterAll(async () => {
+  await p?.close()
+  await browser?.close()
+  await t?.stop()
+})
+
+const bearer = () => ({ authorization: `Bearer ${token}` })
+const tab = async (name: string) => {
+  await page.click(`[data-tab="${name}"]`)
+  await page.waitForSelector(`[data-panel="${name}"]:not([hidden])`)
+}
+const status = (id: string) => page.textContent(`#${id}`)
+
+describe('account journey in the browser', () => {
+  test('register: lands on the dashboard, logged in, asked to verify the email', async () => {
+    await page.fill('#register-username', username)
+    await page.fill('#register-email', `${username}@example.com`)
+    await page.fill('#register-password', password)
+    await shoot(page, 'register')
+    await Promise.all([page.waitForURL('**/dashboard?welcome=1'), page.click('#register-form button[type="submit"]')])
+    await page.waitForFunction(() => document.getElementById('dash-user')!.textContent!.includes('Logged in as'))
+    expect(await page.textContent('#dash-user')).toContain(username)
+    expect(await page.isVisible('#dash-banner')).toBe(true)
+    expect(await page.textContent('#dash-banner')).toContain('Verify your email')
+    token = (await page.evaluate(() => localStorage.getItem('imghost.token')))!
+    expect((await t.json('/api/auth/me', { headers: bearer() })).body.user.username).toBe(username)
+    // The header now offers the dashboard instead of the login.
+    expect(await page.isVisible('.site-header a[href="/dashboard"]')).toBe(true)
+    expect(await page.isVisible('.site-header a[href="/login"]')).toBe(false)
+    expectClean(p)
+  })
+
+  test('a registration error is shown on the form', async () => {
+    const other = await openPage(browser, t, '/register')
+    try {
+      await other.page.fill('#register-username', username)
+      await other.page.fill('#register-email', `${username}@example.com`)
+      await other.page.fill('#register-password', password)
+      await other.page.click('#register-form button[type="submit"]')
+      await other.page.waitForSelector('[data-form-error]:not([hidden])')
+      expect(await other.page.textContent('[data-form-error]')).toMatch(/taken|exists|already/i)
+      expectClean(other, [/status of 409/])
+    } finally {
+      await other.close()
+    }
+  })
+
+  test('the verification link verifies the email and leaves the address bar', async () => {
+    const mailed = t.mailed.get(`${username}@example.com`)!
+    expect(mailed).toBeTruthy()
+    await page.goto(`${t.url}/verify?token=${encodeURIComponent(mailed)}`)
+    await page.waitForSelector('#verify-next:not([hidden])')
+    expect(await status('verify-status')).toContain('verified')
+    expect(page.url()).toBe(`${t.url}/verify`)
+    expect((await t.json('/api/auth/me', { headers: bearer() })).body.user.emailVerified).toBe(true)
+    await shoot(page, 'verify-done')
+    // A used token is refused with a clear message.
+    await page.goto(`${t.url}/verify?token=${encodeURIComponent(mailed)}`)
+    await page.waitForSelector('#verify-form [data-form-error]:not([hidden])')
+    expect(await status('verify-status')).toContain('did not work')
+    expectClean(p, [/status of 400/])
+    p.problems.length = 0
+  })
+
+  test('API keys: create one with a name, see the secret once, copy it, download a ShareX config', async () => {
+    await page.goto(`${t.url}/dashboard#keys`)
+    await page.waitForSelector('[data-panel="keys"]:not([hidden])')
+    await page.fill('#key-name', 'ShareX laptop')
+    await page.click('#key-create button[type="submit"]')
+    await page.waitForSelector('#key-secret:not([hidden])')
+    const secret = await page.inputValue('#new-key')
+    expect(secret).toMatch(/^ihk_.{40}$/)
+    expect(await page.textContent('#key-secret-name')).toBe('ShareX laptop')
+    await page.click('#key-secret button[data-copy="new-key"]')
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret)
+    // The key works.
+    expect((await t.json('/api/v1/me', { headers: { 'x-api-key': secret } })).body.username).toBe(username)
+
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#sxcu-download')])
+    expect(download.suggestedFilename()).toBe('Pixbin-ShareX_laptop.sxcu')
+    const sxcu = JSON.parse(readFileSync((await download.path())!, 'utf8'))
+    expect(sxcu).toEqual({
+      Version: '15.0.0',
+      Name: 'Pixbin',
+      DestinationType: 'ImageUploader',
+      RequestMethod: 'POST',
+      RequestURL: `${t.url}/api/v1/upload`,
+      Headers: { 'X-API-Key': secret },
+      Body: 'MultipartFormData',
+      FileFormName: 'file',
+      URL: '{json:url}',
+      ThumbnailURL: '{json:thumbnail}',
+      DeletionURL: '{json:delete}',
+      ErrorMessage: '{json:error}',
+    })
+    await page.waitForSelector('#key-list [data-key]')
+    await shoot(page, 'dashboard-key-created')
+
+    // Once dismissed (or after a reload) the secret is gone; the list shows only its prefix.
+    await page.click('#key-secret-done')
+    expect(await page.isVisible('#key-secret')).toBe(false)
+    await page.reload()
+    await page.waitForSelector('#key-list [data-key]')
+    expect(await page.content()).not.toContain(secret)
+    const row = await page.textContent('#key-list [data-key]')
+    expect(row).toContain('ShareX laptop')
+    expect(row).toContain(secret.slice(0, 8))
+    expect(row).toContain('last used')
+
+    // A config for an existing key needs its secret pasted, checked against the prefix.
+    await page.click('#key-list [data-key] button:has-text("ShareX config")')
+    await page.fill('.sharex-form input', 'ihk_wrongwrongwrongwrongwrongwrongwrongwrong')
+    await page.click('.sharex-form button')
+    expect(await page.textContent('.sharex-form .error')).toContain('not the secret')
+    await page.fill('.sharex-form input', secret)
+    const [again] = await Promise.all([page.waitForEvent('download'), page.click('.sharex-form button')])
+    expect(JSON.parse(readFileSync((await again.path())!, 'utf8')).Headers['X-API-Key']).toBe(secret)
+    expectClean(p)
+  })
+
+  test('uploads from the upload page go to the account', async () => {
+    await page.goto(`${t.url}/`)
+    await page.waitForFunction(() => document.getElementById('account-text')!.textContent!.includes('Logged in as'))
+    expect(await page.textContent('#limits-text')).toContain('Up to 15 files at a time, 50 MB each')
+    await page.setInputFiles('#file-input', [await pngFile('holiday-1.png', 400, 300), await pngFile('holiday-2.png', 300, 400)])
+    await page.click('#upload-start')
+    await page.waitForFunction(() => document.querySelectorAll('.upload-item[data-state="done"]').length === 2, undefined, { timeout: 20_000 })
+    const list = await t.json('/api/images', { headers: bearer() })
+    expect(list.body.total).toBe(2)
+    for (const image of list.body.images) uploaded.push({ id: image.id, filename: image.filename })
+    expect(uploaded.map((i) => i.filename).sort()).toEqual(['holiday-1.png', 'holiday-2.png'])
+    await shoot(page, 'upload-logged-in')
+    expectClean(p)
+  })
+
+  test('dashboard images: make one private, then filter by visibility', async () => {
+    await page.goto(`${t.url}/dashboard`)
+    await page.waitForSelector('#image-grid [data-id]')
+    expect(await page.locator('#image-grid [data-id]').count()).toBe(2)
+    await waitForImages(page)
+    await shoot(page, 'dashboard-images')
+    const target = uploaded.find((i) => i.filename === 'holiday-1.png')!
+    await page.check(`#image-grid [data-id="${target.id}"] input[type="checkbox"]`)
+    expect(await status('selected-count')).toBe('1 selected')
+    await page.click('[data-bulk="private"]')
+    await page.waitForFunction(() => document.getElementById('images-status')!.textContent!.includes('made private'))
+    expect(await page.textContent(`#image-grid [data-id="${target.id}"] .tags`)).toContain('Private')
+    expect((await t.json(`/api/v1/image/${target.id}`)).body.data.visibility).toBe('private')
+
+    await page.selectOption('#filter-visibility', 'private')
+    await page.waitForFunction(() => document.querySelectorAll('#image-grid [data-id]').length === 1)
+    expect(await page.getAttribute('#image-grid [data-id]', 'data-id')).toBe(target.id)
+    await page.selectOption('#filter-visibility', '')
+    await page.waitForFunction(() => document.querySelectorAll('#image-grid [data-id]').length === 2)
+    expectClean(p)
+  })
+
+  test('albums: create one, add both images, set a password, edit and delete', async () => {
+    await tab('albums')
+    await page.fill('#album-title', 'Summer')
+    await page.fill('#album-description', 'By the sea')
+    await page.check('#album-create input[name="isPublic"]')
+    await page.click('#album-create button[type="submit"]')
+    await page.waitForSelector('#album-list [data-album]')
+    expect(await page.textContent('#album-list [data-album]')).toContain('Summer')
+    const albumId = (await page.getAttribute('#album-list [data-album]', 'data-album'))!
+
+    await tab('images')
+    await page.check('#select-all')
+    expect(await status('selected-count')).toBe('2 selected')
+    await page.selectOption('#bulk-album', albumId)
+    await page.click('[data-bulk="album"]')
+    await page.waitForFunction(() => document.getElementById('images-status')!.textContent!.includes('added to the album'))
+    const album = await t.json(`/api/albums/${albumId}`, { headers: bearer() })
+    expect(album.body.images.map((i: { id: string }) => i.id).sort()).toEqual(uploaded.map((i) => i.id).sort())
+
+    await tab('albums')
+    await page.waitForFunction(() => document.querySelector('#album-list [data-album]')!.textContent!.includes('2 images'))
+    await page.click('#album-list [data-album] button:has-text("Edit")')
+    await page.fill('#album-list form input[name="title"]', 'Summer 2026')
+    await page.fill('#album-list form input[name="password"]', 'sea breeze')
+    await page.click('#album-list form button[type="submit"]')
+    await page.waitForFunction(() => document.querySelector('#album-list [data-album]')!.textContent!.includes('Password'))
+    const updated = await t.json('/api/albums', { headers: bearer() })
+    expect(updated.body.albums[0]).toMatchObject({ title: 'Summer 2026', hasPassword: true, isPublic: true, imageCount: 2 })
+    await waitForImages(page)
+    await shoot(page, 'dashboard-albums')
+
+    // A second album, deleted again.
+    await page.fill('#album-title', 'Scratch')
+    await page.click('#album-create button[type="submit"]')
+    await page.waitForFunction(() => document.querySelectorAll('#album-list [data-album]').length === 2)
+    page.once('dialog', (dialog) => dialog.accept())
+    await page.click('#album-list [data-album]:has-text("Scratch") button:has-text("Delete")')
+    await page.waitForFunction(() => document.querySelectorAll('#album-list [data-album]').length === 1)
+    expect((await t.json('/api/albums', { headers: bearer() })).body.albums).toHaveLength(1)
+    expectClean(p)
+  })
+
+  test('embed profiles: the preview follows the form; create one (the 25 limit shown) and assign it to an image', async () => {
+    await tab('embeds')
+    expect(await page.textContent('#embed-count')).toBe('0 of 25 profiles used.')
+    await page.fill('#embed-name', 'Holidays')
+    await page.fill('#embed-title', '{filename} by {username}')
+    await page.fill('#embed-description', 'Shot on {date}')
+    await page.fill('#embed-site_name', 'My photos')
+    await page.fill('#embed-color', '#ff0000')
+    expect(await page.textContent('#ep-title')).toBe(`sunset.jpg by ${username}`)
+    expect(await page.textContent('#ep-site')).toBe('My photos')
+    expect(await page.textContent('#ep-desc')).toMatch(/^Shot on \d{4}-\d{2}-\d{2}$/)
+    expect(await page.locator('#embed-preview').evaluate((el) => getComputedStyle(el).borderLeftColor)).toBe('rgb(255, 0, 0)')
+    expect(await page.inputValue('#embed-color-picker')).toBe('#ff0000')
+    await shoot(page, 'dashboard-embeds')
+    await page.click('#embed-submit')
+    await page.waitForSelector('#embed-list [data-profile]')
+    expect(await page.textContent('#embed-count')).toBe('1 of 25 profiles used.')
+    const profileId = (await page.getAttribute('#embed-list [data-profile]', 'data-profile'))!
+
+    await tab('images')
+    const target = uploaded.find((i) => i.filename === 'holiday-2.png')!
+    await page.check(`#image-grid [data-id="${target.id}"] input[type="checkbox"]`)
+    await page.selectOption('#bulk-embed', profileId)
+    await page.click('[data-bulk="embed"]')
+    await page.waitForFunction(() => document.getElementById('images-status')!.textContent!.includes('embed profile'))
+    // The viewer page now unfurls with the profile.
+    const viewer = parse(await (await t.fetch(`/i/${target.id}`)).text())
+    const meta = (property: string) => viewer.querySelector(`meta[property="${property}"]`)?.getAttribute('content')
+    expect(meta('og:title')).toBe(`holiday-2.png by ${username}`)
+    expect(meta('og:site_name')).toBe('My photos')
+    expect(viewer.querySelector('meta[name="theme-color"]')!.getAttribute('content')).toBe('#ff0000')
+
+    // Editing fills the form; saving updates the profile.
+    await tab('embeds')
+    await page.click('#embed-list [data-profile] button:has-text("Edit")')
+    expect(await page.inputValue('#embed-name')).toBe('Holidays')
+    await page.fill('#embed-name', 'Holidays 2026')
+    await page.click('#embed-submit')
+    await page.waitForFunction(() => document.querySelector('#embed-list [data-profile]')!.textContent!.includes('Holidays 2026'))
+    expectClean(p)
+  })
+
+  test('the 25-profile limit disables creating more', async () => {
+    for (let i = 2; i <= 25; i++) {
+      const res = await t.json('/api/embeds', { method: 'POST', headers: { ...bearer(), 'content-type': 'application/json' }, body: JSON.stringify({ name: `p${i}` }) })
+      expect(res.status).toBe(201)
+    }
+    await page.reload()
+    await page.waitForSelector('[data-panel="embeds"]:not([hidden])')
+    await page.waitForFunction(() => document.getElementById('embed-count')!.textContent === '25 of 25 profiles used.')
+    expect(await page.isDisabled('#embed-submit')).toBe(true)
+    expect(await page.textContent('#embed-form [data-form-error]')).toContain('the most allowed')
+    expectClean(p)
+  })
+
+  test('usage: storage bar, limits and the upload window', async () => {
+    await tab('usage')
+    await page.waitForFunction(() => document.getElementById('storage-text')!.textContent!.includes('used'))
+    const storage = await status('storage-text')
+    // Verified: the 10 GB limit.
+    expect(storage).toMatch(/^[\d.]+ KB of 10 GB used \(<1%\) · [\d.]+ GB left$/)
+    expect(await page.locator('#storage-bar').evaluate((el: HTMLProgressElement) => [el.max, el.value > 0])).toEqual([10 * 1024 ** 3, true])
+    expect(await page.textContent('#usage-stats')).toContain('50 MB')
+    expect(await status('window-text')).toMatch(/^2 of 100 uploads used in this 1 hour window · 98 left · resets in \d+ min( \d+ s)?$/)
+    await shoot(page, 'dashboard-usage')
+    expectClean(p)
+  })
+
+  test('settings: a private account', async () => {
+    await tab('settings')
+    expect(await page.isChecked('#private-account')).toBe(false)
+    expect(await page.textContent('#email-status')).toContain('is verified')
+    await page.check('#private-account')
+    await page.click('#settings-form button[type="submit"]')
+    await page.waitForFunction(() => document.getElementById('settings-status')!.textContent!.includes('Saved'))
+    expect((await t.json('/api/auth/me', { headers: bearer() })).body.user.privateAccount).toBe(true)
+    await shoot(page, 'dashboard-settings')
+    // The upload page says so, and offers no public choice any more.
+    await page.goto(`${t.url}/`)
+    await page.waitForFunction(() => document.getElementById('account-text')!.textContent!.includes('Your account is private'))
+    expect(await page.isChecked('input[name="visibility"][value="private"]')).toBe(true)
+    expect(await page.isDisabled('input[name="visibility"][value="public"]')).toBe(true)
+    await page.goto(`${t.url}/dashboard#settings`)
+    await page.waitForSelector('[data-panel="settings"]:not([hidden])')
+    expectClean(p)
+  })
+
+  test('delete from the dashboard', async () => {
+    await tab('images')
+    const target = uploaded[0]
+    await page.check(`#image-grid [data-id="${target.id}"] input[type="checkbox"]`)
+    page.once('dialog', (dialog) => dialog.accept())
+    await page.click('[data-bulk="delete"]')
+    await page.waitForFunction(() => document.querySelectorAll('#image-grid [data-id]').length === 1)
+    expect((await t.json(`/api/v1/image/${target.id}`)).status).toBe(404)
+    expectClean(p)
+  })
+
+  test('log out, then the dashboard sends to the login page, and logging in comes back', async () => {
+    await page.click('#dash-user a[href="/logout"]')
+    await page.waitForURL('**/logout')
+    expect(await page.evaluate(() => localStorage.getItem('imghost.token'))).toBeNull()
+    expect(await page.isVisible('.site-header a[href="/login"]')).toBe(true)
+    expect(await page.isVisible('.site-header a[href="/dashboard"]')).toBe(false)
+    await shoot(page, 'logout')
+
+    await page.goto(`${t.url}/dashboard#albums`)
+    await page.waitForURL('**/login?next=*')
+    expect(decodeURIComponent(new URL(page.url()).searchParams.get('next')!)).toBe('/dashboard#albums')
+    await page.fill('#login-username', username)
+    await page.fill('#login-password', 'wrong password')
+    await page.click('#login-form button[type="submit"]')
+    await page.waitForSelector('#login-form [data-form-error]:not([hidden])')
+    await shoot(page, 'login-error')
+    await page.fill('#login-password', password)
+    await Promise.all([page.waitForURL('**/dashboard#albums'), page.click('#login-form button[type="submit"]')])
+    await page.waitForSelector('[data-panel="albums"]:not([hidden]) [data-album]')
+    expectClean(p, [/status of 401/])
+  })
+
+  test('an expired or revoked session sends the dashboard back to the login page', async () => {
+    const stale = await openPage(browser, t, '/')
+    try {
+      await stale.page.evaluate(() => localStorage.setItem('imghost.token', 'not.a.token'))
+      await stale.page.goto(`${t.url}/dashboard`)
+      await stale.page.waitForURL('**/login?next=*')
+      expect(await stale.page.evaluate(() => localStorage.getItem('imghost.token'))).toBeNull()
+      expectClean(stale, [/status of 401/])
+    } finally {
+      await stale.close()
+    }
+  })
+})
