@@ -59,10 +59,11 @@ export function markdownTable(figures: Figure[], meta: { date: string; machine: 
     '| Group | Figure | Value | Reference | Ref. value | Ratio | Target | Status | Detail |',
     '|---|---|---:|---|---:|---:|---|---|---|',
   ]
+  // Cells are text: `<id>` must not read as an HTML tag, nor a pipe end the cell.
+  const cell = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/\|/g, '\\|')
   for (const f of figures) {
-    lines.push(
-      `| ${f.group} | ${f.figure} | ${fmt(f.value, f.unit)} | ${f.reference ?? ''} | ${f.reference ? fmt(f.refValue, f.unit) : ''} | ${f.reference ? ratioText(f.ratio) : ''} | ${f.target ?? ''} | ${metText(f)} | ${f.note ?? ''} |`,
-    )
+    const cells = [f.group, f.figure, fmt(f.value, f.unit), f.reference ?? '', f.reference ? fmt(f.refValue, f.unit) : '', f.reference ? ratioText(f.ratio) : '', f.target ?? '', metText(f), f.note ?? '']
+    lines.push(`| ${cells.map(cell).join(' | ')} |`)
   }
   return lines.join('\n')
 }

@@ -50,8 +50,8 @@ export const jsonBodyLimit = new Elysia({ name: 'json-body-limit' }).onParse({ a
     // would otherwise look for a 'none' parser and fail every upload), and for bodiless POST/DELETE requests.
     // null means "no parsed body": upload routes stream the untouched request themselves, body schemas refuse it.
     if (isApi && type.startsWith('multipart/form-data')) return null
-    // tus PATCH bodies (resumable uploads): streamed to disk by the tus routes themselves.
-    if (isApi && type.startsWith('application/offset+octet-stream')) return null
+    // Resumable (tus) uploads stream their bodies themselves and check the content type (415) themselves.
+    if (isApi && /^\/api\/(v1\/)?tus(\/|$)/.test(new URL(request.url).pathname)) return null
     if (!type && !request.body) return null
     if (isApi) throw badRequest('Expected an application/json body')
     return

@@ -13,7 +13,7 @@ let t: TestServer
 let browser: Browser
 let owner: Awaited<ReturnType<typeof userWithKey>>
 let svg: Awaited<ReturnType<typeof uploadImage>>
-let svgBytes: Uint8Array
+let svgBytes: Uint8Array<ArrayBuffer>
 
 function maliciousSvg(base: string) {
   const beacon = (name: string) => `fetch('${base}/hit/${name}').catch(function(){});document.title='pwned-${name}';window.__pwned='${name}'`
@@ -48,7 +48,7 @@ beforeAll(async () => {
   t = await startServer()
   owner = await userWithKey(t)
   browser = await launchBrowser()
-  svg = await uploadImage(t, owner.keyHeader, {}, { bytes: svgBytes as Uint8Array<ArrayBuffer>, name: `${markup(base)}.svg` })
+  svg = await uploadImage(t, owner.keyHeader, {}, { bytes: svgBytes, name: `${markup(base)}.svg` })
 }, 30_000)
 afterAll(async () => {
   await browser?.close()

@@ -29,7 +29,7 @@ export interface RawResponse {
 }
 
 function dechunk(buf: Buffer): Buffer {
-  const out: Buffer[] = []
+  const out: Uint8Array[] = []
   let i = 0
   while (i < buf.length) {
     const eol = buf.indexOf('\r\n', i)
@@ -47,15 +47,15 @@ function dechunk(buf: Buffer): Buffer {
  * iterable: sending stops as soon as the response is complete or the server closes the connection.
  */
 export function rawRequest(
-  port: number,
+  port: number | undefined,
   head: string,
   body?: AsyncIterable<Uint8Array> | Uint8Array | string,
   timeoutMs = 15_000,
 ): Promise<RawResponse> {
   const started = performance.now()
   return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1')
-    const chunks: Buffer[] = []
+    const socket = connect(port ?? 0, '127.0.0.1')
+    const chunks: Uint8Array[] = []
     let done = false
     const finish = () => {
       if (done) return
@@ -71,7 +71,7 @@ export function rawRequest(
         const colon = line.indexOf(':')
         headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim()
       }
-      let rest = all.subarray(sep + 4)
+      let rest: Buffer = all.subarray(sep + 4)
       if (headers['transfer-encoding'] === 'chunked') rest = dechunk(rest)
       else if (headers['content-length']) rest = rest.subarray(0, Number(headers['content-length']))
       resolve({ status: Number(lines[0].split(' ')[1]), headers, body: rest.toString(), ms: performance.now() - started })
@@ -82,7 +82,7 @@ export function rawRequest(
       socket.destroy()
       reject(new Error(`raw request timed out after ${timeoutMs} ms: ${head.split('\r\n')[0]}`))
     }, timeoutMs)
-    socket.on('data', (data) => {
+    socket.on('data', (data: Buffer) => {
       chunks.push(data)
       const all = Buffer.concat(chunks)
       const sep = all.indexOf('\r\n\r\n')
@@ -112,7 +112,7 @@ export function rawRequest(
 }
 
 /** A GET (or other bodiless) request for an exact request target, bytes as given. */
-export const rawGet = (port: number, target: string, headers: Record<string, string> = {}, method = 'GET') =>
+export const rawGet = (port: number | undefined, target: string, headers: Record<string, string> = {}, method = 'GET') =>
   rawRequest(
     port,
     `${method} ${target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n${Object.entries(headers)

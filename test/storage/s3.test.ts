@@ -8,7 +8,7 @@ import sharp from 'sharp'
 import { StorageUnavailableError } from '../../src/storage'
 import { createS3Storage, PART_SIZE, RETRY_DELAYS_MS } from '../../src/storage/s3'
 import { sweepOrphans } from '../../src/storage/sweep'
-import { makeImage, svgImage, uploadForm } from '../fixtures'
+import { makeImage, svgImage, uploadForm, type Bytes } from '../fixtures'
 import { storedKeys, userWithKey, type TestServer } from '../helpers'
 import { startServer } from '../pages/support'
 import { S3_TEST_CREDENTIALS, spawnS3Server, type S3TestServer } from '../s3-server'
@@ -106,14 +106,14 @@ async function bigPng(bytes: number) {
   const height = Math.ceil(bytes / (width * 3)) + 4
   const raw = Buffer.alloc(width * height * 3)
   for (let i = 0; i < raw.length; i += 997) raw[i] = i & 0xff
-  return new Uint8Array(await sharp(raw, { raw: { width, height, channels: 3 } }).png({ compressionLevel: 0, adaptiveFiltering: false }).toBuffer())
+  return new Uint8Array(await sharp(raw, { raw: { width, height, channels: 3 } }).png({ compressionLevel: 0, adaptiveFiltering: false }).toBuffer()) as Bytes
 }
 
 describe('the service on a bucket (STORAGE=s3)', () => {
   let t: TestServer
   let owner: Awaited<ReturnType<typeof userWithKey>>
   let big: { id: string; url: string; thumbnail: string; size: number }
-  let bigBytes: Uint8Array
+  let bigBytes: Bytes
 
   beforeAll(async () => {
     t = await startServer({ ...s3.env, S3_PREFIX: 'app/', MAX_FILE_SIZE: String(64 * MB) })
@@ -197,7 +197,8 @@ describe('the service on a bucket (STORAGE=s3)', () => {
     expect(res.status).toBe(200)
     expect(await bucket.exists(`app/originals/${big.id}.png`)).toBe(false)
     expect(await bucket.exists(`app/thumbs/${big.id}.webp`)).toBe(false)
-    expect((await s3.requests()).filter((r) => r.method === 'DELETE').map((r) => r.path).sort()).toEqual(
+    // Exactly these two objects (a transient failure under load may repeat a DELETE: retries are by design).
+    expect([...new Set((await s3.requests()).filter((r) => r.method === 'DELETE').map((r) => r.path))].sort()).toEqual(
       [`/${s3.bucket}/app/originals/${big.id}.png`, `/${s3.bucket}/app/thumbs/${big.id}.webp`].sort(),
     )
     expect((await t.fetch(cdnPath(big.url))).status).toBe(404)

@@ -119,7 +119,9 @@ export async function resolvePublic(hostname: string, allowPrivate: boolean): Pr
   }
   if (!allowPrivate) {
     const refused = addresses.find((a) => isPrivateAddress(a.address))
-    if (refused) throw new RefusedAddressError(`${host} resolves to a private or reserved address (${refused.address})`)
+    if (refused) {
+      throw new RefusedAddressError(isIP(host) ? `${host} is a private or reserved address` : `${host} resolves to a private or reserved address (${refused.address})`)
+    }
   }
   return addresses
 }

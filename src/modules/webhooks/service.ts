@@ -83,6 +83,8 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
       throw badRequest('url must be an absolute http(s) URL')
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw badRequest('url must be an http or https URL')
+    // With private targets allowed there is nothing to check (and a name that does not resolve yet may later).
+    if (allowPrivate) return url
     try {
       await resolvePublic(url.hostname, allowPrivate)
     } catch (error) {
@@ -168,7 +170,7 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
     if (!error) return
     if (!permanent && job.attempt < retryDelays.length && !stopped) {
       schedule({ ...job, attempt: job.attempt + 1 }, retryDelays[job.attempt])
-    } else {
+    } else if (!stopped) {
       console.error(JSON.stringify({ level: 'warn', msg: 'webhook delivery failed', webhook: hook.id, delivery: job.deliveryId, attempts: job.attempt + 1, error }))
     }
   }

@@ -1,7 +1,0 @@
-const rss = () => Math.round(process.memoryUsage().rss / 1048576)
-const b = rss()
-const w = new Worker(new URL('./w-tf.ts', import.meta.url))
-await new Promise<void>((r) => w.addEventListener('message', () => r()))
-await new Promise((r) => setTimeout(r, 1500))
-console.log(process.env.MODE, 'base', b, 'with worker', rss())
-w.terminate(); process.exit(0)
