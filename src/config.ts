@@ -49,6 +49,7 @@ const variables = {
   NSFW_SEXY_THRESHOLD: { schema: Ratio, default: '0.8' },
   NSFW_SCAN_TIMEOUT_MS: { schema: Int(1), default: '15000' },
   NSFW_MAX_QUEUE: { schema: Int(1), default: '64' },
+  NSFW_BACKEND: { schema: T.Union([T.Literal('auto'), T.Literal('wasm')]), default: 'auto' },
   SCAN_API_UPLOADS: { schema: Bool, default: 'false' },
   WEBHOOK_ALLOW_PRIVATE: { schema: Bool, default: 'false' },
 
@@ -162,6 +163,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       thresholds: { pornHentai: raw.NSFW_PORN_HENTAI_THRESHOLD, sexy: raw.NSFW_SEXY_THRESHOLD },
       timeoutMs: raw.NSFW_SCAN_TIMEOUT_MS,
       maxQueue: raw.NSFW_MAX_QUEUE,
+      /** `auto`: tfjs-node when it is installed and loads, else wasm; `wasm`: always the portable wasm backend. */
+      backend: raw.NSFW_BACKEND,
       scanApiUploads: isTrue(raw.SCAN_API_UPLOADS),
     }),
     webhooks: Object.freeze({

@@ -36,7 +36,7 @@ export async function startServer(config: Config, overrides: ServerOverrides = {
     jwtSecret: overrides.jwtSecret ?? loadJwtSecret(config),
     storage: overrides.storage ?? createConfiguredStorage(config),
     media: overrides.media ?? createMediaProcessor({ maxPixels: config.limits.maxPixels }),
-    classifier: overrides.classifier ?? createNsfwClassifier({ timeoutMs: config.nsfw.timeoutMs, maxQueue: config.nsfw.maxQueue }),
+    classifier: overrides.classifier ?? createNsfwClassifier({ timeoutMs: config.nsfw.timeoutMs, maxQueue: config.nsfw.maxQueue, backend: config.nsfw.backend }),
     webhookOptions: overrides.webhookOptions,
     tusOptions: overrides.tusOptions,
   }

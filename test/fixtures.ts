@@ -86,13 +86,26 @@ export async function makeIco(size = 32): Promise<Bytes> {
   return new Uint8Array(Buffer.concat([header, png]))
 }
 
-/** A PNG whose header claims 20000x20000 pixels: refused from the header, never decoded. */
+/** A decompression bomb: refused from its header, never decoded. */
 export async function makeDecompressionBomb(): Promise<Bytes> {
-  const png = Buffer.from(await makeImage('png', 8, 8))
-  // IHDR width/height live at bytes 16..23; the CRC no longer matches, which a header-only probe does not check.
-  png.writeUInt32BE(20000, 16)
-  png.writeUInt32BE(20000, 20)
-  const { crc32 } = await import('node:zlib')
-  png.writeUInt32BE(crc32(png.subarray(12, 29)) >>> 0, 29)
-  return new Uint8Array(png)
+  // A real, valid PNG: 20000x20000 (400 megapixels) of 1-bit black, whose 50 MB of scanlines deflate to ~50 KB.
+  const { crc32, deflateSync } = await import('node:zlib')
+  const side = 20000
+  const rowBytes = 1 + side / 8 // filter byte + 1 bit per pixel
+  const chunk = (type: string, data: Uint8Array) => {
+    const out = Buffer.alloc(12 + data.length)
+    out.writeUInt32BE(data.length, 0)
+    out.write(type, 4, 'ascii')
+    out.set(data, 8)
+    out.writeUInt32BE(crc32(out.subarray(4, 8 + data.length)) >>> 0, 8 + data.length)
+    return out
+  }
+  const header = Buffer.alloc(13)
+  header.writeUInt32BE(side, 0)
+  header.writeUInt32BE(side, 4)
+  header[8] = 1 // bit depth
+  header[9] = 0 // greyscale
+  const signature = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
+  const pixels = deflateSync(Buffer.alloc(rowBytes * side), { level: 9 })
+  return new Uint8Array(Buffer.concat([signature, chunk('IHDR', header), chunk('IDAT', pixels), chunk('IEND', new Uint8Array(0))]))
 }

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig } from '../src/config'
 import { startServer, type ServerOverrides } from '../src/server'
+import { fakeClassifier } from './webupload/fake-classifier'
 
 /** A port nobody listens on right now (the OS picks it). */
 function freePort(): number {
@@ -37,13 +38,17 @@ export function storageEnv(): Record<string, string> {
   return { ...env, S3_PREFIX: `t-${crypto.randomUUID()}/` }
 }
 
-/** Starts the real app on a random port with a fresh temp data directory. */
+/**
+ * Starts the real app on a random port with a fresh temp data directory. Its classifier finds everything neutral
+ * unless a test passes one: a real model per server would cost a worker and seconds of CPU each, and only the
+ * scanning tests are about verdicts (they pass `sharedClassifier()`).
+ */
 export async function startTestServer(env: Record<string, string> = {}, overrides: ServerOverrides = {}): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'imghost-test-'))
   const port = freePort()
   const fullEnv = { ...storageEnv(), DATA_DIR: dataDir, PORT: String(port), LOG_REQUESTS: 'false', JWT_SECRET: 'test-secret-'.padEnd(48, 'x'), ...env }
   const config = loadConfig(fullEnv)
-  const server = await startServer(config, overrides)
+  const server = await startServer(config, { classifier: fakeClassifier('neutral').classifier, ...overrides })
   const url = `http://localhost:${port}`
   const doFetch = (path: string, init?: RequestInit) => fetch(url + path, init)
   return {

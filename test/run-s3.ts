@@ -11,7 +11,7 @@ const server = await spawnS3Server()
 console.error(`[test:s3] S3 server on ${server.endpoint}, bucket ${server.bucket}`)
 let code = 1
 try {
-  const proc = Bun.spawn([process.execPath, 'test', ...process.argv.slice(2)], {
+  const proc = Bun.spawn([process.execPath, 'test', '--timeout', '60000', ...process.argv.slice(2)], {
     cwd: join(import.meta.dir, '..'),
     env: { ...process.env, ...server.env },
     stdio: ['inherit', 'inherit', 'inherit'],

@@ -38,6 +38,13 @@ function validationMessage(error: ValidationLike): string {
   return field ? `Invalid ${field}: ${what}` : what
 }
 
+/** Logs the failure for the operator and answers a bare 500: no message, stack or path reaches the client. */
+function internalError(set: { status?: number | string }, error: unknown) {
+  console.error(JSON.stringify({ level: 'error', msg: 'unhandled error', error: String((error as Error)?.stack ?? error) }))
+  set.status = 500
+  return { error: 'Internal server error' }
+}
+
 /** Maps every failure (ours, the framework's, unexpected ones) onto `{ error }` with the contract's status. */
 export const errorModel = new Elysia({ name: 'error-model' })
   .error({ HttpError })
@@ -49,6 +56,8 @@ export const errorModel = new Elysia({ name: 'error-model' })
         Object.assign(set.headers, error.headers)
         return { error: error.message, ...error.extra }
       case 'VALIDATION':
+        // An answer that does not match its own response schema is our bug, not the client's: a 500 that names nothing.
+        if ((error as { type?: unknown }).type === 'response') return internalError(set, error)
         set.status = 400
         return { error: validationMessage(error as unknown as ValidationLike) }
       case 'PARSE': {
@@ -74,9 +83,7 @@ export const errorModel = new Elysia({ name: 'error-model' })
           set.status = status
           return { error: status === 413 ? 'Request body too large' : 'Invalid request' }
         }
-        console.error(JSON.stringify({ level: 'error', msg: 'unhandled error', error: String((error as Error)?.stack ?? error) }))
-        set.status = 500
-        return { error: 'Internal server error' }
+        return internalError(set, error)
       }
     }
   })

@@ -82,6 +82,21 @@ export function apiDocs(siteName: string) {
             version: '1.0.0',
             description: 'Image hosting: uploads, links, albums and embed profiles. Errors are always `{ "error": "..." }`.',
           },
+          // Declared once here, in the order the UI lists them; each route names its tag.
+          tags: [
+            { name: 'Auth', description: 'Register, log in (JWT), email verification, account settings' },
+            { name: 'API keys', description: 'Keys for the /api/v1 endpoints; the secret is shown once' },
+            { name: 'Images', description: 'Uploads, reading, changing and deleting images; usage' },
+            { name: 'Resumable uploads', description: 'tus 1.0 uploads that survive dropped connections' },
+            { name: 'Albums', description: 'Albums, their passwords and their images' },
+            { name: 'Embed profiles', description: 'How links look when unfurled by chat apps; oEmbed' },
+            { name: 'Gallery', description: 'Public gallery, search and profiles' },
+            { name: 'Uploader clients', description: 'Ready-made ShareX, Flameshot and shell uploaders' },
+            { name: 'Webhooks', description: 'Signed notifications of uploads and deletions' },
+            { name: 'Reports', description: 'Abuse reports from anyone, handled by admins' },
+            { name: 'Admin', description: 'Users, bans and any image (admins only)' },
+            { name: 'Operations', description: 'Health check' },
+          ],
           components: {
             securitySchemes: {
               apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },

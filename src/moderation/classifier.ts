@@ -1,4 +1,5 @@
-import { IMAGE_BYTES, type NsfwScores, type WorkerMessage } from "./protocol";
+import type { BackendChoice, BackendName } from "./backend";
+import { IMAGE_BYTES, type NsfwScores, type WorkerMessage, type WorkerRequest } from "./protocol";
 
 export interface Classifier {
   /** input: 224x224 RGB bytes (length 150528, row-major). Rejects on timeout or model failure. */
@@ -16,6 +17,14 @@ export interface ClassifierOptions {
   timeoutMs: number;
   /** classify() rejects at once when this many jobs are already waiting for the worker. */
   maxQueue: number;
+  /** NSFW_BACKEND: "auto" uses tfjs-node when it is importable, else wasm; "wasm" always uses wasm. */
+  backend?: BackendChoice;
+}
+
+/** The real classifier: a Classifier that also tells which tfjs backend runs the model. */
+export interface NsfwClassifier extends Classifier {
+  /** Reported by the worker once the model is loaded; null before that. */
+  readonly backend: BackendName | null;
 }
 
 // One MobileNetV2 inference takes well under a second; a worker silent this long after
@@ -46,12 +55,13 @@ interface ModelWorker {
  * One worker on purpose: the wasm backend is single-threaded under Bun, so a worker uses
  * one core, and on the 2-core host sharp needs the other one for decoding/resizing.
  */
-export function createNsfwClassifier(opts: ClassifierOptions): Classifier {
+export function createNsfwClassifier(opts: ClassifierOptions): NsfwClassifier {
   const pending = new Map<number, Job>(); // unsettled jobs, waiting or running
   const waiting: Job[] = [];
   let current: ModelWorker | null = null;
   let nextId = 1;
   let closed = false;
+  let backend: BackendName | null = null;
 
   function settle(id: number, outcome: { scores: NsfwScores } | { error: Error }): void {
     const job = pending.get(id);
@@ -84,7 +94,8 @@ export function createNsfwClassifier(opts: ClassifierOptions): Classifier {
     const job = waiting.shift();
     if (!job) return;
     mw.busyWith = job.id;
-    mw.worker.postMessage({ id: job.id, rgb: job.rgb }, { transfer: [job.rgb.buffer] });
+    const request: WorkerRequest = { type: "job", id: job.id, rgb: job.rgb };
+    mw.worker.postMessage(request, { transfer: [job.rgb.buffer] });
     mw.watchdog = setTimeout(
       () => discard(mw, new Error(`nsfw worker unresponsive for ${WEDGED_AFTER_MS} ms`)),
       WEDGED_AFTER_MS,
@@ -108,6 +119,11 @@ export function createNsfwClassifier(opts: ClassifierOptions): Classifier {
       const msg = event.data;
       switch (msg.type) {
         case "ready":
+          // Logged on the first load only: a replacement worker (after a wedge) loads the same backend.
+          if (backend === null) {
+            console.log(JSON.stringify({ level: "info", msg: "nsfw model ready", backend: msg.backend, loadMs: msg.loadMs }));
+          }
+          backend = msg.backend;
           mw.isReady = true;
           markReady();
           dispatch();
@@ -125,6 +141,8 @@ export function createNsfwClassifier(opts: ClassifierOptions): Classifier {
     };
     worker.onerror = (event: ErrorEvent) => discard(mw, new Error(`nsfw worker crashed: ${event.message}`));
     worker.addEventListener("close", () => discard(mw, new Error("nsfw worker exited")));
+    const init: WorkerRequest = { type: "init", backend: opts.backend ?? "auto" };
+    worker.postMessage(init);
     return mw;
   }
 
@@ -176,6 +194,10 @@ export function createNsfwClassifier(opts: ClassifierOptions): Classifier {
 
     get queueDepth(): number {
       return pending.size;
+    },
+
+    get backend(): BackendName | null {
+      return backend;
     },
   };
 }

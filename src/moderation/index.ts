@@ -1,4 +1,5 @@
-export { createNsfwClassifier, type Classifier, type ClassifierOptions } from "./classifier";
+export { createNsfwClassifier, type Classifier, type ClassifierOptions, type NsfwClassifier } from "./classifier";
+export type { BackendChoice, BackendName } from "./backend";
 export type { NsfwScores } from "./protocol";
 import type { NsfwScores } from "./protocol";
 

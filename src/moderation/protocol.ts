@@ -1,4 +1,5 @@
 /** Messages exchanged between the classifier (main thread) and its model worker. */
+import type { BackendChoice, BackendName } from "./backend";
 
 export const IMAGE_SIDE = 224;
 export const IMAGE_BYTES = IMAGE_SIDE * IMAGE_SIDE * 3;
@@ -11,13 +12,13 @@ export interface NsfwScores {
   Drawing: number;
 }
 
-export interface JobRequest {
-  id: number;
-  rgb: Uint8Array;
-}
+/** To the worker: first `init` (which backend it may use; the model loads on it), then jobs. */
+export type WorkerRequest =
+  | { type: "init"; backend: BackendChoice }
+  | { type: "job"; id: number; rgb: Uint8Array };
 
 export type WorkerMessage =
-  | { type: "ready" }
+  | { type: "ready"; backend: BackendName; loadMs: number }
   | { type: "fatal"; message: string }
   | { type: "result"; id: number; scores: NsfwScores }
   | { type: "error"; id: number; message: string };

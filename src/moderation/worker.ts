@@ -1,8 +1,8 @@
 import * as tf from "@tensorflow/tfjs";
 import { load, type NSFWJS } from "nsfwjs/core";
 import { MobileNetV2Model } from "nsfwjs/models/mobilenet_v2";
-import { initBackend } from "./backend";
-import { IMAGE_BYTES, IMAGE_SIDE, type JobRequest, type NsfwScores, type WorkerMessage } from "./protocol";
+import { initBackend, type BackendChoice } from "./backend";
+import { IMAGE_BYTES, IMAGE_SIDE, type NsfwScores, type WorkerMessage, type WorkerRequest } from "./protocol";
 
 declare const self: Worker;
 
@@ -23,8 +23,9 @@ async function score(model: NSFWJS, rgb: Uint8Array): Promise<NsfwScores> {
   }
 }
 
-async function start(): Promise<NSFWJS> {
-  await initBackend();
+async function start(choice: BackendChoice): Promise<NSFWJS> {
+  const t0 = performance.now();
+  const backend = await initBackend(choice);
   // The "MobileNetV2" name makes nsfwjs import the model JSON and weights bundled in the
   // package as modules, so nothing is fetched over the network. Only that model is imported
   // (the package's default entry imports all three, 38 MB of weights, into the single binary too).
@@ -32,20 +33,24 @@ async function start(): Promise<NSFWJS> {
   // One dummy inference through the same path real jobs take, so the first job does not
   // pay for kernel setup.
   await score(model, new Uint8Array(IMAGE_BYTES));
+  post({ type: "ready", backend, loadMs: Math.round(performance.now() - t0) });
   return model;
 }
 
-const modelReady = start();
-modelReady.then(
-  () => post({ type: "ready" }),
-  (err: unknown) => post({ type: "fatal", message: String(err) }),
-);
+// Set by the classifier's first message, `init`; jobs only arrive after it (messages keep their order).
+let modelReady: Promise<NSFWJS> | undefined;
 
-self.onmessage = async (event: MessageEvent<JobRequest>) => {
-  const { id, rgb } = event.data;
+self.onmessage = async (event: MessageEvent<WorkerRequest>) => {
+  const msg = event.data;
+  if (msg.type === "init") {
+    modelReady = start(msg.backend);
+    modelReady.catch((err: unknown) => post({ type: "fatal", message: String(err) }));
+    return;
+  }
   try {
-    post({ type: "result", id, scores: await score(await modelReady, rgb) });
+    if (!modelReady) throw new Error("job before init");
+    post({ type: "result", id: msg.id, scores: await score(await modelReady, msg.rgb) });
   } catch (err) {
-    post({ type: "error", id, message: String(err) });
+    post({ type: "error", id: msg.id, message: String(err) });
   }
 };

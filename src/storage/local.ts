@@ -3,10 +3,31 @@ import { readdir, rename, rm, copyFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { checkKey, type Storage } from './index'
 
+const PARTIAL = '.partial'
+const DIRS = ['originals', 'thumbs'] as const
+
+export type LocalStorage = Storage & {
+  /**
+   * Removes the `<key>.partial` copies an interrupted cross-file-system `put` leaves behind; returns how many went.
+   * Only for the startup sweep: a `put` in progress would lose its copy.
+   */
+  removeLeftovers(): Promise<number>
+}
+
 /** Files under `<root>/originals` and `<root>/thumbs`, written by rename so a reader never sees half a file. */
-export function createLocalStorage(root: string): Storage {
-  for (const dir of ['originals', 'thumbs']) mkdirSync(join(root, dir), { recursive: true })
+export function createLocalStorage(root: string): LocalStorage {
+  for (const dir of DIRS) mkdirSync(join(root, dir), { recursive: true })
   const pathOf = (key: string) => join(root, checkKey(key))
+  /** A name `put` writes as a temp copy: a valid key plus `.partial`. */
+  const isPartial = (key: string) => {
+    if (!key.endsWith(PARTIAL)) return false
+    try {
+      checkKey(key.slice(0, -PARTIAL.length))
+      return true
+    } catch {
+      return false
+    }
+  }
 
   return {
     async put(key, localPath) {
@@ -16,8 +37,8 @@ export function createLocalStorage(root: string): Storage {
       } catch (error) {
         // Temp files on another file system cannot be renamed: copy next to the target, then rename.
         if ((error as NodeJS.ErrnoException).code !== 'EXDEV') throw error
-        await copyFile(localPath, `${target}.partial`)
-        await rename(`${target}.partial`, target)
+        await copyFile(localPath, target + PARTIAL)
+        await rename(target + PARTIAL, target)
         await rm(localPath, { force: true })
       }
     },
@@ -36,16 +57,27 @@ export function createLocalStorage(root: string): Storage {
       await rm(pathOf(key), { force: true })
     },
     async *list() {
-      for (const dir of ['originals', 'thumbs']) {
+      for (const dir of DIRS) {
         for (const name of await readdir(join(root, dir))) {
           const key = `${dir}/${name}`
           try {
             yield checkKey(key)
           } catch {
-            // Not a name this service writes (e.g. a stray `.partial`): not ours to list.
+            // Not a stored object (a `.partial` copy, someone else's file): not ours to list.
           }
         }
       }
+    },
+    async removeLeftovers() {
+      let removed = 0
+      for (const dir of DIRS) {
+        for (const name of await readdir(join(root, dir))) {
+          if (!isPartial(`${dir}/${name}`)) continue
+          await rm(join(root, dir, name), { force: true })
+          removed++
+        }
+      }
+      return removed
     },
   }
 }

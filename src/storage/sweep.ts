@@ -2,10 +2,14 @@ import { rm } from 'node:fs/promises'
 import type { Db } from '../db/client'
 import { images } from '../db/schema'
 import type { Storage } from './index'
+import type { LocalStorage } from './local'
 
 /**
  * Startup sweep: uploads write files before their row, so a crash can leave files without a row.
  * Those, and every leftover temp file, are removed; rows are never touched here.
+ * It runs before the server listens and the data directory belongs to this one process, so nothing can be writing:
+ * every temp file is a leftover whatever its age (the local disk's `.partial` copies, which `list` does not show as
+ * keys, included).
  */
 export async function sweepOrphans(db: Db, storage: Storage, tmpDir: string) {
   const known = new Set<string>()
@@ -14,6 +18,7 @@ export async function sweepOrphans(db: Db, storage: Storage, tmpDir: string) {
     known.add(`thumbs/${row.id}.webp`)
   }
   let removed = 0
+  if (isLocal(storage)) removed += await storage.removeLeftovers()
   try {
     for await (const key of storage.list()) {
       if (!known.has(key)) {
@@ -28,3 +33,5 @@ export async function sweepOrphans(db: Db, storage: Storage, tmpDir: string) {
   await rm(tmpDir, { recursive: true, force: true })
   return removed
 }
+
+const isLocal = (storage: Storage): storage is LocalStorage => typeof (storage as Partial<LocalStorage>).removeLeftovers === 'function'

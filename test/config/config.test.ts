@@ -44,6 +44,7 @@ describe('loadConfig defaults', () => {
     expect(config.limits.globalPerMinute).toBe(500)
     expect(config.limits.maxPixels).toBe(100_000_000)
     expect(config.nsfw.thresholds).toEqual({ pornHentai: 0.5, sexy: 0.8 })
+    expect(config.nsfw.backend).toBe('auto')
   })
 
   test('PUBLIC_URL follows PORT when unset; a given one loses its trailing slash', () => {
@@ -65,6 +66,7 @@ describe('loadConfig defaults', () => {
     expect(c.stripMetadata).toBe('all')
     expect(c.siteColor).toBe('#ABCDEF')
     expect(c.nsfw.thresholds.sexy).toBe(0.9)
+    expect(loadConfig({ NSFW_BACKEND: 'wasm' }).nsfw.backend).toBe('wasm')
   })
 })
 
@@ -84,6 +86,7 @@ describe('invalid values', () => {
     { PUBLIC_URL: 'ftp://example.com' },
     { PUBLIC_URL: 'example.com' },
     { NSFW_PORN_HENTAI_THRESHOLD: '2' },
+    { NSFW_BACKEND: 'tfjs-node' },
     { SMTP_URL: 'http://mail.example.com' },
   ]
   for (const env of cases) {

@@ -185,9 +185,18 @@ describe('paging', () => {
   })
 
   test('search and profile page the same way', async () => {
-    const search = await paged.json('/api/search?q=p&limit=50&page=2')
-    expect(search.body).toMatchObject({ page: 2, total: 45, totalPages: 2 })
-    expect(ids(search.body)).toEqual(newestFirst().slice(40))
+    for (const feed of ['/api/search?q=p&', `/api/users/${owner}?`]) {
+      const first = await paged.json(`${feed}limit=50`)
+      expect(first.status, feed).toBe(200)
+      expect(first.body, feed).toMatchObject({ page: 1, total: 45, totalPages: 2 })
+      expect(ids(first.body), feed).toEqual(newestFirst().slice(0, 40))
+      const second = await paged.json(`${feed}limit=50&page=2`)
+      expect(second.body, feed).toMatchObject({ page: 2, total: 45, totalPages: 2 })
+      expect(ids(second.body), feed).toEqual(newestFirst().slice(40))
+    }
+    const profile = await paged.json(`/api/users/${owner}?limit=7`)
+    expect(profile.body).toMatchObject({ total: 45, totalPages: 7 })
+    expect(profile.body.user.publicImages).toBe(45)
   })
 
   test('scanned web uploads and unscanned API uploads interleave newest first across pages', async () => {

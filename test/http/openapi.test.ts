@@ -65,6 +65,15 @@ describe('/swagger/json', () => {
     await SwaggerParser.validate(structuredClone(doc) as never)
   })
 
+  test('every operation carries a feature tag, and every tag used is declared', () => {
+    const declared = new Set((doc as { tags?: { name: string }[] }).tags?.map((tag) => tag.name) ?? [])
+    const untagged = operations().filter(([, , op]) => !(op as { tags?: string[] }).tags?.length).map(([m, p]) => `${m.toUpperCase()} ${p}`)
+    expect(untagged).toEqual([])
+    const undeclared = operations().flatMap(([, , op]) => (op as { tags?: string[] }).tags ?? []).filter((tag) => !declared.has(tag))
+    expect([...new Set(undeclared)]).toEqual([])
+    expect(declared.size).toBeGreaterThan(5)
+  })
+
   test('declares both security schemes: X-API-Key header and HTTP bearer', () => {
     const schemes = Object.values(doc.components?.securitySchemes ?? {})
     expect(schemes.some((s) => s.type === 'apiKey' && s.in === 'header' && s.name?.toLowerCase() === 'x-api-key')).toBe(true)

@@ -27,8 +27,7 @@ describe('limits', () => {
     expect(res.status).toBe(413)
     expect(typeof res.body.error).toBe('string')
     expect(await storedFiles()).toBe(before)
-    expect((await me(user)).rateLimit.used).toBe(0)
-    expect((await me(user)).totalImages).toBe(0)
+    expect(await me(user)).toMatchObject({ totalImages: 0, storage: { used: 0 }, rateLimit: { used: 0 } })
   })
 
   test('more files than allowed: 400, nothing stored', async () => {
@@ -39,7 +38,7 @@ describe('limits', () => {
     expect(res.status).toBe(400)
     expect(res.body.error).toContain('Too many files')
     expect(await storedFiles()).toBe(before)
-    expect((await me(user)).totalImages).toBe(0)
+    expect(await me(user)).toMatchObject({ totalImages: 0, storage: { used: 0 }, rateLimit: { used: 0 } })
   })
 
   test('the storage quota: 413 once a batch would pass it, usage unchanged', async () => {
@@ -49,14 +48,19 @@ describe('limits', () => {
     const perBatch = Math.floor(QUOTA / file.length / 2)
     expect((await upload(user, Array.from({ length: Math.min(3, perBatch) }, () => ({ bytes: file })))).status).toBe(201)
     const usage = await me(user)
+    const before = await storedFiles()
     const tooMuch = Math.ceil((usage.storage.remaining + 1) / file.length)
-    const res = await upload(user, Array.from({ length: Math.min(3, tooMuch) }, () => ({ bytes: file })))
-    if (tooMuch <= 3) {
-      expect(res.status).toBe(413)
-      expect((await me(user)).storage.used).toBe(usage.storage.used)
-    } else {
-      throw new Error(`fixture too small for the quota test: ${file.length} bytes`)
-    }
+    if (tooMuch > 3) throw new Error(`fixture too small for the quota test: ${file.length} bytes`)
+    const res = await upload(user, Array.from({ length: tooMuch }, () => ({ bytes: file })))
+    expect(res.status).toBe(413)
+    expect(typeof res.body.error).toBe('string')
+    const after = await me(user)
+    expect({ used: after.storage.used, images: after.totalImages, window: after.rateLimit.used }).toEqual({
+      used: usage.storage.used,
+      images: usage.totalImages,
+      window: usage.rateLimit.used,
+    })
+    expect(await storedFiles()).toBe(before)
   })
 
   test('the hourly window counts files; a batch that does not fit is 429 with headers', async () => {

@@ -1,19 +1,14 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createNsfwClassifier, DEFAULT_NSFW_THRESHOLDS, isMature, type NsfwScores } from "../../src/moderation";
+import { beforeAll, describe, expect, test } from "bun:test";
+import { DEFAULT_NSFW_THRESHOLDS, isMature, type NsfwScores } from "../../src/moderation";
+import { initBackend } from "../../src/moderation/backend";
+import { sharedClassifier } from "../shared-classifier";
 import { drawingImage, landscapeImage } from "./images";
 
-const classifier = createNsfwClassifier({ timeoutMs: 10_000, maxQueue: 32 });
+// The run's one real model (created with NSFW_BACKEND=wasm); not closed here, later files use it too.
+const classifier = sharedClassifier();
 
-beforeAll(async () => {
-  const t0 = performance.now();
-  await classifier.warm();
-  console.log(
-    `nsfw model load + warm: ${(performance.now() - t0).toFixed(0)} ms, ` +
-      `rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB`,
-  );
-}, 60_000);
-
-afterAll(() => classifier.close());
+// The classifier logs its load time once ("nsfw model ready").
+beforeAll(() => classifier.warm(), 60_000);
 
 function expectDistribution(s: NsfwScores): void {
   const values = [s.Porn, s.Hentai, s.Sexy, s.Neutral, s.Drawing];
@@ -22,6 +17,10 @@ function expectDistribution(s: NsfwScores): void {
 }
 
 describe("nsfw classifier (real MobileNetV2)", () => {
+  test("the worker reports the backend it runs: wasm, as NSFW_BACKEND=wasm asks", () => {
+    expect(classifier.backend).toBe("wasm");
+  });
+
   test("warm() is idempotent once loaded", async () => {
     await classifier.warm();
     await classifier.warm();
@@ -54,19 +53,25 @@ describe("nsfw classifier (real MobileNetV2)", () => {
   test("wrong input size rejects without touching the worker", async () => {
     await expect(classifier.classify(new Uint8Array(100))).rejects.toThrow(/150528/);
   });
+});
 
-  test("p50 latency over 20 runs", async () => {
-    const rgb = await drawingImage();
-    const times: number[] = [];
-    for (let i = 0; i < 20; i++) {
-      const t0 = performance.now();
-      await classifier.classify(rgb);
-      times.push(performance.now() - t0);
-    }
-    times.sort((a, b) => a - b);
-    console.log(
-      `nsfw classify latency p50 ${times[10]?.toFixed(1)} ms, max ${times[19]?.toFixed(1)} ms, ` +
-        `rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB`,
+describe("backend choice (initBackend, the worker's first step)", () => {
+  // Whether tfjs-node can load here decides what "auto" must pick; it is optional and absent on our CI machines.
+  const tfjsNode = "@tensorflow/tfjs-node";
+  let nativeAvailable = false;
+  beforeAll(async () => {
+    nativeAvailable = await import(tfjsNode).then(
+      () => true,
+      () => false,
     );
-  }, 60_000);
+  });
+
+  test("auto picks tfjs-node when it is importable, else wasm", async () => {
+    expect(await initBackend("auto")).toBe(nativeAvailable ? "tensorflow" : "wasm");
+  });
+
+  // Only tells the two apart where tfjs-node is installed; here both give wasm.
+  test("wasm is used when forced, even where tfjs-node is available", async () => {
+    expect(await initBackend("wasm")).toBe("wasm");
+  });
 });

@@ -2,11 +2,11 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import { makeImage, uploadForm } from '../fixtures'
 import { loadConfig } from '../../src/config'
 import { createConfiguredStorage } from '../../src/storage/configured'
-import { startTestServer, storageEnv, userWithKey, type TestServer } from '../helpers'
+import { registerUser, startTestServer, storageEnv, userWithKey, type TestServer } from '../helpers'
 
 const root = join(import.meta.dir, '..', '..')
 let t: TestServer
@@ -24,6 +24,13 @@ const storageAt = (dataDir: string) => createConfiguredStorage(loadConfig({ DATA
 function cli(dataDir: string, ...args: string[]) {
   const proc = Bun.spawnSync([process.execPath, join(root, 'src/cli.ts'), ...args], { env: { ...process.env, ...storageOf(dataDir), DATA_DIR: dataDir }, cwd: root })
   return { code: proc.exitCode, out: proc.stdout.toString(), err: proc.stderr.toString() }
+}
+
+const userRow = (dataDir: string, username: string) => {
+  const db = new Database(join(dataDir, 'imghost.sqlite'), { readonly: true })
+  const row = db.query('SELECT role, banned, email_verified FROM users WHERE username = ?').get(username) as { role: string; banned: number; email_verified: number }
+  db.close()
+  return row
 }
 
 const rows = (dataDir: string) => {
@@ -50,26 +57,37 @@ afterAll(async () => {
 })
 
 describe('accounts', () => {
-  test('create-admin, set-role, ban, unban, verify-email', () => {
+  test('create-admin, set-role, ban, unban', () => {
     const dir = join(scratch, 'accounts')
     expect(cli(dir, 'create-admin', 'root', 'root@example.com', 'password123').code).toBe(0)
     expect(cli(dir, 'create-admin', 'root', 'other@example.com', 'password123').code).toBe(1)
-    const db = () => new Database(join(dir, 'imghost.sqlite'), { readonly: true })
-    const user = () => {
-      const d = db()
-      const row = d.query("SELECT role, banned, email_verified FROM users WHERE username = 'root'").get() as any
-      d.close()
-      return row
-    }
+    const user = () => userRow(dir, 'root')
     expect(user()).toEqual({ role: 'admin', banned: 0, email_verified: 1 })
-    cli(dir, 'set-role', 'root', 'user')
+    expect(cli(dir, 'set-role', 'root', 'user').code).toBe(0)
     expect(user().role).toBe('user')
-    cli(dir, 'ban', 'root')
+    expect(cli(dir, 'ban', 'root').code).toBe(0)
     expect(user().banned).toBe(1)
-    cli(dir, 'unban', 'root')
+    expect(cli(dir, 'unban', 'root').code).toBe(0)
     expect(user().banned).toBe(0)
     expect(cli(dir, 'ban', 'nobody').code).toBe(1)
     expect(cli(dir, 'set-role', 'root', 'king').code).toBe(1)
+  })
+
+  test('verify-email marks an account registered through the API as verified, while the server runs', async () => {
+    const account = await registerUser(t)
+    const name = account.user.username as string
+    expect(userRow(t.dataDir, name).email_verified).toBe(0)
+    expect((await t.json('/api/auth/me', { headers: account.bearer })).body.user.emailVerified).toBe(false)
+    // Usernames are matched case-insensitively.
+    const run = cli(t.dataDir, 'verify-email', name.toUpperCase())
+    expect(run.code).toBe(0)
+    expect(userRow(t.dataDir, name).email_verified).toBe(1)
+    // The running server re-reads the account on every request.
+    expect((await t.json('/api/auth/me', { headers: account.bearer })).body.user.emailVerified).toBe(true)
+
+    const unknown = cli(t.dataDir, 'verify-email', 'nobody-here')
+    expect(unknown.code).toBe(1)
+    expect(unknown.err).toContain('No account named nobody-here')
   })
 })
 
@@ -100,12 +118,17 @@ describe('backup and restore', () => {
 })
 
 describe('check', () => {
-  test('finds a deleted file and a stray file; --repair remakes the thumbnail and removes the stray', async () => {
-    const dir = join(scratch, 'check')
-    cli(t.dataDir, 'backup', join(scratch, 'check-src'))
-    cli(dir, 'restore', join(scratch, 'check-src'))
+  /** A data directory of its own holding what the test server holds: a backup of it, restored. */
+  function copyOfServerData(name: string) {
+    const dir = join(scratch, name)
+    expect(cli(t.dataDir, 'backup', `${dir}-src`).code).toBe(0)
+    expect(cli(dir, 'restore', `${dir}-src`).code).toBe(0)
     expect(cli(dir, 'check').code).toBe(0)
+    return dir
+  }
 
+  test('finds a deleted thumbnail and a stray file; --repair remakes the thumbnail and removes the stray', async () => {
+    const dir = copyOfServerData('check')
     const storage = storageAt(dir)
     await storage.delete(`thumbs/${uploaded[0].id}.webp`)
     writeFileSync(join(scratch, 'stray'), 'stray')
@@ -120,5 +143,25 @@ describe('check', () => {
     expect(repaired.code).toBe(0)
     expect(JSON.parse(repaired.out).repairedThumbnails).toEqual([`thumbs/${uploaded[0].id}.webp`])
     expect(cli(dir, 'check').code).toBe(0)
+  })
+
+  test('finds a deleted original, which --repair cannot remake: both exit 2', async () => {
+    const dir = copyOfServerData('check-original')
+    const original = `originals/${basename(new URL(uploaded[1].url).pathname)}`
+    expect(original).toMatch(new RegExp(`^originals/${uploaded[1].id}\\.\\w+$`))
+    await storageAt(dir).delete(original)
+
+    for (const args of [['check'], ['check', '--repair']]) {
+      const run = cli(dir, ...args)
+      expect(run.code, args.join(' ')).toBe(2)
+      expect(JSON.parse(run.out)).toEqual({
+        images: uploaded.length,
+        missingOriginals: [original],
+        missingThumbnails: [],
+        strayFiles: [],
+        repairedThumbnails: [],
+        removedStrayFiles: [],
+      })
+    }
   })
 })

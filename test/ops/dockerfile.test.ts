@@ -161,8 +161,8 @@ function repoFileAt(imagePath: string): string | undefined {
 }
 
 describe('Dockerfile', () => {
-  test('parses: stages are `FROM oven/bun... AS name`, with unique names', () => {
-    expect(stages.length).toBeGreaterThanOrEqual(1)
+  test('parses: two or more stages, each `FROM oven/bun... AS name`, with unique names', () => {
+    expect(stages.length).toBeGreaterThanOrEqual(2)
     for (const stage of stages) {
       expect(stage.image, `line ${stage.line}`).toMatch(/^(docker\.io\/)?oven\/bun(:[\w.-]+)?(@sha256:[0-9a-f]{64})?$/)
       expect(stage.name, `line ${stage.line}: FROM without AS name`).toMatch(/^[a-z][\w.-]*$/)
@@ -210,7 +210,10 @@ describe('Dockerfile', () => {
     expect(Object.keys(pkg.dependencies)).not.toContain('bun')
     const install = instructions.find((i) => i.keyword === 'RUN' && /\bbun install\b/.test(i.args))
     expect(install?.args).toContain('--production')
-    expect(copies.some((c) => c.stage === final && c.dest === posix.join(finalSteps.at(-1)!.workdir, 'node_modules'))).toBe(true)
+    // Multi-stage: the install runs in an earlier stage and the runtime stage copies only its node_modules.
+    expect(final.instructions.some((i) => i.keyword === 'RUN' && /\bbun (install|add|i)\b/.test(i.args)), 'bun install in the runtime stage').toBe(false)
+    const modules = copies.find((c) => c.stage === final && c.dest === posix.join(finalSteps.at(-1)!.workdir, 'node_modules'))
+    expect(modules?.from, 'node_modules of the runtime stage come from an earlier stage').toBeDefined()
   })
 
   test('runs as a non-root user that owns the data volume', () => {

@@ -7,25 +7,52 @@ let t: TestServer
 let logs: string[] = []
 
 beforeAll(async () => {
-  t = await startTestServer({ METRICS_TOKEN: TOKEN, LOG_REQUESTS: 'true' })
+  // SCAN_API_UPLOADS: the upload below is classified too, so the scan histogram has an observation.
+  t = await startTestServer({ METRICS_TOKEN: TOKEN, LOG_REQUESTS: 'true', SCAN_API_UPLOADS: 'true' })
 })
 afterAll(() => t.stop())
 
+type Sample = { name: string; labels: Record<string, string>; value: number }
+
+/** A Prometheus float: `+Inf` and `-Inf` are spelled out (JavaScript's Number() reads them as NaN). */
+const float = (text: string) => (/^[+-]Inf$/i.test(text) ? (text.startsWith('-') ? -Infinity : Infinity) : Number(text))
+
 /** Parses Prometheus text format into samples; throws on any line that is not a comment or a sample. */
 function parsePrometheus(text: string) {
-  const samples: { name: string; labels: Record<string, string>; value: number }[] = []
+  const samples: Sample[] = []
   for (const line of text.split('\n')) {
     if (line === '' || line.startsWith('# HELP ') || line.startsWith('# TYPE ')) continue
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (-?[0-9.e+]+|NaN|\+Inf)$/.exec(line)
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? ([+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?|NaN|[+-]Inf)$/i.exec(line)
     if (!match) throw new Error(`not Prometheus text: ${line}`)
     const labels: Record<string, string> = {}
     for (const pair of (match[2] ?? '').match(/[a-zA-Z_]+="(?:[^"\\]|\\.)*"/g) ?? []) {
       const eq = pair.indexOf('=')
       labels[pair.slice(0, eq)] = JSON.parse(pair.slice(eq + 1))
     }
-    samples.push({ name: match[1], labels, value: Number(match[3]) })
+    samples.push({ name: match[1], labels, value: float(match[3]) })
   }
   return samples
+}
+
+/**
+ * A histogram's samples, checked against the format: `_bucket` lines with strictly increasing `le` ending in `+Inf`,
+ * cumulative (non-decreasing) counts, the `+Inf` bucket equal to `_count`, and a `_sum`.
+ */
+function histogram(samples: Sample[], name: string) {
+  const lines = samples.filter((s) => s.name === `${name}_bucket`)
+  expect(lines.length).toBeGreaterThanOrEqual(2)
+  expect(lines.at(-1)!.labels.le).toBe('+Inf')
+  const buckets = lines.map((s) => ({ le: float(s.labels.le), count: s.value }))
+  for (let i = 1; i < buckets.length; i++) {
+    expect(buckets[i].le).toBeGreaterThan(buckets[i - 1].le)
+    expect(buckets[i].count).toBeGreaterThanOrEqual(buckets[i - 1].count)
+  }
+  const count = samples.filter((s) => s.name === `${name}_count`)
+  const sum = samples.filter((s) => s.name === `${name}_sum`)
+  expect(count).toHaveLength(1)
+  expect(sum).toHaveLength(1)
+  expect(buckets.at(-1)!.count).toBe(count[0].value)
+  return { buckets, count: count[0].value, sum: sum[0].value }
 }
 
 describe('metrics', () => {
@@ -47,7 +74,20 @@ describe('metrics', () => {
     expect(value('storage_used_bytes')).toBe(upload.body.size)
     expect(value('http_requests_total', { route: '/api/v1/upload', method: 'POST', status: '201' })).toBe(1)
     expect(value('nsfw_queue_depth')).toBe(0)
-    expect(samples.some((s) => s.name === 'nsfw_scan_duration_seconds_count')).toBe(true)
+
+    // One scan (the upload's): its latency is the sum, and exactly the buckets at or above it count it.
+    const scans = histogram(samples, 'nsfw_scan_duration_seconds')
+    expect(scans.count).toBe(1)
+    expect(scans.sum).toBeGreaterThan(0)
+    for (const bucket of scans.buckets) expect(bucket.count, `le=${bucket.le}`).toBe(scans.sum <= bucket.le ? 1 : 0)
+    expect(value('nsfw_scan_failures_total')).toBe(0)
+
+    // Every request counted by route and status is also one observation of the duration histogram.
+    const requests = samples.filter((s) => s.name === 'http_requests_total').reduce((total, s) => total + s.value, 0)
+    const durations = histogram(samples, 'http_request_duration_seconds')
+    expect(requests).toBeGreaterThanOrEqual(3)
+    expect(durations.count).toBe(requests)
+    expect(durations.sum).toBeGreaterThan(0)
   })
   test('are off (404) without a token', async () => {
     const off = await startTestServer()

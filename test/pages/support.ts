@@ -1,17 +1,9 @@
 import { expect } from 'bun:test'
-import type { Classifier } from '../../src/moderation'
 import { makeImage, uploadForm, type UploadPart } from '../fixtures'
 import { jsonBody, startTestServer, type TestServer } from '../helpers'
 
-/** Albums, embeds and pages never need the real model: a classifier that finds everything neutral. */
-const neutralClassifier: Classifier = {
-  classify: async () => ({ Porn: 0.01, Hentai: 0.01, Sexy: 0.01, Neutral: 0.95, Drawing: 0.02 }),
-  warm: async () => {},
-  close: async () => {},
-  queueDepth: 0,
-}
-
-export const startServer = (env: Record<string, string> = {}) => startTestServer(env, { classifier: neutralClassifier })
+/** Albums, embeds and pages never need the real model: startTestServer's neutral classifier does. */
+export const startServer = (env: Record<string, string> = {}) => startTestServer(env)
 
 let seed = 0
 

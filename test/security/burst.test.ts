@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { makeImage, uploadForm } from '../fixtures'
 import { userWithKey, type TestServer } from '../helpers'
-import { dbSnapshot, expectRateLimitHeaders, startServer, uploadImage } from './support'
+import { dataSnapshot, expectRateLimitHeaders, startServer, uploadImage } from './support'
 
 // The global limiter is in memory and per process: every test here starts its own server, and all traffic is loopback
 // from one address (127.0.0.1).
@@ -63,7 +63,9 @@ describe('bursts from one address', () => {
     const responses = await Promise.all(bytes.map((b) => t.fetch('/api/upload', { method: 'POST', body: uploadForm([{ bytes: b }]) })))
     expect(statuses(responses)).toEqual({ 201: 10, 429: 5 })
     for (const res of responses.filter((r) => r.status === 429)) expectRateLimitHeaders(res.headers, { retryAfter: true })
-    expect(dbSnapshot(t).counts.images).toBe(10)
+    const stored = await dataSnapshot(t)
+    expect(stored.counts.images).toBe(10)
+    expect(stored.files).toHaveLength(20) // an original and a thumbnail each, and nothing of the refused five
     const again = await t.fetch('/api/upload', { method: 'POST', body: uploadForm([{ bytes: bytes[0] }]) })
     expect(again.status).toBe(429)
   })

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { join } from 'node:path'
+import { thumbnailKey } from '../../src/storage'
 import { userWithKey, type TestServer } from '../helpers'
-import { dbSnapshot, ownEverything, resourceFor, send, startServer, uploadWith } from './support'
+import { dataSnapshot, ownEverything, resourceFor, send, startServer, uploadWith } from './support'
 
 // Account A owns one of everything; account B (an ordinary user with its own JWT and key, and resources of its own)
 // tries every route of /swagger/json that names a resource, against A's resources. Every attempt must be refused
@@ -51,9 +53,29 @@ describe('cross-account matrix: B against A', () => {
     for (const name of ['image', 'album', 'profile', 'key', 'user']) expect(A[name], name).toBeDefined()
   })
 
+  test('the snapshot covers the stored files through the storage interface (local disk or bucket)', async () => {
+    const before = await dataSnapshot(t)
+    for (const id of [A.image, B.image]) {
+      expect(before.files.some((f) => f.startsWith(`originals/${id}.png `)), id).toBe(true)
+      expect(before.files.some((f) => f.startsWith(`${thumbnailKey(id)} `)), id).toBe(true)
+    }
+    // A file that changes while no row does changes the hash: a thumbnail removed behind the API's back, then restored.
+    const storage = t.server.deps.storage
+    const key = thumbnailKey(A.image)
+    const bytes = new Uint8Array(await storage.file(key).arrayBuffer())
+    await storage.delete(key)
+    const without = await dataSnapshot(t)
+    expect(without.counts).toEqual(before.counts)
+    expect(without.hash).not.toBe(before.hash)
+    const restore = join(t.dataDir, 'restore.webp')
+    await Bun.write(restore, bytes)
+    await storage.put(key, restore)
+    expect((await dataSnapshot(t)).hash).toBe(before.hash)
+  })
+
   test('every route of /swagger/json that names a resource: 404 (or 403 for admin) and nothing changes', async () => {
     const doc = (await t.json('/swagger/json')).body
-    const before = dbSnapshot(t)
+    const before = await dataSnapshot(t)
     let tried = 0
     for (const [path, operations] of Object.entries<Record<string, unknown>>(doc.paths)) {
       const params = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1])
@@ -81,11 +103,11 @@ describe('cross-account matrix: B against A', () => {
       }
     }
     expect(tried).toBeGreaterThanOrEqual(15)
-    expect(dbSnapshot(t).hash).toBe(before.hash)
+    expect((await dataSnapshot(t)).hash).toBe(before.hash)
   })
 
   test("B's own resources cannot be used to reach A's: bulk-embed, album add, profile assignment, delete token", async () => {
-    const before = dbSnapshot(t)
+    const before = await dataSnapshot(t)
     const attempts: [string, RequestInit][] = [
       // A's image into B's album, B's profile onto A's image, A's profile onto B's image (one and many).
       [`/api/albums/${B.album}/images`, send('POST', { imageId: A.image }, both())],
@@ -104,7 +126,7 @@ describe('cross-account matrix: B against A', () => {
       expect(`${init.method ?? 'GET'} ${path} ${res.status}`).toBe(`${init.method ?? 'GET'} ${path} 404`)
       expect(typeof res.body.error).toBe('string')
     }
-    expect(dbSnapshot(t).hash).toBe(before.hash)
+    expect((await dataSnapshot(t)).hash).toBe(before.hash)
     // Nor did B's profile change (its images still use it).
     expect((await t.json(`/api/embeds`, { headers: b.bearer })).body.profiles).toHaveLength(1)
   })

@@ -1,10 +1,8 @@
 import { expect } from 'bun:test'
 import { connect } from 'node:net'
-import { readdirSync, statSync } from 'node:fs'
-import { join } from 'node:path'
 import type { Classifier } from '../../src/moderation'
 import { makeImage, uploadForm, type UploadPart } from '../fixtures'
-import { jsonBody, startTestServer, type TestServer, type userWithKey } from '../helpers'
+import { jsonBody, startTestServer, storedKeys, type TestServer, type userWithKey } from '../helpers'
 
 /** The security suite never needs the real model: a classifier that finds everything neutral (and answers at once). */
 export const neutralClassifier: Classifier = {
@@ -152,12 +150,24 @@ export function filler(opts: { chunk?: number; delayMs?: number; total?: number;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Database and file snapshots: "nothing changed" is a hash of every row of every table and of the stored files.
+// Data snapshots: "nothing changed" is a hash of every row of every table and of every stored file.
 
 /** Columns that change on reads by design (a key's last use) and say nothing about the data. */
 const VOLATILE_COLUMNS: Record<string, string[]> = { api_keys: ['last_used_at'] }
 
-export function dbSnapshot(t: TestServer): { counts: Record<string, number>; hash: string } {
+export interface DataSnapshot {
+  /** Rows per table. */
+  counts: Record<string, number>
+  /** Every stored file as `<key> <size>` (see storedFiles). */
+  files: string[]
+  hash: string
+}
+
+/**
+ * Every row of every table and every stored file (through the server's storage, so local disk and bucket alike).
+ * Throws when an image row has no stored original: then the file half would hash nothing and prove nothing.
+ */
+export async function dataSnapshot(t: TestServer): Promise<DataSnapshot> {
   const sqlite = t.server.db.$client
   const tables = sqlite
     .query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_stat%' ORDER BY name")
@@ -174,30 +184,21 @@ export function dbSnapshot(t: TestServer): { counts: Record<string, number>; has
       .sort()
     hasher.update(`${table}\n${lines.join('\n')}\n`)
   }
-  for (const file of storedFiles(t)) hasher.update(`file ${file}\n`)
-  return { counts, hash: hasher.digest('hex') }
+  const files = await storedFiles(t)
+  const keys = new Set(files.map((f) => f.slice(0, f.indexOf(' '))))
+  for (const { id, ext } of sqlite.query<{ id: string; ext: string }, []>('SELECT id, ext FROM images').all()) {
+    if (!keys.has(`originals/${id}.${ext}`)) throw new Error(`snapshot: image ${id} has no stored original among ${files.length} stored files`)
+  }
+  for (const file of files) hasher.update(`file ${file}\n`)
+  return { counts, files, hash: hasher.digest('hex') }
 }
 
-/** Every file under the data directory's `files` folder, with its size. */
-export function storedFiles(t: TestServer): string[] {
-  const root = join(t.dataDir, 'files')
-  const out: string[] = []
-  const walk = (dir: string) => {
-    let entries: string[]
-    try {
-      entries = readdirSync(dir)
-    } catch {
-      return
-    }
-    for (const name of entries) {
-      const path = join(dir, name)
-      const stat = statSync(path)
-      if (stat.isDirectory()) walk(path)
-      else out.push(`${path.slice(root.length)} ${stat.size}`)
-    }
-  }
-  walk(root)
-  return out.sort()
+/** Every stored file (original or thumbnail) as `<key> <size>`, listed and sized through the server's storage. */
+export async function storedFiles(t: TestServer): Promise<string[]> {
+  const storage = t.server.deps.storage
+  const keys = await storedKeys(t)
+  const sizes = await Promise.all(keys.map(async (key) => (await storage.stat(key))?.size ?? 'gone'))
+  return keys.map((key, i) => `${key} ${sizes[i]}`)
 }
 
 // ---------------------------------------------------------------------------------------------------------------

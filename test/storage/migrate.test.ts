@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { S3Client } from 'bun'
+import { RETRY_DELAYS_MS } from '../../src/storage/s3'
 import { makeImage, makeNoisePng, uploadForm } from '../fixtures'
 import { storedKeys, userWithKey, type TestServer } from '../helpers'
 import { startServer } from '../pages/support'
@@ -46,9 +47,9 @@ function cli(env: Record<string, string>, ...args: string[]) {
 }
 
 const localFiles = async () => (await storedKeys(t)).map((key) => ({ key, size: Bun.file(join(t.dataDir, 'files', key)).size }))
-async function bucketObjects() {
-  const listed = await bucket.list({ prefix: PREFIX })
-  return (listed.contents ?? []).map((o) => ({ key: o.key.slice(PREFIX.length), size: o.size })).sort((a, b) => (a.key < b.key ? -1 : 1))
+async function bucketObjects(prefix = PREFIX) {
+  const listed = await bucket.list({ prefix })
+  return (listed.contents ?? []).map((o) => ({ key: o.key.slice(prefix.length), size: o.size })).sort((a, b) => (a.key < b.key ? -1 : 1))
 }
 
 describe('cli migrate-storage', () => {
@@ -76,6 +77,35 @@ describe('cli migrate-storage', () => {
     const puts = (await s3.requests()).filter((r) => r.method === 'PUT').map((r) => r.path)
     expect(puts.sort()).toEqual([`/${s3.bucket}/${PREFIX}${first.key}`, `/${s3.bucket}/${PREFIX}${second.key}`].sort())
   })
+
+  test('a copy that fails (the bucket answers 503 past every retry): exit 2 naming the files; a rerun completes them', async () => {
+    const prefix = 'failing/' // an empty prefix of its own, so every file needs a copy
+    const local = await localFiles()
+    // The next S3 requests answer 503 SlowDown: the first request of each of the four files copied in parallel, and
+    // every retry of it, so those four fail and the rest copy.
+    const attempts = RETRY_DELAYS_MS.length + 1
+    await s3.failNext(4 * attempts)
+    const failing = cli({ S3_PREFIX: prefix }, 'migrate-storage')
+    await s3.failNext(0)
+    expect(failing.code).toBe(2)
+    const failed = [...failing.err.matchAll(/^failed: (\S+): /gm)].map((m) => m[1]).sort()
+    expect(failed.length, failing.err).toBeGreaterThan(0)
+    expect(failed.length).toBeLessThan(local.length)
+    expect(failing.err).toContain(`failed after ${attempts} attempt(s)`)
+    expect(failing.out).toContain(`${local.length} files: ${local.length - failed.length} copied`)
+    expect(failing.out).toContain(`0 already in the bucket, ${failed.length} failed`)
+    expect(failing.out).toContain('Run migrate-storage again')
+    expect(failing.out).not.toContain('STORAGE=s3 and the same')
+    // What failed is not in the bucket; everything else is, with its size.
+    expect(await bucketObjects(prefix)).toEqual(local.filter((f) => !failed.includes(f.key)))
+
+    const rerun = cli({ S3_PREFIX: prefix }, 'migrate-storage')
+    expect(rerun.err).toBe('')
+    expect(rerun.code).toBe(0)
+    expect(rerun.out).toContain(`${local.length} files: ${failed.length} copied`)
+    expect(rerun.out).toContain(`${local.length - failed.length} already in the bucket, 0 failed`)
+    expect(await bucketObjects(prefix)).toEqual(local)
+  }, 30_000)
 
   test('after the switch the same data directory serves every image from the bucket, and check finds nothing missing', async () => {
     const before = await Promise.all(uploaded.map(async (i) => new Uint8Array(await (await t.fetch(new URL(i.url).pathname)).arrayBuffer())))

@@ -15,6 +15,7 @@ let page: Page
 const username = 'webuser'
 const password = 'correct horse battery'
 let token = ''
+let apiKey = ''
 const uploaded: { id: string; filename: string }[] = []
 
 beforeAll(async () => {
@@ -35,6 +36,11 @@ const tab = async (name: string) => {
   await page.waitForSelector(`[data-panel="${name}"]:not([hidden])`)
 }
 const status = (id: string) => page.textContent(`#${id}`)
+/** Clicks a button that makes the page download a file; returns the file's suggested name and its text. */
+const download = async (selector: string) => {
+  const [file] = await Promise.all([page.waitForEvent('download'), page.click(selector)])
+  return { name: file.suggestedFilename(), text: readFileSync((await file.path())!, 'utf8') }
+}
 
 describe('account journey in the browser', () => {
   test('register: lands on the dashboard, logged in, asked to verify the email', async () => {
@@ -87,7 +93,7 @@ describe('account journey in the browser', () => {
     p.problems.length = 0
   })
 
-  test('API keys: create one with a name, see the secret once, copy it, download a ShareX config', async () => {
+  test('API keys: create one with a name, see the secret once, copy it, download the uploader configs', async () => {
     await page.goto(`${t.url}/dashboard#keys`)
     await page.waitForSelector('[data-panel="keys"]:not([hidden])')
     await page.fill('#key-name', 'ShareX laptop')
@@ -95,19 +101,20 @@ describe('account journey in the browser', () => {
     await page.waitForSelector('#key-secret:not([hidden])')
     const secret = await page.inputValue('#new-key')
     expect(secret).toMatch(/^ihk_.{40}$/)
+    apiKey = secret
     expect(await page.textContent('#key-secret-name')).toBe('ShareX laptop')
     await page.click('#key-secret button[data-copy="new-key"]')
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret)
     // The key works.
     expect((await t.json('/api/v1/me', { headers: { 'x-api-key': secret } })).body.username).toBe(username)
 
-    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#sxcu-download')])
-    expect(download.suggestedFilename()).toBe('Pixbin-ShareX_laptop.sxcu')
-    const sxcu = JSON.parse(readFileSync((await download.path())!, 'utf8'))
-    expect(sxcu).toEqual({
+    // The configs are the server's (GET /api/v1/clients/*), fetched with the new key while its secret is known.
+    const sharex = await download('#key-secret [data-client="sharex"]')
+    expect(sharex.name).toBe('Pixbin.sxcu')
+    expect(JSON.parse(sharex.text)).toEqual({
       Version: '15.0.0',
-      Name: 'Pixbin',
-      DestinationType: 'ImageUploader',
+      Name: `Pixbin (${username})`,
+      DestinationType: 'ImageUploader, FileUploader',
       RequestMethod: 'POST',
       RequestURL: `${t.url}/api/v1/upload`,
       Headers: { 'X-API-Key': secret },
@@ -118,6 +125,20 @@ describe('account journey in the browser', () => {
       DeletionURL: '{json:delete}',
       ErrorMessage: '{json:error}',
     })
+    expect(await page.textContent('#key-secret [data-client-status]')).toBe('Downloaded Pixbin.sxcu.')
+    // The visibility choice goes into the configs.
+    await page.selectOption('#key-secret select[name="visibility"]', 'private')
+    const shell = await download('#key-secret [data-client="shell"]')
+    expect(shell.name).toBe('Pixbin-upload.sh')
+    expect(shell.text).toStartWith('#!/bin/sh\n')
+    expect(shell.text).toContain(`ENDPOINT='${t.url}/api/v1/upload'`)
+    expect(shell.text).toContain(`API_KEY='${secret}'`)
+    expect(shell.text).toContain(`--form-string 'visibility=private'`)
+    const flameshot = await download('#key-secret [data-client="flameshot"]')
+    expect(flameshot.name).toBe('Pixbin-flameshot.sh')
+    expect(flameshot.text).toContain('flameshot gui --raw')
+    expect(flameshot.text).toContain(`ENDPOINT='${t.url}/api/v1/upload'`)
+    expect(flameshot.text).toContain(`API_KEY='${secret}'`)
     await page.waitForSelector('#key-list [data-key]')
     await shoot(page, 'dashboard-key-created')
 
@@ -132,14 +153,15 @@ describe('account journey in the browser', () => {
     expect(row).toContain(secret.slice(0, 8))
     expect(row).toContain('last used')
 
-    // A config for an existing key needs its secret pasted, checked against the prefix.
-    await page.click('#key-list [data-key] button:has-text("ShareX config")')
-    await page.fill('.sharex-form input', 'ihk_wrongwrongwrongwrongwrongwrongwrongwrong')
-    await page.click('.sharex-form button')
-    expect(await page.textContent('.sharex-form .error')).toContain('not the secret')
-    await page.fill('.sharex-form input', secret)
-    const [again] = await Promise.all([page.waitForEvent('download'), page.click('.sharex-form button')])
-    expect(JSON.parse(readFileSync((await again.path())!, 'utf8')).Headers['X-API-Key']).toBe(secret)
+    // Configs for an existing key need its secret pasted, checked against the prefix.
+    await page.click('#key-list [data-key] button:has-text("Uploader configs")')
+    await page.fill('.key-configs input[type="password"]', 'ihk_wrongwrongwrongwrongwrongwrongwrongwrong')
+    await page.click('.key-configs [data-client="sharex"]')
+    expect(await page.textContent('.key-configs .error')).toContain('not the secret')
+    await page.fill('.key-configs input[type="password"]', secret)
+    const again = await download('.key-configs [data-client="sharex"]')
+    expect(JSON.parse(again.text).Headers['X-API-Key']).toBe(secret)
+    expect(await page.isVisible('.key-configs .error')).toBe(false)
     expectClean(p)
   })
 
@@ -177,6 +199,37 @@ describe('account journey in the browser', () => {
     expect(await page.getAttribute('#image-grid [data-id]', 'data-id')).toBe(target.id)
     await page.selectOption('#filter-visibility', '')
     await page.waitForFunction(() => document.querySelectorAll('#image-grid [data-id]').length === 2)
+    expectClean(p)
+  })
+
+  test('dashboard images: mark both NSFW, the NSFW filter shows them, then unmark them', async () => {
+    const nsfwTags = () => page.locator('#image-grid [data-id] .tag.danger').allTextContents()
+    const shown = (n: number) => page.waitForFunction((count) => document.querySelectorAll('#image-grid [data-id]').length === count, n)
+    const imageStatus = (text: string) => page.waitForFunction((expected) => document.getElementById('images-status')!.textContent === expected, text)
+    expect(await nsfwTags()).toEqual([])
+    await page.check('#select-all')
+    expect(await status('selected-count')).toBe('2 selected')
+    await page.click('[data-bulk="nsfw"]')
+    await imageStatus('2 images marked NSFW.')
+    expect(await nsfwTags()).toEqual(['NSFW', 'NSFW'])
+    for (const image of uploaded) expect((await t.json(`/api/v1/image/${image.id}`)).body.data.nsfw).toBe(true)
+
+    await page.selectOption('#filter-nsfw', 'false')
+    await shown(0)
+    expect(await page.textContent('#image-grid .empty')).toBe('No images match these filters.')
+    await page.selectOption('#filter-nsfw', 'true')
+    await shown(2)
+    expect((await page.locator('#image-grid [data-id]').evaluateAll((els) => els.map((el) => el.getAttribute('data-id')))).sort()).toEqual(uploaded.map((i) => i.id).sort())
+
+    await page.check('#select-all')
+    await page.click('[data-bulk="sfw"]')
+    await imageStatus('2 images unmarked as NSFW.')
+    // Under the NSFW filter they are gone now; without it they are back, unmarked.
+    expect(await page.locator('#image-grid [data-id]').count()).toBe(0)
+    for (const image of uploaded) expect((await t.json(`/api/v1/image/${image.id}`)).body.data.nsfw).toBe(false)
+    await page.selectOption('#filter-nsfw', '')
+    await shown(2)
+    expect(await nsfwTags()).toEqual([])
     expectClean(p)
   })
 
@@ -219,6 +272,30 @@ describe('account journey in the browser', () => {
     await page.click('#album-list [data-album]:has-text("Scratch") button:has-text("Delete")')
     await page.waitForFunction(() => document.querySelectorAll('#album-list [data-album]').length === 1)
     expect((await t.json('/api/albums', { headers: bearer() })).body.albums).toHaveLength(1)
+    expectClean(p)
+  })
+
+  test('API keys: an existing key\'s config for uploads into an album; revoking the key ends it', async () => {
+    await tab('keys')
+    const albumId = (await t.json('/api/albums', { headers: bearer() })).body.albums[0].id
+    await page.click('#key-list [data-key] button:has-text("Uploader configs")')
+    await page.fill('.key-configs input[type="password"]', apiKey)
+    await page.selectOption('.key-configs select[name="album"]', albumId)
+    expect(await page.textContent('.key-configs select[name="album"] option:checked')).toBe('Summer 2026')
+    const shell = await download('.key-configs [data-client="shell"]')
+    expect(shell.text).toContain(`--form-string 'album=${albumId}'`)
+    expect(shell.text).toContain(`API_KEY='${apiKey}'`)
+
+    let asked = ''
+    page.once('dialog', (dialog) => {
+      asked = `${dialog.type()}: ${dialog.message()}`
+      return dialog.accept()
+    })
+    await page.click('#key-list [data-key] button:has-text("Revoke")')
+    await page.waitForFunction(() => document.getElementById('key-list')!.textContent === 'No API keys yet.')
+    expect(asked).toBe('confirm: Revoke the key “ShareX laptop”? Tools using it stop working at once.')
+    expect((await t.json('/api/v1/me', { headers: { 'x-api-key': apiKey } })).status).toBe(401)
+    expect((await t.json('/api/keys', { headers: bearer() })).body.keys).toEqual([])
     expectClean(p)
   })
 

@@ -25,6 +25,7 @@ function webUpload(parts: UploadPart[], fields: Record<string, string> = {}, hea
 }
 
 const storedFiles = async (server = t) => (await storedKeys(server)).length
+const ids = (feed: { body: { images: { id: string }[] } }) => feed.body.images.map((i) => i.id)
 
 const UPLOADED_KEYS = ['delete', 'deleteToken', 'height', 'id', 'mime', 'nsfw', 'size', 'thumbnail', 'url', 'viewer', 'visibility', 'width']
 
@@ -217,10 +218,57 @@ describe('logged-in web upload (JWT)', () => {
     for (let i = 0; i < 11; i++) expect((await webUpload([{ bytes }], {}, user.bearer, ip)).status).toBe(201)
   })
 
-  test('a logged-in upload may name a folder', async () => {
+  test("the account's file limit (15), not the anonymous one: 15 files pass; 16 are 400, nothing stored or counted", async () => {
+    const user = await registerUser(t)
+    const tiny = await Promise.all(Array.from({ length: 16 }, (_, i) => makeImage('png', 8, 8, 300 + i)))
+    const parts = tiny.map((bytes, i) => ({ bytes, name: `many${i}.png` }))
+    const before = await storedFiles()
+    const tooMany = await webUpload(parts, {}, user.bearer)
+    expect(tooMany.status).toBe(400)
+    expect(typeof tooMany.body.error).toBe('string')
+    expect(await storedFiles()).toBe(before)
+    expect((await t.json('/api/account/usage', { headers: user.bearer })).body).toMatchObject({ totalImages: 0, rateLimit: { used: 0 } })
+
+    const fifteen = await webUpload(parts.slice(0, 15), {}, user.bearer)
+    expect(fifteen.status).toBe(201)
+    expect(fifteen.body.images).toHaveLength(15)
+    expect(await storedFiles()).toBe(before + 30) // an original and a thumbnail each
+    expect((await t.json('/api/account/usage', { headers: user.bearer })).body).toMatchObject({ totalImages: 15, rateLimit: { used: 15 } })
+  })
+
+  test('privateAccount makes every web upload private, whatever the request asks', async () => {
+    const user = await registerUser(t)
+    const before = await webUpload([{ bytes: await png(20) }], { visibility: 'public' }, user.bearer)
+    expect(before.body.visibility).toBe('public')
+    const patch = await t.json('/api/account', { method: 'PATCH', headers: { ...user.bearer, 'content-type': 'application/json' }, body: JSON.stringify({ privateAccount: true }) })
+    expect(patch.status).toBe(200)
+    expect(patch.body.user.privateAccount).toBe(true)
+    for (const fields of [{}, { visibility: 'public' }] as Record<string, string>[]) {
+      const res = await webUpload([{ bytes: await png(21) }], fields, user.bearer)
+      expect(res.status).toBe(201)
+      expect(res.body.visibility).toBe('private')
+      expect((await t.json(`/api/v1/image/${res.body.id}`)).body.data.visibility).toBe('private')
+      expect(ids(await t.json('/api/gallery?limit=40'))).not.toContain(res.body.id)
+    }
+    expect(ids(await t.json('/api/gallery?limit=40'))).toContain(before.body.id)
+  })
+
+  test('a folder name creates an album of the account, listed by GET /api/albums with the image in it', async () => {
     const user = await registerUser(t)
     const res = await webUpload([{ bytes: await png(18) }], { folder: 'Web folder' }, user.bearer)
     expect(res.status).toBe(201)
+    const albums = await t.json('/api/albums', { headers: user.bearer })
+    expect(albums.status).toBe(200)
+    expect(albums.body.albums).toHaveLength(1)
+    const [album] = albums.body.albums
+    expect(album).toMatchObject({ title: 'Web folder', imageCount: 1, isPublic: true })
+    const opened = await t.json(`/api/albums/${album.id}`, { headers: user.bearer })
+    expect(opened.body.images.map((i: { id: string }) => i.id)).toEqual([res.body.id])
+    // The same name again is the same album.
+    const again = await webUpload([{ bytes: await png(22) }], { folder: 'Web folder' }, user.bearer)
+    expect(again.status).toBe(201)
+    const listed = (await t.json('/api/albums', { headers: user.bearer })).body.albums
+    expect(listed.map((a: { id: string; imageCount: number }) => [a.id, a.imageCount])).toEqual([[album.id, 2]])
   })
 
   test('an invalid or malformed bearer token: 401, never treated as anonymous', async () => {

@@ -2,10 +2,13 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { images } from '../../src/db/schema'
 import { uploadForm, type UploadPart } from '../fixtures'
-import { registerUser, startTestServer, type TestServer } from '../helpers'
+import { registerUser, startTestServer, userWithKey, type TestServer } from '../helpers'
+import { sharedClassifier } from '../shared-classifier'
+import { fakeClassifier } from './fake-classifier'
 import { drawingPng, landscapeJpeg } from './images'
 
-// These servers use the default classifier: the real nsfwjs model in its worker, no override.
+// The verdict tests use the real nsfwjs model in its worker: the run's one shared instance. Thresholds are applied by
+// the app to the scores it gets back, so a server with NSFW_PORN_HENTAI_THRESHOLD=0 can share it too.
 
 const scanStatus = (t: TestServer, id: string) => t.server.db.select().from(images).where(eq(images.id, id)).get()?.scanStatus
 
@@ -14,7 +17,7 @@ function webUpload(t: TestServer, parts: UploadPart[], fields: Record<string, st
 }
 
 async function startWarm(env: Record<string, string> = {}) {
-  const t = await startTestServer(env)
+  const t = await startTestServer(env, { classifier: sharedClassifier() })
   // Loading the model is not part of what is tested; a cold first scan could pass the scan deadline on a slow machine.
   await t.server.deps.classifier.warm()
   return t
@@ -73,13 +76,28 @@ describe('the verdict decides the flag (threshold 0: everything is mature)', () 
     const profile = (await t.json(`/api/users/${user.user.username}`)).body
     expect(profile.images.map((i: { id: string; nsfw: boolean }) => [i.id, i.nsfw])).toEqual([[logged.body.id, true]])
   })
+})
 
-  test('API-key uploads are not scanned by default (SCAN_API_UPLOADS)', async () => {
-    const user = await registerUser(t)
-    const key = await t.json('/api/keys', { method: 'POST', headers: { ...user.bearer, 'content-type': 'application/json' }, body: '{"name":"k"}' })
-    const res = await t.json('/api/v1/upload', { method: 'POST', headers: { 'x-api-key': key.body.apiKey }, body: uploadForm([{ bytes: await drawingPng() }]) })
-    expect(res.status).toBe(201)
-    expect(res.body.nsfw).toBe(false)
-    expect(scanStatus(t, res.body.id)).toBe('none')
+describe('SCAN_API_UPLOADS: API-key uploads are scanned only when it is on', () => {
+  // A fake that flags everything and counts its calls: what is tested is whether a key upload reaches the classifier.
+  async function keyUpload(env: Record<string, string>) {
+    const fake = fakeClassifier('porn')
+    const t = await startTestServer(env, { classifier: fake.classifier })
+    try {
+      const user = await userWithKey(t)
+      const res = await t.json('/api/v1/upload', { method: 'POST', headers: user.keyHeader, body: uploadForm([{ bytes: await drawingPng() }]) })
+      expect(res.status).toBe(201)
+      return { calls: fake.state.calls, nsfw: res.body.nsfw, scanStatus: scanStatus(t, res.body.id) }
+    } finally {
+      await t.stop()
+    }
+  }
+
+  test('on: the classifier is called and its verdict flags the upload', async () => {
+    expect(await keyUpload({ SCAN_API_UPLOADS: 'true' })).toEqual({ calls: 1, nsfw: true, scanStatus: 'done' })
+  })
+
+  test('off (the default): the classifier is never called', async () => {
+    expect(await keyUpload({})).toEqual({ calls: 0, nsfw: false, scanStatus: 'none' })
   })
 })

@@ -100,6 +100,24 @@ const tabs = [
   ['settings', 'Settings'],
 ] as const
 
+/**
+ * Downloads of the server's uploader configs (GET /api/v1/clients/*) for a key whose secret the page knows: shown with
+ * a new key's secret, and (from the template) in a key's row where its secret can be pasted.
+ */
+const clientDownloads = html`<div class="client-downloads" data-client-downloads role="group" aria-label="Uploader configs for this key">
+<p>Ready-made uploaders with this key: ShareX on Windows (import the <code>.sxcu</code>), a shell script (<code>sh it FILE</code>), or a Flameshot script (bind it to a key).</p>
+<div class="actions">
+<label>Visibility <select name="visibility"><option value="">Default</option><option value="public">Public</option><option value="private">Private</option></select></label>
+<label>Album <select name="album"><option value="">No album</option></select></label>
+</div>
+<div class="actions">
+<button type="button" data-client="sharex">ShareX config (.sxcu)</button>
+<button type="button" class="secondary" data-client="shell">Shell script</button>
+<button type="button" class="secondary" data-client="flameshot">Flameshot script</button>
+</div>
+<p class="status" data-client-status role="status" aria-live="polite"></p>
+</div>`
+
 const PLACEHOLDERS = '{filename} {id} {width} {height} {size} {mime} {date} {views} {username}'
 
 /** The dashboard: a client-side app over the JSON API (dashboard.js); this is its static markup. */
@@ -177,9 +195,11 @@ ${tabs.map(([id, label]) => html`<a href="#${id}" id="tab-${id}" data-tab="${id}
 <h3 id="key-secret-title">Your new key: <span id="key-secret-name"></span></h3>
 <p><strong>Copy it now: it is shown only once.</strong> Only a hash is stored; if you lose it, create a new key.</p>
 <div class="copy-row"><label class="visually-hidden" for="new-key">API key</label><input id="new-key" type="text" readonly><button type="button" class="secondary" data-copy="new-key">Copy</button></div>
-<div class="actions"><button type="button" id="sxcu-download">Download ShareX config (.sxcu)</button><button type="button" class="secondary" id="key-secret-done">Done</button></div>
+${clientDownloads}
+<div class="actions"><button type="button" class="secondary" id="key-secret-done">Done</button></div>
 </div>
 <ul class="rows" id="key-list" aria-label="Your API keys"></ul>
+<template id="client-downloads-template">${clientDownloads}</template>
 </section>
 
 <section class="panel" id="panel-embeds" data-panel="embeds" aria-labelledby="embeds-title" hidden>

@@ -9,20 +9,26 @@ const PICKER_EXTENSIONS = [...new Set(Object.values(FORMATS).flatMap((f) => (f.e
 const ACCEPT = [...Object.values(FORMATS).map((f) => f.mime), ...PICKER_EXTENSIONS.map((e) => `.${e}`)].join(',')
 const FORMAT_NAMES = 'JPG, PNG, GIF, WebP, SVG, BMP, ICO, TIFF, AVIF'
 
+/**
+ * Files larger than this go through tus (/api/tus) in 5 MiB chunks instead of one multipart POST: a proxy's body limit
+ * or a dropped connection then costs one chunk, not the whole file. Smaller files stay one request each (fewer round trips).
+ */
+export const TUS_THRESHOLD = 20 * 1024 * 1024
+
 const windowText = (seconds: number) =>
   seconds % 3600 === 0 ? `${seconds / 3600} hour${seconds === 3600 ? '' : 's'}` : seconds % 60 === 0 ? `${seconds / 60} minutes` : `${seconds} seconds`
 
 /**
  * `/`: the web upload page. The markup is the whole form; upload.js adds drag and drop, paste, the per-file queue with
- * progress bars, and the result links. Limits are written into data attributes (anonymous ones; a logged-in visitor's
- * come from GET /api/account/usage).
+ * progress bars, and the result links (with tus-upload.js for large files). Limits are written into data attributes
+ * (anonymous ones; a logged-in visitor's come from GET /api/account/usage).
  */
 export function renderUploadPage(renderer: PageRenderer, config: Config): Response {
   const anon = config.limits.anonymous
   const anonText = `Up to ${anon.maxFiles} file${anon.maxFiles === 1 ? '' : 's'} at a time, ${humanSize(anon.maxFileSize)} each, ${anon.uploads} upload${anon.uploads === 1 ? '' : 's'} per ${windowText(anon.windowSeconds)}.`
 
   const body = html`<section class="upload" id="upload"
- data-max-files="${anon.maxFiles}" data-max-size="${anon.maxFileSize}"
+ data-max-files="${anon.maxFiles}" data-max-size="${anon.maxFileSize}" data-tus-threshold="${TUS_THRESHOLD}"
  data-mimes="${Object.values(FORMATS).map((f) => f.mime).join(' ')}" data-extensions="${PICKER_EXTENSIONS.join(' ')}">
 <h1>Upload images</h1>
 <div class="dropzone" id="dropzone">
@@ -60,7 +66,7 @@ export function renderUploadPage(renderer: PageRenderer, config: Config): Respon
 <meta property="og:description" content="Upload images and share them with a link.">
 <meta property="og:site_name" content="${config.siteName}">`,
     body,
-    scripts: ['upload.js'],
+    scripts: ['tus-upload.js', 'upload.js'],
     bodyClass: 'upload-page',
   })
 }

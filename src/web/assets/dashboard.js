@@ -55,8 +55,9 @@
   const dateText = (iso) => (iso ? new Date(iso).toLocaleDateString(undefined, { year: 'numeric', month: 'short', day: 'numeric' }) : '')
   const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`
 
-  function say(id, text, isError = false) {
-    const box = $(id)
+  /** Shows a status message in the element (or the element with that id). */
+  function say(target, text, isError = false) {
+    const box = typeof target === 'string' ? $(target) : target
     box.textContent = text
     box.classList.toggle('error', isError)
   }
@@ -275,9 +276,13 @@
     if (!res.ok) return say('albums-status', res.data.error, true)
     state.albums = res.data.albums
     renderAlbums()
-    const select = $('bulk-album')
+    albumOptions($('bulk-album'), 'Choose an album…')
+  }
+
+  /** Fills an album <select> with the albums after an option for none, keeping the choice while it still exists. */
+  function albumOptions(select, noneLabel) {
     const current = select.value
-    select.replaceChildren(el('option', { value: '' }, 'Choose an album…'), ...state.albums.map((a) => el('option', { value: a.id }, a.title)))
+    select.replaceChildren(el('option', { value: '' }, noneLabel), ...state.albums.map((a) => el('option', { value: a.id }, a.title)))
     select.value = state.albums.some((a) => a.id === current) ? current : ''
   }
 
@@ -352,40 +357,63 @@
   })
 
   // ---------------------------------------------------------------------------------------------------------------
-  // API keys and the ShareX config.
+  // API keys and the uploader configs (ShareX, shell, Flameshot) made by the server for a key.
 
-  let newKey = null // { name, secret }: only until "Done"
+  let newSecret = null // the new key's secret: only until "Done"
+  const newKeyDownloads = $('key-secret').querySelector('[data-client-downloads]')
 
-  function sxcu(secret) {
-    return JSON.stringify(
-      {
-        Version: '15.0.0',
-        Name: config.siteName,
-        DestinationType: 'ImageUploader',
-        RequestMethod: 'POST',
-        RequestURL: `${config.publicUrl}/api/v1/upload`,
-        Headers: { 'X-API-Key': secret },
-        Body: 'MultipartFormData',
-        FileFormName: 'file',
-        URL: '{json:url}',
-        ThumbnailURL: '{json:thumbnail}',
-        DeletionURL: '{json:delete}',
-        ErrorMessage: '{json:error}',
-      },
-      null,
-      2,
-    )
-  }
-
-  function download(filename, text) {
-    const url = URL.createObjectURL(new Blob([text], { type: 'application/json' }))
+  function save(filename, blob) {
+    const url = URL.createObjectURL(blob)
     const link = el('a', { href: url, download: filename, hidden: true })
     document.body.append(link)
     link.click()
     link.remove()
     setTimeout(() => URL.revokeObjectURL(url), 10_000)
   }
-  const sxcuName = (keyName) => `${config.siteName}-${keyName}`.replace(/[^\w.-]+/g, '_').slice(0, 80) + '.sxcu'
+
+  /**
+   * Saves GET /api/v1/clients/<kind> under the server's file name, with the visibility and album chosen in `block`.
+   * The secret is stored nowhere, so the key itself must authenticate the request.
+   */
+  async function downloadClient(block, kind, secret) {
+    const query = new URLSearchParams()
+    for (const name of ['visibility', 'album']) {
+      const value = block.querySelector(`select[name="${name}"]`).value
+      if (value) query.set(name, value)
+    }
+    const status = block.querySelector('[data-client-status]')
+    let res
+    try {
+      // Plain fetch, not api(): the key is the credential here, and its refusal must not end the dashboard session.
+      res = await fetch(`/api/v1/clients/${kind}${String(query) ? `?${query}` : ''}`, { headers: { 'x-api-key': secret } })
+    } catch {
+      return say(status, 'Network error: check your connection and try again.', true)
+    }
+    if (!res.ok) {
+      const data = await res.json().catch(() => null)
+      return say(status, data && typeof data.error === 'string' ? data.error : `Download failed (${res.status}).`, true)
+    }
+    const filename = /filename="([^"]+)"/.exec(res.headers.get('content-disposition') || '')?.[1] || kind
+    save(filename, await res.blob())
+    say(status, `Downloaded ${filename}.`)
+  }
+
+  /** Makes a block's download buttons work; `secretOf()` gives the key's secret, or null when there is none to use. */
+  function wireDownloads(block, secretOf) {
+    for (const button of block.querySelectorAll('[data-client]')) {
+      button.addEventListener('click', async () => {
+        const secret = secretOf()
+        if (!secret) return
+        button.disabled = true
+        try {
+          await downloadClient(block, button.dataset.client, secret)
+        } finally {
+          button.disabled = false
+        }
+      })
+    }
+  }
+  wireDownloads(newKeyDownloads, () => newSecret)
 
   async function loadKeys() {
     const res = await call('/api/keys')
@@ -394,7 +422,7 @@
     list.replaceChildren(
       ...res.data.keys.map((key) => {
         const revoke = el('button', { type: 'button', class: 'danger small' }, 'Revoke')
-        const sharex = el('button', { type: 'button', class: 'secondary small' }, 'ShareX config')
+        const configs = el('button', { type: 'button', class: 'secondary small' }, 'Uploader configs')
         const row = el(
           'li',
           { class: 'row', 'data-key': key.id },
@@ -409,7 +437,7 @@
               ` · created ${dateText(key.createdAt)} · ${key.lastUsedAt ? `last used ${dateText(key.lastUsedAt)}` : 'never used'}`,
             ),
           ),
-          el('div', { class: 'row-actions' }, sharex, revoke),
+          el('div', { class: 'row-actions' }, configs, revoke),
         )
         revoke.addEventListener('click', async () => {
           if (!confirm(`Revoke the key “${key.name}”? Tools using it stop working at once.`)) return
@@ -417,24 +445,21 @@
           if (!r.ok) alert(r.data.error)
           loadKeys()
         })
-        // The secret is never stored: a config for an existing key needs its secret pasted (checked against the prefix).
-        sharex.addEventListener('click', () => {
-          if (row.querySelector('form')) return
+        // The secret is never stored: configs for an existing key need its secret pasted (checked against the prefix).
+        configs.addEventListener('click', () => {
+          if (row.querySelector('.key-configs')) return
           const field = el('input', { type: 'password', autocomplete: 'off', 'aria-label': `Secret of the key ${key.name}`, placeholder: 'Paste this key’s secret' })
           const error = el('p', { class: 'error small', role: 'alert', hidden: true })
-          const form = el('form', { class: 'form-inline sharex-form' }, field, el('button', { type: 'submit', class: 'small' }, 'Download .sxcu'), error)
-          form.addEventListener('submit', (event) => {
-            event.preventDefault()
+          const block = $('client-downloads-template').content.firstElementChild.cloneNode(true)
+          albumOptions(block.querySelector('select[name="album"]'), 'No album')
+          wireDownloads(block, () => {
             const secret = field.value.trim()
-            if (!secret.startsWith(key.prefix) || secret.length < 32) {
-              error.textContent = 'That is not the secret of this key. Secrets are shown only once: create a new key if it is lost.'
-              error.hidden = false
-              return
-            }
-            download(sxcuName(key.name), sxcu(secret))
-            form.remove()
+            const wrong = !secret.startsWith(key.prefix) || secret.length < 32
+            error.textContent = wrong ? 'That is not the secret of this key. Secrets are shown only once: create a new key if it is lost.' : ''
+            error.hidden = !wrong
+            return wrong ? null : secret
           })
-          row.append(form)
+          row.append(el('div', { class: 'key-configs' }, el('div', { class: 'form-inline' }, field, error), block))
           field.focus()
         })
         return row
@@ -451,19 +476,18 @@
     const res = await call('/api/keys', { method: 'POST', body: { name } })
     if (!res.ok) return formError(form, res.data.error)
     form.reset()
-    newKey = { name: res.data.key.name, secret: res.data.apiKey }
-    $('new-key').value = newKey.secret
-    $('key-secret-name').textContent = newKey.name
+    newSecret = res.data.apiKey
+    $('new-key').value = newSecret
+    $('key-secret-name').textContent = res.data.key.name
+    albumOptions(newKeyDownloads.querySelector('select[name="album"]'), 'No album')
+    say(newKeyDownloads.querySelector('[data-client-status]'), '')
     const box = $('key-secret')
     box.hidden = false
     box.focus()
     loadKeys()
   })
-  $('sxcu-download').addEventListener('click', () => {
-    if (newKey) download(sxcuName(newKey.name), sxcu(newKey.secret))
-  })
   $('key-secret-done').addEventListener('click', () => {
-    newKey = null
+    newSecret = null
     $('new-key').value = ''
     $('key-secret').hidden = true
     $('key-name').focus()

@@ -1,6 +1,7 @@
 // The upload page: file picker, drag and drop, paste; a queue with one request and one progress bar per file;
-// the links of each uploaded image. Every file is a separate POST /api/upload (with the JWT when logged in), so one
-// refused file never takes the others down with it and each gets its own progress bar.
+// the links of each uploaded image. Every file is a separate upload (with the JWT when logged in), so one refused file
+// never takes the others down with it and each gets its own progress bar: one POST /api/upload, or, above the page's
+// tus threshold, a resumable tus upload to /api/tus (tus-upload.js) that survives proxy body limits and lost connections.
 ;(() => {
   'use strict'
   const root = document.getElementById('upload')
@@ -24,6 +25,7 @@
   const extensions = new Set(root.dataset.extensions.split(' '))
   const FORMAT_NAMES = 'JPG, PNG, GIF, WebP, SVG, BMP, ICO, TIFF, AVIF'
   const CONCURRENCY = 3
+  const tusThreshold = Number(root.dataset.tusThreshold)
 
   let limits = { maxFiles: Number(root.dataset.maxFiles), maxSize: Number(root.dataset.maxSize) }
   let session = null // the account usage object when logged in
@@ -263,6 +265,12 @@
     return { visibility: visibility ? visibility.value : 'public', nsfw: nsfwBox.checked, album: session ? albumSelect.value : '' }
   }
 
+  function showProgress(entry, sent, total) {
+    entry.bar.value = Math.round((sent / total) * 100)
+    if (sent === total) entry.message.textContent = 'Processing…'
+  }
+
+  /** One multipart POST /api/upload; resolves with { ok, status, data, retryAfter } (status 0: no answer). */
   function send(entry, opts) {
     return new Promise((resolve) => {
       const xhr = new XMLHttpRequest()
@@ -271,12 +279,9 @@
       const jwt = token()
       if (jwt) xhr.setRequestHeader('authorization', `Bearer ${jwt}`)
       xhr.upload.addEventListener('progress', (event) => {
-        if (event.lengthComputable) entry.bar.value = Math.round((event.loaded / event.total) * 100)
+        if (event.lengthComputable) showProgress(entry, event.loaded, event.total)
       })
-      xhr.upload.addEventListener('load', () => {
-        entry.bar.value = 100
-        entry.message.textContent = 'Processing…'
-      })
+      xhr.upload.addEventListener('load', () => showProgress(entry, 1, 1))
       xhr.addEventListener('load', () => {
         let data = null
         try {
@@ -284,10 +289,10 @@
         } catch {
           // Not JSON: handled below by the status.
         }
-        resolve({ status: xhr.status, data, retryAfter: xhr.getResponseHeader('retry-after') })
+        resolve({ ok: xhr.status === 201, status: xhr.status, data, retryAfter: xhr.getResponseHeader('retry-after') })
       })
-      xhr.addEventListener('error', () => resolve({ status: 0, data: null, retryAfter: null }))
-      xhr.addEventListener('abort', () => resolve({ status: 0, data: null, retryAfter: null }))
+      xhr.addEventListener('error', () => resolve({ ok: false, status: 0, data: null, retryAfter: null }))
+      xhr.addEventListener('abort', () => resolve({ ok: false, status: 0, data: null, retryAfter: null }))
       const form = new FormData()
       form.append('visibility', opts.visibility)
       if (opts.nsfw) form.append('nsfw', 'true')
@@ -295,6 +300,24 @@
       form.append('file', entry.file, entry.file.name || 'pasted.png')
       xhr.send(form)
     })
+  }
+
+  /**
+   * A resumable upload through tus; resolves like send(). The last PATCH answers with the same object as a multipart
+   * upload; a refusal carries the server's { error, retryAfter } as its body. Retrying the same file resumes it.
+   */
+  async function sendTus(entry, opts) {
+    const jwt = token()
+    try {
+      const data = await window.tusUpload(entry.file, {
+        headers: jwt ? { Authorization: `Bearer ${jwt}` } : {},
+        metadata: { visibility: opts.visibility, nsfw: opts.nsfw ? 'true' : '', album: opts.album },
+        onProgress: (sent, total) => showProgress(entry, sent, total),
+      })
+      return { ok: true, status: 200, data, retryAfter: null }
+    } catch (error) {
+      return { ok: false, status: typeof error.status === 'number' ? error.status : 0, data: error.body || null, retryAfter: null }
+    }
   }
 
   function failureMessage(res) {
@@ -322,8 +345,8 @@
   async function uploadOne(entry, opts) {
     setState(entry, 'uploading', 'Uploading…')
     entry.bar.value = 0
-    const res = await send(entry, opts)
-    if (res.status === 201 && res.data) {
+    const res = entry.file.size > tusThreshold ? await sendTus(entry, opts) : await send(entry, opts)
+    if (res.ok && res.data) {
       const image = res.data.images ? res.data.images[0] : res.data
       const flagged = image.nsfw && !opts.nsfw ? ' · flagged as mature content by the automatic check' : ''
       setState(entry, 'done', `Uploaded · ${image.width}×${image.height} · ${size(image.size)} · ${image.visibility}${flagged}`)

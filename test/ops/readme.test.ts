@@ -1,0 +1,64 @@
+import { describe, expect, test } from 'bun:test'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { configVariables } from '../../src/config'
+
+// The README is the operator's manual: a variable or command added without documenting it fails here.
+
+const root = join(import.meta.dir, '..', '..')
+const readme = readFileSync(join(root, 'README.md'), 'utf8')
+
+/** The text from a heading to the next heading of the same or a higher level. */
+function section(heading: string): string {
+  const start = readme.indexOf(`\n${heading}\n`)
+  expect(start, `no "${heading}" in README.md`).toBeGreaterThanOrEqual(0)
+  const level = heading.indexOf(' ')
+  const rest = readme.slice(start + heading.length + 2)
+  const end = rest.search(new RegExp(`^#{1,${level}} `, 'm'))
+  return end < 0 ? rest : rest.slice(0, end)
+}
+
+/** Table rows as arrays of trimmed cells. */
+const rows = (text: string) =>
+  text
+    .split('\n')
+    .filter((line) => line.startsWith('|') && !line.startsWith('|---'))
+    .map((line) => line.split(/(?<!\\)\|/).slice(1, -1).map((cell) => cell.trim()))
+
+describe('README', () => {
+  test('the Configuration table has every variable config.ts reads, with its default', () => {
+    const table = rows(section('## Configuration'))
+    for (const [name, fallback] of Object.entries(configVariables)) {
+      const row = table.find((cells) => cells[0].includes(`\`${name}\``))
+      expect(row, `${name} is not in the Configuration table`).toBeDefined()
+      // Empty defaults read as "unset", "generated", ...; the others are written as they are.
+      if (fallback) expect(row![1], `default of ${name}`).toContain(`\`${fallback}\``)
+    }
+  })
+
+  test('Operations CLI documents every command the CLI lists in its help', () => {
+    const help = Bun.spawnSync([process.execPath, join(root, 'src/cli.ts'), 'help'], { cwd: root })
+    expect(help.exitCode).toBe(0)
+    // Command lines start with two spaces, then `<command> <argument>...`, or two such joined by ` | ` (a `|` inside
+    // `<...>` is an alternative argument); a wider gap separates the description, which may go on in lines that
+    // start with more spaces.
+    const commands = help.stdout
+      .toString()
+      .split('\n')
+      .filter((line) => /^ {2}\S/.test(line))
+      .flatMap((line) =>
+        line
+          .trim()
+          .split(/\s{2,}/)[0]
+          .replace(/<[^>]*>/g, '<>')
+          .split(' | ')
+          .map((usage) => usage.split(' ')[0]),
+      )
+    expect(commands).toContain('verify-email')
+    expect(commands).toContain('unban')
+    const documented = rows(section('### Operations CLI')).map((cells) => cells[0])
+    for (const command of commands) {
+      expect(documented.some((cell) => cell.includes(`\`${command}`)), `${command} is not in the Operations CLI table`).toBe(true)
+    }
+  })
+})
