@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig } from '../src/config'
 import { startServer, type ServerOverrides } from '../src/server'
-import { fakeClassifier } from './webupload/fake-classifier'
+import { noModel } from './webupload/fake-classifier'
 
 /** A port nobody listens on right now (the OS picks it). */
 function freePort(): number {
@@ -48,7 +48,7 @@ export async function startTestServer(env: Record<string, string> = {}, override
   const port = freePort()
   const fullEnv = { ...storageEnv(), DATA_DIR: dataDir, PORT: String(port), LOG_REQUESTS: 'false', JWT_SECRET: 'test-secret-'.padEnd(48, 'x'), ...env }
   const config = loadConfig(fullEnv)
-  const server = await startServer(config, { classifier: fakeClassifier('neutral').classifier, ...overrides })
+  const server = await startServer(config, { ...noModel(), ...overrides })
   const url = `http://localhost:${port}`
   const doFetch = (path: string, init?: RequestInit) => fetch(url + path, init)
   return {

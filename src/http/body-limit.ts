@@ -61,11 +61,18 @@ export const jsonBodyLimit = new Elysia({ name: 'json-body-limit' }).onParse({ a
   // overflows the stack in the framework, which would be a 500.
   if (nestedDeeperThan(text, MAX_JSON_DEPTH)) throw badRequest(`JSON body nested too deeply: at most ${MAX_JSON_DEPTH} levels`)
   let parsed: unknown
+  // The framework turns an invalid value into text for its error message, and an object whose own `toString` or
+  // `valueOf` is not a function makes that conversion throw (a 500). No field of the API has such a name.
+  let shadowing: string | undefined
   try {
-    parsed = JSON.parse(text)
+    parsed = JSON.parse(text, (key, value) => {
+      if (key === 'toString' || key === 'valueOf') shadowing = key
+      return value
+    })
   } catch {
     throw badRequest('Malformed JSON body')
   }
+  if (shadowing) throw badRequest(`Field name not allowed: ${shadowing}`)
   // Every JSON body of the API is an object. The framework would read a string, number, array or boolean as an
   // empty object, so a body like `"x"` would pass for `{}` on routes whose fields are all optional.
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw badRequest('Expected a JSON object body')

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { loadConfig } from '../../src/config'
 import { HttpError } from '../../src/http/errors'
 import { startServer } from '../../src/server'
+import { noModel } from '../webupload/fake-classifier'
 import { makeImage, uploadForm } from '../fixtures'
 import { jsonBody, makeAdmin, registerUser, startTestServer, userWithKey, type TestServer } from '../helpers'
 
@@ -254,10 +255,10 @@ describe('first admin from the environment', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'imghost-admin-'))
     const env = (password: string) =>
       loadConfig({ DATA_DIR: dataDir, PORT: '0', LOG_REQUESTS: 'false', JWT_SECRET: 'k'.repeat(48), ADMIN_USERNAME: 'boss', ADMIN_EMAIL: 'boss@example.com', ADMIN_PASSWORD: password })
-    let server = await startServer(env('first password 1'))
+    let server = await startServer(env('first password 1'), noModel())
     try {
       await server.stop()
-      server = await startServer(env('second password 2'))
+      server = await startServer(env('second password 2'), noModel())
       const post = (password: string) =>
         fetch(`http://localhost:${server.port}/api/auth/login`, { method: 'POST', ...jsonBody({ username: 'boss', password }) })
       expect((await post('first password 1')).status).toBe(200)
@@ -272,7 +273,7 @@ describe('first admin from the environment', () => {
 
   test('without the variables no admin is created', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'imghost-noadmin-'))
-    const server = await startServer(loadConfig({ DATA_DIR: dataDir, PORT: '0', LOG_REQUESTS: 'false', JWT_SECRET: 'k'.repeat(48), ADMIN_USERNAME: 'boss' }))
+    const server = await startServer(loadConfig({ DATA_DIR: dataDir, PORT: '0', LOG_REQUESTS: 'false', JWT_SECRET: 'k'.repeat(48), ADMIN_USERNAME: 'boss' }), noModel())
     try {
       const count = server.db.$client.query('SELECT count(*) AS n FROM users').get() as { n: number }
       expect(count.n).toBe(0)

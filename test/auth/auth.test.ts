@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig } from '../../src/config'
 import { startServer } from '../../src/server'
+import { noModel } from '../webupload/fake-classifier'
 import { jsonBody, registerUser, startTestServer, type TestServer } from '../helpers'
 
 /** The secret test/helpers.ts gives every test server. */
@@ -368,7 +369,7 @@ describe('JWT secret persistence without JWT_SECRET', () => {
     const env = (dir: string) => ({ DATA_DIR: dir, PORT: '0', LOG_REQUESTS: 'false', JWT_SECRET: '' })
     const servers: Awaited<ReturnType<typeof startServer>>[] = []
     const start = async (dir: string) => {
-      const server = await startServer(loadConfig(env(dir)))
+      const server = await startServer(loadConfig(env(dir)), noModel())
       servers.push(server)
       return { server, url: `http://localhost:${server.port}` }
     }

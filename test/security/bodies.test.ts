@@ -98,6 +98,17 @@ describe('JSON bodies are capped', () => {
     }
   })
 
+  test('values that break the framework\'s error text (an own toString or valueOf): 400, never a 500', async () => {
+    const bodies = ['{"title":{"toString":"x"}}', '{"title":{"valueOf":"x","toString":1}}', '{"title":[{"toString":null}]}', '{"name":"n","color":{"toString":"#fff"}}']
+    for (const [path, body] of bodies.flatMap((b) => [['/api/albums', b], ['/api/embeds', b], ['/api/auth/login', b]] as const)) {
+      const before = await dataSnapshot(t)
+      const res = await t.fetch(path, { method: 'POST', headers: { ...json, ...user.bearer }, body })
+      expect(`${path} ${body} ${res.status}`).toBe(`${path} ${body} 400`)
+      expect(typeof (await res.json()).error).toBe('string')
+      expect((await dataSnapshot(t)).hash).toBe(before.hash)
+    }
+  })
+
   test('malformed JSON and wrong content types: 400 with { error }', async () => {
     const cases: [string, string][] = [
       ['application/json', '{"title":'],

@@ -29,3 +29,6 @@ export function fakeClassifier(initial: FakeMode = 'neutral') {
   }
   return { classifier, state }
 }
+
+/** Overrides for a server started directly (not through test/helpers.ts) whose test is not about scanning: no model. */
+export const noModel = () => ({ classifier: fakeClassifier('neutral').classifier })

@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { PageQuery } from '../../http/schemas'
+import { NumericId, PageQuery } from '../../http/schemas'
 import { UserModel } from '../auth/model'
 
 export const AdminUser = t.Composite([
@@ -24,4 +24,4 @@ export const AdminUserPatch = t.Object({
   emailVerified: t.Optional(t.Boolean()),
 })
 
-export const UserIdParams = t.Object({ id: t.Numeric({ minimum: 1 }) })
+export const UserIdParams = t.Object({ id: NumericId() })

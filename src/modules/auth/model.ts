@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { Success, Timestamp } from '../../http/schemas'
+import { NumericId, Success, Timestamp } from '../../http/schemas'
 
 export const UserModel = t.Object({
   id: t.Integer(),
@@ -41,5 +41,5 @@ export const KeyCreatedResponse = t.Object({
   key: ApiKeyModel,
   apiKey: t.String({ description: 'The secret, shown only once' }),
 })
-export const KeyIdParams = t.Object({ id: t.Numeric({ minimum: 1 }) })
+export const KeyIdParams = t.Object({ id: NumericId() })
 export { Success }

@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { ImageId, Timestamp } from '../../http/schemas'
+import { ImageId, NumericId, Timestamp } from '../../http/schemas'
 import { MAX_BULK_EMBED } from './service'
 
 const Nullable = <T extends import('@sinclair/typebox').TSchema>(s: T) => t.Union([s, t.Null()])
@@ -57,7 +57,7 @@ export const EmbedUpdateBody = t.Object({ name: t.Optional(t.String({ minLength:
 
 export const EmbedProfileResponse = t.Object({ success: t.Literal(true), profile: EmbedProfileModel })
 export const EmbedProfileListResponse = t.Object({ success: t.Literal(true), profiles: t.Array(EmbedProfileModel) })
-export const EmbedIdParams = t.Object({ id: t.Numeric({ minimum: 1 }) })
+export const EmbedIdParams = t.Object({ id: NumericId() })
 
 const ProfileRef = NullableWithError(
   t.Integer({ minimum: 1, description: 'An embed profile id of yours, or null for the default embed' }),

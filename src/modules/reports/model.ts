@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { PageQuery, Timestamp, Visibility } from '../../http/schemas'
+import { NumericId, PageQuery, Timestamp, Visibility } from '../../http/schemas'
 
 export const REPORT_REASONS = ['illegal', 'nsfw', 'copyright', 'spam', 'other'] as const
 export const REPORT_STATUSES = ['open', 'dismissed', 'actioned'] as const
@@ -67,7 +67,7 @@ export const AdminReportsResponse = t.Object({
   pages: t.Integer(),
 })
 
-export const ReportIdParams = t.Object({ id: t.Numeric({ minimum: 1 }) })
+export const ReportIdParams = t.Object({ id: NumericId() })
 
 export const ReportResponse = t.Object({ success: t.Literal(true), report: AdminReport })
 

@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { Timestamp } from '../../http/schemas'
+import { NumericId, Timestamp } from '../../http/schemas'
 import { MAX_WEBHOOKS } from './service'
 
 const Event = t.Union([t.Literal('image.uploaded'), t.Literal('image.deleted')])
@@ -34,7 +34,7 @@ export const WebhookCreatedResponse = t.Object({
   secret: t.String({ description: 'The signing secret, shown this once' }),
 })
 export const WebhookListResponse = t.Object({ success: t.Literal(true), webhooks: t.Array(WebhookModel) })
-export const WebhookIdParams = t.Object({ id: t.Numeric({ minimum: 1, description: 'Webhook id' }) })
+export const WebhookIdParams = t.Object({ id: NumericId('Webhook id') })
 
 export const WEBHOOKS_DESCRIPTION =
   `At most ${MAX_WEBHOOKS} per account. Each delivery is a JSON POST signed with \`X-Webhook-Signature: sha256=<hex HMAC-SHA256 of the raw body>\`, ` +
