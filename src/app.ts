@@ -67,9 +67,18 @@ export function createApp(deps: AppDeps) {
   const embeds = createEmbedService({ db, images })
   const pages = createPageService({ db, config, images })
   const reports = createReportService({ db, config, storage, images })
-  const services = { reports, auth, admin: createAdminService({ db, images }), images, pipeline, gallery, metrics, albums, embeds, pages, tus, webhooks }
+  const cdn = cdnModule({
+    images,
+    storage,
+    metrics,
+    log: config.logRequests,
+    countViews: config.countViews,
+    serve: config.storage.driver === 's3' ? config.storage.s3.serve : 'stream',
+  })
+  const services = { reports, auth, admin: createAdminService({ db, images }), images, pipeline, gallery, metrics, albums, embeds, pages, tus, webhooks, cdnCache: cdn.cache }
 
-  const app = new Elysia()
+  // /cdn is answered by Bun's router ahead of the app's global hooks (src/modules/cdn/index.ts explains why).
+  const app = new Elysia({ serve: { routes: cdn.routes } })
     .use(errorModel)
     .use(requestLog(metrics, { log: config.logRequests }))
     .use(jsonBodyLimit)
@@ -81,7 +90,7 @@ export function createApp(deps: AppDeps) {
     .use(tusModule({ config, tus, guard }))
     .use(webhooksModule(webhooks, guard))
     .use(clientsModule({ config, guard }))
-    .use(cdnModule({ images, storage, countViews: config.countViews, serve: config.storage.driver === 's3' ? config.storage.s3.serve : 'stream' }))
+    .use(cdn.plugin)
     .use(adminModule(services.admin, guard))
     .use(reportsModule(reports, guard))
     .use(galleryModule(gallery))

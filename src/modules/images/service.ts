@@ -54,6 +54,27 @@ export function createImageService(deps: { db: Db; config: Config; storage: Stor
     return findLive.get({ id, now: Date.now() })
   }
 
+  // What /cdn needs of a live image, and its rowid: the cache of /cdn answers (src/modules/cdn/cache.ts) keys its
+  // invalidation on it. Only read on a cache miss.
+  const findDeliverable = db
+    .select({ rowid: sql<number>`rowid`, id: images.id, ext: images.ext, mime: images.mime, size: images.size, expiresAt: images.expiresAt })
+    .from(images)
+    .where(and(eq(images.id, sql.placeholder('id')), liveImage(sql.placeholder('now') as unknown as number)))
+    .prepare()
+
+  // Row listeners, told synchronously by SQLite itself (the connection's update hook) of every UPDATE and DELETE of an
+  // images row made through this connection, whoever makes it (this service, the sweeper, embeds, the rescanner,
+  // tests), inside the statement, before any other JavaScript runs. Inserts need no telling: nothing caches a miss.
+  const rowListeners: ((rowid: number) => void)[] = []
+  const client = db.$client
+  for (const hook of ['onUpdate', 'onDelete'] as const) {
+    const previous = client[hook]
+    client[hook] = function (connection, table, rowid, schema) {
+      previous?.call(this, connection, table, rowid, schema)
+      if (table === 'images') for (const listener of rowListeners) listener(Number(rowid))
+    }
+  }
+
   function findOwned(user: User, id: string): Image {
     const image = find(id)
     if (!image || image.userId !== user.id) throw notFound('Image not found')
@@ -163,6 +184,20 @@ export function createImageService(deps: { db: Db; config: Config; storage: Stor
         expiresAt: expiresAtOf(image),
         ...(deleteToken ? { deleteToken } : {}),
       }
+    },
+
+    /** The live image with this id as /cdn serves it (and its rowid); malformed ids are refused before any lookup. */
+    deliverable(id: string) {
+      const row = isImageId(id) ? findDeliverable.get({ id, now: Date.now() }) : undefined
+      return row && { ...row, expiresAt: row.expiresAt?.getTime() ?? null }
+    },
+
+    /**
+     * Calls `listener(rowid)` synchronously for every images row updated or deleted through the service's database
+     * connection, while the statement runs (so before it returns to any caller).
+     */
+    onRowChange(listener: (rowid: number) => void) {
+      rowListeners.push(listener)
     },
 
     details(id: string) {

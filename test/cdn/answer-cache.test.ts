@@ -1,0 +1,231 @@
+import { afterAll, beforeAll, describe, expect, spyOn, test } from 'bun:test'
+import { eq } from 'drizzle-orm'
+import { images } from '../../src/db/schema'
+import { createAnswerCache } from '../../src/modules/cdn/cache'
+import type { ImageService } from '../../src/modules/images/service'
+import { makeImage, uploadForm } from '../fixtures'
+import { jsonBody, startTestServer, userWithKey, type TestServer } from '../helpers'
+
+// The in-memory cache of /cdn answers (src/modules/cdn/cache.ts): every test first makes /cdn answer (so the image is
+// cached), checks it is, then changes the image and expects the new answer at once. Without invalidation each would
+// still get the cached 200.
+
+let t: TestServer
+let owner: Awaited<ReturnType<typeof userWithKey>>
+let seed = 0
+
+beforeAll(async () => {
+  t = await startTestServer({ METRICS_TOKEN: 'cache-test-token', LOG_REQUESTS: 'true' })
+  owner = await userWithKey(t)
+})
+afterAll(() => t.stop())
+
+const cache = () => t.server.services.cdnCache
+const path = (url: string) => new URL(url).pathname
+
+async function uploaded(fields: Record<string, string> = {}) {
+  const res = await t.json('/api/v1/upload', { method: 'POST', headers: owner.keyHeader, body: uploadForm([{ bytes: await makeImage('png', 40, 30, ++seed) }], fields) })
+  expect(res.status).toBe(201)
+  return res.body as { id: string; url: string; thumbnail: string; deleteToken?: string }
+}
+
+/** Serves the original and the thumbnail (200) and checks the image is now cached. */
+async function servedAndCached(up: { id: string; url: string; thumbnail: string }) {
+  expect((await t.fetch(path(up.url))).status).toBe(200)
+  expect((await t.fetch(path(up.thumbnail))).status).toBe(200)
+  expect(cache().has(up.id)).toBe(true)
+}
+
+async function gone(up: { id: string; url: string; thumbnail: string }) {
+  for (const p of [path(up.url), path(up.thumbnail)]) {
+    expect((await t.fetch(p)).status).toBe(404)
+    expect((await t.fetch(p, { method: 'HEAD' })).status).toBe(404)
+  }
+  expect(cache().has(up.id)).toBe(false)
+}
+
+describe('/cdn answer cache: invalidation', () => {
+  test('a cached image is served from the cache (a second request reads no row)', async () => {
+    const up = await uploaded()
+    await servedAndCached(up)
+    const spy = spyOn(t.server.services.images, 'deliverable')
+    try {
+      expect((await t.fetch(path(up.url))).status).toBe(200)
+      expect(spy).not.toHaveBeenCalled()
+    } finally {
+      spy.mockRestore()
+    }
+  })
+
+  test('deleted by the owner: 404 at once, original and thumbnail', async () => {
+    const up = await uploaded()
+    await servedAndCached(up)
+    expect((await t.json(`/api/v1/image/${up.id}`, { method: 'DELETE', headers: owner.keyHeader })).status).toBe(200)
+    await gone(up)
+  })
+
+  test('deleted through the service (admin, reports and the sweeper use the same remove)', async () => {
+    const up = await uploaded()
+    await servedAndCached(up)
+    await t.server.services.images.remove({ id: up.id, ext: 'png' })
+    await gone(up)
+  })
+
+  test('a delete racing reads: no read that starts after the delete answered is served', async () => {
+    const up = await uploaded()
+    await servedAndCached(up)
+    let stop = false
+    const readers = Array.from({ length: 8 }, async () => {
+      while (!stop) await (await t.fetch(path(up.url))).arrayBuffer()
+    })
+    await Bun.sleep(30)
+    expect((await t.json(`/api/v1/image/${up.id}`, { method: 'DELETE', headers: owner.keyHeader })).status).toBe(200)
+    const after = await Promise.all(Array.from({ length: 16 }, () => t.fetch(path(up.url)).then((r) => r.status)))
+    stop = true
+    await Promise.all(readers)
+    expect(after).toEqual(Array(16).fill(404))
+    expect(cache().has(up.id)).toBe(false)
+  })
+
+  test('expiry: a cached image stops being served the moment it expires, before any sweep', async () => {
+    const up = await uploaded({ expires: '1' })
+    await servedAndCached(up)
+    await Bun.sleep(1100)
+    await gone(up)
+  })
+
+  test('PATCH shortening the expiry of a cached image', async () => {
+    const up = await uploaded()
+    await servedAndCached(up)
+    expect((await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ expires: 1 }, owner.keyHeader) })).status).toBe(200)
+    expect(cache().has(up.id)).toBe(false)
+    expect((await t.fetch(path(up.url))).status).toBe(200)
+    await Bun.sleep(1100)
+    await gone(up)
+  })
+
+  test('PATCH visibility: the entry is rebuilt, and a private image is still served by its link', async () => {
+    const up = await uploaded()
+    await servedAndCached(up)
+    expect((await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ visibility: 'private' }, owner.keyHeader) })).status).toBe(200)
+    expect(cache().has(up.id)).toBe(false)
+    await servedAndCached(up)
+  })
+
+  test('any write to the row through the database, not only the service (here: expired by hand)', async () => {
+    const up = await uploaded()
+    await servedAndCached(up)
+    t.server.db.update(images).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(images.id, up.id)).run()
+    await gone(up)
+  })
+
+  test('a row whose answer changed by hand is answered anew (type and size from the row)', async () => {
+    const up = await uploaded()
+    await servedAndCached(up)
+    t.server.db.update(images).set({ mime: 'image/x-test' }).where(eq(images.id, up.id)).run()
+    const res = await t.fetch(path(up.url))
+    expect(res.headers.get('content-type')).toBe('image/x-test')
+  })
+
+  test('unknown and malformed ids are not cached, and never looked up when malformed', async () => {
+    const spy = spyOn(t.server.services.images, 'deliverable')
+    try {
+      expect((await t.fetch('/cdn/ZZZZZZZZ.png')).status).toBe(404)
+      expect(cache().has('ZZZZZZZZ')).toBe(false)
+      expect((await t.fetch('/cdn/a%27b.png')).status).toBe(404)
+      expect(spy.mock.calls.map((c) => c[0])).toEqual(['ZZZZZZZZ'])
+    } finally {
+      spy.mockRestore()
+    }
+  })
+})
+
+describe('/cdn fast path: request log and metrics', () => {
+  test('one log line per /cdn request, in the shape of every other route, and counted in the metrics', async () => {
+    const up = await uploaded()
+    const lines: string[] = []
+    const spy = spyOn(console, 'log').mockImplementation((line: unknown) => void lines.push(String(line)))
+    try {
+      await t.fetch(path(up.url))
+      await t.fetch(path(up.thumbnail), { method: 'HEAD' })
+      await t.fetch('/cdn/ZZZZZZZZ.png')
+      await t.fetch(`/api/v1/image/${up.id}`)
+      await Bun.sleep(20)
+    } finally {
+      spy.mockRestore()
+    }
+    const entries = lines.map((l) => JSON.parse(l)).filter((e) => e.msg === 'request')
+    const api = entries.find((e) => e.route === '/api/v1/image/:id')
+    const original = entries.filter((e) => e.route === '/cdn/:file')
+    const thumb = entries.find((e) => e.route === '/cdn/medium/:file')
+    expect(original.map((e) => e.status).sort()).toEqual([200, 404])
+    expect(original.find((e) => e.status === 200).bytes).toBe((await t.server.deps.storage.stat(`originals/${up.id}.png`))!.size)
+    expect(thumb).toMatchObject({ method: 'HEAD', status: 200 })
+    expect(api.bytes).toBeGreaterThan(0)
+    for (const e of [...original, thumb]) expect(Object.keys(e).sort()).toEqual(Object.keys(api).sort())
+
+    const metrics = await (await t.fetch('/metrics', { headers: { authorization: 'Bearer cache-test-token' } })).text()
+    expect(metrics).toMatch(/http_requests_total\{route="\/cdn\/:file",method="GET",status="200"\} [1-9]/)
+    expect(metrics).toMatch(/http_requests_total\{route="\/cdn\/medium\/:file",method="HEAD",status="200"\} [1-9]/)
+  })
+})
+
+describe('createAnswerCache', () => {
+  /** A stand-in image service: rows by id, and the row-change hook the real one drives from SQLite. */
+  function fakeImages(ids: string[]) {
+    const rows = new Map(ids.map((id, i) => [id, { rowid: i + 1, id, ext: 'png', mime: 'image/png', size: 10, expiresAt: null as number | null }]))
+    const listeners: ((rowid: number) => void)[] = []
+    const lookups: string[] = []
+    const service = {
+      deliverable: (id: string) => (lookups.push(id), rows.get(id)),
+      onRowChange: (listener: (rowid: number) => void) => void listeners.push(listener),
+    } as unknown as ImageService
+    return { service, rows, lookups, change: (rowid: number) => listeners.forEach((l) => l(rowid)) }
+  }
+
+  test('is bounded, dropping the least recently used first', () => {
+    const ids = ['AAAAAAA1', 'AAAAAAA2', 'AAAAAAA3', 'AAAAAAA4']
+    const fake = fakeImages(ids)
+    const c = createAnswerCache(fake.service, 3)
+    c.get(ids[0])
+    c.get(ids[1])
+    c.get(ids[2])
+    c.get(ids[0]) // used again: now the most recent
+    c.get(ids[3]) // evicts ids[1]
+    expect(c.size).toBe(3)
+    expect([ids[0], ids[1], ids[2], ids[3]].map((id) => c.has(id))).toEqual([true, false, true, true])
+    // An evicted entry's row change must not touch another entry.
+    fake.change(2)
+    expect(c.size).toBe(3)
+  })
+
+  test('a row change drops exactly that image; the next read looks it up again', () => {
+    const ids = ['BBBBBBB1', 'BBBBBBB2']
+    const fake = fakeImages(ids)
+    const c = createAnswerCache(fake.service)
+    c.get(ids[0])
+    c.get(ids[1])
+    fake.rows.get(ids[0])!.size = 99
+    fake.change(1)
+    expect(c.has(ids[0])).toBe(false)
+    expect(c.has(ids[1])).toBe(true)
+    expect(c.get(ids[0])!.size).toBe(99)
+    expect(fake.lookups).toEqual([ids[0], ids[1], ids[0]])
+  })
+
+  test('an expired entry is never returned', () => {
+    const fake = fakeImages(['CCCCCCC1'])
+    fake.rows.get('CCCCCCC1')!.expiresAt = Date.now() + 50
+    const c = createAnswerCache(fake.service)
+    expect(c.get('CCCCCCC1')).toBeDefined()
+    fake.rows.delete('CCCCCCC1') // the real lookup hides expired rows
+    const later = Date.now() + 60
+    const now = spyOn(Date, 'now').mockReturnValue(later)
+    try {
+      expect(c.get('CCCCCCC1')).toBeUndefined()
+      expect(c.has('CCCCCCC1')).toBe(false)
+    } finally {
+      now.mockRestore()
+    }
+  })
+})
