@@ -1,0 +1,129 @@
+/**
+ * Where a request's time goes, for the routes whose targets bench/README.md reports missed: the in-process cost of
+ * each route (`app.handle` in a loop: no socket, no load generator, so nothing but the service's own work), beside the
+ * bare Elysia + SQLite reference route on the same database; then a CPU profile of one route (`bun --cpu-prof` on a
+ * child that runs only that loop) summarised as its top functions by self time.
+ *
+ * Usage: bun bench/profile.ts [--route=metadata|original|thumbnail|healthz|reference|'bare file'] [--iterations=N] [--top=N]
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import sharp from 'sharp'
+import { loadConfig } from '../src/config'
+import type { Classifier } from '../src/moderation'
+import { startServer } from '../src/server'
+import { ADMIN, adminCredentials, upload } from './lib/app'
+import { referenceApp } from './ref/elysia-sqlite'
+
+const { values: args } = parseArgs({
+  options: {
+    route: { type: 'string', default: 'metadata' },
+    iterations: { type: 'string', default: '200000' },
+    top: { type: 'string', default: '20' },
+    loop: { type: 'string' }, // internal: the child that is profiled
+  },
+})
+
+/** No model: classification is measured by bench/run.ts, and a loading model would add noise here. */
+const noClassifier: Classifier = {
+  classify: async () => ({ Porn: 0, Hentai: 0, Sexy: 0, Neutral: 1, Drawing: 0 }),
+  warm: async () => {},
+  close: async () => {},
+  queueDepth: 0,
+}
+
+async function setUp() {
+  const dataDir = mkdtempSync(join(tmpdir(), 'imghost-profile-'))
+  const config = loadConfig({
+    DATA_DIR: dataDir,
+    PORT: '0',
+    LOG_REQUESTS: 'false',
+    GLOBAL_RATE_LIMIT: '1000000000',
+    JWT_SECRET: 'p'.repeat(48),
+    ADMIN_USERNAME: ADMIN.username,
+    ADMIN_EMAIL: ADMIN.email,
+    ADMIN_PASSWORD: ADMIN.password,
+  })
+  const server = await startServer(config, { classifier: noClassifier })
+  const url = `http://127.0.0.1:${server.port}`
+  const { apiKey } = await adminCredentials(url)
+  const jpeg = await sharp({ create: { width: 640, height: 480, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 30 } } }).jpeg().toBuffer()
+  const image = await upload(url, '/api/v1/upload', { 'x-api-key': apiKey }, [{ blob: new Blob([new Uint8Array(jpeg)], { type: 'image/jpeg' }), name: 'p.jpg' }])
+  const reference = referenceApp(join(dataDir, 'imghost.sqlite'))
+  const base = 'http://localhost'
+  const routes: Record<string, () => Promise<Response>> = {
+    metadata: () => server.app.handle(new Request(`${base}/api/v1/image/${image.id}`)),
+    original: () => server.app.handle(new Request(`${base}${new URL(image.url).pathname}`)),
+    thumbnail: () => server.app.handle(new Request(`${base}${new URL(image.thumbnail).pathname}`)),
+    healthz: () => server.app.handle(new Request(`${base}/healthz`)),
+    reference: () => reference.handle(new Request(`${base}/api/v1/image/${image.id}`)),
+    'bare file': async () => new Response(Bun.file(join(dataDir, 'files', new URL(image.url).pathname.replace('/cdn/', 'originals/')))),
+  }
+  for (const [name, call] of Object.entries(routes)) {
+    const res = await call()
+    if (res.status !== 200) throw new Error(`${name}: ${res.status} ${await res.text()}`)
+  }
+  const stop = async () => {
+    await server.stop()
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+  return { routes, stop }
+}
+
+/**
+ * Microseconds per request over `n` sequential calls, after a warm-up. Bodies are not read: a JSON answer is already
+ * serialised when its Response exists, and a file's bytes are sent by the server (sendfile), not by this code.
+ */
+async function perRequest(call: () => Promise<Response>, n: number): Promise<number> {
+  for (let i = 0; i < Math.min(5000, n); i++) await call()
+  const start = performance.now()
+  for (let i = 0; i < n; i++) await call()
+  return ((performance.now() - start) * 1000) / n
+}
+
+/** Self time per function (name, file and line) of a .cpuprofile, largest first, as shares of the whole. */
+function topSelfTime(file: string, top: number): string[] {
+  type Node = { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as { nodes: Node[]; samples: number[]; timeDeltas: number[] }
+  const nodes = new Map(profile.nodes.map((n) => [n.id, n]))
+  const self = new Map<string, number>()
+  profile.samples.forEach((id, i) => {
+    const { functionName, url, lineNumber } = nodes.get(id)!.callFrame
+    const where = url ? `${url.replace(/^.*\/(node_modules|src)\//, '$1/')}:${lineNumber + 1}` : 'native'
+    const key = `${functionName || '(anonymous)'}  ${where}`
+    self.set(key, (self.get(key) ?? 0) + profile.timeDeltas[i])
+  })
+  const total = [...self.values()].reduce((a, b) => a + b, 0)
+  return [...self.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)
+    .map(([key, us]) => `${((100 * us) / total).toFixed(1).padStart(5)} %  ${key}`)
+}
+
+const iterations = Number(args.iterations)
+const { routes, stop } = await setUp()
+try {
+  if (args.loop) {
+    await perRequest(routes[args.loop], iterations)
+  } else {
+    if (!routes[args.route!]) throw new Error(`--route must be one of ${Object.keys(routes).join(', ')}`)
+    // original and thumbnail go through the app's Elysia routes here; a listening server answers /cdn from Bun's router
+    // ahead of the global hooks (src/modules/cdn/index.ts), so they are an upper bound of that path.
+    console.log(`in-process cost per request (app.handle, ${Math.min(iterations, 50_000)} sequential requests each):`)
+    for (const [name, call] of Object.entries(routes)) console.log(`  ${name.padEnd(10)} ${(await perRequest(call, Math.min(iterations, 50_000))).toFixed(1)} us`)
+    const dir = mkdtempSync(join(tmpdir(), 'imghost-cpuprof-'))
+    try {
+      const child = Bun.spawnSync([process.execPath, '--cpu-prof', `--cpu-prof-dir=${dir}`, import.meta.path, `--loop=${args.route}`, `--iterations=${iterations}`], { stdout: 'ignore', stderr: 'inherit' })
+      if (child.exitCode !== 0) throw new Error(`profiled run failed (${child.exitCode})`)
+      const [profile] = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))
+      console.log(`\nCPU profile of ${iterations} requests to "${args.route}" (set-up included), top functions by self time:`)
+      for (const line of topSelfTime(join(dir, profile), Number(args.top))) console.log(`  ${line}`)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+} finally {
+  await stop()
+}
