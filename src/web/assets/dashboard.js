@@ -139,7 +139,8 @@
     img.items = res.data.images
     img.pages = res.data.pages
     img.total = res.data.total
-    state.selected.clear()
+    // A reload keeps what is still listed selected: a box ticked while the list was loading stays ticked.
+    state.selected = new Set(img.items.map((i) => i.id).filter((id) => state.selected.has(id)))
     renderImages()
   }
 
