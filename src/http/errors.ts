@@ -45,45 +45,55 @@ function internalError(set: { status?: number | string }, error: unknown) {
   return { error: 'Internal server error' }
 }
 
+/**
+ * The body each failed request was answered with: Elysia does not hand it to onAfterResponse hooks, and the request
+ * log needs its size.
+ */
+export const errorAnswers = new WeakMap<Request, object>()
+
 /** Maps every failure (ours, the framework's, unexpected ones) onto `{ error }` with the contract's status. */
 export const errorModel = new Elysia({ name: 'error-model' })
   .error({ HttpError })
-  .onError({ as: 'global' }, ({ code, error, set }) => {
+  .onError({ as: 'global' }, ({ code, error, set, request }) => {
     set.headers['content-type'] = 'application/json; charset=utf-8'
-    switch (code) {
-      case 'HttpError':
-        set.status = error.status
-        Object.assign(set.headers, error.headers)
-        return { error: error.message, ...error.extra }
-      case 'VALIDATION':
-        // An answer that does not match its own response schema is our bug, not the client's: a 500 that names nothing.
-        if ((error as { type?: unknown }).type === 'response') return internalError(set, error)
-        set.status = 400
-        return { error: validationMessage(error as unknown as ValidationLike) }
-      case 'PARSE': {
-        // Elysia wraps whatever a parse hook throws (our 400s and 413s) in a ParseError: keep their status and message.
-        const cause = (error as { cause?: unknown }).cause
-        if (cause instanceof HttpError) {
-          set.status = cause.status
-          return { error: cause.message, ...cause.extra }
+    const body = ((): { error: string } => {
+      switch (code) {
+        case 'HttpError':
+          set.status = error.status
+          Object.assign(set.headers, error.headers)
+          return { error: error.message, ...error.extra }
+        case 'VALIDATION':
+          // An answer that does not match its own response schema is our bug, not the client's: a 500 that names nothing.
+          if ((error as { type?: unknown }).type === 'response') return internalError(set, error)
+          set.status = 400
+          return { error: validationMessage(error as unknown as ValidationLike) }
+        case 'PARSE': {
+          // Elysia wraps whatever a parse hook throws (our 400s and 413s) in a ParseError: keep their status and message.
+          const cause = (error as { cause?: unknown }).cause
+          if (cause instanceof HttpError) {
+            set.status = cause.status
+            return { error: cause.message, ...cause.extra }
+          }
+          set.status = 400
+          return { error: 'Malformed request body' }
         }
-        set.status = 400
-        return { error: 'Malformed request body' }
-      }
-      case 'NOT_FOUND':
-        set.status = 404
-        return { error: 'Not found' }
-      case 'INVALID_COOKIE_SIGNATURE':
-      case 'INVALID_FILE_TYPE':
-        set.status = 400
-        return { error: 'Invalid request' }
-      default: {
-        const status = (error as { status?: unknown }).status
-        if (typeof status === 'number' && status >= 400 && status < 500) {
-          set.status = status
-          return { error: status === 413 ? 'Request body too large' : 'Invalid request' }
+        case 'NOT_FOUND':
+          set.status = 404
+          return { error: 'Not found' }
+        case 'INVALID_COOKIE_SIGNATURE':
+        case 'INVALID_FILE_TYPE':
+          set.status = 400
+          return { error: 'Invalid request' }
+        default: {
+          const status = (error as { status?: unknown }).status
+          if (typeof status === 'number' && status >= 400 && status < 500) {
+            set.status = status
+            return { error: status === 413 ? 'Request body too large' : 'Invalid request' }
+          }
+          return internalError(set, error)
         }
-        return internalError(set, error)
       }
-    }
+    })()
+    errorAnswers.set(request, body)
+    return body
   })

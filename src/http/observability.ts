@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia'
 import type { Classifier } from '../moderation'
+import { errorAnswers } from './errors'
 
 type Labels = Record<string, string>
 
@@ -137,7 +138,7 @@ export function requestLog(metrics: Metrics, opts: { log: boolean }) {
       const { request, set, route } = ctx
       const start = started.get(request)
       const durationMs = start === undefined ? 0 : performance.now() - start
-      const response = ctx.responseValue
+      const response = ctx.responseValue ?? errorAnswers.get(request)
       const status = response instanceof Response ? response.status : typeof set.status === 'number' ? set.status : Number(set.status) || 200
       metrics.request({ route: route || 'unmatched', method: request.method, status: String(status) }, durationMs / 1000)
       if (opts.log) {

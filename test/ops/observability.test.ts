@@ -102,10 +102,12 @@ describe('metrics', () => {
 describe('request log', () => {
   test('one JSON line per request with method, route, status, duration and bytes, and no secrets', async () => {
     const spy = spyOn(console, 'log').mockImplementation((line: unknown) => void logs.push(String(line)))
+    let listBytes = 0
+    let missingBytes = 0
     try {
       const user = await userWithKey(t)
-      await t.fetch(`/api/v1/images?page=1&secret=${user.apiKey}`, { headers: user.keyHeader })
-      await t.fetch('/api/v1/image/AAAAAAAA')
+      listBytes = (await (await t.fetch(`/api/v1/images?page=1&secret=${user.apiKey}`, { headers: user.keyHeader })).arrayBuffer()).byteLength
+      missingBytes = (await (await t.fetch('/api/v1/image/AAAAAAAA')).arrayBuffer()).byteLength
       await Bun.sleep(20)
     } finally {
       spy.mockRestore()
@@ -114,8 +116,10 @@ describe('request log', () => {
     const list = entries.find((e) => e.route === '/api/v1/images')
     expect(list).toMatchObject({ level: 'info', method: 'GET', status: 200 })
     expect(typeof list.durationMs).toBe('number')
-    expect(typeof list.bytes).toBe('number')
-    expect(entries.find((e) => e.route === '/api/v1/image/:id')).toMatchObject({ status: 404 })
+    // The size of what was sent, for answers and for errors alike.
+    expect(list.bytes).toBe(listBytes)
+    expect(missingBytes).toBeGreaterThan(0)
+    expect(entries.find((e) => e.route === '/api/v1/image/:id')).toMatchObject({ status: 404, bytes: missingBytes })
     expect(logs.join('\n')).not.toContain('ihk_')
   })
 })
