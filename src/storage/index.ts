@@ -36,6 +36,11 @@ export interface Storage {
   openBody?(file: Blob, length: number): Promise<BodyInit | null>
   /** A URL that fetches the object directly for `expiresIn` seconds (object stores only). */
   presign?(key: StorageKey, expiresIn: number): string
+  /**
+   * Removes temp copies an interrupted `put` left behind, which `list` does not show as keys; returns how many went.
+   * Only for the startup sweep (a `put` in progress would lose its copy). Absent where a `put` leaves none (S3).
+   */
+  removeLeftovers?(): Promise<number>
 }
 
 /** The store could not be reached or refused to work (after retries): callers answer 503, never stale or other bytes. */

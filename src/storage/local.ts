@@ -6,16 +6,8 @@ import { checkKey, type Storage } from './index'
 const PARTIAL = '.partial'
 const DIRS = ['originals', 'thumbs'] as const
 
-export type LocalStorage = Storage & {
-  /**
-   * Removes the `<key>.partial` copies an interrupted cross-file-system `put` leaves behind; returns how many went.
-   * Only for the startup sweep: a `put` in progress would lose its copy.
-   */
-  removeLeftovers(): Promise<number>
-}
-
 /** Files under `<root>/originals` and `<root>/thumbs`, written by rename so a reader never sees half a file. */
-export function createLocalStorage(root: string): LocalStorage {
+export function createLocalStorage(root: string): Storage {
   for (const dir of DIRS) mkdirSync(join(root, dir), { recursive: true })
   const pathOf = (key: string) => join(root, checkKey(key))
   /** A name `put` writes as a temp copy: a valid key plus `.partial`. */

@@ -1,8 +1,7 @@
 import { rm } from 'node:fs/promises'
 import type { Db } from '../db/client'
 import { images } from '../db/schema'
-import type { Storage } from './index'
-import type { LocalStorage } from './local'
+import { originalKey, thumbnailKey, type Storage } from './index'
 
 /**
  * Startup sweep: uploads write files before their row, so a crash can leave files without a row.
@@ -14,11 +13,10 @@ import type { LocalStorage } from './local'
 export async function sweepOrphans(db: Db, storage: Storage, tmpDir: string) {
   const known = new Set<string>()
   for (const row of db.select({ id: images.id, ext: images.ext }).from(images).all()) {
-    known.add(`originals/${row.id}.${row.ext}`)
-    known.add(`thumbs/${row.id}.webp`)
+    known.add(originalKey(row.id, row.ext))
+    known.add(thumbnailKey(row.id))
   }
-  let removed = 0
-  if (isLocal(storage)) removed += await storage.removeLeftovers()
+  let removed = (await storage.removeLeftovers?.()) ?? 0
   try {
     for await (const key of storage.list()) {
       if (!known.has(key)) {
@@ -33,5 +31,3 @@ export async function sweepOrphans(db: Db, storage: Storage, tmpDir: string) {
   await rm(tmpDir, { recursive: true, force: true })
   return removed
 }
-
-const isLocal = (storage: Storage): storage is LocalStorage => typeof (storage as Partial<LocalStorage>).removeLeftovers === 'function'
