@@ -38,11 +38,18 @@ function validationMessage(error: ValidationLike): string {
   return field ? `Invalid ${field}: ${what}` : what
 }
 
-/** Logs the failure for the operator and answers a bare 500: no message, stack or path reaches the client. */
-function internalError(set: { status?: number | string }, error: unknown) {
+/** The whole body of every 500: no message, stack or path reaches the client. */
+export const INTERNAL_ERROR = { error: 'Internal server error' } as const
+
+/** Logs an unexpected failure for the operator (the client only ever sees INTERNAL_ERROR). */
+export function logUnhandled(error: unknown) {
   console.error(JSON.stringify({ level: 'error', msg: 'unhandled error', error: String((error as Error)?.stack ?? error) }))
+}
+
+function internalError(set: { status?: number | string }, error: unknown) {
+  logUnhandled(error)
   set.status = 500
-  return { error: 'Internal server error' }
+  return { ...INTERNAL_ERROR }
 }
 
 /**

@@ -127,7 +127,29 @@ function bodyBytes(value: unknown): number {
   return Buffer.byteLength(typeof value === 'string' ? value : JSON.stringify(value))
 }
 
-/** One JSON log line per request (no query strings, headers or bodies: they can hold secrets) and request metrics. */
+/** An answered request, as the metrics and the log line describe it. */
+export interface AnsweredRequest {
+  method: string
+  route: string
+  status: number
+  durationMs: number
+  /** Only read when the log is on: measuring a body can cost more than the rest of a cheap request. */
+  bytes: () => number
+}
+
+/**
+ * Counts a request in the metrics and, with the log on, writes its one JSON line (no query strings, headers or
+ * bodies: they can hold secrets). Used by `requestLog` and by the routes that answer ahead of the app's hooks (/cdn).
+ */
+export function recordRequest(metrics: Metrics, log: boolean, r: AnsweredRequest) {
+  metrics.request({ route: r.route, method: r.method, status: String(r.status) }, r.durationMs / 1000)
+  if (log) {
+    const line = { level: 'info', msg: 'request', method: r.method, route: r.route, status: r.status, durationMs: Math.round(r.durationMs * 100) / 100, bytes: r.bytes() }
+    console.log(JSON.stringify(line))
+  }
+}
+
+/** Records every request that goes through the app (see recordRequest). */
 export function requestLog(metrics: Metrics, opts: { log: boolean }) {
   const started = new WeakMap<Request, number>()
   return new Elysia({ name: 'request-log' })
@@ -137,22 +159,14 @@ export function requestLog(metrics: Metrics, opts: { log: boolean }) {
     .onAfterResponse({ as: 'global' }, (ctx) => {
       const { request, set, route } = ctx
       const start = started.get(request)
-      const durationMs = start === undefined ? 0 : performance.now() - start
       const response = ctx.responseValue ?? errorAnswers.get(request)
       const status = response instanceof Response ? response.status : typeof set.status === 'number' ? set.status : Number(set.status) || 200
-      metrics.request({ route: route || 'unmatched', method: request.method, status: String(status) }, durationMs / 1000)
-      if (opts.log) {
-        console.log(
-          JSON.stringify({
-            level: 'info',
-            msg: 'request',
-            method: request.method,
-            route: route || 'unmatched',
-            status,
-            durationMs: Math.round(durationMs * 100) / 100,
-            bytes: bodyBytes(response),
-          }),
-        )
-      }
+      recordRequest(metrics, opts.log, {
+        method: request.method,
+        route: route || 'unmatched',
+        status,
+        durationMs: start === undefined ? 0 : performance.now() - start,
+        bytes: () => bodyBytes(response),
+      })
     })
 }

@@ -1,5 +1,6 @@
 import { Elysia, t } from 'elysia'
-import type { Metrics } from '../../http/observability'
+import { INTERNAL_ERROR, logUnhandled } from '../../http/errors'
+import { recordRequest, type Metrics } from '../../http/observability'
 import { originalKey, thumbnailKey, type Storage, type StorageKey } from '../../storage'
 import type { ImageService } from '../images/service'
 import { createAnswerCache, type CachedImage } from './cache'
@@ -193,32 +194,24 @@ export function cdnModule(deps: {
   /**
    * The same handlers as Bun routes, ahead of the Elysia app and its global hooks (error model, request log, rate
    * limiter, client IP and session derives), none of which /cdn needs: it is not rate limited, has no auth and handles
-   * its own errors. They keep the two things those hooks would give it: request metrics, and the request log line in
-   * the same shape as requestLog's (src/http/observability.ts; test/cdn/answer-cache.test.ts compares the two).
+   * its own errors. They keep the two things those hooks would give it: request metrics and the request log line
+   * (recordRequest, as requestLog writes them).
    */
   function observed(route: string, handler: Handler) {
     const done = (request: Request, response: Response, start: number) => {
-      const durationMs = performance.now() - start
-      metrics.request({ route, method: request.method, status: String(response.status) }, durationMs / 1000)
-      if (deps.log) {
-        console.log(
-          JSON.stringify({
-            level: 'info',
-            msg: 'request',
-            method: request.method,
-            route,
-            status: response.status,
-            durationMs: Math.round(durationMs * 100) / 100,
-            bytes: Number(response.headers.get('content-length') ?? 0),
-          }),
-        )
-      }
+      recordRequest(metrics, deps.log, {
+        method: request.method,
+        route,
+        status: response.status,
+        durationMs: performance.now() - start,
+        bytes: () => Number(response.headers.get('content-length') ?? 0),
+      })
       return response
     }
     const failed = (request: Request, error: unknown, start: number) => {
-      // As the error model answers anything unexpected: logged for the operator, a bare 500 for the client.
-      console.error(JSON.stringify({ level: 'error', msg: 'unhandled error', error: String((error as Error)?.stack ?? error) }))
-      return done(request, new Response(JSON.stringify({ error: 'Internal server error' }), { status: 500, headers: { 'content-type': JSON_TYPE } }), start)
+      // As the error model answers anything unexpected.
+      logUnhandled(error)
+      return done(request, new Response(JSON.stringify(INTERNAL_ERROR), { status: 500, headers: { 'content-type': JSON_TYPE } }), start)
     }
     return (request: Request & { params: Record<string, string> }) => {
       const start = performance.now()
