@@ -40,13 +40,10 @@ export function createImageService(deps: { db: Db; config: Config; storage: Stor
   const base: LinkBase = { publicUrl: config.publicUrl, cdnBase: config.cdnUrl }
   const links = (image: Pick<Image, 'id' | 'ext'>) => imageLinks(base, image)
 
-  // Prepared once: building the query per call cost ~60-90 us, most of a /cdn request's budget (bench/README.md).
-  const findLive = db
-    .select()
-    .from(images)
-    // liveImage with the time as a placeholder, bound per call.
-    .where(and(eq(images.id, sql.placeholder('id')), liveImage(sql.placeholder('now') as unknown as number)))
-    .prepare()
+  // The live image with the id `id` at the time `now`: placeholders bound per call, so lookups are prepared once
+  // (building the query per call cost ~60-90 us, most of a /cdn request's budget: bench/README.md).
+  const liveById = and(eq(images.id, sql.placeholder('id')), liveImage(sql.placeholder('now') as unknown as number))
+  const findLive = db.select().from(images).where(liveById).prepare()
 
   /** Finds a live image by id; malformed ids are refused before any lookup. */
   function find(id: string): Image | undefined {
@@ -59,7 +56,7 @@ export function createImageService(deps: { db: Db; config: Config; storage: Stor
   const findDeliverable = db
     .select({ rowid: sql<number>`rowid`, id: images.id, ext: images.ext, mime: images.mime, size: images.size, expiresAt: images.expiresAt })
     .from(images)
-    .where(and(eq(images.id, sql.placeholder('id')), liveImage(sql.placeholder('now') as unknown as number)))
+    .where(liveById)
     .prepare()
 
   // Row listeners, told synchronously by SQLite itself (the connection's update hook) of every UPDATE and DELETE of an
