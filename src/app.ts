@@ -18,7 +18,7 @@ import { cdnModule } from './modules/cdn'
 import { galleryModule } from './modules/gallery'
 import { createGalleryService } from './modules/gallery/service'
 import { healthModule } from './modules/health'
-import { imagesModule } from './modules/images'
+import { imageDetailsRoutes, imagesModule } from './modules/images'
 import { createImageService } from './modules/images/service'
 import { createUploadPipeline } from './modules/images/upload'
 import { albumsModule } from './modules/albums'
@@ -67,22 +67,25 @@ export function createApp(deps: AppDeps) {
   const embeds = createEmbedService({ db, images })
   const pages = createPageService({ db, config, images })
   const reports = createReportService({ db, config, storage, images })
+  // Where the routes answered ahead of the app (src/http/fast-route.ts) record their requests.
+  const observe = { metrics, log: config.logRequests }
   const cdn = cdnModule({
     images,
     storage,
-    metrics,
-    log: config.logRequests,
+    observe,
     countViews: config.countViews,
     serve: config.storage.driver === 's3' ? config.storage.s3.serve : 'stream',
   })
-  const services = { reports, auth, admin: createAdminService({ db, images }), images, pipeline, gallery, metrics, albums, embeds, pages, tus, webhooks, cdnCache: cdn.cache }
+  const rateLimit = globalRateLimit({ limit: config.limits.globalPerMinute, trustProxy: config.trustProxy })
+  const services = { reports, auth, admin: createAdminService({ db, images }), images, pipeline, gallery, metrics, albums, embeds, pages, tus, webhooks }
 
-  // /cdn is answered by Bun's router ahead of the app's global hooks (src/modules/cdn/index.ts explains why).
-  const app = new Elysia({ serve: { routes: cdn.routes } })
+  // /cdn and image metadata are answered by Bun's router ahead of the app's global hooks (src/http/fast-route.ts).
+  const fastRoutes = { ...cdn.routes, ...imageDetailsRoutes({ images, observe, admit: rateLimit.admit }) }
+  const app = new Elysia({ serve: { routes: fastRoutes } })
     .use(errorModel)
     .use(requestLog(metrics, { log: config.logRequests }))
     .use(jsonBodyLimit)
-    .use(globalRateLimit({ limit: config.limits.globalPerMinute, trustProxy: config.trustProxy }))
+    .use(rateLimit.plugin)
     .use(apiDocs(config.siteName))
     .use(healthModule({ db, metrics, metricsToken: config.metricsToken, classifier }))
     .use(authModule(auth, guard))

@@ -15,7 +15,9 @@ export class HttpError extends Error {
 export const badRequest = (message: string, extra?: Record<string, unknown>) => new HttpError(400, message, extra)
 export const unauthorized = (message = 'Authentication required') => new HttpError(401, message)
 export const forbidden = (message = 'Forbidden') => new HttpError(403, message)
-export const notFound = (message = 'Not found', extra?: Record<string, unknown>) => new HttpError(404, message, extra)
+/** The 404 text when nothing more specific applies. */
+export const NOT_FOUND = 'Not found'
+export const notFound = (message = NOT_FOUND, extra?: Record<string, unknown>) => new HttpError(404, message, extra)
 export const conflict = (message: string) => new HttpError(409, message)
 export const tooLarge = (message: string) => new HttpError(413, message)
 
@@ -37,6 +39,20 @@ function validationMessage(error: ValidationLike): string {
   const what = first.summary ?? first.message ?? 'is invalid'
   return field ? `Invalid ${field}: ${what}` : what
 }
+
+export const JSON_TYPE = 'application/json; charset=utf-8'
+
+/** A JSON answer with its length set, so the request log reports its size without reading the body. */
+export function jsonResponse(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
+  const text = JSON.stringify(body)
+  return new Response(text, { status, headers: { ...headers, 'content-type': JSON_TYPE, 'content-length': String(Buffer.byteLength(text)) } })
+}
+
+/** The body of an HttpError's answer. */
+const httpErrorBody = (error: HttpError) => ({ error: error.message, ...error.extra })
+
+/** An HttpError as a whole answer, for the routes Bun answers ahead of the app (src/http/fast-route.ts). */
+export const httpErrorResponse = (error: HttpError) => jsonResponse(httpErrorBody(error), error.status, error.headers)
 
 /** The whole body of every 500: no message, stack or path reaches the client. */
 export const INTERNAL_ERROR = { error: 'Internal server error' } as const
@@ -62,13 +78,13 @@ export const errorAnswers = new WeakMap<Request, object>()
 export const errorModel = new Elysia({ name: 'error-model' })
   .error({ HttpError })
   .onError({ as: 'global' }, ({ code, error, set, request }) => {
-    set.headers['content-type'] = 'application/json; charset=utf-8'
+    set.headers['content-type'] = JSON_TYPE
     const body = ((): { error: string } => {
       switch (code) {
         case 'HttpError':
           set.status = error.status
           Object.assign(set.headers, error.headers)
-          return { error: error.message, ...error.extra }
+          return httpErrorBody(error)
         case 'VALIDATION':
           // An answer that does not match its own response schema is our bug, not the client's: a 500 that names nothing.
           if ((error as { type?: unknown }).type === 'response') return internalError(set, error)
@@ -79,14 +95,14 @@ export const errorModel = new Elysia({ name: 'error-model' })
           const cause = (error as { cause?: unknown }).cause
           if (cause instanceof HttpError) {
             set.status = cause.status
-            return { error: cause.message, ...cause.extra }
+            return httpErrorBody(cause)
           }
           set.status = 400
           return { error: 'Malformed request body' }
         }
         case 'NOT_FOUND':
           set.status = 404
-          return { error: 'Not found' }
+          return { error: NOT_FOUND }
         case 'INVALID_COOKIE_SIGNATURE':
         case 'INVALID_FILE_TYPE':
           set.status = 400

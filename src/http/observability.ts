@@ -41,6 +41,7 @@ class Counter {
 }
 
 class Histogram {
+  /** Observations per bucket, each counted once, in its smallest bucket: one increment per request, cumulated when rendered. */
   private counts: number[]
   private sum = 0
   private total = 0
@@ -50,13 +51,17 @@ class Histogram {
   observe(value: number) {
     this.sum += value
     this.total++
-    this.buckets.forEach((b, i) => {
-      if (value <= b) this.counts[i]++
-    })
+    for (let i = 0; i < this.buckets.length; i++) {
+      if (value <= this.buckets[i]) {
+        this.counts[i]++
+        return
+      }
+    }
   }
   render() {
     const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`]
-    this.buckets.forEach((b, i) => lines.push(`${this.name}_bucket{le="${b}"} ${this.counts[i]}`))
+    let cumulative = 0
+    this.buckets.forEach((b, i) => lines.push(`${this.name}_bucket{le="${b}"} ${(cumulative += this.counts[i])}`))
     lines.push(`${this.name}_bucket{le="+Inf"} ${this.total}`, `${this.name}_sum ${this.sum}`, `${this.name}_count ${this.total}`)
     return lines.join('\n')
   }

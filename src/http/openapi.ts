@@ -1,5 +1,6 @@
 import { openapi } from '@elysiajs/openapi'
 import { Elysia } from 'elysia'
+import { notFound } from './errors'
 // `type: 'file'` gives the path of the installed file, or of its copy embedded in the single binary.
 import swaggerUiBundle from 'swagger-ui-dist/swagger-ui-bundle.js' with { type: 'file' }
 import swaggerUiCss from 'swagger-ui-dist/swagger-ui.css' with { type: 'file' }
@@ -107,12 +108,9 @@ export function apiDocs(siteName: string) {
         },
       }),
     )
-    .get('/swagger/assets/:file', ({ params, set }) => {
+    .get('/swagger/assets/:file', ({ params }) => {
       // Only the two files the UI page loads; anything else is unknown.
-      if (params.file !== 'swagger-ui-bundle.js' && params.file !== 'swagger-ui.css') {
-        set.status = 404
-        return { error: 'Not found' }
-      }
+      if (params.file !== 'swagger-ui-bundle.js' && params.file !== 'swagger-ui.css') throw notFound()
       return Bun.file(params.file === 'swagger-ui.css' ? swaggerUiCss : swaggerUiBundle)
     }, { detail: { hide: true } })
 }

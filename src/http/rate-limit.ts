@@ -1,3 +1,4 @@
+import type { Server } from 'bun'
 import { Elysia } from 'elysia'
 import { resolveClientIp } from './client-ip'
 import { HttpError } from './errors'
@@ -6,9 +7,12 @@ const pathOf = (url: string) => url.slice(url.indexOf('/', url.indexOf('//') + 2
 
 const MINUTE_MS = 60_000
 
+export type GlobalRateLimit = ReturnType<typeof globalRateLimit>
+
 /**
  * Global limiter: fixed one-minute windows per client IP over /api/*, each starting at the IP's first request
  * after its previous window ended. Kept in memory: it guards against floods, not against restarts.
+ * `admit` is the check itself, for the app's plugin and for the routes Bun answers ahead of the app.
  */
 export function globalRateLimit(opts: { limit: number; trustProxy: boolean }) {
   const { limit } = opts
@@ -18,8 +22,8 @@ export function globalRateLimit(opts: { limit: number; trustProxy: boolean }) {
     for (const [ip, w] of windows) if (w.start + MINUTE_MS <= now) windows.delete(ip)
   }
 
-  // onRequest runs before anything is parsed or looked up, so a flood costs as little as possible.
-  return new Elysia({ name: 'global-rate-limit' }).onRequest(({ request, server }) => {
+  /** Counts an /api request against its client's window; throws 429 once the window is used up. */
+  function admit(request: Request, server: Server<unknown> | null) {
     if (!pathOf(request.url).startsWith('/api/')) return
     const clientIp = resolveClientIp(request, server, opts.trustProxy)
     const now = Date.now()
@@ -30,8 +34,8 @@ export function globalRateLimit(opts: { limit: number; trustProxy: boolean }) {
       windows.set(clientIp, w)
     }
     w.used++
-    const reset = Math.max(1, Math.ceil((w.start + MINUTE_MS - now) / 1000))
     if (w.used > limit) {
+      const reset = Math.max(1, Math.ceil((w.start + MINUTE_MS - now) / 1000))
       throw new HttpError(429, 'Too many requests', { retryAfter: reset }, {
         'Retry-After': String(reset),
         'RateLimit-Limit': String(limit),
@@ -39,5 +43,11 @@ export function globalRateLimit(opts: { limit: number; trustProxy: boolean }) {
         'RateLimit-Reset': String(reset),
       })
     }
-  })
+  }
+
+  return {
+    admit,
+    // onRequest runs before anything is parsed or looked up, so a flood costs as little as possible.
+    plugin: new Elysia({ name: 'global-rate-limit' }).onRequest(({ request, server }) => admit(request, server)),
+  }
 }

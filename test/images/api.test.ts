@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { Database } from 'bun:sqlite'
+import { join } from 'node:path'
 import { makeImage, uploadForm, type UploadPart } from '../fixtures'
 import { jsonBody, makeAdmin, registerUser, startTestServer, userWithKey, type TestServer } from '../helpers'
 
@@ -30,6 +32,38 @@ describe('GET /api/v1/image/:id', () => {
     )
     expect(res.body.data).toMatchObject({ id: up.id, url: up.url, visibility: 'private', nsfw: false, views: 0, size: up.size })
     expect(res.body.data.uploadedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+  })
+  test('answered from memory (live-cache.ts), and every change through the service shows at once', async () => {
+    const up = await upload(alice, undefined, { expires: '2' })
+    expect((await t.json(`/api/v1/image/${up.id}`)).body.data.nsfw).toBe(false)
+    expect(t.server.services.images.liveCache.has(up.id)).toBe(true)
+    // A write through another connection is the one change the cache is not told of: the answer comes from memory.
+    const other = new Database(join(t.dataDir, 'imghost.sqlite'))
+    try {
+      other.query('UPDATE images SET width = 1 WHERE id = ?1').run(up.id)
+    } finally {
+      other.close()
+    }
+    expect((await t.json(`/api/v1/image/${up.id}`)).body.data.width).toBe(up.width)
+    // Changes through the service: a PATCH, views, the expiry.
+    expect((await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ nsfw: true }, alice.keyHeader) })).status).toBe(200)
+    expect((await t.json(`/api/v1/image/${up.id}`)).body.data).toMatchObject({ nsfw: true, width: 1 })
+    await t.fetch(new URL(up.url).pathname)
+    expect((await t.json(`/api/v1/image/${up.id}`)).body.data.views).toBe(1)
+    t.server.services.images.flushViews()
+    expect((await t.json(`/api/v1/image/${up.id}`)).body.data.views).toBe(1)
+    await Bun.sleep(2100)
+    expect((await t.json(`/api/v1/image/${up.id}`)).status).toBe(404)
+  })
+  test('HEAD: the status and headers of GET, no body', async () => {
+    const up = await upload(alice)
+    const get = await t.fetch(`/api/v1/image/${up.id}`)
+    const head = await t.fetch(`/api/v1/image/${up.id}`, { method: 'HEAD' })
+    expect(head.status).toBe(200)
+    expect(head.headers.get('content-type')).toBe(get.headers.get('content-type'))
+    expect(head.headers.get('content-length')).toBe(String((await get.arrayBuffer()).byteLength))
+    expect((await head.arrayBuffer()).byteLength).toBe(0)
+    expect((await t.fetch('/api/v1/image/AAAAAAAA', { method: 'HEAD' })).status).toBe(404)
   })
   test('unknown and malformed ids: 404', async () => {
     for (const id of ['AAAAAAAA', 'short', '..%2F..%2Fetc', 'abcdefgh1']) {

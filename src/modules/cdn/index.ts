@@ -1,9 +1,9 @@
 import { Elysia, t } from 'elysia'
-import { INTERNAL_ERROR, logUnhandled } from '../../http/errors'
-import { recordRequest, type Metrics } from '../../http/observability'
+import { NOT_FOUND, jsonResponse } from '../../http/errors'
+import { fastRoute, type FastRouteObserver } from '../../http/fast-route'
 import { originalKey, thumbnailKey, type Storage, type StorageKey } from '../../storage'
 import type { ImageService } from '../images/service'
-import { createAnswerCache, type CachedImage } from './cache'
+import type { LiveImage } from '../images/live-cache'
 
 const IMMUTABLE = 'public, max-age=31536000, immutable'
 // A script inside an SVG must never run: no loads, inline styles only, and a sandbox on top.
@@ -14,9 +14,7 @@ const THUMBNAIL = /^([A-Za-z0-9]{8})\.webp$/
 /** The routes, as Elysia and the request metrics name them. */
 export const CDN_ROUTES = { original: '/cdn/:file', thumbnail: '/cdn/medium/:file' } as const
 
-const JSON_TYPE = 'application/json; charset=utf-8'
-const NOT_FOUND_BODY = JSON.stringify({ error: 'Not found' })
-const notFound = () => new Response(NOT_FOUND_BODY, { status: 404, headers: { 'content-type': JSON_TYPE } })
+const notFound = () => jsonResponse({ error: NOT_FOUND }, 404)
 
 /** Parses a single `bytes=` range; multi-range requests are answered whole, as RFC 9110 allows. */
 function parseRange(header: string | null, size: number): { start: number; end: number } | 'invalid' | null {
@@ -40,15 +38,11 @@ function parseRange(header: string | null, size: number): { start: number; end: 
 export const PRESIGN_SECONDS = 600
 const REDIRECT_CACHE = `public, max-age=${PRESIGN_SECONDS / 2}`
 
-const unavailable = () =>
-  new Response(JSON.stringify({ error: 'Storage temporarily unavailable, try again shortly' }), {
-    status: 503,
-    headers: { 'content-type': JSON_TYPE, 'retry-after': '5', 'cache-control': 'no-store' },
-  })
+const unavailable = () => jsonResponse({ error: 'Storage temporarily unavailable, try again shortly' }, 503, { 'retry-after': '5', 'cache-control': 'no-store' })
 
 /**
- * Everything one file's answer needs that does not depend on the request, built once per image and file (see
- * cache.ts): the store key, the ETag and the header objects. `size`, `file` and `full` are only set on local disk,
+ * Everything one file's answer needs that does not depend on the request, built once per cached image and file
+ * (images/live-cache.ts): the store key, the ETag and the header objects. `size`, `file` and `full` are only set on local disk,
  * where a stored file never changes under its key (written once by rename, removed only with its row), so its size
  * is read once instead of a stat per request; an object store is asked every time (its HEAD is also what tells a
  * HEAD request that the store is down: 503).
@@ -116,7 +110,7 @@ async function serveFromStore(request: Request, storage: Storage, d: Delivery): 
     const file = storage.file(d.key)
     if (!storage.openBody) {
       // Local disk: the file is final, keep what was learned. (Set on this delivery object only: if the image went
-      // meanwhile, the cache no longer holds it.)
+      // meanwhile, its cache entry, and with it this delivery, is gone.)
       d.size = size
       d.full = new Headers({ ...d.common, 'content-length': String(size) })
       d.file = file
@@ -143,21 +137,24 @@ type Handler = (request: Request, file: string) => Response | Promise<Response>
 export function cdnModule(deps: {
   images: ImageService
   storage: Storage
-  metrics: Metrics
-  /** LOG_REQUESTS: the request log line, written by the fast path itself (see `routes`). */
-  log: boolean
+  /** Where the fast path (see `routes`) records its requests. */
+  observe: FastRouteObserver
   countViews?: boolean
   serve?: 'stream' | 'redirect'
-  /** Images whose answers are kept in memory (least recently used go first). */
-  cacheSize?: number
 }) {
-  const { images, storage, metrics } = deps
+  const { images, storage } = deps
   const countViews = deps.countViews ?? true
   const redirect = deps.serve === 'redirect'
-  const cache = createAnswerCache(images, deps.cacheSize)
+  // The answers of each cached image, kept as long as its entry: a changed or evicted image is a new entry object.
+  const deliveries = new WeakMap<LiveImage, { original?: Delivery; thumbnail?: Delivery }>()
+  const deliveriesOf = (image: LiveImage) => {
+    let found = deliveries.get(image)
+    if (!found) deliveries.set(image, (found = {}))
+    return found
+  }
 
-  function originalDelivery(image: CachedImage): Delivery {
-    return (image.original ??= (() => {
+  function originalDelivery(image: LiveImage): Delivery {
+    return (deliveriesOf(image).original ??= (() => {
       const headers: Record<string, string> = { 'content-type': image.mime }
       const svg = image.mime === 'image/svg+xml'
       if (svg) headers['content-security-policy'] = SVG_CSP
@@ -166,14 +163,14 @@ export function cdnModule(deps: {
     })())
   }
 
-  function thumbnailDelivery(image: CachedImage): Delivery {
-    return (image.thumbnail ??= delivery(thumbnailKey(image.id), { 'content-type': 'image/webp' }, `"${image.id}-thumb"`, redirect))
+  function thumbnailDelivery(image: LiveImage): Delivery {
+    return (deliveriesOf(image).thumbnail ??= delivery(thumbnailKey(image.id), { 'content-type': 'image/webp' }, `"${image.id}-thumb"`, redirect))
   }
 
   // Ids are validated (by the patterns, and again by the lookup) before anything is looked up.
   const original: Handler = (request, file) => {
     const match = ORIGINAL.exec(file)
-    const image = match ? cache.get(match[1]) : undefined
+    const image = match ? images.liveCache.get(match[1]) : undefined
     if (!image || image.ext !== match![2]) return notFound()
     const response = serve(request, storage, originalDelivery(image))
     if (!countViews || request.method !== 'GET') return response
@@ -186,49 +183,17 @@ export function cdnModule(deps: {
 
   const thumbnail: Handler = (request, file) => {
     const match = THUMBNAIL.exec(file)
-    const image = match ? cache.get(match[1]) : undefined
+    const image = match ? images.liveCache.get(match[1]) : undefined
     if (!image) return notFound()
     return serve(request, storage, thumbnailDelivery(image))
   }
 
-  /**
-   * The same handlers as Bun routes, ahead of the Elysia app and its global hooks (error model, request log, rate
-   * limiter, client IP and session derives), none of which /cdn needs: it is not rate limited, has no auth and handles
-   * its own errors. They keep the two things those hooks would give it: request metrics and the request log line
-   * (recordRequest, as requestLog writes them).
-   */
-  function observed(route: string, handler: Handler) {
-    const done = (request: Request, response: Response, start: number) => {
-      recordRequest(metrics, deps.log, {
-        method: request.method,
-        route,
-        status: response.status,
-        durationMs: performance.now() - start,
-        bytes: () => Number(response.headers.get('content-length') ?? 0),
-      })
-      return response
-    }
-    const failed = (request: Request, error: unknown, start: number) => {
-      // As the error model answers anything unexpected.
-      logUnhandled(error)
-      return done(request, new Response(JSON.stringify(INTERNAL_ERROR), { status: 500, headers: { 'content-type': JSON_TYPE } }), start)
-    }
-    return (request: Request & { params: Record<string, string> }) => {
-      const start = performance.now()
-      try {
-        const response = handler(request, request.params.file)
-        if (response instanceof Response) return done(request, response, start)
-        return response.then(
-          (r) => done(request, r, start),
-          (error) => failed(request, error, start),
-        )
-      } catch (error) {
-        return failed(request, error, start)
-      }
-    }
+  // The same handlers as Bun routes, ahead of the Elysia app and its global hooks (src/http/fast-route.ts): /cdn is
+  // not rate limited, has no auth and handles its own errors.
+  const fast = {
+    original: fastRoute(deps.observe, CDN_ROUTES.original, (request) => original(request, request.params.file)),
+    thumbnail: fastRoute(deps.observe, CDN_ROUTES.thumbnail, (request) => thumbnail(request, request.params.file)),
   }
-
-  const fast = { original: observed(CDN_ROUTES.original, original), thumbnail: observed(CDN_ROUTES.thumbnail, thumbnail) }
   const params = t.Object({ file: t.String() })
 
   return {
@@ -237,7 +202,6 @@ export function cdnModule(deps: {
       [CDN_ROUTES.original]: { GET: fast.original, HEAD: fast.original },
       [CDN_ROUTES.thumbnail]: { GET: fast.thumbnail, HEAD: fast.thumbnail },
     },
-    cache,
     /** The same routes inside Elysia: for `app.handle`, and for whatever reaches the app without the Bun routes. */
     plugin: new Elysia({ name: 'module-cdn' })
       .get(CDN_ROUTES.original, ({ params, request }) => original(request, params.file), { params, detail: { hide: true } })

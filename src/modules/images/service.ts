@@ -11,6 +11,7 @@ import { noImageEvents, type ImageEvents } from './events'
 import { imageLinks, type LinkBase } from './links'
 import { checkExpiryBound, expiryDate, parseExpiry } from './expiry'
 import { accountPolicy, storageUsed, windowState } from './limits'
+import { createLiveImageCache } from './live-cache'
 import { liveImage } from './live'
 
 const ID = /^[A-Za-z0-9]{8}$/
@@ -24,7 +25,7 @@ export type ImageService = ReturnType<typeof createImageService>
 type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
 
 /** The API form of an image's expiry: ISO 8601, or null when it never expires. */
-const expiresAtOf = (image: Pick<Image, 'expiresAt'>) => (image.expiresAt ? iso(image.expiresAt) : null)
+const expiresAtOf = (expiresAt: Date | number | null) => (expiresAt === null ? null : iso(expiresAt))
 
 /** Expired images removed per transaction by the sweeper: short writes, so uploads never wait long behind it. */
 const SWEEP_CHUNK = 100
@@ -51,10 +52,23 @@ export function createImageService(deps: { db: Db; config: Config; storage: Stor
     return findLive.get({ id, now: Date.now() })
   }
 
-  // What /cdn needs of a live image, and its rowid: the cache of /cdn answers (src/modules/cdn/cache.ts) keys its
-  // invalidation on it. Only read on a cache miss.
-  const findDeliverable = db
-    .select({ rowid: sql<number>`rowid`, id: images.id, ext: images.ext, mime: images.mime, size: images.size, expiresAt: images.expiresAt })
+  // What the hot read routes show of a live image, and its rowid, which the cache's invalidation keys on. Only read on a
+  // cache miss (and by details() of an image the cache dropped).
+  const findLiveRow = db
+    .select({
+      rowid: sql<number>`rowid`,
+      id: images.id,
+      ext: images.ext,
+      mime: images.mime,
+      size: images.size,
+      width: images.width,
+      height: images.height,
+      views: images.views,
+      visibility: images.visibility,
+      nsfw: images.nsfw,
+      createdAt: sql<number>`${images.createdAt}`,
+      expiresAt: sql<number | null>`${images.expiresAt}`,
+    })
     .from(images)
     .where(liveById)
     .prepare()
@@ -71,6 +85,12 @@ export function createImageService(deps: { db: Db; config: Config; storage: Stor
       if (table === 'images') for (const listener of rowListeners) listener(Number(rowid))
     }
   }
+
+  // Malformed ids are refused before any lookup.
+  const liveCache = createLiveImageCache({
+    lookup: (id) => (isImageId(id) ? findLiveRow.get({ id, now: Date.now() }) : undefined),
+    onRowChange: (listener) => rowListeners.push(listener),
+  })
 
   function findOwned(user: User, id: string): Image {
     const image = find(id)
@@ -178,27 +198,18 @@ export function createImageService(deps: { db: Db; config: Config; storage: Stor
         visibility: image.visibility,
         nsfw: image.nsfw,
         filename: image.filename,
-        expiresAt: expiresAtOf(image),
+        expiresAt: expiresAtOf(image.expiresAt),
         ...(deleteToken ? { deleteToken } : {}),
       }
     },
 
     /** The live image with this id as /cdn serves it (and its rowid); malformed ids are refused before any lookup. */
-    deliverable(id: string) {
-      const row = isImageId(id) ? findDeliverable.get({ id, now: Date.now() }) : undefined
-      return row && { ...row, expiresAt: row.expiresAt?.getTime() ?? null }
-    },
+    /** Live images by id, from memory when recently read (see live-cache.ts): the hot read routes look up here. */
+    liveCache,
 
-    /**
-     * Calls `listener(rowid)` synchronously for every images row updated or deleted through the service's database
-     * connection, while the statement runs (so before it returns to any caller).
-     */
-    onRowChange(listener: (rowid: number) => void) {
-      rowListeners.push(listener)
-    },
-
+    /** The metadata answer of a live image (GET /api/v1/image/:id); 404 for anything else. */
     details(id: string) {
-      const image = find(id)
+      const image = liveCache.get(id)
       if (!image) throw notFound('Image not found')
       const { delete: _delete, ...imageLinksOnly } = links(image)
       return {
@@ -212,7 +223,7 @@ export function createImageService(deps: { db: Db; config: Config; storage: Stor
         visibility: image.visibility,
         nsfw: image.nsfw,
         uploadedAt: iso(image.createdAt),
-        expiresAt: expiresAtOf(image),
+        expiresAt: expiresAtOf(image.expiresAt),
       }
     },
 
@@ -232,7 +243,7 @@ export function createImageService(deps: { db: Db; config: Config; storage: Stor
       if (changes.nsfw !== undefined) set.nsfw = changes.nsfw
       if (expiresIn !== undefined) set.expiresAt = expiryDate(expiresIn, Date.now())
       const updated = db.update(images).set(set).where(eq(images.id, image.id)).returning().get()
-      return { success: true as const, id: updated.id, visibility: updated.visibility, nsfw: updated.nsfw, expiresAt: expiresAtOf(updated) }
+      return { success: true as const, id: updated.id, visibility: updated.visibility, nsfw: updated.nsfw, expiresAt: expiresAtOf(updated.expiresAt) }
     },
 
     /** Deletes by the owner's key, or by the delete token of an anonymous upload; anything else is 404. */
@@ -278,7 +289,7 @@ export function createImageService(deps: { db: Db; config: Config; storage: Stor
           visibility: image.visibility,
           nsfw: image.nsfw,
           created_at: iso(image.createdAt),
-          expiresAt: expiresAtOf(image),
+          expiresAt: expiresAtOf(image.expiresAt),
         })),
         total,
         page: page.page,

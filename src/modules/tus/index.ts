@@ -2,9 +2,9 @@ import { Elysia } from 'elysia'
 import type { Config } from '../../config'
 import type { TusUpload, User } from '../../db/schema'
 import type { authGuard } from '../../http/auth'
-import { HttpError, badRequest } from '../../http/errors'
+import { HttpError, badRequest, jsonResponse } from '../../http/errors'
 import { TUS_EXTENSIONS, TUS_VERSION, TusIdParams, tusDocs } from './model'
-import type { TusCaller, TusEndpoint, TusResult, TusService } from './service'
+import type { TusCaller, TusEndpoint, TusService } from './service'
 
 const OFFSET_STREAM = 'application/offset+octet-stream'
 const DIGITS = /^\d+$/
@@ -39,12 +39,6 @@ function stateHeaders(upload: TusUpload): Record<string, string> {
   }
 }
 
-function jsonResponse(result: TusResult, extra: Record<string, string>) {
-  return new Response(JSON.stringify(result.body), {
-    status: result.status,
-    headers: { ...result.headers, ...extra, 'Content-Type': 'application/json; charset=utf-8' },
-  })
-}
 
 /**
  * tus 1.0 resumable uploads (core, creation, termination, expiration) at `/api/v1/tus` (API key) and `/api/tus`
@@ -127,7 +121,7 @@ export function tusModule(deps: { config: Config; tus: TusService; guard: Return
           if (offset === null) throw badRequest('Upload-Offset is required')
           const contentLength = integerHeader(headers['content-length'], 'Content-Length')
           const { upload, result } = await tus.append(caller(user, clientIp), params.id, offset, contentLength, request.body)
-          if (result) return jsonResponse(result, stateHeaders(upload))
+          if (result) return jsonResponse(result.body, result.status, { ...result.headers, ...stateHeaders(upload) })
           return new Response(null, { status: 204, headers: stateHeaders(upload) })
         },
         { ...auth, parse: 'none', params: TusIdParams, detail: { tags, ...tusDocs.patch } as never },
@@ -149,7 +143,8 @@ export function tusModule(deps: { config: Config; tus: TusService; guard: Return
           const { params, clientIp } = ctx
           const user = userOf(ctx)
           const upload = tus.status(caller(user, clientIp), params.id)
-          return jsonResponse(tus.result(caller(user, clientIp), params.id), { 'Cache-Control': 'no-store', 'Upload-Offset': String(upload.offset) })
+          const result = tus.result(caller(user, clientIp), params.id)
+          return jsonResponse(result.body, result.status, { ...result.headers, 'Cache-Control': 'no-store', 'Upload-Offset': String(upload.offset) })
         },
         { ...auth, params: TusIdParams, detail: { tags, ...tusDocs.result } as never },
       )
