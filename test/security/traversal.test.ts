@@ -188,11 +188,12 @@ describe('path traversal and malformed ids', () => {
   })
 
   test('malformed ids are refused before any database lookup', async () => {
-    // The spy works: a well-formed id is looked up, and seen.
+    // The spy works: a well-formed id is looked up, and seen. (One no image has: an image read before may be answered
+    // from memory, src/modules/images/live-cache.ts.)
     recording = true
-    expect((await rawGet(t.server.port, `/api/v1/image/${image.id}`)).status).toBe(200)
+    expect((await rawGet(t.server.port, '/api/v1/image/Unknown1')).status).toBe(404)
     recording = false
-    expect(bound).toContain(image.id)
+    expect(bound).toContain('Unknown1')
     const malformed = ['..', '../x', 'a/b', 'a\\b', 'abc\u0000def', '%zz', 'x'.repeat(300), "a' OR '1'='1", 'abcdefg', 'abcdefghi', 'abcd-efg']
     const targets = (id: string) => {
       // Dots encoded too: the id must stay one path segment (a server that resolves `..` would route elsewhere).
