@@ -12,6 +12,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import sharp from 'sharp'
 import { loadConfig } from '../src/config'
+import type { FastHandler } from '../src/http/fast-route'
 import type { Classifier } from '../src/moderation'
 import { startServer } from '../src/server'
 import { ADMIN, adminCredentials, upload } from './lib/app'
@@ -53,10 +54,16 @@ async function setUp() {
   const image = await upload(url, '/api/v1/upload', { 'x-api-key': apiKey }, [{ blob: new Blob([new Uint8Array(jpeg)], { type: 'image/jpeg' }), name: 'p.jpg' }])
   const reference = referenceApp(join(dataDir, 'imghost.sqlite'))
   const base = 'http://localhost'
+  // /cdn and metadata are answered by Bun's router ahead of the app (src/http/fast-route.ts): their handlers are called
+  // as the router calls them, with the path parameters on the request.
+  const fastRoutes = (server.app.config.serve as { routes: Record<string, { GET: FastHandler }> }).routes
+  const routed = (route: string, path: string, params: Record<string, string>) => async () =>
+    fastRoutes[route].GET(Object.assign(new Request(`${base}${path}`), { params }), server.app.server!)
+  const file = (url: string) => new URL(url).pathname.split('/').pop()!
   const routes: Record<string, () => Promise<Response>> = {
-    metadata: () => server.app.handle(new Request(`${base}/api/v1/image/${image.id}`)),
-    original: () => server.app.handle(new Request(`${base}${new URL(image.url).pathname}`)),
-    thumbnail: () => server.app.handle(new Request(`${base}${new URL(image.thumbnail).pathname}`)),
+    metadata: routed('/api/v1/image/:id', `/api/v1/image/${image.id}`, { id: image.id }),
+    original: routed('/cdn/:file', new URL(image.url).pathname, { file: file(image.url) }),
+    thumbnail: routed('/cdn/medium/:file', new URL(image.thumbnail).pathname, { file: file(image.thumbnail) }),
     healthz: () => server.app.handle(new Request(`${base}/healthz`)),
     reference: () => reference.handle(new Request(`${base}/api/v1/image/${image.id}`)),
     'bare file': async () => new Response(Bun.file(join(dataDir, 'files', new URL(image.url).pathname.replace('/cdn/', 'originals/')))),
@@ -109,9 +116,7 @@ try {
     await perRequest(routes[args.loop], iterations)
   } else {
     if (!routes[args.route!]) throw new Error(`--route must be one of ${Object.keys(routes).join(', ')}`)
-    // original and thumbnail go through the app's Elysia routes here; a listening server answers /cdn from Bun's router
-    // ahead of the global hooks (src/modules/cdn/index.ts), so they are an upper bound of that path.
-    console.log(`in-process cost per request (app.handle, ${Math.min(iterations, 50_000)} sequential requests each):`)
+    console.log(`in-process cost per request (the route's handler or app.handle, ${Math.min(iterations, 50_000)} sequential requests each):`)
     for (const [name, call] of Object.entries(routes)) console.log(`  ${name.padEnd(10)} ${(await perRequest(call, Math.min(iterations, 50_000))).toFixed(1)} us`)
     const dir = mkdtempSync(join(tmpdir(), 'imghost-cpuprof-'))
     try {
