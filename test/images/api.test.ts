@@ -204,4 +204,22 @@ describe('views', () => {
     expect(row.views).toBe(2)
     expect((await t.json(`/api/v1/image/${up.id}`)).body.data.views).toBe(2)
   })
+  test('a flush keeps the image in memory with the written count; the next views add to it', async () => {
+    const up = await upload(alice)
+    await t.fetch(new URL(up.url).pathname)
+    const cache = t.server.services.images.liveCache
+    expect(cache.has(up.id)).toBe(true)
+    t.server.services.images.flushViews()
+    expect(cache.has(up.id)).toBe(true)
+    expect((await t.json(`/api/v1/image/${up.id}`)).body.data.views).toBe(1)
+    await t.fetch(new URL(up.url).pathname)
+    t.server.services.images.flushViews()
+    expect((await t.json(`/api/v1/image/${up.id}`)).body.data.views).toBe(2)
+    const row = t.server.db.$client.query('SELECT views FROM images WHERE id = ?').get(up.id) as { views: number }
+    expect(row.views).toBe(2)
+    // Any other change to the row still drops it.
+    expect((await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ nsfw: true }, alice.keyHeader) })).status).toBe(200)
+    expect(cache.has(up.id)).toBe(false)
+    expect((await t.json(`/api/v1/image/${up.id}`)).body.data).toMatchObject({ views: 2, nsfw: true })
+  })
 })

@@ -19,9 +19,10 @@ export const DEFAULT_CACHE_SIZE = 10_000
  *
  * Correctness: an entry is added only in the same synchronous step as the lookup that found the row, and SQLite's
  * update hook (`onRowChange`) drops it while any UPDATE or DELETE of its row runs, through any code path: owner,
- * delete token, admin, report, expiry sweep, patch, the view-count flush. JavaScript is single-threaded and the
- * database synchronous, so no request that starts after such a write returns can see the old entry, and a request that
- * started before it and is still waiting (object stores) never puts its entry back. A changed row is a new entry
+ * delete token, admin, report, expiry sweep, patch, writes by hand. The one exception is the view-count flush, whose
+ * UPDATEs change only the count, which it adds to the entry itself (`viewsWritten`). JavaScript is single-threaded and
+ * the database synchronous, so no request that starts after such a write returns can see the old entry, and a request
+ * that started before it and is still waiting (object stores) never puts its entry back. A changed row is a new entry
  * object, so whatever a route derives from an entry and keeps with it (the /cdn answers) goes with it. Expiry needs
  * no write: the entry carries `expiresAt`, checked on every read. Lookups that find nothing are not cached (a new
  * upload needs no invalidation). Not seen: writes by another process to the same file (the CLI works on a stopped
@@ -68,6 +69,11 @@ export function createLiveImageCache(
       entries.set(id, added)
       idOfRow.set(added.rowid, id)
       return added
+    },
+    /** `n` views of this image were written to its row by the view flush, which does not drop the entry (service.ts). */
+    viewsWritten(id: string, n: number) {
+      const entry = entries.get(id)
+      if (entry) entry.views += n
     },
     has: (id: string) => entries.has(id),
     get size() {

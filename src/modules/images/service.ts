@@ -77,12 +77,15 @@ export function createImageService(deps: { db: Db; config: Config; storage: Stor
   // images row made through this connection, whoever makes it (this service, the sweeper, embeds, the rescanner,
   // tests), inside the statement, before any other JavaScript runs. Inserts need no telling: nothing caches a miss.
   const rowListeners: ((rowid: number) => void)[] = []
+  // Set while the view flush writes counts: those UPDATEs change nothing a cached entry shows but the count, which
+  // the flush adds to the entry itself, so hot images keep their entries (and /cdn its ready answers) across flushes.
+  let writingViews = false
   const client = db.$client
   for (const hook of ['onUpdate', 'onDelete'] as const) {
     const previous = client[hook]
     client[hook] = function (connection, table, rowid, schema) {
       previous?.call(this, connection, table, rowid, schema)
-      if (table === 'images') for (const listener of rowListeners) listener(Number(rowid))
+      if (table === 'images' && !writingViews) for (const listener of rowListeners) listener(Number(rowid))
     }
   }
 
@@ -153,15 +156,27 @@ export function createImageService(deps: { db: Db; config: Config; storage: Stor
   const pendingViews = new Map<string, number>()
   const FLUSH_CHUNK = 500
   const addViews = db.$client.prepare('UPDATE images SET views = views + ?1 WHERE id = ?2')
-  /** Writes the pending counts of `ids` in one transaction; a count leaves the buffer only as it is written. */
-  const writeViews = db.$client.transaction((ids: string[]) => {
-    for (const id of ids) {
-      const n = pendingViews.get(id)
-      if (!n) continue
-      pendingViews.delete(id)
-      addViews.run(n, id)
+  const writeViewsTransaction = db.$client.transaction((ids: string[]) => {
+    const written: [string, number][] = []
+    writingViews = true
+    try {
+      for (const id of ids) {
+        const n = pendingViews.get(id)
+        if (!n) continue
+        pendingViews.delete(id)
+        addViews.run(n, id)
+        written.push([id, n])
+      }
+    } finally {
+      writingViews = false
     }
+    return written
   })
+  /** Writes the pending counts of `ids` in one transaction; a count leaves the buffer only as it is written. */
+  function writeViews(ids: string[]) {
+    // Committed: the cached entries count them too, in the same synchronous step.
+    for (const [id, n] of writeViewsTransaction(ids)) liveCache.viewsWritten(id, n)
+  }
   /** Writes every buffered count at once (shutdown, tests). */
   function flushViews() {
     const ids = [...pendingViews.keys()]
