@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, spyOn, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { images } from '../../src/db/schema'
 import { Database } from 'bun:sqlite'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { makeImage, uploadForm } from '../fixtures'
 import { jsonBody, startTestServer, userWithKey, type TestServer } from '../helpers'
@@ -135,6 +136,32 @@ describe('/cdn answer cache: invalidation', () => {
     expect((await t.fetch('/cdn/a%27b.png')).status).toBe(404)
     expect(cache().has('ZZZZZZZZ')).toBe(false)
     expect(cache().has("a'b")).toBe(false)
+  })
+})
+
+describe('/cdn small files from memory (src/modules/cdn/hot-files.ts)', () => {
+  // Only local disk keeps files in memory; an object store is asked on every request.
+  test.skipIf(process.env.STORAGE === 's3')('after the first answers a small file comes from memory: same bytes, ranges, HEAD; a deleted image is 404', async () => {
+    const up = await uploaded()
+    const p = path(up.url)
+    const original = new Uint8Array(await (await t.fetch(p)).arrayBuffer())
+    await (await t.fetch(p)).arrayBuffer()
+    await Bun.sleep(50)
+    // Removed from disk by hand, not through the service: only memory can still answer.
+    rmSync(join(t.dataDir, 'files', 'originals', `${up.id}.png`))
+    const again = await t.fetch(p)
+    expect(again.status).toBe(200)
+    expect(again.headers.get('content-length')).toBe(String(original.byteLength))
+    expect(new Uint8Array(await again.arrayBuffer())).toEqual(original)
+    const range = await t.fetch(p, { headers: { range: 'bytes=2-9' } })
+    expect(range.status).toBe(206)
+    expect(new Uint8Array(await range.arrayBuffer())).toEqual(original.slice(2, 10))
+    const head = await t.fetch(p, { method: 'HEAD' })
+    expect(head.status).toBe(200)
+    expect((await head.arrayBuffer()).byteLength).toBe(0)
+    // Deleted through the service: 404 at once, though its bytes are still in memory.
+    expect((await t.json(`/api/v1/image/${up.id}`, { method: 'DELETE', headers: owner.keyHeader })).status).toBe(200)
+    expect((await t.fetch(p)).status).toBe(404)
   })
 })
 

@@ -4,6 +4,7 @@ import { fastRoute, type FastRouteObserver } from '../../http/fast-route'
 import { originalKey, thumbnailKey, type Storage, type StorageKey } from '../../storage'
 import type { ImageService } from '../images/service'
 import type { LiveImage } from '../images/live-cache'
+import { createHotFiles, type HotFiles } from './hot-files'
 
 const IMMUTABLE = 'public, max-age=31536000, immutable'
 // A script inside an SVG must never run: no loads, inline styles only, and a sandbox on top.
@@ -85,15 +86,20 @@ function answer(request: Request, d: Delivery, size: number, file: Blob, full: H
 }
 
 /**
- * Serves stored bytes with caching, conditional and range support; the body streams from the file or the bucket,
- * never buffered in JS. Conditional requests are answered from the row's ETag without touching the store. A store
- * that fails answers 503 before any byte is sent; a missing object 404. On local disk, once the file's size is known
- * (the second request on), the answer is built without any await, stat or lookup.
+ * Serves stored bytes with caching, conditional and range support; the body streams from the file or the bucket (or
+ * on local disk, for small files served before, from memory: hot-files.ts). Conditional requests are answered from the
+ * row's ETag without touching the store. A store that fails answers 503 before any byte is sent; a missing object 404.
+ * On local disk, once the file's size is known (the second request on), the answer is built without any await, stat
+ * or lookup.
  */
-function serve(request: Request, storage: Storage, d: Delivery): Response | Promise<Response> {
+function serve(request: Request, storage: Storage, hot: HotFiles, d: Delivery): Response | Promise<Response> {
   const cached = notModified(request, d)
   if (cached) return cached
-  if (d.file) return answer(request, d, d.size!, d.file, d.full!)
+  if (d.file) {
+    const inMemory = hot.get(d)
+    if (!inMemory) hot.load(d, d.file, d.size!)
+    return answer(request, d, d.size!, inMemory ?? d.file, d.full!)
+  }
   return serveFromStore(request, storage, d)
 }
 
@@ -145,6 +151,7 @@ export function cdnModule(deps: {
   const { images, storage } = deps
   const countViews = deps.countViews ?? true
   const redirect = deps.serve === 'redirect'
+  const hot = createHotFiles()
   // The answers of each cached image, kept as long as its entry: a changed or evicted image is a new entry object.
   const deliveries = new WeakMap<LiveImage, { original?: Delivery; thumbnail?: Delivery }>()
   const deliveriesOf = (image: LiveImage) => {
@@ -172,7 +179,7 @@ export function cdnModule(deps: {
     const match = ORIGINAL.exec(file)
     const image = match ? images.liveCache.get(match[1]) : undefined
     if (!image || image.ext !== match![2]) return notFound()
-    const response = serve(request, storage, originalDelivery(image))
+    const response = serve(request, storage, hot, originalDelivery(image))
     if (!countViews || request.method !== 'GET') return response
     const count = (r: Response) => {
       if (r.status === 200 || r.status === 302 || r.status === 304) images.countView(image.id)
@@ -185,7 +192,7 @@ export function cdnModule(deps: {
     const match = THUMBNAIL.exec(file)
     const image = match ? images.liveCache.get(match[1]) : undefined
     if (!image) return notFound()
-    return serve(request, storage, thumbnailDelivery(image))
+    return serve(request, storage, hot, thumbnailDelivery(image))
   }
 
   // The same handlers as Bun routes, ahead of the Elysia app and its global hooks (src/http/fast-route.ts): /cdn is
