@@ -4,7 +4,7 @@
  * bare Elysia + SQLite reference route on the same database; then a CPU profile of one route (`bun --cpu-prof` on a
  * child that runs only that loop) summarised as its top functions by self time.
  *
- * Usage: bun bench/profile.ts [--route=metadata|original|thumbnail|healthz|reference|'bare file'] [--iterations=N] [--top=N]
+ * Usage: bun bench/profile.ts [--route=metadata|original|thumbnail|healthz|upload|'sharp alone'|reference|'bare file'] [--iterations=N] [--top=N]
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -16,6 +16,8 @@ import type { FastHandler } from '../src/http/fast-route'
 import type { Classifier } from '../src/moderation'
 import { startServer } from '../src/server'
 import { ADMIN, adminCredentials, upload } from './lib/app'
+import { ensureFixtures } from './lib/fixtures'
+import { ROOT } from './lib/proc'
 import { referenceApp } from './ref/elysia-sqlite'
 
 const { values: args } = parseArgs({
@@ -54,6 +56,8 @@ async function setUp() {
   const image = await upload(url, '/api/v1/upload', { 'x-api-key': apiKey }, [{ blob: new Blob([new Uint8Array(jpeg)], { type: 'image/jpeg' }), name: 'p.jpg' }])
   const reference = referenceApp(join(dataDir, 'imghost.sqlite'))
   const base = 'http://localhost'
+  const fixtures = await ensureFixtures(join(ROOT, 'bench/results/fixtures'))
+  const pngBlob = new Blob([await Bun.file(fixtures.png1080).bytes()], { type: 'image/png' })
   // /cdn and metadata are answered by Bun's router ahead of the app (src/http/fast-route.ts): their handlers are called
   // as the router calls them, with the path parameters on the request.
   const fastRoutes = (server.app.config.serve as { routes: Record<string, { GET: FastHandler }> }).routes
@@ -65,12 +69,28 @@ async function setUp() {
     original: routed('/cdn/:file', new URL(image.url).pathname, { file: file(image.url) }),
     thumbnail: routed('/cdn/medium/:file', new URL(image.thumbnail).pathname, { file: file(image.thumbnail) }),
     healthz: () => server.app.handle(new Request(`${base}/healthz`)),
+    // Ingest: one 1920x1080 PNG through POST /api/v1/upload, beside sharp alone making the same thumbnail from the
+    // same file (bench/ref/sharp-thumbs.ts): the difference is what the pipeline adds to libvips.
+    upload: async () => {
+      const form = new FormData()
+      form.append('file', pngBlob, '1080p.png')
+      const res = await server.app.handle(new Request(`${base}/api/v1/upload`, { method: 'POST', headers: { 'x-api-key': apiKey }, body: form }))
+      if (res.status !== 201) throw new Error(`upload: ${res.status} ${await res.text()}`)
+      return res
+    },
+    'sharp alone': async () => {
+      await sharp(fixtures.png1080, { failOn: 'error', sequentialRead: true, autoOrient: true })
+        .resize(500, 500, { fit: 'inside', withoutEnlargement: true })
+        .webp({ quality: 80, effort: 4 })
+        .toFile(join(dataDir, 'ref.webp'))
+      return new Response(null)
+    },
     reference: () => reference.handle(new Request(`${base}/api/v1/image/${image.id}`)),
     'bare file': async () => new Response(Bun.file(join(dataDir, 'files', new URL(image.url).pathname.replace('/cdn/', 'originals/')))),
   }
   for (const [name, call] of Object.entries(routes)) {
     const res = await call()
-    if (res.status !== 200) throw new Error(`${name}: ${res.status} ${await res.text()}`)
+    if (!res.ok) throw new Error(`${name}: ${res.status} ${await res.text()}`)
   }
   const stop = async () => {
     await server.stop()
@@ -84,7 +104,7 @@ async function setUp() {
  * serialised when its Response exists, and a file's bytes are sent by the server (sendfile), not by this code.
  */
 async function perRequest(call: () => Promise<Response>, n: number): Promise<number> {
-  for (let i = 0; i < Math.min(5000, n); i++) await call()
+  for (let i = 0; i < Math.min(5000, Math.ceil(n / 10)); i++) await call()
   const start = performance.now()
   for (let i = 0; i < n; i++) await call()
   return ((performance.now() - start) * 1000) / n
@@ -110,14 +130,17 @@ function topSelfTime(file: string, top: number): string[] {
 }
 
 const iterations = Number(args.iterations)
+/** Uploads take ~100,000 times longer than a read: they get this many requests, here and in the profiled child. */
+const HEAVY = 40
+const count = (route: string, atMost: number) => (route === 'upload' || route === 'sharp alone' ? HEAVY : Math.min(iterations, atMost))
 const { routes, stop } = await setUp()
 try {
   if (args.loop) {
-    await perRequest(routes[args.loop], iterations)
+    await perRequest(routes[args.loop], count(args.loop, iterations))
   } else {
     if (!routes[args.route!]) throw new Error(`--route must be one of ${Object.keys(routes).join(', ')}`)
-    console.log(`in-process cost per request (the route's handler or app.handle, ${Math.min(iterations, 50_000)} sequential requests each):`)
-    for (const [name, call] of Object.entries(routes)) console.log(`  ${name.padEnd(10)} ${(await perRequest(call, Math.min(iterations, 50_000))).toFixed(1)} us`)
+    console.log(`in-process cost per request (the route's handler or app.handle; ${Math.min(iterations, 50_000)} sequential requests each, ${HEAVY} for uploads):`)
+    for (const [name, call] of Object.entries(routes)) console.log(`  ${name.padEnd(11)} ${(await perRequest(call, count(name, 50_000))).toFixed(1)} us`)
     const dir = mkdtempSync(join(tmpdir(), 'imghost-cpuprof-'))
     try {
       const child = Bun.spawnSync([process.execPath, '--cpu-prof', `--cpu-prof-dir=${dir}`, import.meta.path, `--loop=${args.route}`, `--iterations=${iterations}`], { stdout: 'ignore', stderr: 'inherit' })

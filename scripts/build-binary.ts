@@ -1,9 +1,10 @@
 /**
  * Builds the single executable: `bun run build:binary [outfile]` (default dist/imghost).
  *
- * Embedded: all code and npm packages (bundled), the NSFW worker (a second entry point), the nsfwjs model (imported
- * as modules by nsfwjs), the tfjs .wasm files and the Swagger UI files (`type: 'file'` imports), src/web/assets and
- * src/db/migrations (directories, read from `import.meta.dir` as in the sources), sharp's native addon and libvips.
+ * Embedded: all code and npm packages (bundled), the NSFW and checkpoint workers (more entry points), the nsfwjs
+ * model (imported as modules by nsfwjs), the tfjs .wasm files and the Swagger UI files (`type: 'file'` imports),
+ * src/web/assets and src/db/migrations (directories, read from `import.meta.dir` as in the sources), sharp's native
+ * addon and libvips.
  *
  * Native code is that of the machine that builds: build on the platform you deploy to (linux-x64 or linux-arm64, glibc).
  */
@@ -51,9 +52,10 @@ function sharpPlugin(): BunPlugin {
 
 export async function buildBinary(outfile = join(root, 'dist/imghost')) {
   const result = await Bun.build({
-    entrypoints: [join(src, 'binary.ts'), join(src, 'moderation/worker.ts')],
+    entrypoints: [join(src, 'binary.ts'), join(src, 'moderation/worker.ts'), join(src, 'db/checkpoint-worker.ts')],
     // Every chunk at the root of the embedded file system, so `new URL('./worker.ts', import.meta.url)` in the
-    // bundled classifier names the worker's chunk, as it names the worker's source when run from the sources.
+    // bundled classifier (and './checkpoint-worker.ts' in the checkpointer) names the worker's chunk, as it names the
+    // worker's source when run from the sources.
     naming: { entry: '[name].[ext]' },
     compile: {
       outfile,

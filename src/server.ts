@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { createApp, type AppDeps } from './app'
 import type { Config } from './config'
+import { startCheckpointer } from './db/checkpointer'
 import { closeDatabase, openDatabase } from './db/client'
 import { loadJwtSecret } from './lib/secrets'
 import { createMediaProcessor } from './media/processor'
@@ -28,7 +29,9 @@ const TUS_SWEEP_MS = 10 * 60_000
 /** Opens the data directory and database, builds the app and listens; `stop` shuts everything down cleanly. */
 export async function startServer(config: Config, overrides: ServerOverrides = {}) {
   mkdirSync(config.dataDir, { recursive: true })
-  const db = openDatabase(join(config.dataDir, 'imghost.sqlite'))
+  const dbPath = join(config.dataDir, 'imghost.sqlite')
+  const db = openDatabase(dbPath)
+  const checkpointer = startCheckpointer(db, dbPath)
   const deps: AppDeps = {
     config,
     db,
@@ -92,6 +95,7 @@ export async function startServer(config: Config, overrides: ServerOverrides = {
       await rescanner.stop()
       services.images.flushViews()
       await deps.classifier.close()
+      await checkpointer.stop()
       closeDatabase(db)
     },
   }

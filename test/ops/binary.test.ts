@@ -159,6 +159,8 @@ describe('single binary', () => {
     expect(code, logs()).toBe(0)
     await Promise.all([stdout.done, stderr.done])
     expect(stdout.text()).toContain('"msg":"shutting down"')
+    // Both workers were found inside the binary: the NSFW one scanned (below), the checkpoint one never failed.
+    expect(stderr.text()).not.toContain('checkpoint worker failed')
 
     const db = new Database(join(dataDir, 'imghost.sqlite'), { readonly: true })
     const rows = db.query('SELECT id, scan_status AS scanStatus FROM images ORDER BY id').all()
