@@ -41,7 +41,7 @@ class Counter {
 }
 
 class Histogram {
-  /** Observations per bucket, each counted once, in its smallest bucket: one increment per request, cumulated when rendered. */
+  /** Observations per bucket, each in its smallest one only: one increment per request, cumulated when rendered. */
   private counts: number[]
   private sum = 0
   private total = 0

@@ -39,14 +39,15 @@ function parseRange(header: string | null, size: number): { start: number; end: 
 export const PRESIGN_SECONDS = 600
 const REDIRECT_CACHE = `public, max-age=${PRESIGN_SECONDS / 2}`
 
-const unavailable = () => jsonResponse({ error: 'Storage temporarily unavailable, try again shortly' }, 503, { 'retry-after': '5', 'cache-control': 'no-store' })
+const unavailable = () =>
+  jsonResponse({ error: 'Storage temporarily unavailable, try again shortly' }, 503, { 'retry-after': '5', 'cache-control': 'no-store' })
 
 /**
  * Everything one file's answer needs that does not depend on the request, built once per cached image and file
- * (images/live-cache.ts): the store key, the ETag and the header objects. `size`, `file` and `full` are only set on local disk,
- * where a stored file never changes under its key (written once by rename, removed only with its row), so its size
- * is read once instead of a stat per request; an object store is asked every time (its HEAD is also what tells a
- * HEAD request that the store is down: 503).
+ * (images/live-cache.ts): the store key, the ETag and the header objects. `size`, `file` and `full` are only set on
+ * local disk, where a stored file never changes under its key (written once by rename, removed only with its row), so
+ * its size is read once instead of a stat per request; an object store is asked every time (its HEAD is also what
+ * tells a HEAD request that the store is down: 503).
  */
 export interface Delivery {
   key: StorageKey
