@@ -40,7 +40,7 @@ function validationMessage(error: ValidationLike): string {
   return field ? `Invalid ${field}: ${what}` : what
 }
 
-export const JSON_TYPE = 'application/json; charset=utf-8'
+const JSON_TYPE = 'application/json; charset=utf-8'
 
 /** A JSON answer with its length set, so the request log reports its size without reading the body. */
 export function jsonResponse(body: unknown, status = 200, headers: Record<string, string> = {}): Response {

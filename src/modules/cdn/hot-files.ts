@@ -1,9 +1,9 @@
 import type { Delivery } from './index'
 
 /** Largest file kept in memory: at 2 MB a file from disk is already as fast, and big ones would crowd the rest out. */
-export const HOT_FILE_MAX_BYTES = 1024 * 1024
+const HOT_FILE_MAX_BYTES = 1024 * 1024
 /** Bytes of file contents kept in memory in all. */
-export const HOT_FILES_MAX_BYTES = 64 * 1024 * 1024
+const HOT_FILES_MAX_BYTES = 64 * 1024 * 1024
 
 /**
  * The contents of recently served small files on local disk, kept in memory: an answer from memory skips the open,

@@ -11,7 +11,7 @@ export interface LiveImage extends Pick<Image, 'id' | 'ext' | 'mime' | 'size' | 
 }
 
 /** Enough for a busy site's working set; an entry is a few hundred bytes. */
-export const DEFAULT_CACHE_SIZE = 10_000
+const DEFAULT_CACHE_SIZE = 10_000
 
 /**
  * Live images kept in memory, so the hot read routes need no database lookup: the lookup (a read transaction per
@@ -81,5 +81,3 @@ export function createLiveImageCache(
     },
   }
 }
-
-export type LiveImageCache = ReturnType<typeof createLiveImageCache>
