@@ -7,7 +7,7 @@ import { jsonBodyLimit } from './http/body-limit'
 import { createMetrics, requestLog } from './http/observability'
 import { apiDocs } from './http/openapi'
 import { globalRateLimit } from './http/rate-limit'
-import type { MediaProcessor } from './media/processor'
+import type { Media } from './media'
 import type { Classifier } from './moderation'
 import { adminModule } from './modules/admin'
 import { createAdminService } from './modules/admin/service'
@@ -42,7 +42,7 @@ export interface AppDeps {
   mailer: Mailer
   jwtSecret: string
   storage: Storage
-  media: MediaProcessor
+  media: Media
   classifier: Classifier
   /** Webhook delivery timing (tests use milliseconds). */
   webhookOptions?: WebhookOptions

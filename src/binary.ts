@@ -3,8 +3,12 @@
  *
  *   imghost                    runs the server, configured by the environment like `bun src/index.ts`
  *   imghost <command> [args]   runs an operator command, like `bun run cli <command>` (`imghost help` lists them)
+ *
+ * The server's media worker processes are this same executable, started with IMGHOST_WORKER=media
+ * (src/workers/media-pool.ts).
  */
 export {}
 
-if (process.argv.length > 2) await import('./cli')
+if (process.env.IMGHOST_WORKER === 'media') await import('./workers/media-worker')
+else if (process.argv.length > 2) await import('./cli')
 else await import('./index')

@@ -5,13 +5,14 @@ import { ConfigError, loadConfig } from './config'
 import { closeDatabase, openDatabase } from './db/client'
 import { users } from './db/schema'
 import { HttpError } from './http/errors'
-import { createMediaProcessor } from './media/processor'
+import { localMedia } from './media'
 import { createAuthService } from './modules/auth/service'
 import { backup, restore } from './ops/backup'
 import { checkIntegrity } from './ops/check'
 import { migrateToBucket } from './ops/migrate'
 import { createConfiguredStorage } from './storage/configured'
 import { createS3Storage } from './storage/s3'
+import { mediaOptionsOf } from './workers/media-pool'
 
 const USAGE = `Usage: bun run cli <command> [arguments]
 
@@ -89,7 +90,7 @@ async function main(argv: string[]) {
         break
       }
       case 'check': {
-        const report = await checkIntegrity({ db, storage: storage(), media: createMediaProcessor({ maxPixels: config.limits.maxPixels }), repair: args.includes('--repair') })
+        const report = await checkIntegrity({ db, storage: storage(), media: localMedia(mediaOptionsOf(config)), repair: args.includes('--repair') })
         console.log(JSON.stringify(report, null, 2))
         const problems = report.missingOriginals.length + report.missingThumbnails.length - report.repairedThumbnails.length + report.strayFiles.length - report.removedStrayFiles.length
         if (problems > 0) process.exitCode = 2

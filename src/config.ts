@@ -1,5 +1,6 @@
 import { Type as T, type Static, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
+import { availableParallelism } from 'node:os'
 import { resolve } from 'node:path'
 
 const MB = 1024 * 1024
@@ -44,6 +45,10 @@ const variables = {
   ANON_DEFAULT_EXPIRY: { schema: Int(0), default: '0' },
   REPORTS_PER_HOUR: { schema: Int(1), default: '5' },
   STRIP_METADATA: { schema: T.Union([T.Literal('gps'), T.Literal('all'), T.Literal('none')]), default: 'gps' },
+  MEDIA_WORKERS: { schema: Int(0), default: '0' },
+  MEDIA_JOB_TIMEOUT_MS: { schema: Int(100), default: '20000' },
+  MEDIA_MEMORY_LIMIT: { schema: Int(64 * MB), default: String(GB) },
+  MEDIA_MAX_QUEUE: { schema: Int(1), default: '256' },
 
   NSFW_PORN_HENTAI_THRESHOLD: { schema: Ratio, default: '0.5' },
   NSFW_SEXY_THRESHOLD: { schema: Ratio, default: '0.8' },
@@ -159,6 +164,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       },
     }),
     stripMetadata: raw.STRIP_METADATA,
+    /** Work on uploaded bytes runs in worker processes (src/workers/media-pool.ts), each job under these budgets. */
+    media: Object.freeze({
+      /** 0: one per CPU core. */
+      workers: raw.MEDIA_WORKERS || availableParallelism(),
+      timeoutMs: raw.MEDIA_JOB_TIMEOUT_MS,
+      /** Resident memory of one worker process while it runs a job. */
+      memoryBytes: raw.MEDIA_MEMORY_LIMIT,
+      maxQueue: raw.MEDIA_MAX_QUEUE,
+    }),
     nsfw: Object.freeze({
       thresholds: { pornHentai: raw.NSFW_PORN_HENTAI_THRESHOLD, sexy: raw.NSFW_SEXY_THRESHOLD },
       timeoutMs: raw.NSFW_SCAN_TIMEOUT_MS,

@@ -5,12 +5,12 @@ import type { Config } from './config'
 import { startCheckpointer } from './db/checkpointer'
 import { closeDatabase, openDatabase } from './db/client'
 import { loadJwtSecret } from './lib/secrets'
-import { createMediaProcessor } from './media/processor'
 import { createNsfwClassifier } from './moderation'
 import { createRescanner, type RescanOptions } from './moderation/rescan'
 import { createMailer } from './modules/auth/mailer'
 import { createConfiguredStorage } from './storage/configured'
 import { sweepOrphans } from './storage/sweep'
+import { mediaPoolFor } from './workers/media-pool'
 
 export type ServerOverrides = Partial<Omit<AppDeps, 'config' | 'db'>> & {
   /** Timing of the background rescan of images whose upload-time scan failed (tests use short intervals). */
@@ -38,7 +38,7 @@ export async function startServer(config: Config, overrides: ServerOverrides = {
     mailer: overrides.mailer ?? createMailer({ smtpUrl: config.smtp.url, from: config.smtp.from, publicUrl: config.publicUrl, siteName: config.siteName }),
     jwtSecret: overrides.jwtSecret ?? loadJwtSecret(config),
     storage: overrides.storage ?? createConfiguredStorage(config),
-    media: overrides.media ?? createMediaProcessor({ maxPixels: config.limits.maxPixels }),
+    media: overrides.media ?? mediaPoolFor(config),
     classifier: overrides.classifier ?? createNsfwClassifier({ timeoutMs: config.nsfw.timeoutMs, maxQueue: config.nsfw.maxQueue, backend: config.nsfw.backend }),
     webhookOptions: overrides.webhookOptions,
     tusOptions: overrides.tusOptions,
@@ -95,6 +95,7 @@ export async function startServer(config: Config, overrides: ServerOverrides = {
       await rescanner.stop()
       services.images.flushViews()
       await deps.classifier.close()
+      await deps.media.close()
       await checkpointer.stop()
       closeDatabase(db)
     },

@@ -62,7 +62,7 @@ async function toClassifierPixels(image: Sharp): Promise<Uint8Array> {
   return new Uint8Array(data.buffer, data.byteOffset, data.length)
 }
 
-export function createMediaProcessor(opts: { maxPixels: number }): MediaProcessor {
+export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?: number }): MediaProcessor {
   const { maxPixels } = opts
   // libvips caches loads by file name: a temp path reused for another upload, or a file rewritten by metadata
   // stripping, would be read back stale. Every input here is decoded once, so the cache buys nothing.

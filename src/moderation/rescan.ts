@@ -6,7 +6,7 @@ import type { Db } from '../db/client'
 import { images } from '../db/schema'
 import { liveImage } from '../modules/images/live'
 import { randomToken } from '../lib/crypto'
-import type { MediaProcessor } from '../media/processor'
+import type { Media } from '../media'
 import { originalKey, type Storage } from '../storage'
 import type { Classifier } from './classifier'
 import { withDeadline } from './deadline'
@@ -24,7 +24,7 @@ export interface RescanOptions {
 export interface RescanDeps {
   db: Db
   storage: Storage
-  media: MediaProcessor
+  media: Media
   classifier: Classifier
   thresholds: NsfwThresholds
   /** Where originals are copied for decoding. */
@@ -71,7 +71,7 @@ export function createRescanner(deps: RescanDeps, opts: RescanOptions = {}) {
       if (!(await original.exists())) throw new Error('original file missing')
       mkdirSync(deps.tmpDir, { recursive: true })
       await Bun.write(tmpPath, original)
-      input = await media.classifierInput(tmpPath, await media.inspect(tmpPath))
+      input = await media.classifierInput(tmpPath)
     } catch (error) {
       await rm(tmpPath, { force: true })
       log('warn', 'rescan: cannot read image', { id: image.id, error: String(error) })

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import type { Db } from '../db/client'
 import { images } from '../db/schema'
 import { formatFromExt } from '../media/formats'
-import type { MediaProcessor } from '../media/processor'
+import type { Media } from '../media'
 import { originalKey, thumbnailKey, type Storage } from '../storage'
 
 export interface CheckReport {
@@ -20,7 +20,7 @@ export interface CheckReport {
  * Verifies that every image row has its original and thumbnail and every file a row. With `repair`, missing
  * thumbnails are made again from the original and stray files are removed; a missing original cannot be repaired.
  */
-export async function checkIntegrity(opts: { db: Db; storage: Storage; media: MediaProcessor; repair: boolean }): Promise<CheckReport> {
+export async function checkIntegrity(opts: { db: Db; storage: Storage; media: Media; repair: boolean }): Promise<CheckReport> {
   const { storage } = opts
   const rows = opts.db.select({ id: images.id, ext: images.ext }).from(images).all()
   const report: CheckReport = { images: rows.length, missingOriginals: [], missingThumbnails: [], strayFiles: [], repairedThumbnails: [], removedStrayFiles: [] }
@@ -40,7 +40,7 @@ export async function checkIntegrity(opts: { db: Db; storage: Storage; media: Me
       const source = join(work, `${row.id}.${row.ext}`)
       const target = join(work, `${row.id}.webp`)
       await Bun.write(source, storage.file(original))
-      await opts.media.thumbnail(source, await opts.media.inspect(source), target)
+      await opts.media.thumbnail(source, target)
       await storage.put(thumb, target)
       report.repairedThumbnails.push(thumb)
     }

@@ -7,9 +7,9 @@ import { albumImages, images, type Image } from '../../db/schema'
 import { badRequest, HttpError, tooLarge } from '../../http/errors'
 import { discardFiles, receiveMultipart, type ReceivedFile } from '../../http/multipart'
 import { newPublicId, randomToken, sha256Hex } from '../../lib/crypto'
+import { MediaError, type ImageInfo, type Media } from '../../media'
 import { FORMATS } from '../../media/formats'
-import { MediaError, type ImageInfo, type MediaProcessor } from '../../media/processor'
-import { stripMetadata } from '../../media/exif'
+import { PoolBusyError } from '../../workers/pool'
 import type { Classifier, NsfwThresholds } from '../../moderation'
 import { isMature } from '../../moderation'
 import { withDeadline } from '../../moderation/deadline'
@@ -49,7 +49,7 @@ export function createUploadPipeline(deps: {
   db: Db
   config: Config
   storage: Storage
-  media: MediaProcessor
+  media: Media
   classifier: Classifier
   thresholds: NsfwThresholds
   /** Told of every stored image, after its row is committed. */
@@ -80,19 +80,17 @@ export function createUploadPipeline(deps: {
   }
 
   async function prepare(file: ReceivedFile, userNsfw: boolean, scan: boolean): Promise<Prepared> {
+    const thumbPath = `${file.path}.thumb.webp`
     try {
-      const info = await media.inspect(file.path)
-      if (await stripMetadata(file.path, info.format, config.stripMetadata)) file.size = Bun.file(file.path).size
-      const thumbPath = `${file.path}.thumb.webp`
-      // A user's own nsfw=true stands without a scan; otherwise one decode feeds both the thumbnail and the classifier.
-      if (userNsfw || !scan) {
-        await media.thumbnail(file.path, info, thumbPath)
-        return { file, info, thumbPath, size: file.size, nsfw: userNsfw, scanStatus: 'none' }
-      }
-      const { classifierInput } = await media.thumbnailAndClassifierInput(file.path, info, thumbPath)
-      return { file, info, thumbPath, size: file.size, ...(await classify(classifierInput)) }
+      // One job in a media worker, under its time and memory budget. A user's own nsfw=true stands without a scan;
+      // otherwise the same decode feeds both the thumbnail and the classifier.
+      const { info, size, classifierInput } = await media.ingest(file.path, { thumbPath, classifierInput: scan && !userNsfw })
+      file.size = size
+      const verdict = classifierInput ? await classify(classifierInput) : { nsfw: userNsfw, scanStatus: 'none' as const }
+      return { file, info, thumbPath, size, ...verdict }
     } catch (error) {
       if (error instanceof MediaError) throw badRequest(`${file.filename}: ${error.message}`)
+      if (error instanceof PoolBusyError) throw new HttpError(503, 'The server is busy processing images, try again shortly', {}, { 'retry-after': '5' })
       throw error
     }
   }

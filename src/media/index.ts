@@ -1,0 +1,64 @@
+import { stripMetadata, type StripMode } from './exif'
+import { createMediaProcessor, type ImageInfo } from './processor'
+
+export { MediaError } from './errors'
+export type { ImageInfo } from './processor'
+
+export interface Ingested {
+  info: ImageInfo
+  /** Bytes of the file as it will be stored (after metadata stripping). */
+  size: number
+  /** The classifier's 224x224 RGB input, cut from the thumbnail; null when not asked for. */
+  classifierInput: Uint8Array | null
+}
+
+/**
+ * Everything done to untrusted image bytes, as whole jobs: the server runs them in worker processes under a time and
+ * memory budget (src/workers/media-pool.ts), each job one call here. Every failure the bytes cause is a MediaError.
+ */
+export interface Media {
+  /**
+   * An upload: detect the format, probe the size from the header (over the pixel limit is refused before decoding),
+   * strip metadata in place, decode fully into a WebP thumbnail at `thumbPath`, and cut the classifier's input from it.
+   */
+  ingest(path: string, opts: { thumbPath: string; classifierInput: boolean }): Promise<Ingested>
+  /** A stored original's thumbnail again (`check --repair`). */
+  thumbnail(path: string, thumbPath: string): Promise<{ width: number; height: number }>
+  /** The classifier's input of a stored original (rescans of pending images). */
+  classifierInput(path: string): Promise<Uint8Array>
+  /** Ends the worker processes, if any. */
+  close(): Promise<void>
+}
+
+export interface MediaOptions {
+  maxPixels: number
+  /** Largest pixel buffer a decoder of ours (BMP, ICO) may allocate, checked before allocating. */
+  maxDecodeBytes: number
+  stripMetadata: StripMode
+}
+
+/** The jobs run in the calling process: inside a media worker process, and in the CLI. */
+export function localMedia(opts: MediaOptions): Media {
+  const processor = createMediaProcessor({ maxPixels: opts.maxPixels, maxDecodeBytes: opts.maxDecodeBytes })
+  return {
+    async ingest(path, { thumbPath, classifierInput }) {
+      const info = await processor.inspect(path)
+      await stripMetadata(path, info.format, opts.stripMetadata)
+      const size = Bun.file(path).size
+      if (!classifierInput) {
+        await processor.thumbnail(path, info, thumbPath)
+        return { info, size, classifierInput: null }
+      }
+      // One decode feeds both the thumbnail and the classifier.
+      const made = await processor.thumbnailAndClassifierInput(path, info, thumbPath)
+      return { info, size, classifierInput: made.classifierInput }
+    },
+    async thumbnail(path, thumbPath) {
+      return processor.thumbnail(path, await processor.inspect(path), thumbPath)
+    },
+    async classifierInput(path) {
+      return processor.classifierInput(path, await processor.inspect(path))
+    },
+    async close() {},
+  }
+}

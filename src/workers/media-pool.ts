@@ -1,0 +1,70 @@
+import { fileURLToPath } from 'node:url'
+import type { Config } from '../config'
+import { MediaError, type Media, type MediaOptions } from '../media'
+import { BudgetError, createProcessPool, WorkerExitedError } from './pool'
+
+export interface MediaPoolOptions extends MediaOptions {
+  workers: number
+  timeoutMs: number
+  /** Resident memory of one worker process, its job included. */
+  memoryBytes: number
+  maxQueue: number
+  idleMs?: number
+}
+
+/** A worker process idle this long exits: an idle server holds no decoder memory. */
+const IDLE_MS = 30_000
+
+/** What a media job needs of the configuration, wherever it runs. */
+export function mediaOptionsOf(config: Config): MediaOptions {
+  // Half the process budget: a decoder of ours allocates its pixels, and sharp takes a copy of them.
+  return { maxPixels: config.limits.maxPixels, maxDecodeBytes: Math.floor(config.media.memoryBytes / 2), stripMetadata: config.stripMetadata }
+}
+
+/** Inside the single binary the worker is the binary itself, told by the environment which part to run (src/binary.ts). */
+const compiled = import.meta.path.startsWith('/$bunfs/')
+const command = compiled ? [process.execPath] : [process.execPath, fileURLToPath(new URL('./media-worker.ts', import.meta.url))]
+
+/** The failures of a job, as the pipeline shows them: whatever the bytes caused is a MediaError (a 400 naming the file). */
+function asMediaError(error: unknown, timeoutMs: number): unknown {
+  if (error instanceof BudgetError) {
+    return new MediaError(
+      error.budget === 'time'
+        ? `Image took too long to process (over ${Math.round(timeoutMs / 100) / 10} s)`
+        : 'Image needs too much memory to process',
+    )
+  }
+  if (error instanceof WorkerExitedError) return new MediaError('Image could not be processed')
+  if (error instanceof Error && error.name === 'MediaError') return new MediaError(error.message)
+  return error
+}
+
+/** The server's `Media`: every job in a pool of worker processes, each under a time and a memory budget. */
+export const mediaPoolFor = (config: Config) => createMediaPool({ ...mediaOptionsOf(config), ...config.media })
+
+
+export function createMediaPool(opts: MediaPoolOptions): Media {
+  const { workers, timeoutMs, memoryBytes, maxQueue, idleMs, ...mediaOptions } = opts
+  const pool = createProcessPool({
+    command,
+    env: { ...process.env, IMGHOST_WORKER: 'media', IMGHOST_MEDIA_OPTIONS: JSON.stringify(mediaOptions) },
+    size: workers,
+    timeoutMs,
+    memoryBytes,
+    idleMs: idleMs ?? IDLE_MS,
+    maxQueue,
+  })
+  const run = async <T>(op: keyof Media, ...args: unknown[]) => {
+    try {
+      return await pool.run<T>(op, args)
+    } catch (error) {
+      throw asMediaError(error, timeoutMs)
+    }
+  }
+  return {
+    ingest: (path, o) => run('ingest', path, o),
+    thumbnail: (path, thumbPath) => run('thumbnail', path, thumbPath),
+    classifierInput: (path) => run('classifierInput', path),
+    close: () => pool.close(),
+  }
+}

@@ -1,0 +1,15 @@
+/**
+ * A media worker process: runs the jobs of `localMedia` for the server's pool (src/workers/media-pool.ts), one at a
+ * time. Started by the pool as `bun media-worker.ts` (or, in the single binary, the binary itself with
+ * IMGHOST_WORKER=media), configured through IMGHOST_MEDIA_OPTIONS.
+ */
+import { localMedia, type Media, type MediaOptions } from '../media'
+import { serveJobs } from './pool'
+
+const media: Media = localMedia(JSON.parse(process.env.IMGHOST_MEDIA_OPTIONS ?? '') as MediaOptions)
+
+serveJobs({
+  ingest: (path: string, opts: Parameters<Media['ingest']>[1]) => media.ingest(path, opts),
+  thumbnail: (path: string, thumbPath: string) => media.thumbnail(path, thumbPath),
+  classifierInput: (path: string) => media.classifierInput(path),
+})

@@ -1,0 +1,139 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { readdirSync, readFileSync } from 'node:fs'
+import { makeImage, uploadForm } from '../fixtures'
+import { startTestServer, storedKeys, type TestServer } from '../helpers'
+
+/** A 1-bit BMP of `side` x `side` pixels: 1/32 of a byte per pixel on the wire, 4 bytes per pixel decoded. */
+function oneBitBmp(side: number): Uint8Array {
+  const stride = Math.ceil(side / 32) * 4
+  const pixelOffset = 14 + 40 + 8
+  const b = Buffer.alloc(pixelOffset + stride * side)
+  b.write('BM', 0, 'latin1')
+  b.writeUInt32LE(b.length, 2)
+  b.writeUInt32LE(pixelOffset, 10)
+  b.writeUInt32LE(40, 14)
+  b.writeInt32LE(side, 18)
+  b.writeInt32LE(side, 22)
+  b.writeUInt16LE(1, 26)
+  b.writeUInt16LE(1, 28)
+  b.writeUInt32LE(2, 46) // two palette colours: black, white
+  b.set([0, 0, 0, 0, 255, 255, 255, 0], 54)
+  for (let y = 0; y < side; y++) b.fill(y % 2 ? 0xaa : 0x55, pixelOffset + y * stride, pixelOffset + (y + 1) * stride)
+  return b
+}
+
+/** Nested `<use>`: each level draws the one below `fanout` times, and the leaf is a blurred full-canvas rectangle. */
+function nestedUseSvg(levels: number, fanout: number): string {
+  let defs = '<filter id="f"><feGaussianBlur stdDeviation="30"/></filter><rect id="l0" width="2000" height="2000" filter="url(#f)"/>'
+  for (let i = 1; i <= levels; i++) defs += `<g id="l${i}">${`<use href="#l${i - 1}"/>`.repeat(fanout)}</g>`
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="2000" height="2000"><defs>${defs}</defs><use href="#l${levels}"/></svg>`
+}
+
+/** Runs `work` while polling /healthz; every health answer must come, the slowest is returned with the work's result. */
+async function whileServing<T>(t: TestServer, work: Promise<T>): Promise<{ result: T; worstMs: number; polls: number }> {
+  let finished = false
+  let worstMs = 0
+  let polls = 0
+  const poller = (async () => {
+    while (!finished) {
+      const started = performance.now()
+      const res = await t.fetch('/healthz', { signal: AbortSignal.timeout(10_000) })
+      expect(res.status).toBe(200)
+      await res.arrayBuffer()
+      worstMs = Math.max(worstMs, performance.now() - started)
+      polls++
+      await Bun.sleep(20)
+    }
+  })()
+  try {
+    return { result: await work, worstMs, polls }
+  } finally {
+    finished = true
+    await poller
+  }
+}
+
+/** This process's media worker processes, from /proc. */
+function mediaWorkers(): number[] {
+  const pids: number[] = []
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'latin1')
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+      if (ppid === process.pid && readFileSync(`/proc/${entry}/cmdline`, 'latin1').includes('media-worker')) pids.push(Number(entry))
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+describe('untrusted bytes are decoded in worker processes, under budgets', () => {
+  let t: TestServer
+  beforeAll(async () => {
+    t = await startTestServer({ MEDIA_JOB_TIMEOUT_MS: '1500', ANON_MAX_FILE_SIZE: String(20 * 2 ** 20) })
+  })
+  afterAll(() => t.stop())
+
+  test('an ordinary upload is processed in a worker process, not in the server', async () => {
+    const res = await t.json('/api/upload', { method: 'POST', body: uploadForm([{ bytes: await makeImage('png', 640, 480) }]) })
+    expect(res.status).toBe(201)
+    expect(res.body).toMatchObject({ width: 640, height: 480, mime: 'image/png' })
+    // The worker that did it stays for a while (it exits when idle), a child of this process.
+    expect(mediaWorkers().length).toBeGreaterThan(0)
+  })
+
+  test('a 12.5 MB 1-bit 10000x10000 BMP: decoded off the server (no 400 MB buffer here), health answers throughout', async () => {
+    const before = process.memoryUsage.rss()
+    let peak = before
+    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 10)
+    const bmp = oneBitBmp(10_000)
+    const { result, polls } = await whileServing(t, t.json('/api/upload', { method: 'POST', body: uploadForm([{ bytes: bmp, name: 'big.bmp' }]) }))
+    clearInterval(sampler)
+    expect(polls).toBeGreaterThan(0)
+    expect(result.status).toBe(201)
+    expect(result.body).toMatchObject({ width: 10_000, height: 10_000, mime: 'image/bmp' })
+    // The 400 MB of decoded pixels lived in a worker process: this one grew by the 12.5 MB body and its copies at most.
+    expect(peak - before).toBeLessThan(200 * 2 ** 20)
+    const thumb = await t.fetch(new URL(result.body.thumbnail).pathname)
+    expect(thumb.status).toBe(200)
+  })
+
+  test('a 2 KB SVG that renders for minutes is stopped at its time budget: 400, its process killed, nothing stored', async () => {
+    const keysBefore = await storedKeys(t)
+    const svg = nestedUseSvg(6, 10)
+    expect(svg.length).toBeLessThan(2048)
+    const seen = new Set<number>()
+    const watcher = setInterval(() => mediaWorkers().forEach((pid) => seen.add(pid)), 20)
+    const { result, worstMs } = await whileServing(
+      t,
+      t.json('/api/upload', { method: 'POST', body: uploadForm([{ bytes: new TextEncoder().encode(svg), name: 'slow.svg' }]) }),
+    )
+    clearInterval(watcher)
+    // The process that was rendering it was killed: its CPU is free again.
+    expect([...seen].some((pid) => !alive(pid))).toBe(true)
+    expect(result.status).toBe(400)
+    expect(result.body.error).toContain('slow.svg')
+    expect(result.body.error).toContain('took too long')
+    // A generous bound (the tight figure is in the bench's hostile group): the server never waited on the SVG.
+    expect(worstMs).toBeLessThan(2000)
+    expect(await storedKeys(t)).toEqual(keysBefore)
+    const gallery = await t.json('/api/gallery')
+    expect(gallery.body.images.every((image: { id: string }) => !keysBefore.includes(image.id))).toBe(true)
+  })
+
+  test('after a kill, the next upload is processed by a live worker', async () => {
+    const res = await t.json('/api/upload', { method: 'POST', body: uploadForm([{ bytes: await makeImage('jpeg', 320, 200) }]) })
+    expect(res.status).toBe(201)
+  })
+})

@@ -1,0 +1,140 @@
+import { afterEach, describe, expect, test } from 'bun:test'
+import { fileURLToPath } from 'node:url'
+import { BudgetError, createProcessPool, PoolBusyError, WorkerExitedError } from '../../src/workers/pool'
+
+const fixture = fileURLToPath(new URL('./fixture-worker.ts', import.meta.url))
+const pools: ReturnType<typeof createProcessPool>[] = []
+
+function pool(opts: Partial<Parameters<typeof createProcessPool>[0]> = {}) {
+  const p = createProcessPool({
+    command: [process.execPath, fixture],
+    env: process.env,
+    size: 2,
+    timeoutMs: 5000,
+    memoryBytes: 2 ** 30,
+    idleMs: 10_000,
+    maxQueue: 10,
+    ...opts,
+  })
+  pools.push(p)
+  return p
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+async function until(check: () => boolean, what: string) {
+  for (let i = 0; i < 200 && !check(); i++) await Bun.sleep(25)
+  if (!check()) throw new Error(`timed out waiting for ${what}`)
+}
+
+afterEach(async () => {
+  await Promise.all(pools.splice(0).map((p) => p.close()))
+})
+
+describe('process pool', () => {
+  test('runs jobs in worker processes, not in this one, and reuses an idle process', async () => {
+    const p = pool({ size: 1 })
+    const first = await p.run<{ value: number; pid: number }>('echo', [1])
+    const second = await p.run<{ value: number; pid: number }>('echo', [{ nested: [2] }])
+    expect(first.value).toBe(1)
+    expect(second.value).toEqual({ nested: [2] })
+    expect(first.pid).not.toBe(process.pid)
+    expect(second.pid).toBe(first.pid)
+  })
+
+  test("a job's own error comes back with its name, message and errno code", async () => {
+    const error = await pool().run('fail', ['bad bytes']).catch((e) => e)
+    expect(error).toBeInstanceOf(Error)
+    expect(error.name).toBe('MediaError')
+    expect(error.message).toBe('bad bytes')
+    expect(error.code).toBe('EFIXTURE')
+  })
+
+  test('a job past its time budget is killed with its process; the pool goes on with a new one', async () => {
+    const p = pool({ size: 1, timeoutMs: 300 })
+    const { pid } = await p.run<{ pid: number }>('echo', [0])
+    const error = await p.run('spin', [60_000]).catch((e) => e)
+    expect(error).toBeInstanceOf(BudgetError)
+    expect(error.budget).toBe('time')
+    await until(() => !alive(pid), 'the spinning process to be gone')
+    const after = await p.run<{ pid: number }>('echo', [1])
+    expect(after.pid).not.toBe(pid)
+  })
+
+  test('a job past its memory budget is killed', async () => {
+    const p = pool({ size: 1, memoryBytes: 200 * 2 ** 20 })
+    const error = await p.run('allocate', [400]).catch((e) => e)
+    expect(error).toBeInstanceOf(BudgetError)
+    expect(error.budget).toBe('memory')
+    expect(await p.run('echo', ['still here'])).toMatchObject({ value: 'still here' })
+  })
+
+  test('a process that dies mid-job fails that job only', async () => {
+    const p = pool({ size: 2 })
+    const [crashed, fine] = await Promise.allSettled([p.run('crash', []), p.run('echo', ['ok'])])
+    expect(crashed.status).toBe('rejected')
+    expect((crashed as PromiseRejectedResult).reason).toBeInstanceOf(WorkerExitedError)
+    expect(fine.status).toBe('fulfilled')
+  })
+
+  test('at most `size` processes run; jobs beyond them wait, and beyond the queue they are refused', async () => {
+    const p = pool({ size: 2, maxQueue: 2 })
+    const running = [p.run('spin', [400]), p.run('spin', [400]), p.run('echo', ['queued']), p.run('echo', ['queued'])]
+    await until(() => p.processes.length === 2, 'two processes')
+    const refused = await p.run('echo', ['one too many']).catch((e) => e)
+    expect(refused).toBeInstanceOf(PoolBusyError)
+    expect(await Promise.all(running)).toMatchObject(['spun', 'spun', { value: 'queued' }, { value: 'queued' }])
+    expect(p.processes.length).toBeLessThanOrEqual(2)
+  })
+
+  test('an idle process exits; the next job starts another', async () => {
+    const p = pool({ size: 1, idleMs: 100 })
+    const { pid } = await p.run<{ pid: number }>('echo', [0])
+    await until(() => p.processes.length === 0 && !alive(pid), 'the idle process to exit')
+    const next = await p.run<{ pid: number }>('echo', [1])
+    expect(next.pid).not.toBe(pid)
+  })
+
+  test('close ends every process and refuses later jobs', async () => {
+    const p = pool({ size: 2 })
+    await Promise.all([p.run('echo', [1]), p.run('echo', [2])])
+    const pids = p.processes
+    expect(pids.length).toBeGreaterThan(0)
+    await p.close()
+    for (const pid of pids) expect(alive(pid)).toBe(false)
+    expect(await p.run('echo', [3]).catch((e) => e)).toBeInstanceOf(Error)
+  })
+})
+
+describe('worker processes do not outlive the server', () => {
+  test('a worker whose parent is killed with SIGKILL exits by itself', async () => {
+    // A parent process that starts a pool, reports its worker's pid, then waits to be killed.
+    const parentScript = `
+      import { createProcessPool } from ${JSON.stringify(fileURLToPath(new URL('../../src/workers/pool.ts', import.meta.url)))}
+      const p = createProcessPool({ command: [process.execPath, ${JSON.stringify(fixture)}], env: process.env, size: 1, timeoutMs: 60000, memoryBytes: 2 ** 30, idleMs: 60000, maxQueue: 1 })
+      const { pid } = await p.run('echo', [0])
+      console.log(pid)
+      await Bun.sleep(60000)
+    `
+    const parent = Bun.spawn([process.execPath, '-e', parentScript], { stdout: 'pipe', stderr: 'inherit', cwd: fileURLToPath(new URL('../..', import.meta.url)) })
+    const reader = parent.stdout.getReader()
+    let text = ''
+    while (!/\d+\n/.test(text)) {
+      const { value, done } = await reader.read()
+      if (done) break
+      text += new TextDecoder().decode(value)
+    }
+    const workerPid = Number(text.trim())
+    expect(alive(workerPid)).toBe(true)
+    parent.kill('SIGKILL')
+    await parent.exited
+    await until(() => !alive(workerPid), 'the orphaned worker to exit')
+  })
+})
