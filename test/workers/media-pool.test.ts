@@ -4,7 +4,7 @@ import { makeImage, uploadForm } from '../fixtures'
 import { startTestServer, storedKeys, type TestServer } from '../helpers'
 
 /** A 1-bit BMP of `side` x `side` pixels: 1/32 of a byte per pixel on the wire, 4 bytes per pixel decoded. */
-function oneBitBmp(side: number): Uint8Array {
+function oneBitBmp(side: number) {
   const stride = Math.ceil(side / 32) * 4
   const pixelOffset = 14 + 40 + 8
   const b = Buffer.alloc(pixelOffset + stride * side)
