@@ -3,7 +3,7 @@ import type { Config } from './config'
 import type { Db } from './db/client'
 import { authGuard } from './http/auth'
 import { errorModel } from './http/errors'
-import { jsonBodyLimit } from './http/body-limit'
+import { bodyLimit } from './http/body-limit'
 import { createMetrics, requestLog } from './http/observability'
 import { apiDocs } from './http/openapi'
 import { globalRateLimit } from './http/rate-limit'
@@ -84,7 +84,7 @@ export function createApp(deps: AppDeps) {
   const app = new Elysia({ serve: { routes: fastRoutes } })
     .use(errorModel)
     .use(requestLog(metrics, { log: config.logRequests }))
-    .use(jsonBodyLimit)
+    .use(bodyLimit)
     .use(rateLimit.plugin)
     .use(apiDocs(config.siteName))
     .use(healthModule({ db, metrics, metricsToken: config.metricsToken, classifier }))
