@@ -55,7 +55,7 @@ export function createApp(deps: AppDeps) {
   const { config, db, storage } = deps
   const metrics = createMetrics()
   const classifier = metrics.instrument(deps.classifier)
-  const auth = createAuthService(db, deps.mailer)
+  const auth = createAuthService(db, deps.mailer, config.limits.guesses)
   const guard = authGuard(auth, { secret: deps.jwtSecret, trustProxy: config.trustProxy })
   // Image events (upload, delete) reach the webhooks through this one hook.
   const webhooks = createWebhookService({ db, config, options: deps.webhookOptions })
@@ -63,7 +63,7 @@ export function createApp(deps: AppDeps) {
   const pipeline = createUploadPipeline({ db, config, storage, media: deps.media, classifier, thresholds: config.nsfw.thresholds, events: webhooks.events })
   const tus = createTusService({ db, config, pipeline, images, metrics, options: deps.tusOptions })
   const gallery = createGalleryService({ db, config })
-  const albums = createAlbumService({ db, images, publicUrl: config.publicUrl })
+  const albums = createAlbumService({ db, images, publicUrl: config.publicUrl, guesses: config.limits.guesses })
   const embeds = createEmbedService({ db, images })
   const pages = createPageService({ db, config, images })
   const reports = createReportService({ db, config, storage, images })
