@@ -34,9 +34,9 @@ const tooLarge = (cap: number) => new HttpError(413, `Request body too large: at
 
 const declaredLength = (request: Request) => Number(request.headers.get('content-length') ?? NaN)
 
-async function readCapped(request: Request, cap: number): Promise<string> {
+async function readCapped(request: Request, cap: number): Promise<Buffer> {
   if (declaredLength(request) > cap) throw tooLarge(cap)
-  if (!request.body) return ''
+  if (!request.body) return Buffer.alloc(0)
   const chunks: Uint8Array[] = []
   let size = 0
   for await (const chunk of request.body) {
@@ -44,7 +44,22 @@ async function readCapped(request: Request, cap: number): Promise<string> {
     if (size > cap) throw tooLarge(cap)
     chunks.push(chunk)
   }
-  return new TextDecoder().decode(Buffer.concat(chunks))
+  return Buffer.concat(chunks)
+}
+
+/** A page form (urlencoded or multipart) as its text fields; any other body as text. */
+async function pageBody(request: Request, type: string): Promise<unknown> {
+  const bytes = await readCapped(request, MAX_PAGE_BODY_BYTES)
+  const kind = type.toLowerCase()
+  if (kind.startsWith('application/x-www-form-urlencoded')) return Object.fromEntries(new URLSearchParams(bytes.toString('utf8')))
+  if (kind.startsWith('multipart/form-data')) {
+    // The header as sent: the boundary is case-sensitive (and the framework's content type may lack it).
+    const form = await new Response(bytes, { headers: { 'content-type': request.headers.get('content-type') ?? type } }).formData().catch(() => {
+      throw badRequest('Malformed form body')
+    })
+    return Object.fromEntries([...form.entries()].filter(([, value]) => typeof value === 'string'))
+  }
+  return bytes.toString('utf8')
 }
 
 const isApiPath = (url: string) => new URL(url).pathname.startsWith('/api/')
@@ -62,10 +77,7 @@ export const bodyLimit = new Elysia({ name: 'body-limit' })
   })
   .onParse({ as: 'global' }, async ({ request, contentType }) => {
     const type = contentType.toLowerCase()
-    if (!isApiPath(request.url)) {
-      const text = await readCapped(request, MAX_PAGE_BODY_BYTES)
-      return type.startsWith('application/x-www-form-urlencoded') ? Object.fromEntries(new URLSearchParams(text)) : text
-    }
+    if (!isApiPath(request.url)) return pageBody(request, contentType)
     if (!type.startsWith('application/json')) {
       // A global parse hook must answer something other than undefined for the `parse: 'none'` upload routes (Elysia
       // would otherwise look for a 'none' parser and fail every upload), and for bodiless POST/DELETE requests.
@@ -76,7 +88,7 @@ export const bodyLimit = new Elysia({ name: 'body-limit' })
       if (!type && !request.body) return null
       throw badRequest('Expected an application/json body')
     }
-    const text = await readCapped(request, MAX_JSON_BYTES)
+    const text = (await readCapped(request, MAX_JSON_BYTES)).toString('utf8')
     // Deep nesting is refused before parsing: validating (and describing the error of) a value nested thousands deep
     // overflows the stack in the framework, which would be a 500.
     if (nestedDeeperThan(text, MAX_JSON_DEPTH)) throw badRequest(`JSON body nested too deeply: at most ${MAX_JSON_DEPTH} levels`)
