@@ -34,7 +34,7 @@ const tooLarge = (cap: number) => new HttpError(413, `Request body too large: at
 
 const declaredLength = (request: Request) => Number(request.headers.get('content-length') ?? NaN)
 
-async function readCapped(request: Request, cap: number): Promise<Buffer> {
+async function readCapped(request: Request, cap: number): Promise<Buffer<ArrayBuffer>> {
   if (declaredLength(request) > cap) throw tooLarge(cap)
   if (!request.body) return Buffer.alloc(0)
   const chunks: Uint8Array[] = []

@@ -2,10 +2,10 @@ import { afterEach, describe, expect, test } from 'bun:test'
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { blockedHashes } from '../../src/db/schema'
-import { createMediaProcessor, MediaError, type MediaProcessor } from '../../src/media/processor'
+import { MediaError } from '../../src/media/processor'
 import { makeImage, uploadForm } from '../fixtures'
 import { makeAdmin, registerUser, startTestServer, userWithKey, type TestServer } from '../helpers'
-import { expectRateLimitHeaders, filler, neutralClassifier, rawRequest } from './support'
+import { countingMedia, expectRateLimitHeaders, filler, neutralClassifier, rawRequest } from './support'
 
 let servers: TestServer[] = []
 afterEach(async () => {
@@ -13,27 +13,12 @@ afterEach(async () => {
   servers = []
 })
 
-/**
- * The real media processor, with `inspect` calls counted (the first step of processing) and the decoding budget the
- * worker pool enforces played by a MediaError for SVGs that nest `<use>`, as a budget overrun surfaces.
- */
-function spyMedia(maxPixels: number) {
-  const real = createMediaProcessor({ maxPixels })
-  const calls = { inspect: 0 }
-  const media: MediaProcessor = {
-    ...real,
-    async inspect(path) {
-      calls.inspect++
-      if ((await Bun.file(path).slice(0, 4096).text()).includes('<use')) throw new MediaError('Image took too long to process')
-      return real.inspect(path)
-    },
-  }
-  return { media, calls }
-}
-
 async function fresh(env: Record<string, string> = {}) {
   const maxPixels = Number(env.MAX_IMAGE_PIXELS ?? 100_000_000)
-  const spy = spyMedia(maxPixels)
+  // A budget overrun of the worker pool surfaces as a MediaError: played here for SVGs that nest <use>.
+  const spy = countingMedia(maxPixels, async (path) => {
+    if ((await Bun.file(path).slice(0, 4096).text()).includes('<use')) throw new MediaError('Image took too long to process')
+  })
   const t = await startTestServer({ GLOBAL_RATE_LIMIT: '100000', ...env }, { classifier: neutralClassifier, media: spy.media })
   servers.push(t)
   return { t, calls: spy.calls }

@@ -28,7 +28,7 @@ const head = (method: string, path: string, headers: Record<string, string>, clo
  */
 function streamWhole(path: string, total: number, chunked: boolean) {
   return new Promise<{ status: number; body: string; sent: number }>((resolve) => {
-    const socket = connect(t.server.port, '127.0.0.1')
+    const socket = connect(t.server.port!, '127.0.0.1')
     let sent = 0
     let response = ''
     let closed = false

@@ -1,5 +1,6 @@
 import { expect } from 'bun:test'
 import { connect } from 'node:net'
+import { createMediaProcessor, type MediaProcessor } from '../../src/media/processor'
 import type { Classifier } from '../../src/moderation'
 import { makeImage, uploadForm, type UploadPart } from '../fixtures'
 import { jsonBody, startTestServer, storedKeys, type TestServer, type userWithKey } from '../helpers'
@@ -291,4 +292,22 @@ export function resourceFor(own: Resources, path: string, param: string): string
   if (path.startsWith('/api/users/')) return own.username
   if (path.startsWith('/api/admin/images/') || path.startsWith('/api/v1/image/') || path.startsWith('/api/images/')) return own.image
   return undefined
+}
+
+/**
+ * The real media processor with its `inspect` calls (the first step of processing an upload) counted, so a test can
+ * tell whether a refused upload ever reached decoding; `before` runs ahead of each inspect and may throw.
+ */
+export function countingMedia(maxPixels: number, before?: (path: string) => Promise<void>) {
+  const real = createMediaProcessor({ maxPixels })
+  const calls = { inspect: 0 }
+  const media: MediaProcessor = {
+    ...real,
+    async inspect(path) {
+      calls.inspect++
+      await before?.(path)
+      return real.inspect(path)
+    },
+  }
+  return { media, calls }
 }
