@@ -203,8 +203,6 @@ export interface AdmittedUpload {
   release(): void
 }
 
-export type UploadAdmission = ReturnType<typeof createUploadAdmission>
-
 /**
  * What lets an upload start, before its body is read, for every upload door (both multipart endpoints, tus):
  * - the refused-uploads windows: files refused after processing began count per IP and per account, and past the
@@ -247,8 +245,8 @@ export function createUploadAdmission(db: Db, config: Config) {
 
   function slotsOf(policy: UploadPolicy, ip: string) {
     const { perIp, perAccount } = config.limits.inFlight
-    const slots = [{ key: `ip:${ipKey(ip)}`, cap: perIp }]
-    if (policy.owner && !isAdmin(policy)) slots.push({ key: `user:${policy.owner.id}`, cap: perAccount })
+    const slots = [{ key: `ip:${ipKey(ip)}`, cap: perIp, per: 'from one address' }]
+    if (policy.owner && !isAdmin(policy)) slots.push({ key: `user:${policy.owner.id}`, cap: perAccount, per: 'per account' })
     return slots
   }
 
@@ -273,10 +271,10 @@ export function createUploadAdmission(db: Db, config: Config) {
     admit(policy: UploadPolicy, ip: string, now = Date.now()): AdmittedUpload {
       checkRefused(policy, ip, now)
       const slots = slotsOf(policy, ip)
-      for (const { key, cap } of slots) {
+      for (const { key, cap, per } of slots) {
         if ((inFlight.get(key) ?? 0) >= cap) {
           const state = { limit: cap, used: cap, remaining: 0, resetSeconds: IN_FLIGHT_RETRY_SECONDS }
-          throw rateLimited(state, `Too many uploads at once: at most ${cap} ${key.startsWith('ip:') ? 'from one address' : 'per account'}; wait for one to finish`)
+          throw rateLimited(state, `Too many uploads at once: at most ${cap} ${per}; wait for one to finish`)
         }
       }
       const windowKey = policy.window.key
