@@ -3,7 +3,7 @@ import type { Config } from './config'
 import type { Db } from './db/client'
 import { authGuard } from './http/auth'
 import { errorModel } from './http/errors'
-import { jsonBodyLimit } from './http/body-limit'
+import { bodyLimit } from './http/body-limit'
 import { createMetrics, requestLog } from './http/observability'
 import { apiDocs } from './http/openapi'
 import { globalRateLimit } from './http/rate-limit'
@@ -55,7 +55,7 @@ export function createApp(deps: AppDeps) {
   const { config, db, storage } = deps
   const metrics = createMetrics()
   const classifier = metrics.instrument(deps.classifier)
-  const auth = createAuthService(db, deps.mailer)
+  const auth = createAuthService(db, deps.mailer, config.limits.guesses)
   const guard = authGuard(auth, { secret: deps.jwtSecret, trustProxy: config.trustProxy })
   // Image events (upload, delete) reach the webhooks through this one hook.
   const webhooks = createWebhookService({ db, config, options: deps.webhookOptions })
@@ -63,7 +63,7 @@ export function createApp(deps: AppDeps) {
   const pipeline = createUploadPipeline({ db, config, storage, media: deps.media, classifier, thresholds: config.nsfw.thresholds, events: webhooks.events })
   const tus = createTusService({ db, config, pipeline, images, metrics, options: deps.tusOptions })
   const gallery = createGalleryService({ db, config })
-  const albums = createAlbumService({ db, images, publicUrl: config.publicUrl })
+  const albums = createAlbumService({ db, images, publicUrl: config.publicUrl, guesses: config.limits.guesses })
   const embeds = createEmbedService({ db, images })
   const pages = createPageService({ db, config, images })
   const reports = createReportService({ db, config, storage, images })
@@ -84,7 +84,7 @@ export function createApp(deps: AppDeps) {
   const app = new Elysia({ serve: { routes: fastRoutes } })
     .use(errorModel)
     .use(requestLog(metrics, { log: config.logRequests }))
-    .use(jsonBodyLimit)
+    .use(bodyLimit)
     .use(rateLimit.plugin)
     .use(apiDocs(config.siteName))
     .use(healthModule({ db, metrics, metricsToken: config.metricsToken, classifier }))

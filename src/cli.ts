@@ -46,7 +46,7 @@ async function main(argv: string[]) {
   }
   mkdirSync(config.dataDir, { recursive: true })
   const db = openDatabase(join(config.dataDir, 'imghost.sqlite'))
-  const auth = createAuthService(db, { async sendVerification() {} })
+  const auth = createAuthService(db, { async sendVerification() {} }, config.limits.guesses)
   const storage = () => createConfiguredStorage(config)
   const byName = (name: string | undefined) => {
     if (!name) fail(USAGE)

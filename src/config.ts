@@ -44,6 +44,15 @@ const variables = {
   MAX_EXPIRY: { schema: Int(1), default: String(365 * 24 * 3600) },
   ANON_DEFAULT_EXPIRY: { schema: Int(0), default: '0' },
   REPORTS_PER_HOUR: { schema: Int(1), default: '5' },
+  REFUSED_UPLOADS_PER_WINDOW: { schema: Int(1), default: '20' },
+  REFUSED_UPLOADS_WINDOW_SECONDS: { schema: Int(1), default: '3600' },
+  UPLOADS_IN_FLIGHT_PER_IP: { schema: Int(1), default: '4' },
+  UPLOADS_IN_FLIGHT_PER_ACCOUNT: { schema: Int(1), default: '4' },
+  LOGIN_FAILURES_PER_ACCOUNT: { schema: Int(1), default: '10' },
+  LOGIN_FAILURES_PER_IP: { schema: Int(1), default: '30' },
+  ALBUM_PASSWORD_FAILURES_PER_ALBUM: { schema: Int(1), default: '20' },
+  ALBUM_PASSWORD_FAILURES_PER_IP: { schema: Int(1), default: '10' },
+  PASSWORD_FAILURES_WINDOW_SECONDS: { schema: Int(1), default: '900' },
   STRIP_METADATA: { schema: T.Union([T.Literal('gps'), T.Literal('all'), T.Literal('none')]), default: 'gps' },
   MEDIA_WORKERS: { schema: Int(0), default: '0' },
   MEDIA_JOB_TIMEOUT_MS: { schema: Int(100), default: '20000' },
@@ -140,6 +149,18 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxPixels: raw.MAX_IMAGE_PIXELS,
       /** Abuse reports per IP per hour. */
       reportsPerHour: raw.REPORTS_PER_HOUR,
+      /** Uploads refused after processing began (not an image, undecodable, blocked...), per IP and per account. */
+      refused: { perWindow: raw.REFUSED_UPLOADS_PER_WINDOW, windowSeconds: raw.REFUSED_UPLOADS_WINDOW_SECONDS },
+      /** Uploads being received or processed at once. */
+      inFlight: { perIp: raw.UPLOADS_IN_FLIGHT_PER_IP, perAccount: raw.UPLOADS_IN_FLIGHT_PER_ACCOUNT },
+      /** Failed password attempts (logins, album passwords) allowed per fixed window before 429. */
+      guesses: {
+        loginPerAccount: raw.LOGIN_FAILURES_PER_ACCOUNT,
+        loginPerIp: raw.LOGIN_FAILURES_PER_IP,
+        albumPerAlbum: raw.ALBUM_PASSWORD_FAILURES_PER_ALBUM,
+        albumPerIp: raw.ALBUM_PASSWORD_FAILURES_PER_IP,
+        windowSeconds: raw.PASSWORD_FAILURES_WINDOW_SECONDS,
+      },
     }),
     expiry: Object.freeze({
       /** Longest expiry an upload or a PATCH may ask for, seconds. */

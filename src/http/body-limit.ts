@@ -4,6 +4,12 @@ import { HttpError, badRequest } from './errors'
 /** JSON bodies are small settings objects; anything bigger is refused without reading it all. */
 export const MAX_JSON_BYTES = 1024 * 1024
 
+/**
+ * Everything outside /api (pages, the album password form, unknown paths) takes at most a small form: a password
+ * field fits many times over.
+ */
+export const MAX_PAGE_BODY_BYTES = 16 * 1024
+
 /** Settings objects nest two or three levels; anything deeper than this is not a request of ours. */
 export const MAX_JSON_DEPTH = 32
 
@@ -24,57 +30,83 @@ export function nestedDeeperThan(text: string, limit: number): boolean {
   return false
 }
 
-async function readCapped(request: Request, cap: number): Promise<string> {
-  const declared = Number(request.headers.get('content-length') ?? NaN)
-  if (declared > cap) throw new HttpError(413, `Request body too large: at most ${cap} bytes`)
-  if (!request.body) return ''
+const tooLarge = (cap: number) => new HttpError(413, `Request body too large: at most ${cap} bytes`)
+
+const declaredLength = (request: Request) => Number(request.headers.get('content-length') ?? NaN)
+
+async function readCapped(request: Request, cap: number): Promise<Buffer<ArrayBuffer>> {
+  if (declaredLength(request) > cap) throw tooLarge(cap)
+  if (!request.body) return Buffer.alloc(0)
   const chunks: Uint8Array[] = []
   let size = 0
   for await (const chunk of request.body) {
     size += chunk.byteLength
-    if (size > cap) throw new HttpError(413, `Request body too large: at most ${cap} bytes`)
+    if (size > cap) throw tooLarge(cap)
     chunks.push(chunk)
   }
-  return new TextDecoder().decode(Buffer.concat(chunks))
+  return Buffer.concat(chunks)
 }
 
-/**
- * The API takes JSON bodies, parsed here with a size cap; any other body type on /api is a 400.
- * Upload routes opt out of parsing and stream their multipart bodies themselves.
- */
-export const jsonBodyLimit = new Elysia({ name: 'json-body-limit' }).onParse({ as: 'global' }, async ({ request, contentType }) => {
-  const type = contentType.toLowerCase()
-  if (!type.startsWith('application/json')) {
-    const isApi = new URL(request.url).pathname.startsWith('/api/')
-    // A global parse hook must answer something other than undefined for the `parse: 'none'` upload routes (Elysia
-    // would otherwise look for a 'none' parser and fail every upload), and for bodiless POST/DELETE requests.
-    // null means "no parsed body": upload routes stream the untouched request themselves, body schemas refuse it.
-    if (isApi && type.startsWith('multipart/form-data')) return null
-    // Resumable (tus) uploads stream their bodies themselves and check the content type (415) themselves.
-    if (isApi && /^\/api\/(v1\/)?tus(\/|$)/.test(new URL(request.url).pathname)) return null
-    if (!type && !request.body) return null
-    if (isApi) throw badRequest('Expected an application/json body')
-    return
-  }
-  const text = await readCapped(request, MAX_JSON_BYTES)
-  // Deep nesting is refused before parsing: validating (and describing the error of) a value nested thousands deep
-  // overflows the stack in the framework, which would be a 500.
-  if (nestedDeeperThan(text, MAX_JSON_DEPTH)) throw badRequest(`JSON body nested too deeply: at most ${MAX_JSON_DEPTH} levels`)
-  let parsed: unknown
-  // The framework turns an invalid value into text for its error message, and an object whose own `toString` or
-  // `valueOf` is not a function makes that conversion throw (a 500). No field of the API has such a name.
-  let shadowing: string | undefined
-  try {
-    parsed = JSON.parse(text, (key, value) => {
-      if (key === 'toString' || key === 'valueOf') shadowing = key
-      return value
+/** A page form (urlencoded or multipart) as its text fields; any other body as text. */
+async function pageBody(request: Request, type: string): Promise<unknown> {
+  const bytes = await readCapped(request, MAX_PAGE_BODY_BYTES)
+  const kind = type.toLowerCase()
+  if (kind.startsWith('application/x-www-form-urlencoded')) return Object.fromEntries(new URLSearchParams(bytes.toString('utf8')))
+  if (kind.startsWith('multipart/form-data')) {
+    // The header as sent: the boundary is case-sensitive (and the framework's content type may lack it).
+    const form = await new Response(bytes, { headers: { 'content-type': request.headers.get('content-type') ?? type } }).formData().catch(() => {
+      throw badRequest('Malformed form body')
     })
-  } catch {
-    throw badRequest('Malformed JSON body')
+    return Object.fromEntries([...form.entries()].filter(([, value]) => typeof value === 'string'))
   }
-  if (shadowing) throw badRequest(`Field name not allowed: ${shadowing}`)
-  // Every JSON body of the API is an object. The framework would read a string, number, array or boolean as an
-  // empty object, so a body like `"x"` would pass for `{}` on routes whose fields are all optional.
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw badRequest('Expected a JSON object body')
-  return parsed
-})
+  return bytes.toString('utf8')
+}
+
+const isApiPath = (url: string) => new URL(url).pathname.startsWith('/api/')
+
+/**
+ * Every body is bounded before it is read. The API takes JSON bodies, parsed here with a size cap; any other body
+ * type on /api is a 400, and upload routes opt out of parsing and stream their multipart bodies themselves. Outside
+ * /api every route (and every unknown path) refuses a declared body over MAX_PAGE_BODY_BYTES as the request arrives,
+ * and a form or other body is read only up to that cap.
+ */
+export const bodyLimit = new Elysia({ name: 'body-limit' })
+  // Before routing: an unknown path never reaches a parser, and a 404 must not wait for (or buffer) a huge body.
+  .onRequest(({ request }) => {
+    if (declaredLength(request) > MAX_PAGE_BODY_BYTES && !isApiPath(request.url)) throw tooLarge(MAX_PAGE_BODY_BYTES)
+  })
+  .onParse({ as: 'global' }, async ({ request, contentType }) => {
+    const type = contentType.toLowerCase()
+    if (!isApiPath(request.url)) return pageBody(request, contentType)
+    if (!type.startsWith('application/json')) {
+      // A global parse hook must answer something other than undefined for the `parse: 'none'` upload routes (Elysia
+      // would otherwise look for a 'none' parser and fail every upload), and for bodiless POST/DELETE requests.
+      // null means "no parsed body": upload routes stream the untouched request themselves, body schemas refuse it.
+      if (type.startsWith('multipart/form-data')) return null
+      // Resumable (tus) uploads stream their bodies themselves and check the content type (415) themselves.
+      if (/^\/api\/(v1\/)?tus(\/|$)/.test(new URL(request.url).pathname)) return null
+      if (!type && !request.body) return null
+      throw badRequest('Expected an application/json body')
+    }
+    const text = (await readCapped(request, MAX_JSON_BYTES)).toString('utf8')
+    // Deep nesting is refused before parsing: validating (and describing the error of) a value nested thousands deep
+    // overflows the stack in the framework, which would be a 500.
+    if (nestedDeeperThan(text, MAX_JSON_DEPTH)) throw badRequest(`JSON body nested too deeply: at most ${MAX_JSON_DEPTH} levels`)
+    let parsed: unknown
+    // The framework turns an invalid value into text for its error message, and an object whose own `toString` or
+    // `valueOf` is not a function makes that conversion throw (a 500). No field of the API has such a name.
+    let shadowing: string | undefined
+    try {
+      parsed = JSON.parse(text, (key, value) => {
+        if (key === 'toString' || key === 'valueOf') shadowing = key
+        return value
+      })
+    } catch {
+      throw badRequest('Malformed JSON body')
+    }
+    if (shadowing) throw badRequest(`Field name not allowed: ${shadowing}`)
+    // Every JSON body of the API is an object. The framework would read a string, number, array or boolean as an
+    // empty object, so a body like `"x"` would pass for `{}` on routes whose fields are all optional.
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw badRequest('Expected a JSON object body')
+    return parsed
+  })

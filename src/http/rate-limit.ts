@@ -1,6 +1,6 @@
 import type { Server } from 'bun'
 import { Elysia } from 'elysia'
-import { resolveClientIp } from './client-ip'
+import { ipKey, resolveClientIp } from './client-ip'
 import { HttpError } from './errors'
 
 const pathOf = (url: string) => url.slice(url.indexOf('/', url.indexOf('//') + 2))
@@ -10,28 +10,37 @@ const MINUTE_MS = 60_000
 export type GlobalRateLimit = ReturnType<typeof globalRateLimit>
 
 /**
- * Global limiter: fixed one-minute windows per client IP over /api/*, each starting at the IP's first request
- * after its previous window ended. Kept in memory: it guards against floods, not against restarts.
+ * Global limiter: fixed one-minute windows per client IP (IPv6 by /64) over /api/*, each starting at the IP's first
+ * request after its previous window ended. Kept in memory: it guards against floods, not against restarts.
  * `admit` is the check itself, for the app's plugin and for the routes Bun answers ahead of the app.
  */
 export function globalRateLimit(opts: { limit: number; trustProxy: boolean }) {
   const { limit } = opts
+  // A Map iterates in insertion order and every window is (re)inserted when it starts, so the oldest come first.
   const windows = new Map<string, { start: number; used: number }>()
 
-  function prune(now: number) {
-    for (const [ip, w] of windows) if (w.start + MINUTE_MS <= now) windows.delete(ip)
+  /** Drops the windows that have ended, from the front; returns how many entries it looked at. */
+  function sweep(now: number): number {
+    let visited = 0
+    for (const [key, w] of windows) {
+      visited++
+      if (w.start + MINUTE_MS > now) break
+      windows.delete(key)
+    }
+    return visited
   }
 
   /** Counts an /api request against its client's window; throws 429 once the window is used up. */
-  function admit(request: Request, server: Server<unknown> | null) {
+  function admit(request: Request, server: Server<unknown> | null, now = Date.now()) {
     if (!pathOf(request.url).startsWith('/api/')) return
-    const clientIp = resolveClientIp(request, server, opts.trustProxy)
-    const now = Date.now()
-    if (windows.size > 50_000) prune(now)
-    let w = windows.get(clientIp)
+    const key = ipKey(resolveClientIp(request, server, opts.trustProxy))
+    sweep(now)
+    let w = windows.get(key)
+    // Only a clock stepped back can leave an ended window behind a live one: it starts again at the back.
     if (!w || w.start + MINUTE_MS <= now) {
+      windows.delete(key)
       w = { start: now, used: 0 }
-      windows.set(clientIp, w)
+      windows.set(key, w)
     }
     w.used++
     if (w.used > limit) {
@@ -47,6 +56,9 @@ export function globalRateLimit(opts: { limit: number; trustProxy: boolean }) {
 
   return {
     admit,
+    sweep,
+    /** Windows held right now. */
+    size: () => windows.size,
     // onRequest runs before anything is parsed or looked up, so a flood costs as little as possible.
     plugin: new Elysia({ name: 'global-rate-limit' }).onRequest(({ request, server }) => admit(request, server)),
   }

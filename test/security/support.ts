@@ -1,5 +1,6 @@
 import { expect } from 'bun:test'
 import { connect } from 'node:net'
+import { createMediaProcessor, type MediaProcessor } from '../../src/media/processor'
 import type { Classifier } from '../../src/moderation'
 import { makeImage, uploadForm, type UploadPart } from '../fixtures'
 import { jsonBody, startTestServer, storedKeys, type TestServer, type userWithKey } from '../helpers'
@@ -155,6 +156,12 @@ export function filler(opts: { chunk?: number; delayMs?: number; total?: number;
 /** Columns that change on reads by design (a key's last use) and say nothing about the data. */
 const VOLATILE_COLUMNS: Record<string, string[]> = { api_keys: ['last_used_at'] }
 
+/**
+ * The counters a refusal is meant to change (see Attempts and abuse limits in the README): refused uploads and failed
+ * password attempts. The upload windows themselves (`ip:`, `user:`) and the report windows stay in the snapshot.
+ */
+const ATTEMPT_COUNTERS = /^(refused|login|login-ip|album-password|album-password-ip):/
+
 export interface DataSnapshot {
   /** Rows per table. */
   counts: Record<string, number>
@@ -176,7 +183,10 @@ export async function dataSnapshot(t: TestServer): Promise<DataSnapshot> {
   const counts: Record<string, number> = {}
   const hasher = new Bun.CryptoHasher('sha256')
   for (const table of tables) {
-    const rows = sqlite.query<Record<string, unknown>, []>(`SELECT * FROM "${table.replace(/"/g, '""')}"`).all()
+    const rows = sqlite
+      .query<Record<string, unknown>, []>(`SELECT * FROM "${table.replace(/"/g, '""')}"`)
+      .all()
+      .filter((row) => table !== 'upload_windows' || !ATTEMPT_COUNTERS.test(String(row.key)))
     counts[table] = rows.length
     const skip = VOLATILE_COLUMNS[table] ?? []
     const lines = rows
@@ -291,4 +301,50 @@ export function resourceFor(own: Resources, path: string, param: string): string
   if (path.startsWith('/api/users/')) return own.username
   if (path.startsWith('/api/admin/images/') || path.startsWith('/api/v1/image/') || path.startsWith('/api/images/')) return own.image
   return undefined
+}
+
+/**
+ * The real media processor with its `inspect` calls (the first step of processing an upload) counted, so a test can
+ * tell whether a refused upload ever reached decoding; `before` runs ahead of each inspect and may throw.
+ */
+export function countingMedia(maxPixels: number, before?: (path: string) => Promise<void>) {
+  const real = createMediaProcessor({ maxPixels })
+  const calls = { inspect: 0 }
+  const media: MediaProcessor = {
+    ...real,
+    async inspect(path) {
+      calls.inspect++
+      await before?.(path)
+      return real.inspect(path)
+    },
+  }
+  return { media, calls }
+}
+
+/**
+ * Runs `work` (an attack) while /healthz is asked every 50 ms, and asserts every answer came in under `boundMs`
+ * (generous, so it cannot flake; the tight figure lives in the bench): the server keeps answering while it is attacked.
+ */
+export async function whileHealthy<T>(t: TestServer, work: () => Promise<T>, boundMs = 2000): Promise<T> {
+  let done = false
+  const slowest = { ms: 0, answers: 0 }
+  const probe = (async () => {
+    while (!done) {
+      const started = performance.now()
+      const res = await t.fetch('/healthz')
+      await res.arrayBuffer()
+      expect(res.status).toBe(200)
+      slowest.ms = Math.max(slowest.ms, performance.now() - started)
+      slowest.answers++
+      await Bun.sleep(50)
+    }
+  })()
+  try {
+    return await work()
+  } finally {
+    done = true
+    await probe
+    expect(slowest.answers).toBeGreaterThan(0)
+    expect(slowest.ms).toBeLessThan(boundMs)
+  }
 }

@@ -38,17 +38,18 @@ export function albumsModule(albums: AlbumService, guard: ReturnType<typeof auth
           detail: { summary: 'Create an album (private unless isPublic is true)' },
         },
       )
-      .get('/:id', ({ user, params, query, headers }) => albums.view(user, params.id, headers['x-album-password'] ?? query.password), {
+      .get('/:id', ({ user, params, query, headers, clientIp }) => albums.view(user, params.id, headers['x-album-password'] ?? query.password, clientIp), {
         optionalSession: true,
         params: AlbumIdParams,
         query: AlbumViewQuery,
         headers: AlbumViewHeaders,
-        response: { 200: AlbumViewResponse, ...errors(401, 403, 404) },
+        response: { 200: AlbumViewResponse, ...errors(401, 403, 404, 429) },
         detail: {
           summary: 'An album with its images',
           description:
             'The owner (JWT) sees it whole. Anyone else: public albums only (private or deleted: 404), password-protected ones ' +
-            'need X-Album-Password or ?password= (missing or wrong: 403), and private images are left out.',
+            'need X-Album-Password or ?password= (missing or wrong: 403; too many wrong ones per album or per address: 429 with ' +
+            'Retry-After), and private images are left out.',
         },
       })
       .put('/:id', async ({ user, params, body }) => ({ success: true as const, album: await albums.update(user, params.id, body) }), {

@@ -1,9 +1,12 @@
 import { and, asc, count, desc, eq, isNull, sql, type SQL } from 'drizzle-orm'
+import type { Config } from '../../config'
 import type { Db } from '../../db/client'
 import { albumImages, albums, images, type Album, type Image, type User } from '../../db/schema'
-import { badRequest, forbidden, notFound } from '../../http/errors'
+import { ipKey } from '../../http/client-ip'
+import { badRequest, forbidden, HttpError, notFound } from '../../http/errors'
 import { newPublicId } from '../../lib/crypto'
 import { iso } from '../../lib/time'
+import { refundAttempt, takeAttempt, type WindowRule } from '../images/limits'
 import { isImageId, liveImage, type ImageService } from '../images/service'
 
 type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
@@ -55,6 +58,8 @@ export type AlbumAccess =
   | { kind: 'ok'; album: Album; audience: Audience; images: Image[] }
   | { kind: 'not-found' }
   | { kind: 'password'; album: Album; wrong: boolean }
+  /** Too many wrong passwords for this album or from this address: the 429 to answer, with its headers. */
+  | { kind: 'throttled'; album: Album; error: HttpError }
 
 export type AlbumService = ReturnType<typeof createAlbumService>
 
@@ -70,8 +75,8 @@ function checkDescription(raw: string | null): string {
   return description
 }
 
-export function createAlbumService(deps: { db: Db; images: ImageService; publicUrl: string }) {
-  const { db, images: imageService } = deps
+export function createAlbumService(deps: { db: Db; images: ImageService; publicUrl: string; guesses: Config['limits']['guesses'] }) {
+  const { db, images: imageService, guesses } = deps
   /** `{base_url}/a/<id>`, the album page. */
   const albumUrl = (id: string) => `${deps.publicUrl}/a/${id}`
 
@@ -163,16 +168,36 @@ export function createAlbumService(deps: { db: Db; images: ImageService; publicU
     }
   }
 
-  /** Opens an album as `caller` (null: anonymous), with the password they gave, if any. */
-  async function access(caller: User | null, id: string, password: string | undefined): Promise<AlbumAccess> {
+  /** Password guesses for an album, counted per album (across addresses) and per address. */
+  function guessWindows(album: Album, ip: string): WindowRule[] {
+    const window = (key: string, limit: number, message: string): WindowRule => ({ key, limit, durationMs: guesses.windowSeconds * 1000, enforce: true, message })
+    return [
+      window(`album-password:${album.id}`, guesses.albumPerAlbum, 'Too many wrong passwords for this album'),
+      window(`album-password-ip:${ipKey(ip)}`, guesses.albumPerIp, 'Too many wrong album passwords from this address'),
+    ]
+  }
+
+  /**
+   * Opens an album as `caller` (null: anonymous) from `ip`, with the password they gave, if any. Password guesses are
+   * throttled before the hash is verified, so a refused guess costs no hashing; a right password is not counted.
+   */
+  async function access(caller: User | null, id: string, password: string | undefined, ip: string): Promise<AlbumAccess> {
     const album = findLive(id)
     if (!album) return { kind: 'not-found' }
     if (caller && caller.id === album.userId) return { kind: 'ok', album, audience: 'owner', images: imagesOf(album, 'owner') }
     if (!album.isPublic) return { kind: 'not-found' }
     if (album.passwordHash !== null) {
       if (!password) return { kind: 'password', album, wrong: false }
+      const windows = guessWindows(album, ip)
+      try {
+        takeAttempt(db, windows)
+      } catch (error) {
+        if (error instanceof HttpError && error.status === 429) return { kind: 'throttled', album, error }
+        throw error
+      }
       const ok = await Bun.password.verify(password, album.passwordHash).catch(() => false)
       if (!ok) return { kind: 'password', album, wrong: true }
+      refundAttempt(db, windows)
     }
     return { kind: 'ok', album, audience: 'public', images: imagesOf(album, 'public') }
   }
@@ -213,10 +238,14 @@ export function createAlbumService(deps: { db: Db; images: ImageService; publicU
       return present(album, 'owner', [])
     },
 
-    /** The API view: the owner sees it whole; others get 404 (private or deleted) or 403 (password missing or wrong). */
-    async view(caller: User | null, id: string, password: string | undefined) {
-      const result = await access(caller, id, password)
+    /**
+     * The API view: the owner sees it whole; others get 404 (private or deleted), 403 (password missing or wrong) or
+     * 429 (too many wrong passwords).
+     */
+    async view(caller: User | null, id: string, password: string | undefined, ip: string) {
+      const result = await access(caller, id, password, ip)
       if (result.kind === 'not-found') throw notFound('Album not found')
+      if (result.kind === 'throttled') throw result.error
       if (result.kind === 'password') {
         throw forbidden(result.wrong ? 'Wrong album password' : 'This album is password protected: send X-Album-Password')
       }

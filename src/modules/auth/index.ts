@@ -32,11 +32,15 @@ export function authModule(auth: AuthService, guard: ReturnType<typeof authGuard
         )
         .post(
           '/login',
-          async ({ body, jwt }) => {
-            const user = await auth.login(body.username, body.password)
+          async ({ body, jwt, clientIp }) => {
+            const user = await auth.login(body.username, body.password, clientIp)
             return { success: true as const, token: await jwt.sign({ sub: String(user.id) }), user: publicUser(user) }
           },
-          { body: LoginBody, response: { 200: SessionResponse, ...errors(400, 401, 403) }, detail: { summary: 'Log in; the JWT lasts 7 days' } },
+          {
+            body: LoginBody,
+            response: { 200: SessionResponse, ...errors(400, 401, 403, 429) },
+            detail: { summary: 'Log in; the JWT lasts 7 days. Failed logins are throttled per login name and per address (429 with Retry-After)' },
+          },
         )
         .get('/me', ({ user }) => ({ success: true as const, user: publicUser(user) }), {
           session: true,

@@ -1,9 +1,12 @@
 import { and, desc, eq, isNull, sql } from 'drizzle-orm'
+import type { Config } from '../../config'
 import type { Db } from '../../db/client'
 import { apiKeys, users, verificationTokens, type ApiKey, type User } from '../../db/schema'
+import { ipKey } from '../../http/client-ip'
 import { badRequest, conflict, forbidden, notFound, unauthorized } from '../../http/errors'
 import { randomAlphanumeric, randomToken, sha256Hex } from '../../lib/crypto'
 import { DAY_MS, iso } from '../../lib/time'
+import { clearWindows, refundAttempt, takeAttempt, type WindowRule } from '../images/limits'
 import type { Mailer } from './mailer'
 
 const VERIFICATION_TTL_MS = 2 * DAY_MS
@@ -44,9 +47,15 @@ export function checkNewAccount(input: { username: string; email: string; passwo
   if (input.password.length < 8 || input.password.length > 256) throw badRequest('password must be 8-256 characters')
 }
 
+/** No account answers to a longer name (emails end at 254 characters): longer ones share one throttle key. */
+const LOGIN_KEY_LENGTH = 254
+
+/** The throttle key of a login name: the name as typed, so an unknown name throttles exactly like a known one. */
+const loginKey = (login: string) => `login:${login.toLowerCase().slice(0, LOGIN_KEY_LENGTH)}`
+
 export type AuthService = ReturnType<typeof createAuthService>
 
-export function createAuthService(db: Db, mailer: Mailer) {
+export function createAuthService(db: Db, mailer: Mailer, guesses: Config['limits']['guesses']) {
   // Verifying against a real hash when the account does not exist keeps login timing the same either way.
   const dummyHash = Bun.password.hashSync(randomToken(), { algorithm: 'argon2id' })
 
@@ -111,10 +120,27 @@ export function createAuthService(db: Db, mailer: Mailer) {
       return user
     },
 
-    async login(login: string, password: string) {
+    /**
+     * Failed logins are throttled per login name (across addresses) and per address, checked before the password
+     * hash is verified, so a refused guess costs no hashing; a successful login starts its account's count over.
+     */
+    async login(login: string, password: string, ip: string) {
+      const window = (key: string, limit: number, message: string): WindowRule => ({
+        key,
+        limit,
+        durationMs: guesses.windowSeconds * 1000,
+        enforce: true,
+        message,
+      })
+      const account = window(loginKey(login), guesses.loginPerAccount, 'Too many failed logins for this account')
+      const address = window(`login-ip:${ipKey(ip)}`, guesses.loginPerIp, 'Too many failed logins from this address')
+      takeAttempt(db, [account, address])
       const user = findByLogin(login)
       const ok = await Bun.password.verify(password, user?.passwordHash ?? dummyHash)
       if (!user || !ok) throw unauthorized('Invalid username or password')
+      // Under both names the account answers to; the address gets its attempt back (it was not a failure).
+      clearWindows(db, [loginKey(user.username), loginKey(user.email)])
+      refundAttempt(db, [address])
       return assertActive(user)
     },
 

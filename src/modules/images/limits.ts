@@ -1,7 +1,8 @@
-import { and, eq, sql } from 'drizzle-orm'
+import { and, eq, inArray, sql } from 'drizzle-orm'
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
 import { images, uploadWindows, type User } from '../../db/schema'
+import { ipKey } from '../../http/client-ip'
 import { HttpError } from '../../http/errors'
 import { HOUR_MS } from '../../lib/time'
 import { liveImage } from './live'
@@ -17,6 +18,8 @@ export interface WindowRule {
   enforce: boolean
   /** What is counted, plural, for the 429 message of windows other than uploads (e.g. `reports`). */
   counts?: string
+  /** The 429 message of windows that count attempts rather than uploads (the wait is appended). */
+  message?: string
 }
 
 export interface UploadPolicy {
@@ -48,7 +51,7 @@ export function anonymousPolicy(config: Config, ip: string): UploadPolicy {
     maxFiles: anon.maxFiles,
     maxFileSize: anon.maxFileSize,
     storageLimit: null,
-    window: { key: `ip:${ip}`, limit: anon.uploads, durationMs: anon.windowSeconds * 1000, enforce: true },
+    window: { key: `ip:${ipKey(ip)}`, limit: anon.uploads, durationMs: anon.windowSeconds * 1000, enforce: true },
   }
 }
 
@@ -88,29 +91,80 @@ export function rateLimited(state: WindowState, message: string) {
   return new HttpError(429, message, { retryAfter: state.resetSeconds }, { 'Retry-After': String(Math.max(1, state.resetSeconds)), ...rateLimitHeaders(state) })
 }
 
-/** Refuses a batch of `files` that does not fit in what the window has left. */
-export function checkWindow(db: Db | Tx, rule: WindowRule, files: number, now = Date.now()) {
+/**
+ * Refuses a batch of `files` that does not fit in what the window has left once `held` (files other admitted uploads
+ * will count) is set aside.
+ */
+export function checkWindow(db: Db | Tx, rule: WindowRule, files: number, now = Date.now(), held = 0) {
   const state = windowState(db, rule, now)
-  if (rule.enforce && files > state.remaining) {
+  if (rule.enforce && files + held > state.remaining) {
+    const left = { ...state, remaining: Math.max(0, state.remaining - held) }
     throw rateLimited(
-      state,
-      rule.counts
-        ? `Rate limit exceeded: ${state.remaining} of ${rule.limit} ${rule.counts} left in this window`
-        : `Upload rate limit exceeded: ${state.remaining} of ${rule.limit} uploads left in this window`,
+      left,
+      rule.message
+        ? `${rule.message}: try again in ${Math.max(1, left.resetSeconds)} s`
+        : rule.counts
+          ? `Rate limit exceeded: ${left.remaining} of ${rule.limit} ${rule.counts} left in this window`
+          : `Upload rate limit exceeded: ${left.remaining} of ${rule.limit} uploads left in this window`,
     )
   }
   return state
 }
 
+/** Adds `delta` to the window's count (a new window starts when the last one ended); a count never goes below 0. */
+function countWindow(db: Db | Tx, rule: WindowRule, delta: number, now: number) {
+  const w = currentWindow(db, rule, now)
+  // Taking back from a window that has already ended has nothing to undo.
+  if (w.fresh && delta <= 0) return
+  const used = Math.max(0, w.used + delta)
+  db.insert(uploadWindows)
+    .values({ key: rule.key, windowStart: new Date(w.start), used })
+    .onConflictDoUpdate({ target: uploadWindows.key, set: { windowStart: new Date(w.start), used } })
+    .run()
+}
+
 /** Checks and counts a batch in one step; must run inside the transaction that stores the batch. */
 export function consumeWindow(tx: Tx, rule: WindowRule, files: number, now = Date.now()): WindowState {
   checkWindow(tx, rule, files, now)
-  const w = currentWindow(tx, rule, now)
-  tx.insert(uploadWindows)
-    .values({ key: rule.key, windowStart: new Date(w.start), used: w.used + files })
-    .onConflictDoUpdate({ target: uploadWindows.key, set: { windowStart: new Date(w.start), used: w.used + files } })
-    .run()
+  countWindow(tx, rule, files, now)
   return windowState(tx, rule, now)
+}
+
+/**
+ * Counting attempts is bookkeeping: a database that cannot take the write (a full disk, a read-only file) must not
+ * turn the answer into a failure. The check before it still holds what was counted so far.
+ */
+function tally(db: Db, rules: WindowRule[], delta: number, now: number) {
+  try {
+    db.transaction((t) => {
+      for (const rule of rules) countWindow(t, rule, delta, now)
+    })
+  } catch (error) {
+    console.error(JSON.stringify({ level: 'warn', msg: 'could not count an attempt', keys: rules.map((r) => r.key), error: String(error) }))
+  }
+}
+
+/**
+ * An attempt that costs the server (a password to verify): refused (429) when any of its windows is used up,
+ * otherwise counted in each before the work starts, so parallel attempts cannot all slip past the check.
+ */
+export function takeAttempt(db: Db, rules: WindowRule[], now = Date.now()) {
+  for (const rule of rules) checkWindow(db, rule, 1, now)
+  tally(db, rules, 1, now)
+}
+
+/** An attempt that turned out right was no failure: it comes off its windows again. */
+export function refundAttempt(db: Db, rules: WindowRule[], now = Date.now()) {
+  tally(db, rules, -1, now)
+}
+
+/** Forgets a window (a successful login starts its account's count over). */
+export function clearWindows(db: Db, keys: string[]) {
+  try {
+    db.delete(uploadWindows).where(inArray(uploadWindows.key, keys)).run()
+  } catch (error) {
+    console.error(JSON.stringify({ level: 'warn', msg: 'could not clear a window', keys, error: String(error) }))
+  }
 }
 
 /** Bytes of the owner's live images: an expired image stops counting at once, before the sweeper removes it. */
@@ -124,11 +178,141 @@ export function storageUsed(db: Db | Tx, userId: number, now = Date.now()): numb
   )
 }
 
-/** Refuses a batch that would take the owner past their storage limit. */
-export function checkQuota(db: Db | Tx, policy: UploadPolicy, incomingBytes: number) {
+/** Refuses a batch that would take the owner past their storage limit, `held` bytes of admitted uploads set aside. */
+export function checkQuota(db: Db | Tx, policy: UploadPolicy, incomingBytes: number, held = 0) {
   if (!policy.owner || policy.storageLimit === null) return
-  const used = storageUsed(db, policy.owner.id)
+  const used = storageUsed(db, policy.owner.id) + held
   if (used + incomingBytes > policy.storageLimit) {
     throw new HttpError(413, `Storage limit reached: ${Math.max(0, policy.storageLimit - used)} of ${policy.storageLimit} bytes left`)
+  }
+}
+
+/** How long a client refused by the in-flight cap should wait: an upload takes about a second to process. */
+const IN_FLIGHT_RETRY_SECONDS = 2
+
+/** An admitted upload's share of the in-flight caps, the window and the quota, until it ends. */
+export interface AdmittedUpload {
+  /**
+   * The body is read: `files` files of `bytes` bytes replace the one file held so far. Refuses (429, 413) before any
+   * decoding what no longer fits beside what other admitted uploads hold.
+   */
+  hold(files: number, bytes: number): void
+  /** The batch is committed: the database counts it now, so it holds nothing more in memory. */
+  committed(): void
+  /** The request is over (stored, refused, failed or cut off); safe to call more than once. */
+  release(): void
+}
+
+/**
+ * What lets an upload start, before its body is read, for every upload door (both multipart endpoints, tus):
+ * - the refused-uploads windows: files refused after processing began count per IP and per account, and past the
+ *   limit that IP or account may not start another upload (the upload windows themselves count only stored files);
+ * - the in-flight caps per IP and per account (admins: the IP cap only);
+ * - the upload window and the storage quota, counting what admitted uploads will use: one file each until their body
+ *   is read, then their real files and bytes. The transaction that stores a batch stays the exact, final check.
+ * Holds and in-flight counts live in this process's memory; everything counted for good is in the database.
+ */
+export function createUploadAdmission(db: Db, config: Config) {
+  const inFlight = new Map<string, number>()
+  /** Files that admitted uploads will count, per window key. */
+  const heldFiles = new Map<string, number>()
+  /** Bytes that admitted uploads will store, per owner. */
+  const heldBytes = new Map<number, number>()
+
+  function add<K>(map: Map<K, number>, key: K, delta: number) {
+    const n = (map.get(key) ?? 0) + delta
+    if (n > 0) map.set(key, n)
+    else map.delete(key)
+  }
+
+  const isAdmin = (policy: UploadPolicy) => policy.owner?.role === 'admin'
+
+  /** Admins are trusted like the operator: their refused files count against nothing. */
+  function refusedRules(policy: UploadPolicy, ip: string): WindowRule[] {
+    if (isAdmin(policy)) return []
+    const { perWindow, windowSeconds } = config.limits.refused
+    const rule = (key: string, who: string): WindowRule => ({
+      key,
+      limit: perWindow,
+      durationMs: windowSeconds * 1000,
+      enforce: true,
+      message: `Too many refused uploads from this ${who} (files that were not images the service could accept)`,
+    })
+    const rules = [rule(`refused:ip:${ipKey(ip)}`, 'address')]
+    if (policy.owner) rules.push(rule(`refused:user:${policy.owner.id}`, 'account'))
+    return rules
+  }
+
+  function slotsOf(policy: UploadPolicy, ip: string) {
+    const { perIp, perAccount } = config.limits.inFlight
+    const slots = [{ key: `ip:${ipKey(ip)}`, cap: perIp, per: 'from one address' }]
+    if (policy.owner && !isAdmin(policy)) slots.push({ key: `user:${policy.owner.id}`, cap: perAccount, per: 'per account' })
+    return slots
+  }
+
+  const bytesHeld = (policy: UploadPolicy) => (policy.owner ? (heldBytes.get(policy.owner.id) ?? 0) : 0)
+
+  function checkRefused(policy: UploadPolicy, ip: string, now: number) {
+    for (const rule of refusedRules(policy, ip)) checkWindow(db, rule, 1, now)
+  }
+
+  return {
+    /**
+     * Whether an upload of `bytes` could start now (a tus creation, which sends no data): the refused windows, the
+     * upload window and the quota beside what admitted uploads hold. Holds nothing.
+     */
+    check(policy: UploadPolicy, ip: string, bytes: number, now = Date.now()) {
+      checkRefused(policy, ip, now)
+      checkWindow(db, policy.window, 1, now, heldFiles.get(policy.window.key) ?? 0)
+      checkQuota(db, policy, bytes, bytesHeld(policy))
+    },
+
+    /** Lets an upload start before its body is read (429 otherwise), holding one file of its window. */
+    admit(policy: UploadPolicy, ip: string, now = Date.now()): AdmittedUpload {
+      checkRefused(policy, ip, now)
+      const slots = slotsOf(policy, ip)
+      for (const { key, cap, per } of slots) {
+        if ((inFlight.get(key) ?? 0) >= cap) {
+          const state = { limit: cap, used: cap, remaining: 0, resetSeconds: IN_FLIGHT_RETRY_SECONDS }
+          throw rateLimited(state, `Too many uploads at once: at most ${cap} ${per}; wait for one to finish`)
+        }
+      }
+      const windowKey = policy.window.key
+      checkWindow(db, policy.window, 1, now, heldFiles.get(windowKey) ?? 0)
+      for (const { key } of slots) add(inFlight, key, 1)
+      let files = 1
+      let bytes = 0
+      let released = false
+      add(heldFiles, windowKey, files)
+      const holdNothing = () => {
+        add(heldFiles, windowKey, -files)
+        if (policy.owner) add(heldBytes, policy.owner.id, -bytes)
+        files = 0
+        bytes = 0
+      }
+      return {
+        hold(newFiles: number, newBytes: number) {
+          // In the order of the transaction's own checks, so a batch is refused for the same reason either way.
+          checkQuota(db, policy, newBytes, bytesHeld(policy) - bytes)
+          checkWindow(db, policy.window, newFiles, Date.now(), (heldFiles.get(windowKey) ?? 0) - files)
+          add(heldFiles, windowKey, newFiles - files)
+          if (policy.owner) add(heldBytes, policy.owner.id, newBytes - bytes)
+          files = newFiles
+          bytes = newBytes
+        },
+        committed: holdNothing,
+        release() {
+          if (released) return
+          released = true
+          holdNothing()
+          for (const { key } of slots) add(inFlight, key, -1)
+        },
+      }
+    },
+
+    /** Counts a request whose files were refused after processing began (or were blocked), against its IP and account. */
+    refused(policy: UploadPolicy, ip: string, now = Date.now()) {
+      tally(db, refusedRules(policy, ip), 1, now)
+    },
   }
 }

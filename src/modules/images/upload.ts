@@ -18,7 +18,7 @@ import { resolveUploadAlbum } from '../albums/service'
 import { refuseBlocked } from '../reports/blocklist'
 import { expiryDate, uploadExpiry } from './expiry'
 import { noImageEvents, type ImageEvents } from './events'
-import { checkQuota, checkWindow, consumeWindow, rateLimitHeaders, type UploadPolicy } from './limits'
+import { checkQuota, consumeWindow, createUploadAdmission, rateLimitHeaders, type AdmittedUpload, type UploadPolicy } from './limits'
 
 const TRUE_FORMS = new Set(['true', '1', 'yes', 'on'])
 /** Multipart framing and form fields on top of the files themselves. */
@@ -59,6 +59,7 @@ export function createUploadPipeline(deps: {
   const events = deps.events ?? noImageEvents
   const tmpDir = join(config.dataDir, 'tmp')
   mkdirSync(tmpDir, { recursive: true })
+  const admission = createUploadAdmission(db, config)
 
   function readOptions(fields: Record<string, string>, policy: UploadPolicy) {
     const visibility = fields.visibility
@@ -130,21 +131,36 @@ export function createUploadPipeline(deps: {
   }
 
   /**
-   * Validates, processes and stores files that have already been received (multipart parts or a finished tus upload).
-   * All or nothing; the temp files are consumed either way (moved into storage or removed).
+   * Files refused once processing began (every MediaError: not an image, undecodable, too many pixels, past a
+   * budget, location not removable) and blocked files cost their sender: counted against the refused-uploads windows.
+   * prepare() turns a MediaError into a 400 and lets everything else (our own failures) through as it is.
    */
-  async function store(files: ReceivedFile[], fields: Record<string, string>, opts: UploadOptions) {
+  async function refusable<T>(opts: UploadOptions, work: () => T | Promise<T>): Promise<T> {
+    try {
+      return await work()
+    } catch (error) {
+      if (error instanceof HttpError && error.status === 400) admission.refused(opts.policy, opts.ip)
+      throw error
+    }
+  }
+
+  /**
+   * Validates, processes and stores files that have already been received (multipart parts or a finished tus upload),
+   * for an upload that `admit` let in. All or nothing; the temp files are consumed either way (moved into storage or
+   * removed).
+   */
+  async function store(files: ReceivedFile[], fields: Record<string, string>, opts: UploadOptions, admitted: AdmittedUpload) {
     const { policy } = opts
     const storedKeys: StorageKey[] = []
     try {
       const options = readOptions(fields, policy)
       if (files.length === 0) throw badRequest('No files: send one or more `file` fields')
       // By the hash of the bytes as sent (metadata stripping changes them later): what a re-upload sends again.
-      refuseBlocked(db, files.map((f) => f.sha256))
-      checkWindow(db, policy.window, files.length)
-      checkQuota(db, policy, files.reduce((sum, f) => sum + f.size, 0))
+      await refusable(opts, () => refuseBlocked(db, files.map((f) => f.sha256)))
+      // The real batch, beside what other admitted uploads hold: what cannot fit is refused before any decoding.
+      admitted.hold(files.length, files.reduce((sum, f) => sum + f.size, 0))
 
-      const prepared = await prepareAll(files, options.nsfw, opts.scan)
+      const prepared = await refusable(opts, () => prepareAll(files, options.nsfw, opts.scan))
       const ids = prepared.map(() => newPublicId())
       // Files first, row second: a crash in between leaves orphan files (swept at startup), never a row without bytes.
       for (const [i, p] of prepared.entries()) {
@@ -193,6 +209,7 @@ export function createUploadPipeline(deps: {
         if (albumId) tx.insert(albumImages).values(rows.map((r) => ({ albumId, imageId: r.id, addedAt: new Date(now) }))).onConflictDoNothing().run()
         return { rows, window }
       })
+      admitted.committed()
       // After the commit, never before; listeners (webhooks) only queue work, they never hold the answer up.
       for (const row of rows) events.emit('image.uploaded', row)
       return { rows, deleteTokens, headers: rateLimitHeaders(window) }
@@ -215,11 +232,18 @@ export function createUploadPipeline(deps: {
       if (policy.maxFileSize !== null && declared > policy.maxFiles * (policy.maxFileSize + MULTIPART_OVERHEAD)) {
         throw tooLarge(`Request too large: at most ${policy.maxFiles} files of ${policy.maxFileSize} bytes`)
       }
-      checkWindow(db, policy.window, 1)
-
-      const { files, fields } = await receiveMultipart(request, { tmpDir, maxFiles: policy.maxFiles, maxFileSize: policy.maxFileSize })
-      return store(files, fields, opts)
+      const admitted = admission.admit(policy, opts.ip)
+      try {
+        const { files, fields } = await receiveMultipart(request, { tmpDir, maxFiles: policy.maxFiles, maxFileSize: policy.maxFileSize })
+        return await store(files, fields, opts, admitted)
+      } finally {
+        admitted.release()
+      }
     },
+    /** Lets an upload that arrives some other way (a tus PATCH) start, before its body is read; release it when done. */
+    admit: (opts: UploadOptions) => admission.admit(opts.policy, opts.ip),
+    /** Whether an upload of `bytes` could start now (a tus creation); holds nothing. */
+    check: (opts: UploadOptions, bytes: number) => admission.check(opts.policy, opts.ip, bytes),
     /** The entry for files received some other way (a finished tus upload): same checks, same answer. */
     store,
     /** Checks upload fields (visibility, album, ...) without storing anything: 400 when the pipeline would refuse them. */

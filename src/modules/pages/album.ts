@@ -1,23 +1,33 @@
 import type { Config } from '../../config'
 import type { Album, Image } from '../../db/schema'
+import { HttpError } from '../../http/errors'
 import { html } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
 import type { ImageService } from '../images/service'
 import { thumbGrid } from './grid'
 import { thumbnailSize } from './service'
 
-/** The form of a password-protected album; the title stays hidden until the password is given. */
-export function renderAlbumPassword(pages: PageRenderer, album: Album, wrong: boolean): Response {
+/**
+ * The form of a password-protected album; the title stays hidden until the password is given. `state`: asking (200),
+ * after a wrong password (403), or the throttle's 429 (with its Retry-After), which says how long to wait.
+ */
+export function renderAlbumPassword(pages: PageRenderer, album: Album, state: 'ask' | 'wrong' | HttpError): Response {
+  const throttled = state instanceof HttpError ? state : null
+  const seconds = Number(throttled?.headers['Retry-After'] ?? 0)
+  const wait = seconds < 90 ? `${seconds} seconds` : `${Math.ceil(seconds / 60)} minutes`
   return pages.respond({
     title: 'Password required',
-    status: wrong ? 403 : 200,
+    status: throttled ? throttled.status : state === 'wrong' ? 403 : 200,
+    headers: throttled?.headers,
     noindex: true,
     body: html`<form class="password-form" method="post" action="/a/${album.id}">
 <h1>Password required</h1>
 <p class="muted">This album is protected by a password.</p>
 <label for="album-password">Password</label>
 <input id="album-password" name="password" type="password" required autofocus autocomplete="off">
-${wrong ? html`<p class="error" role="alert">Wrong password, try again.</p>` : ''}
+${state === 'wrong' ? html`<p class="error" role="alert">Wrong password, try again.</p>` : ''}${
+      throttled ? html`<p class="error" role="alert">Too many wrong passwords. Try again in ${wait}.</p>` : ''
+    }
 <button type="submit">Open album</button>
 </form>`,
   })

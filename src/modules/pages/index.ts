@@ -1,5 +1,6 @@
 import { Elysia, t } from 'elysia'
 import type { Config } from '../../config'
+import { clientIp } from '../../http/client-ip'
 import { errors, HttpError, notFound } from '../../http/errors'
 import { createPageRenderer, getAsset } from '../../web/page'
 import type { AlbumService } from '../albums/service'
@@ -25,10 +26,11 @@ export function pagesModule(deps: { config: Config; pages: PageService; images: 
   const { config, pages, images, albums, gallery } = deps
   const renderer = createPageRenderer(config)
 
-  async function albumPage(id: string, password: string | undefined): Promise<Response> {
-    const result = await albums.access(null, id, password)
+  async function albumPage(id: string, password: string | undefined, ip: string): Promise<Response> {
+    const result = await albums.access(null, id, password, ip)
     if (result.kind === 'not-found') return renderer.notFound('This album does not exist, is private, or was deleted.')
-    if (result.kind === 'password') return renderAlbumPassword(renderer, result.album, result.wrong)
+    if (result.kind === 'password') return renderAlbumPassword(renderer, result.album, result.wrong ? 'wrong' : 'ask')
+    if (result.kind === 'throttled') return renderAlbumPassword(renderer, result.album, result.error)
     return renderAlbum(
       renderer,
       config,
@@ -44,6 +46,7 @@ export function pagesModule(deps: { config: Config; pages: PageService; images: 
   }
 
   return new Elysia({ name: 'module-pages' })
+    .use(clientIp(config.trustProxy))
     .get(
       '/assets/:name',
       ({ params, query, headers }) => {
@@ -99,16 +102,16 @@ export function pagesModule(deps: { config: Config; pages: PageService; images: 
       },
       { params: t.Object({ id: t.String() }), ...hidden },
     )
-    .get('/a/:id', ({ params, query }) => albumPage(params.id, query.password || undefined), {
+    .get('/a/:id', ({ params, query, clientIp }) => albumPage(params.id, query.password || undefined, clientIp), {
       params: t.Object({ id: t.String() }),
       query: t.Object({ password: t.Optional(t.String()) }),
       ...hidden,
     })
     .post(
       '/a/:id',
-      ({ params, body }) => {
+      ({ params, body, clientIp }) => {
         const password = body && typeof body === 'object' && typeof (body as { password?: unknown }).password === 'string'
-        return albumPage(params.id, password ? (body as { password: string }).password : undefined)
+        return albumPage(params.id, password ? (body as { password: string }).password : undefined, clientIp)
       },
       { params: t.Object({ id: t.String() }), ...hidden },
     )

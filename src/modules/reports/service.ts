@@ -2,6 +2,7 @@ import { aliasedTable, and, count, desc, eq, or, sql } from 'drizzle-orm'
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
 import { blockedHashes, images, reports, users, type Image, type Report, type User } from '../../db/schema'
+import { ipKey } from '../../http/client-ip'
 import { badRequest, conflict, notFound } from '../../http/errors'
 import { pageCount } from '../../http/pagination'
 import { HOUR_MS, iso } from '../../lib/time'
@@ -29,7 +30,7 @@ export function createReportService(deps: { db: Db; config: Config; storage: Sto
 
   /** Reports share the persisted fixed windows of uploads, keyed per IP. */
   const window = (ip: string): WindowRule => ({
-    key: `report:${ip}`,
+    key: `report:${ipKey(ip)}`,
     limit: config.limits.reportsPerHour,
     durationMs: HOUR_MS,
     enforce: true,

@@ -11,7 +11,8 @@ import type { ReceivedFile } from '../../http/multipart'
 import { randomAlphanumeric } from '../../lib/crypto'
 import { DAY_MS, HOUR_MS } from '../../lib/time'
 import { uploadAnswer } from '../images'
-import { accountPolicy, anonymousPolicy, checkQuota, checkWindow, type UploadPolicy } from '../images/limits'
+import { ipKey } from '../../http/client-ip'
+import { accountPolicy, anonymousPolicy, type AdmittedUpload } from '../images/limits'
 import type { ImageService } from '../images/service'
 import type { UploadOptions, UploadPipeline } from '../images/upload'
 import { parseUploadMetadata } from './metadata'
@@ -86,7 +87,7 @@ export function createTusService(deps: {
   }
 
   function openCount(caller: TusCaller, now: number) {
-    const owner = caller.user ? eq(tusUploads.userId, caller.user.id) : and(isNull(tusUploads.userId), eq(tusUploads.ip, caller.ip))
+    const owner = caller.user ? eq(tusUploads.userId, caller.user.id) : and(isNull(tusUploads.userId), eq(tusUploads.ip, ipKey(caller.ip)))
     return db
       .select({ n: count() })
       .from(tusUploads)
@@ -101,7 +102,7 @@ export function createTusService(deps: {
   }
 
   /** Runs the finished file through the pipeline and keeps its answer, success or refusal. */
-  async function finish(caller: TusCaller, row: TusUpload): Promise<TusResult> {
+  async function finish(row: TusUpload, options: UploadOptions, admitted: AdmittedUpload): Promise<TusResult> {
     const fields = parseUploadMetadata(row.metadata)
     const file: ReceivedFile = {
       path: pathOf(row.id),
@@ -111,7 +112,7 @@ export function createTusService(deps: {
     }
     let result: TusResult
     try {
-      const stored = await pipeline.store([file], fields, policyFor(row.endpoint, caller.user, row.ip))
+      const stored = await pipeline.store([file], fields, options, admitted)
       deps.metrics?.uploaded(stored.rows.length, stored.rows.reduce((sum, r) => sum + r.size, 0))
       result = { status: 200, body: uploadAnswer(images, stored), headers: stored.headers }
     } catch (error) {
@@ -149,8 +150,8 @@ export function createTusService(deps: {
     async create(caller: TusCaller, length: number, metadataHeader: string, now = Date.now()): Promise<TusUpload> {
       if (!Number.isSafeInteger(length) || length < 1) throw badRequest('Upload-Length must be a whole number of bytes, at least 1')
       const fields = parseUploadMetadata(metadataHeader)
-      const { policy } = policyFor(caller.endpoint, caller.user, caller.ip)
-      checkCreation(policy, length, fields)
+      const options = policyFor(caller.endpoint, caller.user, caller.ip)
+      checkCreation(options, length, fields)
       if (openCount(caller, now) >= maxOpen) {
         throw badRequest(`Too many unfinished uploads: at most ${maxOpen}; finish or delete one first`)
       }
@@ -163,7 +164,8 @@ export function createTusService(deps: {
           id,
           userId: caller.user?.id ?? null,
           endpoint: caller.endpoint,
-          ip: caller.ip,
+          // The key of the per-IP limits (an IPv6 address by its /64): what the upload is counted under when it ends.
+          ip: ipKey(caller.ip),
           length,
           offset: 0,
           metadata: metadataHeader.trim(),
@@ -204,6 +206,10 @@ export function createTusService(deps: {
       if (contentLength !== null && offset + contentLength > row.length) {
         throw tooLarge(`The chunk passes Upload-Length (${row.length} bytes)`)
       }
+      // The window and quota follow the creator (an anonymous upload: the address that created it), the in-flight
+      // caps and refused-uploads windows the address sending this chunk.
+      const options = { ...policyFor(row.endpoint, caller.user, row.ip), ip: caller.ip }
+      const admitted = pipeline.admit(options)
       busy.add(id)
       try {
         const onDisk = (await stat(pathOf(id)).catch(() => null))?.size ?? -1
@@ -243,10 +249,11 @@ export function createTusService(deps: {
         row = db.update(tusUploads).set({ offset: newOffset }).where(eq(tusUploads.id, id)).returning().get()!
         if (failure) throw failure
         if (row.offset < row.length) return { upload: row, result: null }
-        const result = await finish(caller, row)
+        const result = await finish(row, options, admitted)
         return { upload: db.select().from(tusUploads).where(eq(tusUploads.id, id)).get()!, result }
       } finally {
         busy.delete(id)
+        admitted.release()
       }
     },
 
@@ -287,12 +294,12 @@ export function createTusService(deps: {
     },
   }
 
-  function checkCreation(policy: UploadPolicy, length: number, fields: Record<string, string>) {
+  function checkCreation(options: UploadOptions, length: number, fields: Record<string, string>) {
+    const { policy } = options
     if (policy.maxFileSize !== null && length > policy.maxFileSize) {
       throw tooLarge(`File too large: at most ${policy.maxFileSize} bytes per file`)
     }
     pipeline.checkFields(fields, policy)
-    checkWindow(db, policy.window, 1)
-    checkQuota(db, policy, length)
+    pipeline.check(options, length)
   }
 }
