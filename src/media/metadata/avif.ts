@@ -12,6 +12,9 @@ import { blankXmp, scrubXmp } from './xmp'
  * or a malformed meta box) is refused.
  */
 
+/** An Exif item's payload holding no tags: TIFF header offset 0, a big-endian header, an empty IFD0. */
+const EMPTY_EXIF = new Uint8Array([0, 0, 0, 0, 0x4d, 0x4d, 0, 42, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0])
+
 /** Extents one metadata item may have; writers use one. */
 const MAX_EXTENTS = 64
 
@@ -194,7 +197,9 @@ export function stripAvif(b: Uint8Array, mode: 'gps' | 'all', cost: Cost): Uint8
 function cleanItem(item: Uint8Array, kind: ItemKind, mode: 'gps' | 'all', cost: Cost): boolean {
   if (mode === 'all') {
     if (kind !== 'exif') return blankXmp(item, cost)
+    // What stays is an Exif item with no tags (readers take all zeros for a broken one), or zeros if it cannot hold that.
     item.fill(0)
+    if (item.length >= EMPTY_EXIF.length) item.set(EMPTY_EXIF)
     cost.add(item.length)
     return item.length > 0
   }

@@ -12,11 +12,11 @@ const XMP_KEYWORD = 'XML:com.adobe.xmp'
 /** ImageMagick's hex-encoded profiles: "Raw profile type exif" (or APP1), "... xmp", "... iptc", "... 8bim". */
 const RAW_PROFILE = 'Raw profile type '
 /**
- * Compressed text chunks are inflated within a budget for the whole file: 1 MiB plus 32 bytes per byte of the file,
+ * Compressed text chunks are inflated within a budget for the whole file: 64 KiB plus 64 bytes per byte of the file,
  * at most 16 MiB. Real XMP fits many times over; a deflate bomb (16 MB of XMP in 24 KB) passes it and is refused.
  */
-const INFLATE_SLACK = 1 << 20
-const INFLATE_RATIO = 32
+const INFLATE_SLACK = 64 << 10
+const INFLATE_RATIO = 64
 const MAX_INFLATED = 16 << 20
 
 export function pngChunk(type: string, data: Uint8Array): Uint8Array {
@@ -107,6 +107,7 @@ export function stripPng(b: Uint8Array, mode: 'gps' | 'all', cost: Cost): Uint8A
       return out
     } catch (err) {
       const tooLarge = (err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE'
+      cost.add(tooLarge ? inflateBudget : 0) // inflated up to the budget before giving up
       throw unsafe(tooLarge ? 'compressed metadata larger than allowed when inflated' : 'compressed metadata could not be read')
     }
   }
