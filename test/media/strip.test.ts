@@ -16,6 +16,7 @@ import {
   realExifTiff,
   strayZeroJpeg,
   tiffStructure,
+  tiffWithGps,
   withJpegSegments,
   withPngChunks,
   XMP_GPS_NAME,
@@ -246,32 +247,6 @@ describe('WebP', () => {
     }
   })
 })
-
-/**
- * A real TIFF (libvips) given a GPS directory the way other writers do: a new IFD0 at the end holding the old
- * entries plus GPSInfo, then the GPS directory and its values.
- */
-async function tiffWithGps(): Promise<Buffer> {
-  const t = Buffer.from(await photo().tiff().withXmp(XMP_WITH_GPS).toBuffer())
-  const ifd0 = t.readUInt32LE(4)
-  const count = t.readUInt16LE(ifd0)
-  const entries = Array.from({ length: count }, (_, i) => t.subarray(ifd0 + 2 + i * 12, ifd0 + 14 + i * 12))
-  const newIfd = t.length + (t.length & 1)
-  const gps = newIfd + 2 + (count + 1) * 12 + 4
-  const values = gps + 2 + 2 * 12 + 4
-  const pointer = Buffer.alloc(12)
-  pointer.writeUInt16LE(0x8825, 0)
-  pointer.writeUInt16LE(4, 2)
-  pointer.writeUInt32LE(1, 4)
-  pointer.writeUInt32LE(gps, 8)
-  const sorted = [...entries, pointer].sort((a, b) => a.readUInt16LE(0) - b.readUInt16LE(0))
-  const gpsDir = tiffStructure(values + 24, [{ at: gps, entries: [[1, 2, 2, 0x4e], [2, 5, 3, values]] }]).subarray(gps, values)
-  const latitude = Buffer.alloc(24)
-  ;[51, 1, 30, 1, 26, 1].forEach((v, i) => latitude.writeUInt32LE(v, i * 4))
-  const out = Buffer.concat([t, Buffer.alloc(newIfd - t.length), Buffer.from([count + 1, 0]), ...sorted, Buffer.alloc(4), gpsDir, latitude])
-  out.writeUInt32LE(newIfd, 4)
-  return out
-}
 
 describe('TIFF', () => {
   test('the GPSInfo pointer leaves IFD0, the GPS directory and values are zeroed, XMP GPS blanked: same length, same pixels', async () => {
