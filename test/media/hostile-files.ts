@@ -117,11 +117,11 @@ export function gpsEntriesTiff(entries: number, size: number): Uint8Array {
   ])
 }
 
-/** Row 3: a JPEG with GPS in its Exif and one stray 00 byte between two markers (before the Exif APP1). */
+/** Row 3: a JPEG with GPS in its Exif and one stray 00 byte between two markers (after the first segment). */
 export async function strayZeroJpeg(): Promise<Uint8Array> {
-  const jpeg = new Uint8Array(await photo(64, 48).jpeg().withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }).toBuffer())
-  const app1 = Buffer.from(jpeg).indexOf(Buffer.from([0xff, 0xe1]))
-  return concat([jpeg.subarray(0, app1), [0], jpeg.subarray(app1)])
+  const jpeg = Buffer.from(await photo(64, 48).jpeg().withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }).toBuffer())
+  const second = 4 + jpeg.readUInt16BE(4)
+  return concat([jpeg.subarray(0, second), [0], jpeg.subarray(second)])
 }
 
 /** 51/1, the latitude's degrees as an Exif RATIONAL in either byte order: in the file only while its GPS is. */
