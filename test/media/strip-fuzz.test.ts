@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, test } from 'bun:test'
 import exifReader from 'exif-reader'
 import fc from 'fast-check'
-import sharp from 'sharp'
+import sharp, { type Sharp } from 'sharp'
 import { Cost, LOCATION_UNSAFE, stripBytes } from '../../src/media/exif'
 import type { ImageFormat } from '../../src/media/formats'
 import { pngChunk } from './helpers'
@@ -135,7 +135,7 @@ let seeds: Record<'jpeg' | 'png' | 'webp' | 'tiff' | 'avif', Uint8Array>
 let plain: Case[]
 beforeAll(async () => {
   const image = () => photo(24, 16)
-  const u8 = async (s: sharp.Sharp) => new Uint8Array(await s.toBuffer())
+  const u8 = async (s: Sharp) => new Uint8Array(await s.toBuffer())
   seeds = {
     jpeg: await u8(image().jpeg().withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }).withXmp(XMP_WITH_GPS)),
     png: await u8(image().png().withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }).withXmp(XMP_WITH_GPS)),

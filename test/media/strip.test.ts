@@ -272,7 +272,7 @@ describe('TIFF', () => {
 
   test('GPS data overlapping image data or a directory, or a directory loop, is refused rather than zeroed', async () => {
     const file = await tiffWithGps()
-    const stripOffset = exifReader(file).Image!.StripOffsets as number
+    const stripOffset = Number(exifReader(file).Image!.StripOffsets)
     const intoPixels = Buffer.from(file)
     const gpsAt = intoPixels.length - 24 - 30
     intoPixels.writeUInt32LE(stripOffset, gpsAt + 2 + 12 + 8) // the latitude's values now "lie" in the strip
