@@ -21,7 +21,7 @@ export function unsafe(reason: string): MediaError {
 /** `b.indexOf(byte, from)`, with the bytes it passed over counted. */
 export function find(b: Uint8Array, byte: number, from: number, cost: Cost): number {
   const at = b.indexOf(byte, from)
-  cost.add((at < 0 ? b.length : at + 1) - from)
+  cost.add(Math.max(0, (at < 0 ? b.length : at + 1) - from))
   return at
 }
 

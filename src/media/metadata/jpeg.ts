@@ -9,9 +9,9 @@ const COM = 0xfe
 const EOI = 0xd9
 const SOI = [0xff, 0xd8, 0xff]
 const EXIF = [0x45, 0x78, 0x69, 0x66, 0] // "Exif\0" (then a pad byte, normally 0)
-const ascii = (s: string) => [...s].map((c) => c.charCodeAt(0))
-const XMP = ascii('http://ns.adobe.com/xap/1.0/\0')
-const XMP_EXTENSION = ascii('http://ns.adobe.com/xmp/extension/\0')
+const codes = (s: string) => [...s].map((c) => c.charCodeAt(0))
+const XMP = codes('http://ns.adobe.com/xap/1.0/\0')
+const XMP_EXTENSION = codes('http://ns.adobe.com/xmp/extension/\0')
 /** Extended XMP: namespace, 32-character GUID, full length and this part's offset (both 32-bit), then the part. */
 const EXTENSION_HEADER = XMP_EXTENSION.length + 32 + 8
 

@@ -19,7 +19,7 @@ const INFLATE_SLACK = 64 << 10
 const INFLATE_RATIO = 64
 const MAX_INFLATED = 16 << 20
 
-export function pngChunk(type: string, data: Uint8Array): Uint8Array {
+function pngChunk(type: string, data: Uint8Array): Uint8Array {
   const out = new Uint8Array(12 + data.length)
   const view = new DataView(out.buffer)
   view.setUint32(0, data.length)

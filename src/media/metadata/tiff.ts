@@ -28,7 +28,7 @@ const MAX_IFDS = 256
 /** A GPS directory defines 32 tags; one claiming more than this is not a camera's. */
 const MAX_GPS_ENTRIES = 1024
 
-export interface TiffReader {
+interface TiffReader {
   t: Uint8Array
   u16(at: number): number
   u32(at: number): number
@@ -36,7 +36,7 @@ export interface TiffReader {
 }
 
 /** Reads a TIFF structure in its own byte order; null if it does not start with a TIFF header. */
-export function tiffReader(t: Uint8Array): TiffReader | null {
+function tiffReader(t: Uint8Array): TiffReader | null {
   if (t.length < 8) return null
   const le = t[0] === 0x49 && t[1] === 0x49
   if (!le && !(t[0] === 0x4d && t[1] === 0x4d)) return null
