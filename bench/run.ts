@@ -4,7 +4,7 @@
  * sharp alone, the classifier alone), prints every figure with its reference and ratio, and writes
  * bench/results/<time>.json (and latest.json, latest.md). See bench/README.md.
  *
- * Options: --only=startup,classify,memory,healthz,ingest,cdn,metadata,views   run some groups only
+ * Options: --only=startup,classify,memory,healthz,hostile,ingest,cdn,metadata,views   run some groups only
  *          --seconds=N (default 3) --rounds=N (default 3)                       per throughput figure
  *          --ingest-seconds=N (default 4)   --readme   rewrite the table in bench/README.md   --keep   keep temp dirs
  *          --from=bench/results/latest.json   only rewrite the tables (latest.md, and README with --readme) from a saved run
@@ -19,6 +19,7 @@ import { startNginx } from './lib/nginx'
 import { BUN, freePort, memoryOf, resetPeak, ROOT, runJson, spawnLogged, stopChild, tempDir, waitHealthy } from './lib/proc'
 import { figure, machine, markdownTable, printFigure, type Figure } from './lib/report'
 import { median, percentile, sleep } from './lib/stats'
+import { HOSTILE_UPLOADS } from '../test/hostile'
 
 const { values: args } = parseArgs({
   options: {
@@ -31,7 +32,7 @@ const { values: args } = parseArgs({
     from: { type: 'string' },
   },
 })
-const GROUPS = ['startup', 'classify', 'memory', 'healthz', 'ingest', 'cdn', 'metadata', 'views'] as const
+const GROUPS = ['startup', 'classify', 'memory', 'healthz', 'hostile', 'ingest', 'cdn', 'metadata', 'views'] as const
 type Group = (typeof GROUPS)[number]
 const only = new Set((args.only ? args.only.split(',') : GROUPS) as Group[])
 for (const g of only) if (!GROUPS.includes(g)) throw new Error(`unknown group ${g}; groups: ${GROUPS.join(',')}`)
@@ -190,6 +191,41 @@ async function main() {
       const busy = await probing
       raw.healthz = { idle, busy, scans }
       add(figure({ group: 'event loop', figure: '/healthz p99 while 4 scanned uploads run', value: busy.p99Ms, unit: 'ms', reference: '/healthz p99 idle', refValue: idle.p99Ms, target: '< 20 ms', met: busy.p99Ms < 20, note: `${busy.count} probes every 10 ms, max ${busy.maxMs.toFixed(1)} ms; ${scans.count} scanned uploads (${scans.rate.toFixed(1)}/s) in parallel` }))
+    }
+
+    if (only.has('hostile')) {
+      section('/healthz while hostile files are uploaded (test/hostile.ts)')
+      type Probed = { count: number; p50Ms: number; p99Ms: number; maxMs: number; failures: number }
+      const probeUrl = `${app.url}/healthz`
+      const idle = await runJson<Probed>([BUN, 'bench/ref/probe.ts', probeUrl, '5', '3'], { timeoutMs: 60_000 })
+      add(figure({ group: 'hostile', figure: 'worst /healthz, idle', value: idle.maxMs, unit: 'ms', note: `${idle.count} probes every 5 ms, p99 ${idle.p99Ms.toFixed(1)} ms` }))
+      raw.hostile = { idle }
+      for (const hostile of HOSTILE_UPLOADS) {
+        const bytes = await hostile.bytes()
+        const probe = Bun.spawn([BUN, 'bench/ref/probe.ts', probeUrl, '5', '0'], { cwd: ROOT, stdout: 'pipe', stderr: 'inherit' })
+        await sleep(300)
+        const form = new FormData()
+        form.append('file', new Blob([bytes]), hostile.filename)
+        const t = performance.now()
+        const res = await fetch(`${app.url}/api/upload`, { method: 'POST', body: form })
+        const answer = await res.text()
+        const uploadMs = performance.now() - t
+        await sleep(100)
+        probe.kill('SIGTERM')
+        const busy = JSON.parse(await new Response(probe.stdout).text()) as Probed
+        ;(raw.hostile as Record<string, unknown>)[hostile.name] = { busy, status: res.status, uploadMs }
+        add(figure({
+          group: 'hostile',
+          figure: `worst /healthz while uploading ${hostile.name}`,
+          value: busy.maxMs,
+          unit: 'ms',
+          reference: 'worst /healthz idle',
+          refValue: idle.maxMs,
+          target: '< 50 ms',
+          met: busy.maxMs < 50 && busy.failures === 0,
+          note: `${(bytes.length / 1024).toFixed(0)} KB, answered ${res.status} after ${(uploadMs / 1000).toFixed(1)} s${res.status >= 400 ? ` (${(JSON.parse(answer) as { error: string }).error.slice(0, 80)})` : ''}; ${busy.count} probes, p99 ${busy.p99Ms.toFixed(1)} ms${busy.failures ? `, ${busy.failures} failed` : ''}`,
+        }))
+      }
     }
 
     if (only.has('ingest')) {

@@ -23,8 +23,20 @@ export function oneBitBmp(side: number) {
 }
 
 /** Nested `<use>`: each level draws the one below `fanout` times, and the leaf is a blurred full-canvas rectangle. */
-export function nestedUseSvg(levels: number, fanout: number): string {
-  let defs = '<filter id="f"><feGaussianBlur stdDeviation="30"/></filter><rect id="l0" width="2000" height="2000" filter="url(#f)"/>'
+export function nestedUseSvg(levels: number, fanout: number, side = 2000): string {
+  let defs = `<filter id="f"><feGaussianBlur stdDeviation="30"/></filter><rect id="l0" width="${side}" height="${side}" filter="url(#f)"/>`
   for (let i = 1; i <= levels; i++) defs += `<g id="l${i}">${`<use href="#l${i - 1}"/>`.repeat(fanout)}</g>`
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="2000" height="2000"><defs>${defs}</defs><use href="#l${levels}"/></svg>`
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${side}" height="${side}"><defs>${defs}</defs><use href="#l${levels}"/></svg>`
 }
+
+export interface HostileUpload {
+  name: string
+  filename: string
+  bytes(): Promise<Uint8Array<ArrayBuffer>> | Uint8Array<ArrayBuffer>
+}
+
+/** Every hostile file of issue 17's table, as the bench uploads them (anonymously, one at a time). */
+export const HOSTILE_UPLOADS: HostileUpload[] = [
+  { name: 'a 12.5 MB 1-bit 10000x10000 BMP', filename: 'big.bmp', bytes: () => oneBitBmp(10_000) },
+  { name: 'a 2 KB SVG of nested <use> with a blur', filename: 'slow.svg', bytes: () => new TextEncoder().encode(nestedUseSvg(6, 10)) },
+]

@@ -1,14 +1,17 @@
-// Paced latency probe: one GET every `intervalMs` (never more than one in flight) for `seconds`; prints percentiles.
-// Runs as its own process so its timings are not disturbed by the bench driving the load.
+// Paced latency probe: one GET every `intervalMs` (never more than one in flight) for `seconds`, or with seconds 0
+// until SIGTERM; prints percentiles. Runs as its own process so its timings are not disturbed by the bench driving
+// the load.
 // Usage: bun bench/ref/probe.ts <url> <intervalMs> <seconds>
 import { percentile, sleep } from '../lib/stats'
 
 const [url, intervalArg, secondsArg] = process.argv.slice(2)
 const interval = Number(intervalArg)
-const deadline = performance.now() + Number(secondsArg) * 1000
+const deadline = Number(secondsArg) > 0 ? performance.now() + Number(secondsArg) * 1000 : Infinity
+let stopped = false
+process.on('SIGTERM', () => (stopped = true))
 const latencies: number[] = []
 let failures = 0
-while (performance.now() < deadline) {
+while (!stopped && performance.now() < deadline) {
   const t = performance.now()
   try {
     const res = await fetch(url)

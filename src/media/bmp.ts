@@ -26,6 +26,9 @@ interface DibHeader {
 
 const undecodable = () => new MediaError('Image could not be decoded')
 
+/** Bytes of a BMP file that hold both its headers: the file header and the largest DIB header (V5, 124 bytes). */
+export const BMP_HEAD_BYTES = 14 + Math.max(...DIB_HEADER_SIZES)
+
 /** Reads a DIB header at `at`. Icons store twice the height (colour rows, then the AND mask rows). */
 export function readDibHeader(buf: Uint8Array, at: number, icon: boolean): DibHeader {
   if (at + 4 > buf.length) throw undecodable()
@@ -80,12 +83,21 @@ function extract(px: number, c: Channel): number {
 
 /**
  * Decodes a DIB: the bitmap inside a BMP file (`pixelOffset` from the file header) or an icon entry (pixels right
- * after the palette, then a 1-bit AND mask of transparent pixels). Refuses more than `maxPixels` before allocating.
+ * after the palette, then a 1-bit AND mask of transparent pixels). Refuses more than `maxPixels`, or an RGBA buffer
+ * larger than `maxBytes`, before allocating anything: a few bytes of 1-bit BMP can stand for hundreds of MB of pixels.
  */
-export function decodeDib(buf: Uint8Array, at: number, pixelOffset: number | null, icon: boolean, maxPixels: number): RgbaImage {
+export function decodeDib(
+  buf: Uint8Array,
+  at: number,
+  pixelOffset: number | null,
+  icon: boolean,
+  maxPixels: number,
+  maxBytes: number,
+): RgbaImage {
   const h = readDibHeader(buf, at, icon)
   const { width, height, bpp } = h
   if (width * height > maxPixels) throw new MediaError(exceedsMessage(maxPixels))
+  if (width * height * 4 > maxBytes) throw new MediaError('Image needs too much memory to decode')
   const compression = h.compression
   if (compression !== BI_RGB && compression !== BI_BITFIELDS && compression !== BI_ALPHABITFIELDS) {
     throw new MediaError('Compressed BMP images are not supported')
@@ -184,8 +196,8 @@ function applyAndMask(buf: Uint8Array, at: number, width: number, height: number
   }
 }
 
-/** Decodes a whole BMP file. */
-export function decodeBmp(file: Uint8Array, maxPixels: number): RgbaImage {
+/** Decodes a whole BMP file (limits as `decodeDib`). */
+export function decodeBmp(file: Uint8Array, maxPixels: number, maxBytes: number): RgbaImage {
   if (file.length < 18 || ascii(file, 0, 2) !== 'BM') throw undecodable()
-  return decodeDib(file, 14, u32le(file, 10), false, maxPixels)
+  return decodeDib(file, 14, u32le(file, 10), false, maxPixels, maxBytes)
 }

@@ -48,10 +48,10 @@ export function icoEntrySize(start: Uint8Array): { width: number; height: number
   return { width, height, png: false }
 }
 
-/** The bytes of the largest entry: a PNG to hand to sharp, or a DIB decoded here to RGBA. */
-export function decodeIco(file: Uint8Array, maxPixels: number): { png: Uint8Array } | RgbaImage {
+/** The bytes of the largest entry: a PNG to hand to sharp, or a DIB decoded here to RGBA (limits as `decodeDib`). */
+export function decodeIco(file: Uint8Array, maxPixels: number, maxBytes: number): { png: Uint8Array } | RgbaImage {
   const entry = largestIcoEntry(file)
   if (entry.offset + entry.size > file.length) throw new MediaError('Image could not be decoded')
   const data = file.subarray(entry.offset, entry.offset + entry.size)
-  return isPng(data) ? { png: data } : decodeDib(data, 0, null, true, maxPixels)
+  return isPng(data) ? { png: data } : decodeDib(data, 0, null, true, maxPixels, maxBytes)
 }

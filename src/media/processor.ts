@@ -1,5 +1,5 @@
 import sharp, { type Sharp, type SharpOptions } from 'sharp'
-import { decodeBmp, readBmpSize } from './bmp'
+import { BMP_HEAD_BYTES, decodeBmp, readBmpSize } from './bmp'
 import { DETECT_HEAD_BYTES, detectFormat } from './detect'
 import { exceedsMessage, MediaError } from './errors'
 import type { ImageFormat } from './formats'
@@ -62,8 +62,12 @@ async function toClassifierPixels(image: Sharp): Promise<Uint8Array> {
   return new Uint8Array(data.buffer, data.byteOffset, data.length)
 }
 
+/** Largest pixel buffer our own decoders (BMP, ICO) allocate unless told otherwise. */
+const DEFAULT_MAX_DECODE_BYTES = 512 * 1024 * 1024
+
+/** `maxDecodeBytes`: the largest RGBA buffer the BMP and ICO decoders may allocate, checked before allocating. */
 export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?: number }): MediaProcessor {
-  const { maxPixels } = opts
+  const { maxPixels, maxDecodeBytes = DEFAULT_MAX_DECODE_BYTES } = opts
   // libvips caches loads by file name: a temp path reused for another upload, or a file rewritten by metadata
   // stripping, would be read back stale. Every input here is decoded once, so the cache buys nothing.
   sharp.cache(false)
@@ -75,7 +79,7 @@ export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?:
   }
 
   async function probe(path: string, format: ImageFormat): Promise<Omit<ImageInfo, 'format'>> {
-    if (format === 'bmp') return { ...readBmpSize(await readHead(path, 64)), animated: false }
+    if (format === 'bmp') return { ...readBmpSize(await readHead(path, BMP_HEAD_BYTES)), animated: false }
     if (format === 'ico') {
       const entry = largestIcoEntry(await readHead(path, DETECT_HEAD_BYTES))
       const { width, height } = icoEntrySize(await readHead(path, 40, entry.offset))
@@ -104,11 +108,11 @@ export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?:
   async function open(path: string, info: ImageInfo, allFrames: boolean): Promise<Sharp> {
     switch (info.format) {
       case 'bmp': {
-        const img = decodeBmp(await Bun.file(path).bytes(), maxPixels)
+        const img = decodeBmp(await Bun.file(path).bytes(), maxPixels, maxDecodeBytes)
         return sharp(img.data, { raw: { width: img.width, height: img.height, channels: 4 } })
       }
       case 'ico': {
-        const img = decodeIco(await Bun.file(path).bytes(), maxPixels)
+        const img = decodeIco(await Bun.file(path).bytes(), maxPixels, maxDecodeBytes)
         if ('png' in img) return sharp(img.png, decodeOptions)
         return sharp(img.data, { raw: { width: img.width, height: img.height, channels: 4 } })
       }

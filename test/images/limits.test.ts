@@ -119,7 +119,7 @@ describe('limits', () => {
 
 describe('parallel uploads beyond the window or the quota are refused before decoding', () => {
   let q: TestServer
-  const counted = countingMedia(100_000_000)
+  const counted = countingMedia()
   beforeAll(async () => {
     q = await startTestServer(
       { MAX_FILE_SIZE: String(MAX_FILE), MAX_FILES_PER_UPLOAD: '3', UNVERIFIED_STORAGE_LIMIT: String(QUOTA), UPLOADS_PER_HOUR: '5' },
@@ -134,10 +134,10 @@ describe('parallel uploads beyond the window or the quota are refused before dec
   test("the account's window: of three parallel batches of three, one is stored and the other two never decoded", async () => {
     const user = await userWithKey(q)
     const small = await makeImage('png', 8, 8)
-    counted.calls.inspect = 0
+    counted.calls.ingest = 0
     const results = await Promise.all(Array.from({ length: 3 }, () => uploadTo(user, [{ bytes: small }, { bytes: small }, { bytes: small }])))
     expect(results.map((r) => r.status).sort()).toEqual([201, 429, 429])
-    expect(counted.calls.inspect).toBe(3)
+    expect(counted.calls.ingest).toBe(3)
     // Nothing stays held by the refused batches: the two files left in the window can be used.
     expect((await uploadTo(user, [{ bytes: small }, { bytes: small }])).status).toBe(201)
   })
@@ -147,10 +147,10 @@ describe('parallel uploads beyond the window or the quota are refused before dec
     const file = await makeNoisePng(70)
     const count = Math.min(3, Math.floor(QUOTA / file.length / 2) + 1)
     expect(2 * count * file.length).toBeGreaterThan(QUOTA)
-    counted.calls.inspect = 0
+    counted.calls.ingest = 0
     const results = await Promise.all([0, 1].map(() => uploadTo(user, Array.from({ length: count }, () => ({ bytes: file })))))
     expect(results.map((r) => r.status).sort()).toEqual([201, 413])
-    expect(counted.calls.inspect).toBe(count)
+    expect(counted.calls.ingest).toBe(count)
     expect((await usage(user)).storage.used).toBe(count * file.length)
     expect((await uploadTo(user, [{ bytes: await makeImage('png', 8, 8) }])).status).toBe(201)
   })

@@ -97,6 +97,24 @@ describe('inspect', () => {
     await expect(media.inspect(await scratch.file(svg))).rejects.toThrow(new MediaError('Image exceeds 100 megapixels'))
   })
 
+  test('BMP V4 and V5 headers (14 + 108 and 14 + 124 bytes) are probed and decoded', async () => {
+    for (const header of [108, 124] as const) {
+      const path = await scratch.file(encodeBmp({ width: 40, height: 30, pixels: rgbaPixels(40, 30), bpp: 24, header }))
+      const info = await media.inspect(path)
+      expect([header, info]).toEqual([header, { format: 'bmp', width: 40, height: 30, animated: false }])
+      expect(await media.thumbnail(path, info, scratch.path(`v${header}.webp`))).toEqual({ width: 40, height: 30 })
+    }
+  })
+
+  test('maxDecodeBytes bounds the BMP and ICO pixel buffers', async () => {
+    const bounded = createMediaProcessor({ maxPixels: 100_000_000, maxDecodeBytes: 40 * 30 * 4 - 1 })
+    const bmp = await scratch.file(encodeBmp({ width: 40, height: 30, pixels: rgbaPixels(40, 30), bpp: 24 }))
+    const info = await bounded.inspect(bmp)
+    await expect(bounded.thumbnail(bmp, info, scratch.path('bounded.webp'))).rejects.toThrow(new MediaError('Image needs too much memory to decode'))
+    const ico = await scratch.file(buildIco([{ data: encodeBmp({ width: 40, height: 30, pixels: rgbaPixels(40, 30), bpp: 24, icon: true }), width: 40, height: 30, bpp: 24 }]))
+    await expect(bounded.classifierInput(ico, await bounded.inspect(ico))).rejects.toThrow(new MediaError('Image needs too much memory to decode'))
+  })
+
   test('SVG size comes from width/height, else the viewBox', async () => {
     const svg = (attrs: string) => scratch.file(`<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" ${attrs}/>`)
     expect(await media.inspect(await svg('width="120" height="80" viewBox="0 0 10 10"'))).toMatchObject({ width: 120, height: 80 })

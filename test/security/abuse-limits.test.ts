@@ -2,8 +2,8 @@ import { afterEach, describe, expect, test } from 'bun:test'
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { blockedHashes } from '../../src/db/schema'
-import { MediaError } from '../../src/media/processor'
 import { makeImage, uploadForm } from '../fixtures'
+import { nestedUseSvg } from '../hostile'
 import { makeAdmin, registerUser, startTestServer, userWithKey, type TestServer } from '../helpers'
 import { countingMedia, expectRateLimitHeaders, filler, neutralClassifier, rawRequest, whileHealthy } from './support'
 
@@ -14,11 +14,8 @@ afterEach(async () => {
 })
 
 async function fresh(env: Record<string, string> = {}) {
-  const maxPixels = Number(env.MAX_IMAGE_PIXELS ?? 100_000_000)
-  // A budget overrun of the worker pool surfaces as a MediaError: played here for SVGs that nest <use>.
-  const spy = countingMedia(maxPixels, async (path) => {
-    if ((await Bun.file(path).slice(0, 4096).text()).includes('<use')) throw new MediaError('Image took too long to process')
-  })
+  // A short time budget, so the slow SVG is refused (killed) after a second rather than the default 20.
+  const spy = countingMedia({ maxPixels: Number(env.MAX_IMAGE_PIXELS ?? 100_000_000), timeoutMs: 1000 })
   const t = await startTestServer({ GLOBAL_RATE_LIMIT: '100000', ...env }, { classifier: neutralClassifier, media: spy.media })
   servers.push(t)
   return { t, calls: spy.calls }
@@ -27,14 +24,6 @@ async function fresh(env: Record<string, string> = {}) {
 let seed = 1
 const image = () => makeImage('png', 16, 16, seed++)
 const notAnImage = new TextEncoder().encode('just some text, not an image at all\n'.repeat(20))
-
-/** 3 KB of SVG whose `<use>` elements nest 20 levels of 10: 10^20 rectangles to render. */
-function nestedUseSvg() {
-  const levels = Array.from({ length: 20 }, (_, i) => `<g id="l${i + 1}">${`<use href="#l${i}"/>`.repeat(10)}</g>`)
-  return new TextEncoder().encode(
-    `<svg xmlns="http://www.w3.org/2000/svg" width="100" height="100"><defs><rect id="l0" width="1" height="1"/>${levels.join('')}</defs><use href="#l20"/></svg>`,
-  )
-}
 
 const post = (t: TestServer, path: string, bytes: Uint8Array, headers: Record<string, string> = {}, fields: Record<string, string> = {}) =>
   t.json(path, { method: 'POST', headers, body: uploadForm([{ bytes: bytes as Uint8Array<ArrayBuffer> }], fields) })
@@ -114,13 +103,13 @@ describe('refused uploads cost their sender', () => {
     t.server.db.insert(blockedHashes).values({ sha256: new Bun.CryptoHasher('sha256').update(blocked).digest('hex'), imageId: 'abcdefgh' }).run()
     const png = await image()
     const refused: [string, Uint8Array, RegExp][] = [
-      ['nested <use> SVG', nestedUseSvg(), /too long/],
+      ['nested <use> SVG', new TextEncoder().encode(nestedUseSvg(6, 10, 100)), /too long/],
       ['not an image', notAnImage, /./],
       ['undecodable', png.slice(0, Math.floor(png.length / 2)), /./],
       ['over the pixel limit', await makeImage('png', 200, 100, 7), /megapixels/],
       ['blocked', blocked, /removed after an abuse report/],
     ]
-    expect(nestedUseSvg().length).toBeLessThan(4096)
+    expect(new TextEncoder().encode(nestedUseSvg(6, 10, 100)).length).toBeLessThan(4096)
     for (const [name, bytes, message] of refused) {
       const res = await whileHealthy(t, () => post(t, '/api/upload', bytes))
       expect(`${name}: ${res.status}`).toBe(`${name}: 400`)
@@ -146,7 +135,7 @@ describe('refused uploads cost their sender', () => {
     const user = await userWithKey(t)
     const pending = (await tusCreate(t, '/api/tus', ENDLESS)).headers.get('location')!
     for (let i = 0; i < 2; i++) expect((await post(t, '/api/upload', notAnImage)).status).toBe(400)
-    expect(calls.inspect).toBe(2)
+    expect(calls.ingest).toBe(2)
 
     const multipart = { 'content-type': 'multipart/form-data; boundary=x' }
     for (const [door, res] of [
@@ -168,7 +157,7 @@ describe('refused uploads cost their sender', () => {
       expect(`${path}: ${created.status}`).toBe(`${path}: 429`)
       expect(created.headers.get('retry-after')).toMatch(/^\d+$/)
     }
-    expect(calls.inspect).toBe(2)
+    expect(calls.ingest).toBe(2)
 
     const retryAfter = Number((await post(t, '/api/upload', await image())).headers.get('retry-after'))
     await Bun.sleep(retryAfter * 1000 + 200)
@@ -253,6 +242,6 @@ describe('window checks count uploads already admitted', () => {
     expect(statuses).toEqual([...Array(10).fill(201), 429, 429])
     for (const res of answers.filter((r) => r.status === 429)) expectRateLimitHeaders(res.headers, { retryAfter: true })
     expect(imageRows(t)).toBe(10)
-    expect(calls.inspect).toBe(10)
+    expect(calls.ingest).toBe(10)
   })
 })

@@ -1,6 +1,7 @@
 import { expect } from 'bun:test'
 import { connect } from 'node:net'
-import { createMediaProcessor, type MediaProcessor } from '../../src/media/processor'
+import type { Media } from '../../src/media'
+import { createMediaPool } from '../../src/workers/media-pool'
 import type { Classifier } from '../../src/moderation'
 import { makeImage, uploadForm, type UploadPart } from '../fixtures'
 import { jsonBody, startTestServer, storedKeys, type TestServer, type userWithKey } from '../helpers'
@@ -304,18 +305,25 @@ export function resourceFor(own: Resources, path: string, param: string): string
 }
 
 /**
- * The real media processor with its `inspect` calls (the first step of processing an upload) counted, so a test can
- * tell whether a refused upload ever reached decoding; `before` runs ahead of each inspect and may throw.
+ * The real media jobs (a pool of worker processes, `timeoutMs` each) with each upload's job counted, so a test can
+ * tell whether a refused upload ever reached decoding.
  */
-export function countingMedia(maxPixels: number, before?: (path: string) => Promise<void>) {
-  const real = createMediaProcessor({ maxPixels })
-  const calls = { inspect: 0 }
-  const media: MediaProcessor = {
+export function countingMedia(opts: { maxPixels?: number; timeoutMs?: number } = {}) {
+  const real = createMediaPool({
+    maxPixels: opts.maxPixels ?? 100_000_000,
+    maxDecodeBytes: 512 * 2 ** 20,
+    stripMetadata: 'gps',
+    workers: 2,
+    timeoutMs: opts.timeoutMs ?? 20_000,
+    memoryBytes: 2 ** 30,
+    maxQueue: 64,
+  })
+  const calls = { ingest: 0 }
+  const media: Media = {
     ...real,
-    async inspect(path) {
-      calls.inspect++
-      await before?.(path)
-      return real.inspect(path)
+    ingest(path, jobOptions) {
+      calls.ingest++
+      return real.ingest(path, jobOptions)
     },
   }
   return { media, calls }

@@ -1,0 +1,134 @@
+import { deflateSync } from 'node:zlib'
+import sharp from 'sharp'
+import { pngChunk } from './helpers'
+
+/** Files an attacker (or a careless writer) sends, built here from small real images: no binary fixtures. */
+
+export const GPS = { GPSLatitudeRef: 'N', GPSLatitude: '51/1 30/1 26/1', GPSLongitudeRef: 'W', GPSLongitude: '0/1 7/1 39/1' }
+export const XMP_WITH_GPS =
+  '<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">' +
+  '<rdf:Description xmlns:exif="http://ns.adobe.com/exif/1.0/" xmlns:dc="http://purl.org/dc/elements/1.1/" exif:GPSLatitude="51,30.43N" dc:format="image/jpeg">' +
+  '<exif:GPSLongitude>0,7.65W</exif:GPSLongitude><dc:creator>Ann</dc:creator></rdf:Description></rdf:RDF></x:xmpmeta>'
+
+export const bytes = (s: string) => new TextEncoder().encode(s)
+
+export function concat(parts: (Uint8Array | number[] | string)[]): Uint8Array {
+  return Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'latin1') : Buffer.from(p))))
+}
+
+/** A small photo-like image: random pixels, so any change to decoded pixels shows. */
+export function photo(width = 24, height = 16, seed = 1) {
+  const px = Buffer.alloc(width * height * 3)
+  for (let i = 0, x = seed; i < px.length; i++) px[i] = x = (x * 1103515245 + 12345) >>> 16
+  return sharp(px, { raw: { width, height, channels: 3 } })
+}
+
+/** The chunks given, inserted before a PNG's IEND. */
+export function withPngChunks(png: Uint8Array, chunks: Uint8Array[]): Uint8Array {
+  const iend = png.length - 12
+  return concat([png.subarray(0, iend), ...chunks, png.subarray(iend)])
+}
+
+/** The segments given (marker, payload), inserted right after a JPEG's SOI. */
+export function withJpegSegments(jpeg: Uint8Array, segments: [number, Uint8Array][]): Uint8Array {
+  const encoded = segments.map(([marker, payload]) => concat([[0xff, marker, (payload.length + 2) >> 8, (payload.length + 2) & 0xff], payload]))
+  return concat([jpeg.subarray(0, 2), ...encoded, jpeg.subarray(2)])
+}
+
+export const zTXt = (keyword: string, text: Uint8Array) => pngChunk('zTXt', concat([keyword, [0, 0], deflateSync(text, { level: 9 })]))
+export const iTXt = (keyword: string, text: Uint8Array) => pngChunk('iTXt', concat([keyword, [0, 0, 0, 0, 0], text]))
+export const exifApp1 = (tiff: Uint8Array): [number, Uint8Array] => [0xe1, concat(['Exif\0\0', tiff])]
+export const xmpApp1 = (xmp: Uint8Array): [number, Uint8Array] => [0xe1, concat(['http://ns.adobe.com/xap/1.0/\0', xmp])]
+
+/** The TIFF structure (no "Exif\0\0") of the Exif block a real writer (libvips) makes, with GPS. */
+export async function realExifTiff(): Promise<Uint8Array> {
+  const exif = (await sharp(await photo().jpeg().withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }).toBuffer()).metadata()).exif!
+  return new Uint8Array(exif.subarray(6))
+}
+
+/**
+ * A little-endian TIFF structure: IFD0 at 8 with the given entries (tag, type, count, value or offset), then
+ * directories and data placed by the caller at fixed offsets, zero-filled to `size`.
+ */
+export function tiffStructure(size: number, dirs: { at: number; entries: [number, number, number, number][]; next?: number }[]): Uint8Array {
+  const t = Buffer.alloc(size)
+  t.write('II', 0, 'latin1')
+  t.writeUInt16LE(42, 2)
+  t.writeUInt32LE(dirs[0]!.at, 4)
+  for (const { at, entries, next = 0 } of dirs) {
+    t.writeUInt16LE(entries.length, at)
+    entries.forEach(([tag, type, count, value], i) => {
+      const e = at + 2 + i * 12
+      if (e + 12 > size) return
+      t.writeUInt16LE(tag, e)
+      t.writeUInt16LE(type, e + 2)
+      t.writeUInt32LE(count, e + 4)
+      t.writeUInt32LE(value, e + 8)
+    })
+    if (at + 2 + entries.length * 12 + 4 <= size) t.writeUInt32LE(next, at + 2 + entries.length * 12)
+  }
+  return t
+}
+
+/**
+ * A real TIFF (libvips) given a GPS directory the way other writers do: a new IFD0 at the end holding the old
+ * entries plus GPSInfo, then the GPS directory and its values.
+ */
+export async function tiffWithGps(): Promise<Buffer> {
+  const t = Buffer.from(await photo().tiff().withXmp(XMP_WITH_GPS).toBuffer())
+  const ifd0 = t.readUInt32LE(4)
+  const count = t.readUInt16LE(ifd0)
+  const entries = Array.from({ length: count }, (_, i) => t.subarray(ifd0 + 2 + i * 12, ifd0 + 14 + i * 12))
+  const newIfd = t.length + (t.length & 1)
+  const gps = newIfd + 2 + (count + 1) * 12 + 4
+  const values = gps + 2 + 2 * 12 + 4
+  const pointer = Buffer.alloc(12)
+  pointer.writeUInt16LE(0x8825, 0)
+  pointer.writeUInt16LE(4, 2)
+  pointer.writeUInt32LE(1, 4)
+  pointer.writeUInt32LE(gps, 8)
+  const sorted = [...entries, pointer].sort((a, b) => a.readUInt16LE(0) - b.readUInt16LE(0))
+  const gpsDir = tiffStructure(values + 24, [{ at: gps, entries: [[1, 2, 2, 0x4e], [2, 5, 3, values]] }]).subarray(gps, values)
+  const latitude = Buffer.alloc(24)
+  ;[51, 1, 30, 1, 26, 1].forEach((v, i) => latitude.writeUInt32LE(v, i * 4))
+  const out = Buffer.concat([t, Buffer.alloc(newIfd - t.length), Buffer.from([count + 1, 0]), ...sorted, Buffer.alloc(4), gpsDir, latitude])
+  out.writeUInt32LE(newIfd, 4)
+  return out
+}
+
+export const tinyPng = async () => new Uint8Array(await photo(8, 8).png().toBuffer())
+
+/** Row 1 of the issue: a small PNG whose zTXt XMP inflates to `size` bytes of `<a:GPS>` repeated. */
+export async function xmpBombPng(size = 196 * 1024): Promise<Uint8Array> {
+  return withPngChunks(await tinyPng(), [zTXt('XML:com.adobe.xmp', bytes('<a:GPS>'.repeat(Math.ceil(size / 7))))])
+}
+
+/** Row 2: a PNG whose eXIf GPS directory has `entries` entries, each claiming the rest of a `size`-byte block. */
+export async function gpsEntriesPng(entries = 10_000, size = 6 << 20): Promise<Uint8Array> {
+  return withPngChunks(await tinyPng(), [pngChunk('eXIf', gpsEntriesTiff(entries, size))])
+}
+
+export function gpsEntriesTiff(entries: number, size: number): Uint8Array {
+  const gps = 26
+  const values = gps + 2 + entries * 12 + 4
+  return tiffStructure(size, [
+    { at: 8, entries: [[0x8825, 4, 1, gps]] },
+    { at: gps, entries: Array.from({ length: entries }, (_, i): [number, number, number, number] => [i & 0xffff, 7, size - values, values]) },
+  ])
+}
+
+/** Row 3: a JPEG with GPS in its Exif and one stray 00 byte between two markers (after the first segment). */
+export async function strayZeroJpeg(): Promise<Uint8Array> {
+  const jpeg = Buffer.from(await photo(64, 48).jpeg().withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }).toBuffer())
+  const second = 4 + jpeg.readUInt16BE(4)
+  return concat([jpeg.subarray(0, second), [0], jpeg.subarray(second)])
+}
+
+/** 51/1, the latitude's degrees as an Exif RATIONAL in either byte order: in the file only while its GPS is. */
+export function hasLatitudeBytes(b: Uint8Array): boolean {
+  const buf = Buffer.from(b)
+  return buf.includes(Buffer.from([0, 0, 0, 51, 0, 0, 0, 1])) || buf.includes(Buffer.from([51, 0, 0, 0, 1, 0, 0, 0]))
+}
+
+/** An XMP GPS property as any reader could see it (prefixed element or attribute whose local name starts GPS). */
+export const XMP_GPS_NAME = /[:<]\s*gps/i
