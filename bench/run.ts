@@ -205,7 +205,7 @@ async function main() {
         const probe = Bun.spawn([BUN, 'bench/ref/probe.ts', probeUrl, '5', '0'], { cwd: ROOT, stdout: 'pipe', stderr: 'inherit' })
         await sleep(300)
         const form = new FormData()
-        form.append('file', new Blob([bytes]), hostile.filename)
+        form.append('file', new Blob([new Uint8Array(bytes)]), hostile.filename)
         const t = performance.now()
         const res = await fetch(`${app.url}/api/upload`, { method: 'POST', body: form })
         const answer = await res.text()

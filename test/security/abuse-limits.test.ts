@@ -3,7 +3,7 @@ import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { blockedHashes } from '../../src/db/schema'
 import { makeImage, uploadForm } from '../fixtures'
-import { nestedUseSvg } from '../hostile'
+import { nestedUseSvg } from '../media/hostile-files'
 import { makeAdmin, registerUser, startTestServer, userWithKey, type TestServer } from '../helpers'
 import { countingMedia, expectRateLimitHeaders, filler, neutralClassifier, rawRequest, whileHealthy } from './support'
 

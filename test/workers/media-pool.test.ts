@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readdirSync, readFileSync } from 'node:fs'
 import { makeImage, uploadForm } from '../fixtures'
-import { nestedUseSvg, oneBitBmp } from '../hostile'
+import { nestedUseSvg, oneBitBmp } from '../media/hostile-files'
 import { startTestServer, storedKeys, type TestServer } from '../helpers'
 
 /** Runs `work` while polling /healthz; every health answer must come, the slowest is returned with the work's result. */
