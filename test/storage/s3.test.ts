@@ -52,7 +52,7 @@ describe('the S3 storage itself', () => {
     await bucket.write('unit/notes.txt', 'not an image key')
     await bucket.write('other/originals/FFFFFFFF.png', 'another prefix')
 
-    expect(await storage.stat('originals/AAAAAAAA.png')).toEqual({ size: 'bytes of AAAAAAAA'.length })
+    expect(await storage.stat('originals/AAAAAAAA.png')).toMatchObject({ size: 'bytes of AAAAAAAA'.length })
     expect(await storage.stat('originals/ZZZZZZZZ.png')).toBeNull()
     expect(await storage.exists('originals/BBBBBBBB.png')).toBe(true)
     expect(await storage.exists('thumbs/BBBBBBBB.webp')).toBe(false)
@@ -80,7 +80,7 @@ describe('the S3 storage itself', () => {
     await storage.put('originals/GGGGGGGG.png', await localFile('retried'))
     // Two answered 503 SlowDown, the third went through.
     expect((await s3.requests()).filter((r) => r.method === 'PUT')).toHaveLength(3)
-    expect(await storage.stat('originals/GGGGGGGG.png')).toEqual({ size: 7 })
+    expect(await storage.stat('originals/GGGGGGGG.png')).toMatchObject({ size: 7 })
 
     await s3.failNext(RETRY_DELAYS_MS.length + 1)
     const started = performance.now()
