@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
-import { makeImage, uploadForm } from '../fixtures'
+import { makeImage, uploadForm, type Bytes } from '../fixtures'
 import { jsonBody, startTestServer, userWithKey, type TestServer } from '../helpers'
 import { ANSWER_BOUND_MS, committedViews, dataState, eventually, holdDatabaseLock, timed } from './support'
 
@@ -17,7 +17,7 @@ const LOCK_MS = 10_000
 let t: TestServer
 let owner: Awaited<ReturnType<typeof userWithKey>>
 let id: string
-let bytes: Uint8Array
+let bytes: Bytes
 
 beforeAll(async () => {
   t = await startTestServer()
