@@ -173,7 +173,7 @@ export function createUploadPipeline(deps: {
 
   /**
    * Validates, processes and stores files that have already been received (multipart parts or a finished tus upload).
-   * All or nothing; the temp files are consumed either way (moved into storage or removed).
+   * All or nothing; the temp files are removed either way (what was stored has its own copy or link).
    */
   async function store(files: ReceivedFile[], fields: Record<string, string>, opts: UploadOptions) {
     const { policy } = opts
