@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import { eq, sql } from 'drizzle-orm'
 import { ConfigError, loadConfig } from './config'
 import { closeDatabase, openDatabase } from './db/client'
+import { DataDirLockedError } from './db/lock'
 import { users } from './db/schema'
 import { HttpError } from './http/errors'
 import { localMedia } from './media'
@@ -141,6 +142,6 @@ async function main(argv: string[]) {
 try {
   await main(process.argv.slice(2))
 } catch (error) {
-  if (error instanceof ConfigError) fail(error.message)
+  if (error instanceof ConfigError || error instanceof DataDirLockedError) fail(error.message)
   throw error
 }

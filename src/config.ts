@@ -9,6 +9,7 @@ const GB = 1024 * MB
 const Bool = T.Union([T.Literal('1'), T.Literal('0'), T.Literal('true'), T.Literal('false')])
 const Int = (min = 0) => T.Integer({ minimum: min })
 const Ratio = T.Number({ minimum: 0, maximum: 1 })
+const MIN_JWT_SECRET_BYTES = 32
 
 /** Every environment variable the service reads, with its default. Sizes are bytes, durations seconds. */
 const variables = {
@@ -107,6 +108,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   for (const [name, spec] of Object.entries(variables)) {
     const given = env[name]
     ;(raw as Record<string, unknown>)[name] = parseVariable(name, given === undefined || given === '' ? spec.default : given, spec.schema)
+  }
+  // HS256 with a shorter key can be brute-forced offline from any token: at least 32 bytes (256 bits), as RFC 7518 asks.
+  if (raw.JWT_SECRET && Buffer.byteLength(raw.JWT_SECRET) < MIN_JWT_SECRET_BYTES) {
+    throw new ConfigError(`Invalid value for JWT_SECRET: at least ${MIN_JWT_SECRET_BYTES} bytes are needed (unset, one is generated)`)
   }
   if (raw.ANON_DEFAULT_EXPIRY > raw.MAX_EXPIRY) {
     throw new ConfigError(`Invalid value for ANON_DEFAULT_EXPIRY: ${raw.ANON_DEFAULT_EXPIRY} is above MAX_EXPIRY (${raw.MAX_EXPIRY})`)

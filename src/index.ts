@@ -1,4 +1,5 @@
 import { ConfigError, loadConfig } from './config'
+import { DataDirLockedError } from './db/lock'
 import { startServer } from './server'
 
 function readConfig() {
@@ -13,8 +14,20 @@ function readConfig() {
   }
 }
 
+async function start() {
+  try {
+    return await startServer(config)
+  } catch (error) {
+    if (error instanceof DataDirLockedError) {
+      console.error(error.message)
+      process.exit(1)
+    }
+    throw error
+  }
+}
+
 const config = readConfig()
-const server = await startServer(config)
+const server = await start()
 console.log(JSON.stringify({ level: 'info', msg: 'listening', url: config.publicUrl, port: server.port }))
 
 let stopping = false

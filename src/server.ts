@@ -3,13 +3,14 @@ import { join } from 'node:path'
 import { createApp, type AppDeps } from './app'
 import type { Config } from './config'
 import { startCheckpointer } from './db/checkpointer'
-import { closeDatabase, openDatabase } from './db/client'
+import { closeDatabase, openDatabase, SERVER_BUSY_TIMEOUT_MS } from './db/client'
+import { lockDataDir } from './db/lock'
 import { loadJwtSecret } from './lib/secrets'
 import { createNsfwClassifier } from './moderation'
 import { createRescanner, type RescanOptions } from './moderation/rescan'
 import { createMailer } from './modules/auth/mailer'
 import { createConfiguredStorage } from './storage/configured'
-import { sweepOrphans } from './storage/sweep'
+import { sweepOrphans, SWEEP_INTERVAL_MS, type SweepOptions } from './storage/sweep'
 import { mediaPoolFor } from './workers/media-pool'
 
 export type ServerOverrides = Partial<Omit<AppDeps, 'config' | 'db'>> & {
@@ -19,8 +20,11 @@ export type ServerOverrides = Partial<Omit<AppDeps, 'config' | 'db'>> & {
   expirySweep?: { intervalMs?: number }
   /** How often expired resumable uploads are removed. */
   tusSweep?: { intervalMs?: number }
+  /** The orphan sweep's interval and grace period (tests shorten them). */
+  orphanSweep?: SweepOptions & { intervalMs?: number }
 }
 
+/** Buffered view counts and API key uses are written this often (and at shutdown). */
 const VIEW_FLUSH_MS = 2000
 /** Expired images already answer 404 everywhere; the sweep only frees their rows and files. */
 const EXPIRY_SWEEP_MS = 60_000
@@ -29,8 +33,19 @@ const TUS_SWEEP_MS = 10 * 60_000
 /** Opens the data directory and database, builds the app and listens; `stop` shuts everything down cleanly. */
 export async function startServer(config: Config, overrides: ServerOverrides = {}) {
   mkdirSync(config.dataDir, { recursive: true })
+  // One server per data directory, before anything in it is touched (DataDirLockedError otherwise).
+  const dataDirLock = lockDataDir(config.dataDir, 'refusing to start')
+  try {
+    return await start(config, overrides, dataDirLock)
+  } catch (error) {
+    dataDirLock.release()
+    throw error
+  }
+}
+
+async function start(config: Config, overrides: ServerOverrides, dataDirLock: { release(): void }) {
   const dbPath = join(config.dataDir, 'imghost.sqlite')
-  const db = openDatabase(dbPath)
+  const db = openDatabase(dbPath, { busyTimeoutMs: SERVER_BUSY_TIMEOUT_MS })
   const checkpointer = startCheckpointer(db, dbPath)
   const deps: AppDeps = {
     config,
@@ -43,16 +58,30 @@ export async function startServer(config: Config, overrides: ServerOverrides = {
     webhookOptions: overrides.webhookOptions,
     tusOptions: overrides.tusOptions,
   }
-  await sweepOrphans(db, deps.storage, join(config.dataDir, 'tmp'))
+  const tmpDir = join(config.dataDir, 'tmp')
+  // Files without a row: at startup, then on an interval (the grace period spares those of uploads in progress).
+  let orphanSweep: Promise<unknown> = sweepOrphans(db, deps.storage, tmpDir, overrides.orphanSweep)
+  await orphanSweep
+  const sweepTimer = setInterval(() => {
+    orphanSweep = sweepOrphans(db, deps.storage, tmpDir, overrides.orphanSweep).catch((error) =>
+      console.error(JSON.stringify({ level: 'error', msg: 'orphan sweep failed', error: String(error) })),
+    )
+  }, overrides.orphanSweep?.intervalMs ?? SWEEP_INTERVAL_MS)
   const { app, services } = createApp(deps)
   await services.auth.ensureAdmin(config.admin)
   // The model loads in the background: the server answers at once, and the first scan waits for it if needed.
   deps.classifier.warm().catch((error) => console.error(JSON.stringify({ level: 'error', msg: 'classifier warm-up failed', error: String(error) })))
+  // A failed flush (a locked or read-only database) keeps its counts and times: the next one writes them.
   const flushTimer = setInterval(() => {
-    services.images.flushViewsGradually().catch((error) => console.error(JSON.stringify({ level: 'error', msg: 'view flush failed', error: String(error) })))
+    services.images.flushViewsGradually().catch((error) => console.error(JSON.stringify({ level: 'warn', msg: 'view flush failed; counts kept for the next', error: String(error) })))
+    try {
+      services.auth.flushKeyUses()
+    } catch (error) {
+      console.error(JSON.stringify({ level: 'warn', msg: 'API key use flush failed; kept for the next', error: String(error) }))
+    }
   }, VIEW_FLUSH_MS)
   const rescanner = createRescanner(
-    { db, storage: deps.storage, media: deps.media, classifier: deps.classifier, thresholds: config.nsfw.thresholds, tmpDir: join(config.dataDir, 'tmp') },
+    { db, storage: deps.storage, media: deps.media, classifier: deps.classifier, thresholds: config.nsfw.thresholds, tmpDir },
     { timeoutMs: config.nsfw.timeoutMs, ...overrides.rescan },
   )
   rescanner.start()
@@ -90,14 +119,23 @@ export async function startServer(config: Config, overrides: ServerOverrides = {
       await expirySweep
       clearInterval(tusTimer)
       await tusSweep
+      clearInterval(sweepTimer)
+      await orphanSweep
       // Webhook retries live in memory: those still waiting are dropped (see the README).
       await services.webhooks.stop()
       await rescanner.stop()
-      services.images.flushViews()
+      try {
+        services.images.flushViews()
+        services.auth.flushKeyUses()
+      } catch (error) {
+        // The database cannot be written: these are lost, but the shutdown still completes.
+        console.error(JSON.stringify({ level: 'error', msg: 'final flush failed: buffered views and key uses lost', error: String(error) }))
+      }
       await deps.classifier.close()
       await deps.media.close()
       await checkpointer.stop()
       closeDatabase(db)
+      dataDirLock.release()
     },
   }
 }

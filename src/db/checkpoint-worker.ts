@@ -11,12 +11,21 @@ function post(message: CheckpointMessage): void {
   self.postMessage(message);
 }
 
-/** PASSIVE: copies what it can without waiting on any reader or writer, so it never holds up the server's connection. */
+let failing = false;
+
+/**
+ * PASSIVE: copies what it can without waiting on any reader or writer, so it never holds up the server's connection.
+ * A checkpoint that fails (a read-only or full disk) is tried again on the next tick: the WAL only grows meanwhile.
+ * The server is told when that starts and ends, not on every tick.
+ */
 function checkpoint(): void {
   try {
     db?.exec("PRAGMA wal_checkpoint(PASSIVE)");
+    if (failing) post({ type: "recovered" });
+    failing = false;
   } catch (err) {
-    post({ type: "failed", message: String(err) });
+    if (!failing) post({ type: "checkpoint-failed", message: String(err) });
+    failing = true;
   }
 }
 

@@ -1,7 +1,14 @@
 import type { Db } from './client'
 
 export type CheckpointRequest = { type: 'start'; path: string; intervalMs: number } | { type: 'stop' }
-export type CheckpointMessage = { type: 'started' } | { type: 'stopped' } | { type: 'failed'; message: string }
+export type CheckpointMessage =
+  | { type: 'started' }
+  | { type: 'stopped' }
+  /** The Worker cannot run: the server checkpoints by itself. */
+  | { type: 'failed'; message: string }
+  /** Checkpoints fail for now (a read-only or full disk); the Worker keeps trying. */
+  | { type: 'checkpoint-failed'; message: string }
+  | { type: 'recovered' }
 
 /** SQLite's own default: a checkpoint once the WAL holds this many pages. */
 const AUTO_CHECKPOINT_PAGES = 1000
@@ -25,6 +32,8 @@ export function startCheckpointer(db: Db, path: string, intervalMs = 1000) {
   worker.onmessage = (event: MessageEvent<CheckpointMessage>) => {
     const msg = event.data
     if (msg.type === 'failed') fallBack(msg.message)
+    else if (msg.type === 'checkpoint-failed') console.error(JSON.stringify({ level: 'warn', msg: 'WAL checkpoints failing; retried every interval', error: msg.message }))
+    else if (msg.type === 'recovered') console.log(JSON.stringify({ level: 'info', msg: 'WAL checkpoints work again' }))
     else if (msg.type === 'stopped') stopped?.()
     else if (!stopping) client.exec('PRAGMA wal_autocheckpoint = 0')
   }

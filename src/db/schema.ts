@@ -231,6 +231,12 @@ export const webhooks = sqliteTable(
   (t) => [index('webhooks_user').on(t.userId)],
 )
 
+/** One row, rewritten by /healthz (at most once a second) to prove the database can still be written. */
+export const healthProbe = sqliteTable('health_probe', {
+  id: integer('id').primaryKey(),
+  checkedAt: integer('checked_at', { mode: 'timestamp_ms' }).notNull(),
+})
+
 export type User = typeof users.$inferSelect
 export type ApiKey = typeof apiKeys.$inferSelect
 export type Image = typeof images.$inferSelect

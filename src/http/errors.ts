@@ -1,4 +1,5 @@
 import { Elysia, t } from 'elysia'
+import { isBusy, sqliteCode } from '../db/errors'
 
 /** The one error type of the service: services throw it, the error hook turns it into `{ error }` with its status. */
 export class HttpError extends Error {
@@ -41,11 +42,52 @@ function validationMessage(error: ValidationLike): string {
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8'
+/** On every answer: a browser never reads a JSON body (an error echoing user text included) as HTML or script. */
+const NOSNIFF = { 'x-content-type-options': 'nosniff' } as const
 
 /** A JSON answer with its length set, so the request log reports its size without reading the body. */
 export function jsonResponse(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
   const text = JSON.stringify(body)
-  return new Response(text, { status, headers: { ...headers, 'content-type': JSON_TYPE, 'content-length': String(Buffer.byteLength(text)) } })
+  return new Response(text, { status, headers: { ...headers, ...NOSNIFF, 'content-type': JSON_TYPE, 'content-length': String(Buffer.byteLength(text)) } })
+}
+
+/** Seconds a client should wait before retrying a write the database refused: a held lock clears fast, a read-only file not. */
+const RETRY_BUSY_SECONDS = '2'
+const RETRY_READ_ONLY_SECONDS = '30'
+
+export const STORAGE_FULL = "The server's storage is full; nothing was stored"
+export const STORAGE_UNWRITABLE = "The server's storage cannot be written; nothing was stored"
+export const DATABASE_BUSY = 'The database is busy (locked by another process); nothing was changed, try again shortly'
+export const DATABASE_READ_ONLY = 'The database is read-only (it cannot be written); nothing was changed, try again later'
+
+/** A write to the local disk failed for lack of space or a read-only file system (errno codes only writes give). */
+const FULL_ERRNO = new Set(['ENOSPC', 'EDQUOT'])
+const UNWRITABLE_ERRNO = new Set(['EROFS'])
+
+/** Faults of the server's disk or database, not of the request: the one table of their statuses and words. */
+function classifyFault(error: unknown): HttpError | null {
+  const sqlite = sqliteCode(error)
+  if (sqlite === 'SQLITE_FULL') return new HttpError(507, STORAGE_FULL)
+  if (isBusy(error)) return new HttpError(503, DATABASE_BUSY, {}, { 'retry-after': RETRY_BUSY_SECONDS })
+  // Every way SQLite says it cannot write the file: read-only (a read-only open, file or mount), I/O errors, no permission.
+  if (/^SQLITE_(READONLY|IOERR|CANTOPEN|PERM)/.test(sqlite)) return new HttpError(503, DATABASE_READ_ONLY, {}, { 'retry-after': RETRY_READ_ONLY_SECONDS })
+  for (let e = error, depth = 0; e && typeof e === 'object' && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const errno = String((e as { code?: unknown }).code ?? '')
+    if (FULL_ERRNO.has(errno)) return new HttpError(507, STORAGE_FULL)
+    if (UNWRITABLE_ERRNO.has(errno)) return new HttpError(507, STORAGE_UNWRITABLE)
+  }
+  return null
+}
+
+/**
+ * The answer for a fault of the server's disk or database (507 storage full or unwritable, 503 + Retry-After for a
+ * busy or read-only database), logged for the operator with its cause; null for anything else.
+ */
+export function faultAnswer(error: unknown): HttpError | null {
+  if (error instanceof HttpError) return null
+  const fault = classifyFault(error)
+  if (fault) console.error(JSON.stringify({ level: 'warn', msg: 'fault', status: fault.status, answer: fault.message, error: String(error) }))
+  return fault
 }
 
 /** The body of an HttpError's answer. */
@@ -68,6 +110,12 @@ function internalError(set: { status?: number | string }, error: unknown) {
   return { ...INTERNAL_ERROR }
 }
 
+function answerWith(set: { status?: number | string; headers: Record<string, unknown> }, error: HttpError) {
+  set.status = error.status
+  Object.assign(set.headers, error.headers)
+  return httpErrorBody(error)
+}
+
 /**
  * The body each failed request was answered with: Elysia does not hand it to onAfterResponse hooks, and the request
  * log needs its size.
@@ -77,14 +125,16 @@ export const errorAnswers = new WeakMap<Request, object>()
 /** Maps every failure (ours, the framework's, unexpected ones) onto `{ error }` with the contract's status. */
 export const errorModel = new Elysia({ name: 'error-model' })
   .error({ HttpError })
+  // Every answer of the app, success or error: set first, so handlers and the error branch below all keep it.
+  .onRequest(({ set }) => {
+    Object.assign(set.headers, NOSNIFF)
+  })
   .onError({ as: 'global' }, ({ code, error, set, request }) => {
     set.headers['content-type'] = JSON_TYPE
     const body = ((): { error: string } => {
       switch (code) {
         case 'HttpError':
-          set.status = error.status
-          Object.assign(set.headers, error.headers)
-          return httpErrorBody(error)
+          return answerWith(set, error)
         case 'VALIDATION':
           // An answer that does not match its own response schema is our bug, not the client's: a 500 that names nothing.
           if ((error as { type?: unknown }).type === 'response') return internalError(set, error)
@@ -113,7 +163,8 @@ export const errorModel = new Elysia({ name: 'error-model' })
             set.status = status
             return { error: status === 413 ? 'Request body too large' : 'Invalid request' }
           }
-          return internalError(set, error)
+          const fault = faultAnswer(error)
+          return fault ? answerWith(set, fault) : internalError(set, error)
         }
       }
     })()

@@ -103,8 +103,11 @@ export function receiveMultipart(request: Request, limits: MultipartLimits): Pro
           })
           stream.on('end', () => {
             file.sha256 = hash.digest('hex')
-            out.end(() => done())
+            out.end()
           })
+          // Done once the file is closed, not at end()'s callback: Bun calls that even when the last writes failed
+          // (a full disk), and only then emits 'error', which fails the upload before this resolves.
+          out.on('close', () => done())
           stream.on('error', (error) => {
             out.destroy()
             fail(badRequest(`Upload interrupted: ${error.message}`))

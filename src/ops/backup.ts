@@ -3,6 +3,7 @@ import { copyFile, cp, mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promise
 import { tmpdir } from 'node:os'
 import { basename, dirname, join } from 'node:path'
 import type { Db } from '../db/client'
+import { lockDataDir } from '../db/lock'
 import { checkKey, originalKey, thumbnailKey, type Storage } from '../storage'
 
 const DB_FILE = 'imghost.sqlite'
@@ -57,12 +58,22 @@ export async function backup(opts: { db: Db; storage: Storage; dataDir: string; 
  * through it, so a restore fills a bucket as well as the local disk; objects the backup lacks are left for the sweep.
  */
 export async function restore(opts: { source: string; dataDir: string; storage?: () => Storage }) {
+  await mkdir(opts.dataDir, { recursive: true })
+  // Refused while a server runs on the directory (DataDirLockedError); held meanwhile, so none starts half-way.
+  const lock = lockDataDir(opts.dataDir, 'restore refused')
+  try {
+    return await restoreUnlocked(opts)
+  } finally {
+    lock.release()
+  }
+}
+
+async function restoreUnlocked(opts: { source: string; dataDir: string; storage?: () => Storage }) {
   const fromTar = opts.source.endsWith('.tar')
   const dir = fromTar ? await mkdtemp(join(tmpdir(), 'imghost-restore-')) : opts.source
   if (fromTar) await run(['tar', '-xf', opts.source, '-C', dir])
   if (!(await stat(join(dir, DB_FILE)).catch(() => null))) throw new Error(`${opts.source} holds no ${DB_FILE}`)
 
-  await mkdir(opts.dataDir, { recursive: true })
   for (const stale of [DB_FILE, `${DB_FILE}-wal`, `${DB_FILE}-shm`, 'files']) await rm(join(opts.dataDir, stale), { recursive: true, force: true })
   await cp(join(dir, DB_FILE), join(opts.dataDir, DB_FILE))
   if (await stat(join(dir, 'files')).catch(() => null)) {
@@ -88,7 +99,8 @@ async function restoreFiles(filesDir: string, storage: Storage, dataDir: string)
         }
         const copy = join(staging, name)
         await copyFile(join(filesDir, key), copy)
-        await storage.put(key, copy)
+        // A restore replaces: the bucket may still hold objects under the same keys.
+        await storage.put(key, copy, { replace: true })
       }
     }
   } finally {

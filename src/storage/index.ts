@@ -20,10 +20,15 @@ export function checkKey(key: string): StorageKey {
  * `file` returns a lazily-read Blob (Bun.file or an S3 file) that responses stream and slice for ranges.
  */
 export interface Storage {
-  /** Moves a finished local file in under `key`; atomic: readers see the whole file or nothing. */
-  put(key: StorageKey, localPath: string): Promise<void>
+  /**
+   * Stores a finished local file under `key` (the local file stays: the caller removes it); atomic: readers see the
+   * whole file or nothing. A key that already holds an object is never replaced (StorageKeyTakenError), unless
+   * `replace` says so (a restore).
+   */
+  put(key: StorageKey, localPath: string, opts?: { replace?: boolean }): Promise<void>
   file(key: StorageKey): StoredFile
-  stat(key: StorageKey): Promise<{ size: number } | null>
+  /** Size, and when it was last written (ms since the epoch: the sweep spares young objects); null when absent. */
+  stat(key: StorageKey): Promise<{ size: number; modifiedAt: number } | null>
   exists(key: StorageKey): Promise<boolean>
   delete(key: StorageKey): Promise<void>
   /** Every stored key, for the startup sweep and integrity checks. */
@@ -37,10 +42,19 @@ export interface Storage {
   /** A URL that fetches the object directly for `expiresIn` seconds (object stores only). */
   presign?(key: StorageKey, expiresIn: number): string
   /**
-   * Removes temp copies an interrupted `put` left behind, which `list` does not show as keys; returns how many went.
-   * Only for the startup sweep (a `put` in progress would lose its copy). Absent where a `put` leaves none (S3).
+   * Removes temp copies an interrupted `put` left behind (which `list` does not show as keys) last written before
+   * `writtenBefore` (ms since the epoch), so a `put` in progress keeps its copy; returns how many went. Absent where a
+   * `put` leaves none (S3).
    */
-  removeLeftovers?(): Promise<number>
+  removeLeftovers?(writtenBefore: number): Promise<number>
+}
+
+/** `put` refused to replace an object already stored under the key (an id collision): the caller picks another id. */
+export class StorageKeyTakenError extends Error {
+  constructor(readonly key: StorageKey) {
+    super(`storage key already taken: ${key}`)
+    this.name = 'StorageKeyTakenError'
+  }
 }
 
 /** The store could not be reached or refused to work (after retries): callers answer 503, never stale or other bytes. */

@@ -1,12 +1,12 @@
 import { mkdirSync, statSync } from 'node:fs'
-import { readdir, rename, rm, copyFile } from 'node:fs/promises'
+import { copyFile, link, readdir, rename, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { checkKey, type Storage } from './index'
+import { checkKey, StorageKeyTakenError, type Storage } from './index'
 
 const PARTIAL = '.partial'
 const DIRS = ['originals', 'thumbs'] as const
 
-/** Files under `<root>/originals` and `<root>/thumbs`, written by rename so a reader never sees half a file. */
+/** Files under `<root>/originals` and `<root>/thumbs`, put in by link or rename so a reader never sees half a file. */
 export function createLocalStorage(root: string): Storage {
   for (const dir of DIRS) mkdirSync(join(root, dir), { recursive: true })
   const pathOf = (key: string) => join(root, checkKey(key))
@@ -22,16 +22,29 @@ export function createLocalStorage(root: string): Storage {
   }
 
   return {
-    async put(key, localPath) {
+    async put(key, localPath, opts = {}) {
       const target = pathOf(key)
-      try {
-        await rename(localPath, target)
-      } catch (error) {
-        // Temp files on another file system cannot be renamed: copy next to the target, then rename.
-        if ((error as NodeJS.ErrnoException).code !== 'EXDEV') throw error
+      if (opts.replace) {
         await copyFile(localPath, target + PARTIAL)
         await rename(target + PARTIAL, target)
-        await rm(localPath, { force: true })
+        return
+      }
+      // A hard link claims the name only if it is free, in one step (no check-then-write race), and copies nothing.
+      const claim = (from: string) =>
+        link(from, target).catch((error) => {
+          throw (error as NodeJS.ErrnoException).code === 'EEXIST' ? new StorageKeyTakenError(key) : error
+        })
+      try {
+        await claim(localPath)
+      } catch (error) {
+        // Temp files on another file system cannot be linked: copy next to the target, then link that in.
+        if ((error as NodeJS.ErrnoException).code !== 'EXDEV') throw error
+        try {
+          await copyFile(localPath, target + PARTIAL)
+          await claim(target + PARTIAL)
+        } finally {
+          await rm(target + PARTIAL, { force: true })
+        }
       }
     },
     file: (key) => Bun.file(pathOf(key)),
@@ -39,7 +52,8 @@ export function createLocalStorage(root: string): Storage {
       // Synchronous on purpose: a stat of a local file takes microseconds, while the promise version's thread-pool
       // round trip cut /cdn throughput about threefold (bench/README.md).
       try {
-        return { size: statSync(pathOf(key)).size }
+        const info = statSync(pathOf(key))
+        return { size: info.size, modifiedAt: info.mtimeMs }
       } catch {
         return null
       }
@@ -60,12 +74,15 @@ export function createLocalStorage(root: string): Storage {
         }
       }
     },
-    async removeLeftovers() {
+    async removeLeftovers(writtenBefore) {
       let removed = 0
       for (const dir of DIRS) {
         for (const name of await readdir(join(root, dir))) {
           if (!isPartial(`${dir}/${name}`)) continue
-          await rm(join(root, dir, name), { force: true })
+          const path = join(root, dir, name)
+          // A copy still being written is a put in progress.
+          if (((await stat(path).catch(() => null))?.mtimeMs ?? 0) >= writtenBefore) continue
+          await rm(path, { force: true })
           removed++
         }
       }

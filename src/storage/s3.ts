@@ -1,7 +1,6 @@
-import { rm } from 'node:fs/promises'
 import { S3Client, type S3File } from 'bun'
 import { FORMATS, formatFromExt } from '../media/formats'
-import { checkKey, StorageUnavailableError, type Storage, type StorageKey, type StoredFile } from './index'
+import { checkKey, StorageKeyTakenError, StorageUnavailableError, type Storage, type StorageKey, type StoredFile } from './index'
 
 export interface S3StorageOptions {
   /** Empty: AWS S3 in `region`. */
@@ -111,16 +110,24 @@ export function createS3Storage(opts: S3StorageOptions): S3Storage {
     }
   }
 
+  async function exists(key: StorageKey) {
+    const name = objectKey(key)
+    return retry(`exists ${name}`, () => client.exists(name))
+  }
+
   return {
     client,
     objectKey,
 
     upload,
 
-    /** Uploads the local file, then removes it: the file has moved into the bucket. */
-    async put(key, localPath) {
+    /**
+     * Uploads the local file (which stays). S3 has no "create only if absent" PUT everywhere, so an existing object is
+     * looked for first: ids are random, so this guards a collision, not a race.
+     */
+    async put(key, localPath, opts = {}) {
+      if (!opts.replace && (await exists(key))) throw new StorageKeyTakenError(key)
       await upload(key, localPath)
-      await rm(localPath, { force: true })
     },
 
     file: (key) => client.file(objectKey(key)) as S3File & StoredFile,
@@ -128,17 +135,15 @@ export function createS3Storage(opts: S3StorageOptions): S3Storage {
     async stat(key) {
       const name = objectKey(key)
       try {
-        return { size: (await retry(`stat ${name}`, () => client.stat(name))).size }
+        const info = await retry(`stat ${name}`, () => client.stat(name))
+        return { size: info.size, modifiedAt: info.lastModified.getTime() }
       } catch (error) {
         if (isMissing(error)) return null
         throw error
       }
     },
 
-    async exists(key) {
-      const name = objectKey(key)
-      return retry(`exists ${name}`, () => client.exists(name))
-    },
+    exists,
 
     async delete(key) {
       const name = objectKey(key)

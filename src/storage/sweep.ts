@@ -1,33 +1,58 @@
-import { rm } from 'node:fs/promises'
+import { readdir, rm, stat } from 'node:fs/promises'
+import { join } from 'node:path'
 import type { Db } from '../db/client'
 import { images } from '../db/schema'
+import { HOUR_MS } from '../lib/time'
 import { originalKey, thumbnailKey, type Storage } from './index'
 
 /**
- * Startup sweep: uploads write files before their row, so a crash can leave files without a row.
- * Those, and every leftover temp file, are removed; rows are never touched here.
- * It runs before the server listens and the data directory belongs to this one process, so nothing can be writing:
- * every temp file is a leftover whatever its age (the local disk's `.partial` copies, which `list` does not show as
- * keys, included).
+ * Files written less than this long ago are never swept: they may belong to an upload still under way (its temp
+ * files, or files stored just before its row). 24 hours is longer than any upload lasts: a resumable (tus) upload
+ * expires 24 hours after its creation, and a multipart one ends when its body does (Bun closes a connection idle
+ * for 10 s), which at the largest request (15 files of 50 MB) means sending under 9 KB/s for a whole day.
  */
-export async function sweepOrphans(db: Db, storage: Storage, tmpDir: string) {
+export const SWEEP_GRACE_MS = 24 * HOUR_MS
+/** Orphans younger than the grace outlive a startup sweep, so the sweep runs on an interval too. */
+export const SWEEP_INTERVAL_MS = HOUR_MS
+
+export interface SweepOptions {
+  /** Files written less than this long ago are left alone (tests shorten it). */
+  graceMs?: number
+  now?: number
+}
+
+/**
+ * Uploads write files before their row, so a crash (or a failed delete) can leave files without a row. Those, and
+ * leftover temp files, are removed once older than the grace period; rows are never touched here. Runs at startup
+ * and every SWEEP_INTERVAL_MS, beside uploads in progress, which the grace period keeps safe.
+ */
+export async function sweepOrphans(db: Db, storage: Storage, tmpDir: string, opts: SweepOptions = {}) {
+  const writtenBefore = (opts.now ?? Date.now()) - (opts.graceMs ?? SWEEP_GRACE_MS)
   const known = new Set<string>()
   for (const row of db.select({ id: images.id, ext: images.ext }).from(images).all()) {
     known.add(originalKey(row.id, row.ext))
     known.add(thumbnailKey(row.id))
   }
-  let removed = (await storage.removeLeftovers?.()) ?? 0
+  let removed = (await storage.removeLeftovers?.(writtenBefore)) ?? 0
   try {
     for await (const key of storage.list()) {
-      if (!known.has(key)) {
-        await storage.delete(key)
-        removed++
-      }
+      if (known.has(key)) continue
+      // Listed after the rows were read: a young file may be an upload's whose row has just been committed.
+      const info = await storage.stat(key)
+      if (!info || info.modifiedAt >= writtenBefore) continue
+      await storage.delete(key)
+      removed++
     }
   } catch (error) {
     // An object store that is down must not keep the service from starting: orphans wait for the next sweep.
-    console.error(JSON.stringify({ level: 'warn', msg: 'startup sweep skipped: storage unavailable', error: String(error) }))
+    console.error(JSON.stringify({ level: 'warn', msg: 'orphan sweep skipped: storage unavailable', error: String(error) }))
   }
-  await rm(tmpDir, { recursive: true, force: true })
+  for (const name of await readdir(tmpDir).catch(() => [] as string[])) {
+    const path = join(tmpDir, name)
+    const info = await stat(path).catch(() => null)
+    if (!info || info.mtimeMs >= writtenBefore) continue
+    await rm(path, { recursive: true, force: true })
+    removed++
+  }
   return removed
 }

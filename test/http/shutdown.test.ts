@@ -202,7 +202,7 @@ describe('SIGTERM', () => {
       db.close()
     }
     const storage = createConfiguredStorage(loadConfig(s.env))
-    expect(await storage.stat(originalKey(id, 'png'))).toEqual({ size: bytes.length })
+    expect(await storage.stat(originalKey(id, 'png'))).toMatchObject({ size: bytes.length })
     expect(await storage.exists(thumbnailKey(id))).toBe(true)
   }, TIMEOUT)
 })

@@ -68,6 +68,10 @@ export function createAuthService(db: Db, mailer: Mailer, guesses: Config['limit
 
   const findById = (id: number) => db.select().from(users).where(eq(users.id, id)).get()
 
+  // API key uses (key id -> time of the last use), kept in memory and written in batches by flushKeyUses: a write on
+  // every request would make each one fail, or wait, whenever the database cannot be written.
+  const keyUses = new Map<number, number>()
+
   function assertActive(user: User) {
     if (user.banned) throw forbidden('This account is banned')
     return user
@@ -151,7 +155,7 @@ export function createAuthService(db: Db, mailer: Mailer, guesses: Config['limit
       return assertActive(user)
     },
 
-    /** The user behind an API key secret; updates the key's lastUsedAt. */
+    /** The user behind an API key secret; notes the key's use (lastUsedAt, written by flushKeyUses). */
     keyUser(secret: string) {
       if (!secret.startsWith(KEY_PREFIX)) throw unauthorized('Invalid API key')
       const row = db
@@ -162,8 +166,22 @@ export function createAuthService(db: Db, mailer: Mailer, guesses: Config['limit
         .get()
       if (!row) throw unauthorized('Invalid API key')
       assertActive(row.user)
-      db.update(apiKeys).set({ lastUsedAt: new Date() }).where(eq(apiKeys.id, row.keyId)).run()
+      keyUses.set(row.keyId, Date.now())
       return row.user
+    },
+
+    /**
+     * Writes the buffered lastUsedAt times in one transaction (every few seconds and at shutdown). Best effort: a
+     * failure (a locked or read-only database) throws and keeps them all for the next flush.
+     */
+    flushKeyUses() {
+      if (keyUses.size === 0) return
+      const batch = [...keyUses]
+      db.transaction((tx) => {
+        for (const [id, at] of batch) tx.update(apiKeys).set({ lastUsedAt: new Date(at) }).where(eq(apiKeys.id, id)).run()
+      })
+      // Committed in the same synchronous step: no use was noted meanwhile.
+      keyUses.clear()
     },
 
     async verifyEmail(token: string) {
@@ -194,7 +212,9 @@ export function createAuthService(db: Db, mailer: Mailer, guesses: Config['limit
     },
 
     listKeys(user: User) {
-      return db.select().from(apiKeys).where(eq(apiKeys.userId, user.id)).orderBy(desc(apiKeys.id)).all()
+      const keys = db.select().from(apiKeys).where(eq(apiKeys.userId, user.id)).orderBy(desc(apiKeys.id)).all()
+      // Uses not yet flushed count already.
+      return keys.map((key) => (keyUses.has(key.id) ? { ...key, lastUsedAt: new Date(keyUses.get(key.id)!) } : key))
     },
 
     createKey(user: User, name: string) {

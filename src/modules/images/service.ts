@@ -156,26 +156,30 @@ export function createImageService(deps: { db: Db; config: Config; storage: Stor
   const pendingViews = new Map<string, number>()
   const FLUSH_CHUNK = 500
   const addViews = db.$client.prepare('UPDATE images SET views = views + ?1 WHERE id = ?2')
-  const writeViewsTransaction = db.$client.transaction((ids: string[]) => {
-    const written: [string, number][] = []
+  const writeViewsTransaction = db.$client.transaction((batch: [string, number][]) => {
     writingViews = true
     try {
-      for (const id of ids) {
-        const n = pendingViews.get(id)
-        if (!n) continue
-        pendingViews.delete(id)
-        addViews.run(n, id)
-        written.push([id, n])
-      }
+      for (const [id, n] of batch) addViews.run(n, id)
     } finally {
       writingViews = false
     }
-    return written
   })
-  /** Writes the pending counts of `ids` in one transaction; a count leaves the buffer only as it is written. */
+  /**
+   * Writes the pending counts of `ids` in one transaction. Counts leave the buffer only once it has committed: a
+   * failed write (a locked or read-only database) keeps them all for the next flush.
+   */
   function writeViews(ids: string[]) {
-    // Committed: the cached entries count them too, in the same synchronous step.
-    for (const [id, n] of writeViewsTransaction(ids)) liveCache.viewsWritten(id, n)
+    const batch: [string, number][] = []
+    for (const id of ids) {
+      const n = pendingViews.get(id)
+      if (n) batch.push([id, n])
+    }
+    writeViewsTransaction(batch)
+    // Committed, in the same synchronous step (no view was counted meanwhile): the cached entries count them too.
+    for (const [id, n] of batch) {
+      pendingViews.delete(id)
+      liveCache.viewsWritten(id, n)
+    }
   }
   /** Writes every buffered count at once (shutdown, tests). */
   function flushViews() {

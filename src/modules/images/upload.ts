@@ -2,9 +2,9 @@ import { mkdirSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Config } from '../../config'
-import type { Db } from '../../db/client'
+import { retryBusy, type Db } from '../../db/client'
 import { albumImages, images, type Image } from '../../db/schema'
-import { badRequest, HttpError, tooLarge } from '../../http/errors'
+import { badRequest, faultAnswer, HttpError, STORAGE_UNWRITABLE, tooLarge } from '../../http/errors'
 import { discardFiles, receiveMultipart, type ReceivedFile } from '../../http/multipart'
 import { newPublicId, randomToken, sha256Hex } from '../../lib/crypto'
 import { MediaError, type ImageInfo, type Media } from '../../media'
@@ -13,7 +13,7 @@ import { PoolBusyError } from '../../workers/pool'
 import type { Classifier, NsfwThresholds } from '../../moderation'
 import { isMature } from '../../moderation'
 import { withDeadline } from '../../moderation/deadline'
-import { originalKey, thumbnailKey, type Storage, type StorageKey } from '../../storage'
+import { originalKey, StorageKeyTakenError, StorageUnavailableError, thumbnailKey, type Storage, type StorageKey } from '../../storage'
 import { resolveUploadAlbum } from '../albums/service'
 import { refuseBlocked } from '../reports/blocklist'
 import { expiryDate, uploadExpiry } from './expiry'
@@ -25,6 +25,8 @@ const TRUE_FORMS = new Set(['true', '1', 'yes', 'on'])
 const MULTIPART_OVERHEAD = 64 * 1024
 /** Images decoded at once per request: sharp already uses a core per image, and the machine has two. */
 const PROCESS_CONCURRENCY = 2
+/** Fresh ids tried for one image when its id is already taken (1 in 62^8 per stored image: more is never needed). */
+const ID_ATTEMPTS = 5
 
 export interface UploadOptions {
   policy: UploadPolicy
@@ -130,6 +132,44 @@ export function createUploadPipeline(deps: {
     return results
   }
 
+  /** Stores `key` for this request; listed before the put, so a put that fails half-way (or whose answer was lost) is removed too. */
+  async function putOwn(key: StorageKey, path: string, storedKeys: StorageKey[]) {
+    storedKeys.push(key)
+    try {
+      await storage.put(key, path)
+    } catch (error) {
+      // Someone else's object: never ours to remove.
+      if (error instanceof StorageKeyTakenError) storedKeys.pop()
+      throw error
+    }
+  }
+
+  /** Stores an image's original and thumbnail under a fresh id; an id already in use (a collision) makes way for another. */
+  async function storeFiles(p: Prepared, storedKeys: StorageKey[]): Promise<string> {
+    const ext = FORMATS[p.info.format].ext
+    for (let attempt = 1; ; attempt++) {
+      const id = newPublicId()
+      try {
+        await putOwn(originalKey(id, ext), p.file.path, storedKeys)
+        await putOwn(thumbnailKey(id), p.thumbPath, storedKeys)
+        return id
+      } catch (error) {
+        if (!(error instanceof StorageKeyTakenError) || attempt >= ID_ATTEMPTS) throw storageFailure(error)
+        // Only the thumbnail's name was taken: the original this attempt stored goes before the next id.
+        if (storedKeys.at(-1) === originalKey(id, ext)) await storage.delete(storedKeys.pop()!)
+      }
+    }
+  }
+
+  /** The answer for a put that failed: a full or unwritable disk (507), an object store that is down (503). */
+  function storageFailure(error: unknown) {
+    const fault = faultAnswer(error)
+    if (fault) return fault
+    console.error(JSON.stringify({ level: 'warn', msg: 'upload: storing files failed', error: String(error) }))
+    if (error instanceof StorageUnavailableError) return new HttpError(503, 'Storage temporarily unavailable, try again shortly', {}, { 'retry-after': '5' })
+    return new HttpError(507, STORAGE_UNWRITABLE)
+  }
+
   /**
    * Files refused once processing began (every MediaError: not an image, undecodable, too many pixels, past a
    * budget, location not removable) and blocked files cost their sender: counted against the refused-uploads windows.
@@ -146,8 +186,8 @@ export function createUploadPipeline(deps: {
 
   /**
    * Validates, processes and stores files that have already been received (multipart parts or a finished tus upload),
-   * for an upload that `admit` let in. All or nothing; the temp files are consumed either way (moved into storage or
-   * removed).
+   * for an upload that `admit` let in. All or nothing; the temp files are removed either way (what was stored has its
+   * own copy or link).
    */
   async function store(files: ReceivedFile[], fields: Record<string, string>, opts: UploadOptions, admitted: AdmittedUpload) {
     const { policy } = opts
@@ -161,23 +201,14 @@ export function createUploadPipeline(deps: {
       admitted.hold(files.length, files.reduce((sum, f) => sum + f.size, 0))
 
       const prepared = await refusable(opts, () => prepareAll(files, options.nsfw, opts.scan))
-      const ids = prepared.map(() => newPublicId())
-      // Files first, row second: a crash in between leaves orphan files (swept at startup), never a row without bytes.
-      for (const [i, p] of prepared.entries()) {
-        for (const [key, path] of [[originalKey(ids[i], FORMATS[p.info.format].ext), p.file.path], [thumbnailKey(ids[i]), p.thumbPath]]) {
-          // Listed before the put: a put that fails half-way (or whose answer was lost) is removed too.
-          storedKeys.push(key)
-          await storage.put(key, path).catch((error) => {
-            console.error(JSON.stringify({ level: 'warn', msg: 'upload: storage unavailable', key, error: String(error) }))
-            throw new HttpError(503, 'Storage temporarily unavailable, try again shortly', {}, { 'retry-after': '5' })
-          })
-        }
-      }
-
+      // Files first, row second: a crash in between leaves orphan files (swept later), never a row without bytes.
+      const ids: string[] = []
+      for (const p of prepared) ids.push(await storeFiles(p, storedKeys))
       const deleteTokens = policy.owner ? [] : prepared.map(() => randomToken(24))
       const now = Date.now()
       // Check and reserve in one synchronous transaction, so parallel batches can never overshoot a window or quota.
-      const { rows, window } = db.transaction((tx) => {
+      // Another process holding the database's lock: tried again for about 2 s, waiting off the event loop.
+      const { rows, window } = await retryBusy(() => db.transaction((tx) => {
         checkQuota(tx, policy, prepared.reduce((sum, p) => sum + p.size, 0))
         const window = consumeWindow(tx, policy.window, prepared.length, now)
         const albumId = options.album && policy.owner ? resolveUploadAlbum(tx, policy.owner, options.album, options.visibility === 'public') : null
@@ -208,7 +239,7 @@ export function createUploadPipeline(deps: {
           .all()
         if (albumId) tx.insert(albumImages).values(rows.map((r) => ({ albumId, imageId: r.id, addedAt: new Date(now) }))).onConflictDoNothing().run()
         return { rows, window }
-      })
+      }))
       admitted.committed()
       // After the commit, never before; listeners (webhooks) only queue work, they never hold the answer up.
       for (const row of rows) events.emit('image.uploaded', row)
@@ -216,7 +247,8 @@ export function createUploadPipeline(deps: {
     } catch (error) {
       // All or nothing: whatever this request already stored goes again.
       await Promise.all(storedKeys.map((key) => storage.delete(key).catch(() => {})))
-      throw error
+      // A full disk or an unwritable database is answered as such (507, 503), here too for callers that keep answers (tus).
+      throw faultAnswer(error) ?? error
     } finally {
       await discardFiles(files)
       await Promise.all(files.map((f) => rm(`${f.path}.thumb.webp`, { force: true })))

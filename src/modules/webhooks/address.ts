@@ -120,7 +120,8 @@ export async function resolvePublic(hostname: string, allowPrivate: boolean): Pr
   if (!allowPrivate) {
     const refused = addresses.find((a) => isPrivateAddress(a.address))
     if (refused) {
-      throw new RefusedAddressError(isIP(host) ? `${host} is a private or reserved address` : `${host} resolves to a private or reserved address (${refused.address})`)
+      // The address itself is never named: it would tell a caller what internal names resolve to.
+      throw new RefusedAddressError(isIP(host) ? `${host} is not allowed (a private or reserved address)` : `${host} is not allowed (it resolves to a private or reserved address)`)
     }
   }
   return addresses

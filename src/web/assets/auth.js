@@ -4,10 +4,17 @@
   if (!window.imghost) return
   const { api, setToken } = window.imghost
 
-  /** Where to go after logging in: a local path from ?next=, else the dashboard (never another site). */
+  /**
+   * Where to go after logging in: a path of this site from ?next= (already percent-decoded), else the dashboard. Browsers
+   * drop tabs and newlines from URLs and read `\` as `/`, so `/\t/evil.example` or `/\evil.example` would leave the
+   * site: control characters, whitespace and a second leading slash or backslash are refused, and what is left must
+   * resolve to this origin.
+   */
   function nextPath() {
     const next = new URLSearchParams(location.search).get('next') || ''
-    return /^\/(?![/\\])/.test(next) ? next : '/dashboard'
+    if (!/^\/(?![/\\])/.test(next) || /[\u0000-\u001f\u007f-\u009f\s]/.test(next)) return '/dashboard'
+    const target = new URL(next, location.origin)
+    return target.origin === location.origin ? target.pathname + target.search + target.hash : '/dashboard'
   }
 
   function showError(form, message) {
