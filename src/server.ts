@@ -9,6 +9,7 @@ import { loadJwtSecret } from './lib/secrets'
 import { createNsfwClassifier } from './moderation'
 import { createRescanner, type RescanOptions } from './moderation/rescan'
 import { createMailer } from './modules/auth/mailer'
+import { sweepEndedWindows } from './modules/images/limits'
 import { createConfiguredStorage } from './storage/configured'
 import { sweepOrphans, SWEEP_INTERVAL_MS, type SweepOptions } from './storage/sweep'
 import { mediaPoolFor } from './workers/media-pool'
@@ -85,11 +86,13 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
     { timeoutMs: config.nsfw.timeoutMs, ...overrides.rescan },
   )
   rescanner.start()
-  // Removes expired images' files and rows: once at startup (what expired while stopped), then on an interval.
+  // Removes expired images' files and rows, and rate windows that have ended: once at startup (what expired while
+  // stopped), then on an interval.
   let expirySweep: Promise<unknown> = Promise.resolve()
   const sweepExpired = () => {
     expirySweep = services.images
       .sweepExpired()
+      .then(() => sweepEndedWindows(db, config))
       .catch((error) => console.error(JSON.stringify({ level: 'error', msg: 'expiry sweep failed', error: String(error) })))
   }
   sweepExpired()

@@ -1,4 +1,4 @@
-import { and, eq, inArray, sql } from 'drizzle-orm'
+import { and, eq, inArray, lte, sql } from 'drizzle-orm'
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
 import { images, uploadWindows, type User } from '../../db/schema'
@@ -165,6 +165,17 @@ export function clearWindows(db: Db, keys: string[]) {
   } catch (error) {
     console.error(JSON.stringify({ level: 'warn', msg: 'could not clear a window', keys, error: String(error) }))
   }
+}
+
+/**
+ * Removes window rows that have certainly ended: one started longer ago than the longest window of any rule (the
+ * hourly upload and report windows, the anonymous, refused-upload and password windows). Without it, every address,
+ * login name and album ever counted would keep its row for good. Returns how many went.
+ */
+export function sweepEndedWindows(db: Db, config: Config, now = Date.now()): number {
+  const { anonymous, refused, guesses } = config.limits
+  const longestMs = Math.max(HOUR_MS, Math.max(anonymous.windowSeconds, refused.windowSeconds, guesses.windowSeconds) * 1000)
+  return db.delete(uploadWindows).where(lte(uploadWindows.windowStart, new Date(now - longestMs))).returning({ key: uploadWindows.key }).all().length
 }
 
 /** Bytes of the owner's live images: an expired image stops counting at once, before the sweeper removes it. */
