@@ -1,3 +1,4 @@
+import { expect } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -106,4 +107,32 @@ export async function userWithKey(t: TestServer, name?: string) {
 /** Promotes an account to admin directly in the database (there is no API for the first admin). */
 export function makeAdmin(t: TestServer, userId: number) {
   t.server.services.admin.updateUser(userId, { role: 'admin' })
+}
+
+/**
+ * Runs `work` (an attack) while /healthz is asked every 50 ms, and asserts every answer came in under `boundMs`
+ * (generous, so it cannot flake; the tight figure lives in the bench): the server keeps answering while it is attacked.
+ */
+export async function whileHealthy<T>(t: TestServer, work: () => Promise<T>, boundMs = 2000): Promise<T> {
+  let done = false
+  const slowest = { ms: 0, answers: 0 }
+  const probe = (async () => {
+    while (!done) {
+      const started = performance.now()
+      const res = await t.fetch('/healthz')
+      await res.arrayBuffer()
+      expect(res.status).toBe(200)
+      slowest.ms = Math.max(slowest.ms, performance.now() - started)
+      slowest.answers++
+      await Bun.sleep(50)
+    }
+  })()
+  try {
+    return await work()
+  } finally {
+    done = true
+    await probe
+    expect(slowest.answers).toBeGreaterThan(0)
+    expect(slowest.ms).toBeLessThan(boundMs)
+  }
 }

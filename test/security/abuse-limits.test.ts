@@ -4,8 +4,8 @@ import { join } from 'node:path'
 import { blockedHashes } from '../../src/db/schema'
 import { makeImage, uploadForm } from '../fixtures'
 import { nestedUseSvg } from '../media/hostile-files'
-import { makeAdmin, registerUser, startTestServer, userWithKey, type TestServer } from '../helpers'
-import { countingMedia, expectRateLimitHeaders, filler, neutralClassifier, rawRequest, whileHealthy } from './support'
+import { makeAdmin, registerUser, startTestServer, type TestServer, userWithKey, whileHealthy } from '../helpers'
+import { countingMedia, expectRateLimitHeaders, filler, neutralClassifier, rawRequest } from './support'
 
 let servers: TestServer[] = []
 afterEach(async () => {

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { connect } from 'node:net'
 import { MAX_PAGE_BODY_BYTES } from '../../src/http/body-limit'
-import { registerUser, type TestServer } from '../helpers'
-import { chunkedFraming, filler, rawRequest, send, startServer, whileHealthy } from './support'
+import { registerUser, type TestServer, whileHealthy } from '../helpers'
+import { chunkedFraming, filler, rawRequest, send, startServer } from './support'
 
 let t: TestServer
 let albumId: string

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, spyOn, test } from 'bun:test'
 import { parse } from 'node-html-parser'
-import { jsonBody, registerUser, type TestServer } from '../helpers'
-import { expectRateLimitHeaders, send, startServer, whileHealthy } from './support'
+import { jsonBody, registerUser, type TestServer, whileHealthy } from '../helpers'
+import { expectRateLimitHeaders, send, startServer } from './support'
 
 // Every server here trusts X-Forwarded-For, so one test process can play several client addresses.
 let servers: TestServer[] = []

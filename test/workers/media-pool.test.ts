@@ -2,31 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readdirSync, readFileSync } from 'node:fs'
 import { makeImage, uploadForm } from '../fixtures'
 import { nestedUseSvg, oneBitBmp } from '../media/hostile-files'
-import { startTestServer, storedKeys, type TestServer } from '../helpers'
+import { startTestServer, storedKeys, whileHealthy, type TestServer } from '../helpers'
 
-/** Runs `work` while polling /healthz; every health answer must come, the slowest is returned with the work's result. */
-async function whileServing<T>(t: TestServer, work: Promise<T>): Promise<{ result: T; worstMs: number; polls: number }> {
-  let finished = false
-  let worstMs = 0
-  let polls = 0
-  const poller = (async () => {
-    while (!finished) {
-      const started = performance.now()
-      const res = await t.fetch('/healthz', { signal: AbortSignal.timeout(10_000) })
-      expect(res.status).toBe(200)
-      await res.arrayBuffer()
-      worstMs = Math.max(worstMs, performance.now() - started)
-      polls++
-      await Bun.sleep(20)
-    }
-  })()
-  try {
-    return { result: await work, worstMs, polls }
-  } finally {
-    finished = true
-    await poller
-  }
-}
 
 /** This process's media worker processes, from /proc. */
 function mediaWorkers(): number[] {
@@ -76,9 +53,8 @@ describe('untrusted bytes are decoded in worker processes, under budgets', () =>
     let peak = before
     const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 10)
     const bmp = oneBitBmp(10_000)
-    const { result, polls } = await whileServing(t, t.json('/api/upload', { method: 'POST', body: uploadForm([{ bytes: bmp, name: 'big.bmp' }]) }))
+    const result = await whileHealthy(t, () => t.json('/api/upload', { method: 'POST', body: uploadForm([{ bytes: bmp, name: 'big.bmp' }]) }))
     clearInterval(sampler)
-    expect(polls).toBeGreaterThan(0)
     expect(result.body).toMatchObject({ width: 10_000, height: 10_000, mime: 'image/bmp' })
     expect(result.status).toBe(201)
     // The 400 MB of decoded pixels lived in a worker process: this one grew by the 12.5 MB body and its copies at most.
@@ -94,8 +70,8 @@ describe('untrusted bytes are decoded in worker processes, under budgets', () =>
     expect(svg.length).toBeLessThan(2048)
     const seen = new Set<number>()
     const watcher = setInterval(() => mediaWorkers().forEach((pid) => seen.add(pid)), 20)
-    const { result, worstMs } = await whileServing(
-      short,
+    // /healthz answers within the generous bound throughout (the tight figure is in the bench's hostile group).
+    const result = await whileHealthy(short, () =>
       short.json('/api/upload', { method: 'POST', body: uploadForm([{ bytes: new TextEncoder().encode(svg), name: 'slow.svg' }]) }),
     )
     clearInterval(watcher)
@@ -104,8 +80,6 @@ describe('untrusted bytes are decoded in worker processes, under budgets', () =>
     expect(result.status).toBe(400)
     expect(result.body.error).toContain('slow.svg')
     expect(result.body.error).toContain('took too long')
-    // A generous bound (the tight figure is in the bench's hostile group): the server never waited on the SVG.
-    expect(worstMs).toBeLessThan(2000)
     expect(await storedKeys(short)).toEqual(keysBefore)
     expect((await short.json('/api/gallery')).body.images.length).toBe(rowsBefore)
   })
