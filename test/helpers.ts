@@ -136,3 +136,13 @@ export async function whileHealthy<T>(t: TestServer, work: () => Promise<T>, bou
     expect(slowest.ms).toBeLessThan(boundMs)
   }
 }
+
+/** Whether a process with this pid exists (signal 0 tests without sending anything). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}

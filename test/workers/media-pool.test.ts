@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readdirSync, readFileSync } from 'node:fs'
 import { makeImage, uploadForm } from '../fixtures'
 import { nestedUseSvg, oneBitBmp } from '../media/hostile-files'
-import { startTestServer, storedKeys, whileHealthy, type TestServer } from '../helpers'
+import { isAlive, startTestServer, storedKeys, whileHealthy, type TestServer } from '../helpers'
 
 
 /** This process's media worker processes, from /proc. */
@@ -19,15 +19,6 @@ function mediaWorkers(): number[] {
     }
   }
   return pids
-}
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
 }
 
 describe('untrusted bytes are decoded in worker processes, under budgets', () => {
@@ -76,7 +67,7 @@ describe('untrusted bytes are decoded in worker processes, under budgets', () =>
     )
     clearInterval(watcher)
     // The process that was rendering it was killed: its CPU is free again.
-    expect([...seen].some((pid) => !alive(pid))).toBe(true)
+    expect([...seen].some((pid) => !isAlive(pid))).toBe(true)
     expect(result.status).toBe(400)
     expect(result.body.error).toContain('slow.svg')
     expect(result.body.error).toContain('took too long')

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { fileURLToPath } from 'node:url'
 import { BudgetError, createProcessPool, PoolBusyError, WorkerExitedError } from '../../src/workers/pool'
+import { isAlive } from '../helpers'
 
 const fixture = fileURLToPath(new URL('./fixture-worker.ts', import.meta.url))
 const pools: ReturnType<typeof createProcessPool>[] = []
@@ -18,15 +19,6 @@ function pool(opts: Partial<Parameters<typeof createProcessPool>[0]> = {}) {
   })
   pools.push(p)
   return p
-}
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
 }
 
 async function until(check: () => boolean, what: string) {
@@ -73,7 +65,7 @@ describe('process pool', () => {
     const error = await rejection(p.run('spin', [60_000]))
     expect(error).toBeInstanceOf(BudgetError)
     expect(error.budget).toBe('time')
-    await until(() => !alive(pid), 'the spinning process to be gone')
+    await until(() => !isAlive(pid), 'the spinning process to be gone')
     const after = await p.run<{ pid: number }>('echo', [1])
     expect(after.pid).not.toBe(pid)
   })
@@ -107,7 +99,7 @@ describe('process pool', () => {
   test('an idle process exits; the next job starts another', async () => {
     const p = pool({ size: 1, idleMs: 100 })
     const { pid } = await p.run<{ pid: number }>('echo', [0])
-    await until(() => p.processes.length === 0 && !alive(pid), 'the idle process to exit')
+    await until(() => p.processes.length === 0 && !isAlive(pid), 'the idle process to exit')
     const next = await p.run<{ pid: number }>('echo', [1])
     expect(next.pid).not.toBe(pid)
   })
@@ -118,7 +110,7 @@ describe('process pool', () => {
     const pids = p.processes
     expect(pids.length).toBeGreaterThan(0)
     await p.close()
-    for (const pid of pids) expect(alive(pid)).toBe(false)
+    for (const pid of pids) expect(isAlive(pid)).toBe(false)
     expect(await rejection(p.run('echo', [3]))).toBeInstanceOf(Error)
   })
 })
@@ -142,9 +134,9 @@ describe('worker processes do not outlive the server', () => {
       text += new TextDecoder().decode(value)
     }
     const workerPid = Number(text.trim())
-    expect(alive(workerPid)).toBe(true)
+    expect(isAlive(workerPid)).toBe(true)
     parent.kill('SIGKILL')
     await parent.exited
-    await until(() => !alive(workerPid), 'the orphaned worker to exit')
+    await until(() => !isAlive(workerPid), 'the orphaned worker to exit')
   })
 })
