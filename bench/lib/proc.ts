@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync, openSync, closeSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync, openSync, closeSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import type { Subprocess } from 'bun'
@@ -90,6 +90,32 @@ export function memoryOf(pid: number): { rss: number; hwm: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8')
   const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024
   return { rss: kb('VmRSS'), hwm: kb('VmHWM') }
+}
+
+/** RSS of `pid` and every process it started (the service's media workers), in bytes, from /proc. */
+export function treeRss(pid: number): number {
+  const children = new Map<number, number[]>()
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'latin1')
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)])
+    } catch {
+      // gone meanwhile
+    }
+  }
+  let total = 0
+  const visit = (p: number) => {
+    try {
+      total += memoryOf(p).rss
+    } catch {
+      return
+    }
+    for (const child of children.get(p) ?? []) visit(child)
+  }
+  visit(pid)
+  return total
 }
 
 /** Resets VmHWM to the current RSS (Linux `clear_refs` 5); false when the kernel refuses. */
