@@ -9,7 +9,8 @@
  *          --ingest-seconds=N (default 4)   --readme   rewrite the table in bench/README.md   --keep   keep temp dirs
  *          --from=bench/results/latest.json   only rewrite the tables (latest.md, and README with --readme) from a saved run
  */
-import { copyFileSync, mkdirSync, rmSync, writeFileSync, readFileSync } from 'node:fs'
+import { Database } from 'bun:sqlite'
+import { copyFileSync, cpSync, mkdirSync, rmSync, writeFileSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { adminCredentials, startApp, upload, type AppProcess } from './lib/app'
@@ -359,8 +360,15 @@ async function main() {
 
     if (only.has('views')) {
       section('view counting')
-      // A second instance of the service on the same data, with counting off; the two are measured interleaved.
-      const off = await startApp({ dataDir, log: join(work, 'app-nocount.log'), env: { COUNT_VIEWS: 'false' } })
+      // A second instance of the service on a copy of the data (one server per data directory), with counting off;
+      // the two are measured interleaved.
+      const offDir = join(work, 'data-nocount')
+      mkdirSync(offDir, { recursive: true })
+      const source = new Database(join(dataDir, 'imghost.sqlite'))
+      source.exec(`VACUUM INTO '${join(offDir, 'imghost.sqlite')}'`)
+      source.close()
+      cpSync(join(dataDir, 'files'), join(offDir, 'files'), { recursive: true })
+      const off = await startApp({ dataDir: offDir, log: join(work, 'app-nocount.log'), env: { COUNT_VIEWS: 'false' } })
       others.push(off)
       const viewsBefore = await views(app, small.id)
       const [a, b] = await compare(tool, [

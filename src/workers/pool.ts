@@ -1,5 +1,6 @@
 import type { Subprocess } from 'bun'
 import { readFileSync } from 'node:fs'
+import { setPriority } from 'node:os'
 
 /** A job ran past the pool's time or memory budget; its process was killed. */
 export class BudgetError extends Error {
@@ -63,6 +64,9 @@ interface Slot {
   killedFor: Error | null
 }
 
+/** How much lower than the server's a worker process's CPU priority is (nice). */
+const WORKER_NICENESS = 10
+
 const RSS_LINE = /^VmRSS:\s+(\d+)\s+kB$/m
 
 /** Resident memory of a process from /proc (Linux); null where there is none, which leaves the memory bound to the decoders' own checks. */
@@ -123,6 +127,12 @@ export function createProcessPool(opts: ProcessPoolOptions) {
           dispatch()
         },
       }),
+    }
+    // Below the server's own priority: a worker busy with a slow file never takes the CPU from the event loop.
+    try {
+      setPriority(slot.process.pid, WORKER_NICENESS)
+    } catch {
+      // Not permitted here: the workers run at the server's priority.
     }
     slots.add(slot)
     return slot

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test'
+import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { BudgetError, createProcessPool, PoolBusyError, WorkerExitedError } from '../../src/workers/pool'
 import { isAlive } from '../helpers'
@@ -49,6 +50,14 @@ describe('process pool', () => {
     expect(second.value).toEqual({ nested: [2] })
     expect(first.pid).not.toBe(process.pid)
     expect(second.pid).toBe(first.pid)
+  })
+
+  test("worker processes run below the server's CPU priority (nice 10), so a slow file never takes the event loop's core", async () => {
+    const { pid } = await pool({ size: 1 }).run<{ pid: number }>('echo', [0])
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1')
+    const niceness = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16])
+    const own = Number(readFileSync('/proc/self/stat', 'latin1').split(') ')[1].split(' ')[16])
+    expect(niceness).toBe(own + 10)
   })
 
   test("a job's own error comes back with its name, message and errno code", async () => {
