@@ -25,6 +25,16 @@ export function mediaOptionsOf(config: Config): MediaOptions {
 const compiled = import.meta.path.startsWith('/$bunfs/')
 const command = compiled ? [process.execPath] : [process.execPath, fileURLToPath(new URL('./media-worker.ts', import.meta.url))]
 
+/**
+ * What a worker process inherits of the server's environment: where to find programs and temporary space, the locale,
+ * and libvips' and the allocator's own settings. Never the server's secrets (JWT_SECRET, S3 keys, SMTP_URL, the admin
+ * password): a process that parses hostile files has no use for them.
+ */
+function workerEnvironment(): Record<string, string> {
+  const kept = /^(PATH|HOME|TMPDIR|TMP|TEMP|LANG|LC_[A-Z]+|TZ|VIPS_[A-Z_]+|MALLOC_[A-Z_]+|LD_LIBRARY_PATH)$/
+  return Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => kept.test(e[0]) && e[1] !== undefined))
+}
+
 /** The failures of a job, as the pipeline shows them: whatever the bytes caused is a MediaError (a 400 naming the file). */
 function asMediaError(error: unknown, timeoutMs: number): unknown {
   if (error instanceof BudgetError) {
@@ -47,7 +57,7 @@ export function createMediaPool(opts: MediaPoolOptions): Media {
   const { workers, timeoutMs, memoryBytes, maxQueue, idleMs, ...mediaOptions } = opts
   const pool = createProcessPool({
     command,
-    env: { ...process.env, IMGHOST_WORKER: 'media', IMGHOST_MEDIA_OPTIONS: JSON.stringify(mediaOptions) },
+    env: { ...workerEnvironment(), IMGHOST_WORKER: 'media', IMGHOST_MEDIA_OPTIONS: JSON.stringify(mediaOptions) },
     size: workers,
     timeoutMs,
     memoryBytes,

@@ -79,4 +79,26 @@ describe('untrusted bytes are decoded in worker processes, under budgets', () =>
     const res = await short.json('/api/upload', { method: 'POST', body: uploadForm([{ bytes: await makeImage('jpeg', 320, 200) }]) })
     expect(res.status).toBe(201)
   })
+
+  test("a worker process gets none of the server's secrets from its environment", async () => {
+    const saved = process.env.JWT_SECRET
+    process.env.JWT_SECRET = 'a-secret-the-workers-must-never-see'
+    const fresh = await startTestServer()
+    try {
+      const before = new Set(mediaWorkers())
+      expect((await fresh.json('/api/upload', { method: 'POST', body: uploadForm([{ bytes: await makeImage('png', 32, 32) }]) })).status).toBe(201)
+      const started = mediaWorkers().filter((pid) => !before.has(pid))
+      expect(started.length).toBeGreaterThan(0)
+      for (const pid of started) {
+        const environ = readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0')
+        expect(environ).toContain('IMGHOST_WORKER=media')
+        expect(environ.some((v) => v.startsWith('JWT_SECRET='))).toBe(false)
+        expect(environ.join('\n')).not.toContain('a-secret-the-workers-must-never-see')
+      }
+    } finally {
+      if (saved === undefined) delete process.env.JWT_SECRET
+      else process.env.JWT_SECRET = saved
+      await fresh.stop()
+    }
+  })
 })
