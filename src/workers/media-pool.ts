@@ -23,7 +23,7 @@ export function mediaOptionsOf(config: Config): MediaOptions {
 
 /** Inside the single binary the worker is the binary itself, told by the environment which part to run (src/binary.ts). */
 const compiled = import.meta.path.startsWith('/$bunfs/')
-const command = compiled ? [process.execPath] : [process.execPath, fileURLToPath(new URL('./media-worker.ts', import.meta.url))]
+const command = compiled ? [process.execPath] : [process.execPath, '--no-env-file', fileURLToPath(new URL('./media-worker.ts', import.meta.url))]
 
 /**
  * What a worker process inherits of the server's environment: where to find programs and temporary space, the locale,
@@ -58,6 +58,9 @@ export function createMediaPool(opts: MediaPoolOptions): Media {
   const pool = createProcessPool({
     command,
     env: { ...workerEnvironment(), IMGHOST_WORKER: 'media', IMGHOST_MEDIA_OPTIONS: JSON.stringify(mediaOptions) },
+    // Bun reads a `.env` in the working directory into a process's environment (the single binary always does): the
+    // root directory holds none an unprivileged user could write, so the server's `.env` secrets stay out too.
+    cwd: '/',
     size: workers,
     timeoutMs,
     memoryBytes,

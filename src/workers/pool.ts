@@ -33,6 +33,8 @@ export interface ProcessPoolOptions {
   /** The command that starts one worker process (a Bun process that answers through IPC, see worker-process.ts). */
   command: string[]
   env: Record<string, string | undefined>
+  /** Working directory of the processes (default: the server's). */
+  cwd?: string
   /** Processes at most (each runs one job at a time). */
   size: number
   /** Wall time one job may run, counted from its dispatch (queue wait is not counted). */
@@ -106,6 +108,7 @@ export function createProcessPool(opts: ProcessPoolOptions) {
       killedFor: null,
       process: Bun.spawn(opts.command, {
         env: opts.env,
+        cwd: opts.cwd,
         stdio: ['ignore', 'inherit', 'inherit'],
         ipc(message: WorkerAnswer | { ready: true }) {
           if ('ready' in message) return markReady()

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { readdirSync, readFileSync } from 'node:fs'
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { makeImage, uploadForm } from '../fixtures'
 import { nestedUseSvg, oneBitBmp } from '../media/hostile-files'
 import { isAlive, startTestServer, storedKeys, whileHealthy, type TestServer } from '../helpers'
@@ -94,6 +94,9 @@ describe('untrusted bytes are decoded in worker processes, under budgets', () =>
         expect(environ).toContain('IMGHOST_WORKER=media')
         expect(environ.some((v) => v.startsWith('JWT_SECRET='))).toBe(false)
         expect(environ.join('\n')).not.toContain('a-secret-the-workers-must-never-see')
+        // Nor those of a `.env` beside the server: Bun reads one from the working directory unless told not to.
+        expect(readlinkSync(`/proc/${pid}/cwd`)).toBe('/')
+        expect(readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0')).toContain('--no-env-file')
       }
     } finally {
       if (saved === undefined) delete process.env.JWT_SECRET
