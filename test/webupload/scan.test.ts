@@ -68,16 +68,19 @@ describe('web uploads are classified by the real model', () => {
     const landscape = await landscapeJpeg()
     const logged = spyOn(console, 'error')
     let res
+    let errorLog: string
     try {
       res = await webUpload(t, [
         { bytes: drawing, name: 'cartoon-mushroom.png' },
         { bytes: landscape, name: 'green-meadow.jpg' },
       ])
     } finally {
+      // Read before the restore, which forgets the calls.
+      errorLog = logged.mock.calls.flat().join('\n')
       logged.mockRestore()
     }
     expect(res.status).toBe(201)
-    expect(logged.mock.calls.flat().join('\n')).not.toContain('nsfw scan failed')
+    expect(errorLog).not.toContain('nsfw scan')
     expect(model.scans).toHaveLength(2)
 
     const thresholds = t.server.deps.config.nsfw.thresholds
