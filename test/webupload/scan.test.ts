@@ -4,7 +4,7 @@ import { images } from '../../src/db/schema'
 import { DEFAULT_NSFW_THRESHOLDS, isMature, type Classifier, type NsfwScores } from '../../src/moderation'
 import { makeImage, uploadForm, type UploadPart } from '../fixtures'
 import { registerUser, startTestServer, userWithKey, type TestServer } from '../helpers'
-import { topClass, uploadClassifierInput } from '../moderation/images'
+import { CLEAR_TOP, topClass, uploadClassifierInput } from '../moderation/images'
 import { sharedClassifier } from '../shared-classifier'
 import { fakeClassifier } from './fake-classifier'
 import { drawingPng, landscapeJpeg } from './images'
@@ -96,6 +96,7 @@ describe('web uploads are classified by the real model', () => {
       const scan = model.scans.find((s) => expected.equals(s.input))
       expect(scan, `no scan was shown ${image.id}'s pixels`).toBeDefined()
       expect(topClass(scan!.scores)).toBe(top)
+      expect(scan!.scores[top]).toBeGreaterThanOrEqual(CLEAR_TOP)
       // The flag is the rule applied to the very scores the model answered (a drawing mistaken for porn would show).
       expect(image.nsfw).toBe(isMature(scan!.scores, thresholds))
       expect(image.nsfw).toBe(false)
