@@ -28,7 +28,6 @@ async function start() {
 
 const config = readConfig()
 const server = await start()
-console.log(JSON.stringify({ level: 'info', msg: 'listening', url: config.publicUrl, port: server.port }))
 
 let stopping = false
 async function shutdown(signal: string) {
@@ -40,3 +39,6 @@ async function shutdown(signal: string) {
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'))
 process.on('SIGINT', () => void shutdown('SIGINT'))
+// Announced only once the handlers are in: a supervisor that stops the server as soon as it reads this line gets a
+// clean shutdown, not the default SIGTERM death (exit 143).
+console.log(JSON.stringify({ level: 'info', msg: 'listening', url: config.publicUrl, port: server.port }))

@@ -42,7 +42,16 @@ export function storageEnv(): Record<string, string> {
 /**
  * Starts the real app on a random port with a fresh temp data directory. Its classifier finds everything neutral
  * unless a test passes one: a real model per server would cost a worker and seconds of CPU each, and only the
- * scanning tests are about verdicts (they pass `sharedClassifier()`).
+ * scanning tests are about verdicts.
+ *
+ * Where the real nsfwjs model runs:
+ * - `test/moderation/classifier.test.ts`: the model alone (`sharedClassifier()`), its verdicts on images the tests make;
+ * - `test/webupload/scan.test.ts`: the servers of its first two describes (`sharedClassifier()`), uploads scanned by it;
+ * - `test/moderation/limits.test.ts`: a model of its own, for its timeout, queue and close (no verdicts);
+ * - servers run as processes, as in production, start it as production does: the single binary
+ *   (`test/ops/binary.test.ts`, which scans a web upload with it) and `bun src/index.ts` (`test/http/shutdown.test.ts`,
+ *   `test/faults/second-server.test.ts`, `test/config/`, `test/storage/config.test.ts`; no verdict asserted).
+ * Every other server gets the neutral fake (or a fake of its own: `test/webupload/fake-classifier.ts`).
  */
 export async function startTestServer(env: Record<string, string> = {}, overrides: ServerOverrides = {}): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'imghost-test-'))
