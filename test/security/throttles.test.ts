@@ -110,14 +110,14 @@ describe('album passwords (defaults: 10 wrong per address, 20 per album, per 15 
 
   test('the window resets: still refused on its last millisecond; once it has passed, guesses are checked again', async () => {
     const clock = steppedClock()
-    const t = await fresh({ ALBUM_PASSWORD_FAILURES_PER_IP: '2' }, { now: clock.now })
+    const t = await fresh({ PASSWORD_FAILURES_WINDOW_SECONDS: '300', ALBUM_PASSWORD_FAILURES_PER_IP: '2' }, { now: clock.now })
     const { id } = await protectedAlbum(t)
     const first = []
     for (let i = 0; i < 3; i++) first.push(await guess(t, 2, id, 'wrong', '198.51.100.9'))
     expect(statuses(first)).toEqual([403, 403, 429])
-    // The default 15 minutes, all still to come: the clock stands still.
-    expect(first[2].headers.get('retry-after')).toBe('900')
-    clock.set(clock.now() + 900_000 - 1)
+    // The configured window, all of it still to come: the clock stands still.
+    expect(first[2].headers.get('retry-after')).toBe('300')
+    clock.set(clock.now() + 300_000 - 1)
     const last = await guess(t, 2, id, 'wrong', '198.51.100.9')
     expect(last.status).toBe(429)
     expect(last.headers.get('retry-after')).toBe('1')
@@ -195,13 +195,13 @@ describe('logins (defaults: 10 failures per login name across addresses, 30 per 
 
   test('the window resets: still refused on its last millisecond; once it has passed, the account may try again', async () => {
     const clock = steppedClock()
-    const t = await fresh({ LOGIN_FAILURES_PER_ACCOUNT: '2' }, { now: clock.now })
+    const t = await fresh({ LOGIN_FAILURES_PER_ACCOUNT: '2', PASSWORD_FAILURES_WINDOW_SECONDS: '300' }, { now: clock.now })
     const user = await registerUser(t)
     const answers = []
     for (let i = 0; i < 3; i++) answers.push(await login(t, user.user.username, 'wrong password', '198.51.100.40'))
     expect(statuses(answers)).toEqual([401, 401, 429])
-    expect(answers[2].headers.get('retry-after')).toBe('900')
-    clock.set(clock.now() + 900_000 - 1)
+    expect(answers[2].headers.get('retry-after')).toBe('300')
+    clock.set(clock.now() + 300_000 - 1)
     const last = await login(t, user.user.username, user.password, '198.51.100.40')
     expect(last.status).toBe(429)
     expect(last.headers.get('retry-after')).toBe('1')
