@@ -48,25 +48,30 @@ export interface AppDeps {
   webhookOptions?: WebhookOptions
   /** Resumable upload expiry and limits (tests shorten them). */
   tusOptions?: TusOptions
+  /**
+   * The clock (ms since the epoch) of every rate-limit window: upload, anonymous, refused-upload, report, password
+   * and global per-IP. Date.now unless a test passes one it can step past a window's end without waiting.
+   */
+  now?: () => number
 }
 
 /** Composes every feature into one Elysia app; tests build the app through this too. */
 export function createApp(deps: AppDeps) {
-  const { config, db, storage } = deps
+  const { config, db, storage, now } = deps
   const metrics = createMetrics()
   const classifier = metrics.instrument(deps.classifier)
-  const auth = createAuthService(db, deps.mailer, config.limits.guesses)
+  const auth = createAuthService(db, deps.mailer, config.limits.guesses, now)
   const guard = authGuard(auth, { secret: deps.jwtSecret, trustProxy: config.trustProxy })
   // Image events (upload, delete) reach the webhooks through this one hook.
   const webhooks = createWebhookService({ db, config, options: deps.webhookOptions })
-  const images = createImageService({ db, config, storage, events: webhooks.events })
-  const pipeline = createUploadPipeline({ db, config, storage, media: deps.media, classifier, thresholds: config.nsfw.thresholds, events: webhooks.events })
+  const images = createImageService({ db, config, storage, events: webhooks.events, now })
+  const pipeline = createUploadPipeline({ db, config, storage, media: deps.media, classifier, thresholds: config.nsfw.thresholds, events: webhooks.events, now })
   const tus = createTusService({ db, config, pipeline, images, metrics, options: deps.tusOptions })
   const gallery = createGalleryService({ db, config })
-  const albums = createAlbumService({ db, images, publicUrl: config.publicUrl, guesses: config.limits.guesses })
+  const albums = createAlbumService({ db, images, publicUrl: config.publicUrl, guesses: config.limits.guesses, now })
   const embeds = createEmbedService({ db, images })
   const pages = createPageService({ db, config, images })
-  const reports = createReportService({ db, config, storage, images })
+  const reports = createReportService({ db, config, storage, images, now })
   // Where the routes answered ahead of the app (src/http/fast-route.ts) record their requests.
   const observe = { metrics, log: config.logRequests }
   const cdn = cdnModule({
@@ -76,7 +81,7 @@ export function createApp(deps: AppDeps) {
     countViews: config.countViews,
     serve: config.storage.driver === 's3' ? config.storage.s3.serve : 'stream',
   })
-  const rateLimit = globalRateLimit({ limit: config.limits.globalPerMinute, trustProxy: config.trustProxy })
+  const rateLimit = globalRateLimit({ limit: config.limits.globalPerMinute, trustProxy: config.trustProxy, now })
   const services = { reports, auth, admin: createAdminService({ db, images }), images, pipeline, gallery, metrics, albums, embeds, pages, tus, webhooks }
 
   // /cdn and image metadata are answered by Bun's router ahead of the app's global hooks (src/http/fast-route.ts).

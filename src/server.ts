@@ -48,6 +48,7 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
   const dbPath = join(config.dataDir, 'imghost.sqlite')
   const db = openDatabase(dbPath, { busyTimeoutMs: SERVER_BUSY_TIMEOUT_MS })
   const checkpointer = startCheckpointer(db, dbPath)
+  const now = overrides.now ?? Date.now
   const deps: AppDeps = {
     config,
     db,
@@ -58,6 +59,7 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
     classifier: overrides.classifier ?? createNsfwClassifier({ timeoutMs: config.nsfw.timeoutMs, maxQueue: config.nsfw.maxQueue, backend: config.nsfw.backend }),
     webhookOptions: overrides.webhookOptions,
     tusOptions: overrides.tusOptions,
+    now,
   }
   const tmpDir = join(config.dataDir, 'tmp')
   // Files without a row: at startup, then on an interval (the grace period spares those of uploads in progress).
@@ -92,7 +94,7 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
   const sweepExpired = () => {
     expirySweep = services.images
       .sweepExpired()
-      .then(() => sweepEndedWindows(db, config))
+      .then(() => sweepEndedWindows(db, config, now()))
       .catch((error) => console.error(JSON.stringify({ level: 'error', msg: 'expiry sweep failed', error: String(error) })))
   }
   sweepExpired()

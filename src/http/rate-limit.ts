@@ -13,9 +13,11 @@ export type GlobalRateLimit = ReturnType<typeof globalRateLimit>
  * Global limiter: fixed one-minute windows per client IP (IPv6 by /64) over /api/*, each starting at the IP's first
  * request after its previous window ended. Kept in memory: it guards against floods, not against restarts.
  * `admit` is the check itself, for the app's plugin and for the routes Bun answers ahead of the app.
+ * `now` is the windows' clock (tests step it).
  */
-export function globalRateLimit(opts: { limit: number; trustProxy: boolean }) {
+export function globalRateLimit(opts: { limit: number; trustProxy: boolean; now?: () => number }) {
   const { limit } = opts
+  const clock = opts.now ?? Date.now
   // A Map iterates in insertion order and every window is (re)inserted when it starts, so the oldest come first.
   const windows = new Map<string, { start: number; used: number }>()
 
@@ -31,7 +33,7 @@ export function globalRateLimit(opts: { limit: number; trustProxy: boolean }) {
   }
 
   /** Counts an /api request against its client's window; throws 429 once the window is used up. */
-  function admit(request: Request, server: Server<unknown> | null, now = Date.now()) {
+  function admit(request: Request, server: Server<unknown> | null, now = clock()) {
     if (!pathOf(request.url).startsWith('/api/')) return
     const key = ipKey(resolveClientIp(request, server, opts.trustProxy))
     sweep(now)

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { parse } from 'node-html-parser'
 import { fillPlaceholders, humanSize } from '../../src/modules/embeds/service'
-import { registerUser, userWithKey, type TestServer } from '../helpers'
+import { makeImage, uploadForm } from '../fixtures'
+import { makeAdmin, registerUser, userWithKey, type TestServer } from '../helpers'
 import { expectError, send, startServer, uploadImage } from '../pages/support'
 
 let t: TestServer
@@ -218,11 +219,27 @@ describe('PATCH /api/images/bulk-embed', () => {
     expectError(await t.json('/api/images/bulk-embed', send('PATCH', { image_ids: ['abcdefgh'] }, owner.bearer)), 400)
   })
 
-  test('100 ids are accepted', async () => {
-    const image = await uploadImage(t, owner.keyHeader)
-    const profile = await createProfile({ name: 'hundred' })
-    const res = await t.json('/api/images/bulk-embed', send('PATCH', { image_ids: Array(100).fill(image.id), embed_profile_id: profile.id }, owner.bearer))
-    expect(res.body).toEqual({ success: true, updated: 1 })
+  test("100 distinct ids of the caller's images: updated 100, every one changed; 101 of them: 400 and none changed", async () => {
+    // An admin, so 101 images take two uploads (100 files at once, and no hourly window).
+    const many = await userWithKey(t)
+    makeAdmin(t, many.user.id)
+    const bytes = await makeImage('png', 8, 8, 5)
+    const upload = (n: number) => t.json('/api/v1/upload', { method: 'POST', headers: many.keyHeader, body: uploadForm(Array.from({ length: n }, () => ({ bytes }))) })
+    const hundred = await upload(100)
+    const one = await upload(1)
+    const ids: string[] = [...hundred.body.images.map((i: { id: string }) => i.id), one.body.id]
+    expect(new Set(ids).size).toBe(101)
+    const profile = await createProfile({ name: 'hundred' }, many.bearer)
+    const assign = (imageIds: string[]) => t.json('/api/images/bulk-embed', send('PATCH', { image_ids: imageIds, embed_profile_id: profile.id }, many.bearer))
+
+    const tooMany = await assign(ids)
+    expectError(tooMany, 400)
+    expect(tooMany.body.error).toContain('100')
+    expect(ids.filter((id) => embedProfileOf(id) !== null)).toEqual([])
+
+    expect((await assign(ids.slice(0, 100))).body).toEqual({ success: true, updated: 100 })
+    expect(ids.slice(0, 100).filter((id) => embedProfileOf(id) !== profile.id)).toEqual([])
+    expect(embedProfileOf(ids[100])).toBeNull()
   })
 
   test('all or nothing: a 404 naming the ids that are not the caller\'s, and nothing changes', async () => {

@@ -5,14 +5,19 @@ import { sweepEndedWindows } from '../../src/modules/images/limits'
 import { makeImage, makeNoisePng, uploadForm, type UploadPart } from '../fixtures'
 import { makeAdmin, startTestServer, storedKeys, userWithKey, type TestServer } from '../helpers'
 import { countingMedia } from '../security/support'
+import { expectWindowResets, steppedClock } from '../windows'
 
 // Small limits so the rules can be hit with small files; the defaults are checked by the config tests.
 const MAX_FILE = 20_000
 const QUOTA = 60_000
 let t: TestServer
+const clock = steppedClock()
 
 beforeAll(async () => {
-  t = await startTestServer({ MAX_FILE_SIZE: String(MAX_FILE), MAX_FILES_PER_UPLOAD: '3', UNVERIFIED_STORAGE_LIMIT: String(QUOTA), UPLOADS_PER_HOUR: '5' })
+  t = await startTestServer(
+    { MAX_FILE_SIZE: String(MAX_FILE), MAX_FILES_PER_UPLOAD: '3', UNVERIFIED_STORAGE_LIMIT: String(QUOTA), UPLOADS_PER_HOUR: '5' },
+    { now: clock.now },
+  )
 })
 afterAll(() => t.stop())
 
@@ -83,6 +88,29 @@ describe('limits', () => {
     const usage = await me(user)
     expect(usage.rateLimit).toMatchObject({ limit: 5, used: 3, remaining: 2 })
     expect(usage.totalImages).toBe(3)
+  })
+
+  test('the hourly window, shared by API and web uploads, resets: 429 on its last millisecond, then a full hour from the next upload', async () => {
+    const user = await userWithKey(t)
+    const small = await makeImage('png', 8, 8)
+    let door = 0
+    await expectWindowResets(clock, {
+      limit: 5,
+      windowMs: 3_600_000,
+      headers: true,
+      // Batches of at most 3 files (the per-upload cap here), taking turns between the API key and the web session.
+      async use(n) {
+        const answers = []
+        for (let left = n; left > 0; left -= 3) {
+          const web = door++ % 2 === 0
+          const body = uploadForm(Array.from({ length: Math.min(3, left) }, () => ({ bytes: small })))
+          answers.push(await t.json(web ? '/api/upload' : '/api/v1/upload', { method: 'POST', headers: web ? user.bearer : user.keyHeader, body }))
+        }
+        return answers
+      },
+    })
+    // GET /api/v1/me reads the same clock: one upload into a window that has just started.
+    expect((await me(user)).rateLimit).toEqual({ window: '1 hour', limit: 5, used: 1, remaining: 4, resetSeconds: 3600 })
   })
 
   test('parallel batches can never overshoot the window', async () => {

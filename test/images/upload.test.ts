@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import sharp from 'sharp'
 import { makeBmp, makeDecompressionBomb, makeIco, makeImage, svgImage, uploadForm, type Bytes, type UploadPart } from '../fixtures'
-import { jsonBody, startTestServer, storedKeys, userWithKey, type TestServer } from '../helpers'
+import { jsonBody, makeAdmin, startTestServer, storedKeys, userWithKey, type TestServer } from '../helpers'
+import { rawRequest } from '../security/support'
 
 let t: TestServer
 let owner: Awaited<ReturnType<typeof userWithKey>>
@@ -178,5 +179,113 @@ describe('folders', () => {
     expect(holiday[0].is_public).toBe(0)
     const members = t.server.db.$client.query('SELECT image_id FROM album_images WHERE album_id = ?').all(holiday[0].id) as any[]
     expect(members.map((m) => m.image_id).sort()).toEqual([first.body.id, second.body.id].sort())
+  })
+})
+
+describe('file count: too many files is 400, whatever the body declares', () => {
+  const MB = 1024 * 1024
+  const usage = async (who: { keyHeader: Record<string, string> }) => (await t.json('/api/v1/me', { headers: who.keyHeader })).body
+  const tinyParts = async (n: number) => {
+    const bytes = await makeImage('png', 8, 8, 77)
+    return Array.from({ length: n }, (_, i) => ({ bytes, name: `many-${i}.png` }))
+  }
+
+  test("an account's cap (MAX_FILES_PER_UPLOAD, 15): 15 files are stored; 16 are 400, nothing stored or counted", async () => {
+    const user = await userWithKey(t)
+    const parts = await tinyParts(16)
+    const before = (await storedFiles()).length
+    const tooMany = await upload(parts, {}, user.keyHeader)
+    expect(tooMany.status).toBe(400)
+    expect(tooMany.body.error).toContain('Too many files: at most 15')
+    expect((await storedFiles()).length).toBe(before)
+    expect(await usage(user)).toMatchObject({ totalImages: 0, storage: { used: 0 }, rateLimit: { used: 0 } })
+    const fifteen = await upload(parts.slice(0, 15), {}, user.keyHeader)
+    expect(fifteen.status).toBe(201)
+    expect(fifteen.body.images).toHaveLength(15)
+    expect(await usage(user)).toMatchObject({ totalImages: 15, rateLimit: { used: 15 } })
+  })
+
+  test("an admin's cap (ADMIN_MAX_FILES_PER_UPLOAD, 100): 100 files are stored; 101 are 400, nothing stored or counted", async () => {
+    const admin = await userWithKey(t)
+    makeAdmin(t, admin.user.id)
+    const parts = await tinyParts(101)
+    const before = (await storedFiles()).length
+    const tooMany = await upload(parts, {}, admin.keyHeader)
+    expect(tooMany.status).toBe(400)
+    expect(tooMany.body.error).toContain('Too many files: at most 100')
+    expect((await storedFiles()).length).toBe(before)
+    expect(await usage(admin)).toMatchObject({ totalImages: 0, rateLimit: { used: 0 }, limits: { maxFilesPerUpload: 100 } })
+    const hundred = await upload(parts.slice(0, 100), {}, admin.keyHeader)
+    expect(hundred.status).toBe(201)
+    expect(hundred.body.images).toHaveLength(100)
+    expect(new Set(hundred.body.images.map((i: { id: string }) => i.id)).size).toBe(100)
+    expect((await storedFiles()).length).toBe(before + 200) // an original and a thumbnail each
+    expect(await usage(admin)).toMatchObject({ totalImages: 100, rateLimit: { used: 100 } })
+  })
+
+  const BOUNDARY = 'count-before-size'
+  const encode = (text: string) => new TextEncoder().encode(text)
+  const partHead = (i: number) => encode(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="f${i}.png"\r\nContent-Type: image/png\r\n\r\n`)
+
+  /**
+   * A multipart body that declares `declared` bytes and sends `complete` small PNG parts, then one more part whose
+   * bytes never end (`chunk` bytes every `delayMs`): only the server's answer stops it.
+   */
+  async function streamed(headers: Record<string, string>, path: string, declared: number, complete: number, pace: { chunk: number; delayMs: number }) {
+    const png = await makeImage('png', 8, 8, 78)
+    const counter = { sent: 0 }
+    async function* body() {
+      for (let i = 0; i <= complete; i++) {
+        const chunk = i < complete ? new Uint8Array([...partHead(i), ...png, ...encode('\r\n')]) : partHead(i)
+        counter.sent += chunk.length
+        yield chunk
+      }
+      const filler = new Uint8Array(pace.chunk).fill(0x61)
+      for (;;) {
+        counter.sent += filler.length
+        yield filler
+        await Bun.sleep(pace.delayMs)
+      }
+    }
+    const head = `POST ${path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n${Object.entries({
+      ...headers,
+      'content-type': `multipart/form-data; boundary=${BOUNDARY}`,
+      'content-length': String(declared),
+    })
+      .map(([k, v]) => `${k}: ${v}\r\n`)
+      .join('')}\r\n`
+    const res = await rawRequest(t.server.port, head, body(), 30_000)
+    return { status: res.status, error: JSON.parse(res.body).error as string, sent: counter.sent }
+  }
+
+  test("16 files declared at 16 x 48 MB (or 10 GB): 400 when the 16th arrives, not 413 for the length; anonymous 6 x 24 MB likewise", async () => {
+    const user = await userWithKey(t)
+    const before = (await storedFiles()).length
+    const callers: [string, string, Record<string, string>, number, number][] = [
+      ['API key', '/api/v1/upload', user.keyHeader, 15, 16 * 48 * MB],
+      ['API key', '/api/v1/upload', user.keyHeader, 15, 10 * 1024 * MB],
+      ['session', '/api/upload', user.bearer, 15, 16 * 48 * MB],
+      ['anonymous', '/api/upload', {}, 5, 6 * 24 * MB],
+    ]
+    for (const [who, path, headers, cap, declared] of callers) {
+      // The extra part's bytes trickle, so an answer that waited for a size limit would never come in time.
+      const res = await streamed(headers, path, declared, cap, { chunk: 64 * 1024, delayMs: 50 })
+      expect(`${who} ${declared}: ${res.status} ${res.error}`).toBe(`${who} ${declared}: 400 Too many files: at most ${cap} per upload`)
+      expect(res.sent).toBeLessThan(2 * MB)
+    }
+    expect((await storedFiles()).length).toBe(before)
+    expect(await usage(user)).toMatchObject({ totalImages: 0, rateLimit: { used: 0 } })
+  })
+
+  test('the stream decides in arrival order: a file past 50 MB before any 16th file is 413', async () => {
+    const user = await userWithKey(t)
+    const before = (await storedFiles()).length
+    // Paced only so the 413 reaches the client between two writes (a write after the server closed resets the connection).
+    const res = await streamed(user.keyHeader, '/api/v1/upload', 16 * 48 * MB, 3, { chunk: 256 * 1024, delayMs: 1 })
+    expect(res.status).toBe(413)
+    expect(res.error).toContain('File too large')
+    expect(res.sent).toBeGreaterThan(50 * MB)
+    expect(res.sent).toBeLessThan(58 * MB)
+    expect((await storedFiles()).length).toBe(before)
   })
 })

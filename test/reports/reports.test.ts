@@ -6,14 +6,16 @@ import { originalKey, thumbnailKey } from '../../src/storage'
 import { makeImage, uploadForm, type UploadPart } from '../fixtures'
 import { jsonBody, makeAdmin, registerUser, startTestServer, userWithKey, type TestServer } from '../helpers'
 import { fakeClassifier } from '../webupload/fake-classifier'
+import { expectWindowResets, steppedClock } from '../windows'
 
 type Account = Awaited<ReturnType<typeof userWithKey>>
 
 let t: TestServer
 let admin: Account
+const clock = steppedClock()
 
 beforeAll(async () => {
-  t = await startTestServer({ TRUST_PROXY: 'true' }, { classifier: fakeClassifier('neutral').classifier, rescan: { intervalMs: 3_600_000 } })
+  t = await startTestServer({ TRUST_PROXY: 'true' }, { classifier: fakeClassifier('neutral').classifier, rescan: { intervalMs: 3_600_000 }, now: clock.now })
   admin = await userWithKey(t)
   makeAdmin(t, admin.user.id)
 })
@@ -116,6 +118,21 @@ describe('POST /api/reports', () => {
     // The window is persisted with the upload windows, under its own key.
     const row = t.server.db.select().from(uploadWindows).where(eq(uploadWindows.key, `report:${ip}`)).get()
     expect(row?.used).toBe(5)
+  })
+
+  test('the window resets: 429 on its last millisecond, then a full hour from the next report', async () => {
+    const up = await upload(await userWithKey(t))
+    const ip = freshIp()
+    await expectWindowResets(clock, {
+      limit: 5,
+      windowMs: 3_600_000,
+      headers: true,
+      async use(n) {
+        const answers = []
+        for (let i = 0; i < n; i++) answers.push(await report({ imageId: up.id, reason: 'spam' }, ip))
+        return answers
+      },
+    })
   })
 })
 

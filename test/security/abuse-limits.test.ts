@@ -5,6 +5,7 @@ import { blockedHashes } from '../../src/db/schema'
 import { makeImage, uploadForm } from '../fixtures'
 import { nestedUseSvg } from '../media/hostile-files'
 import { makeAdmin, registerUser, startTestServer, type TestServer, userWithKey, whileHealthy } from '../helpers'
+import { steppedClock } from '../windows'
 import { countingMedia, expectRateLimitHeaders, filler, neutralClassifier, rawRequest } from './support'
 
 let servers: TestServer[] = []
@@ -16,9 +17,10 @@ afterEach(async () => {
 async function fresh(env: Record<string, string> = {}) {
   // A short time budget, so the slow SVG is refused (killed) after a second rather than the default 20.
   const spy = countingMedia({ maxPixels: Number(env.MAX_IMAGE_PIXELS ?? 100_000_000), timeoutMs: 1000 })
-  const t = await startTestServer({ GLOBAL_RATE_LIMIT: '100000', ...env }, { classifier: neutralClassifier, media: spy.media })
+  const clock = steppedClock()
+  const t = await startTestServer({ GLOBAL_RATE_LIMIT: '100000', ...env }, { classifier: neutralClassifier, media: spy.media, now: clock.now })
   servers.push(t)
-  return { t, calls: spy.calls }
+  return { t, calls: spy.calls, clock }
 }
 
 let seed = 1
@@ -131,7 +133,8 @@ describe('refused uploads cost their sender', () => {
   })
 
   test('past the limit every upload door answers 429 before reading the body; once the window ends, uploads are accepted again', async () => {
-    const { t, calls } = await fresh({ REFUSED_UPLOADS_PER_WINDOW: '2', REFUSED_UPLOADS_WINDOW_SECONDS: '4' })
+    const { t, calls, clock } = await fresh({ REFUSED_UPLOADS_PER_WINDOW: '2', REFUSED_UPLOADS_WINDOW_SECONDS: '120' })
+    const windowStart = clock.now()
     const user = await userWithKey(t)
     const pending = (await tusCreate(t, '/api/tus', ENDLESS)).headers.get('location')!
     for (let i = 0; i < 2; i++) expect((await post(t, '/api/upload', notAnImage)).status).toBe(400)
@@ -147,8 +150,8 @@ describe('refused uploads cost their sender', () => {
       expect(`${door}: ${res.status}`).toBe(`${door}: 429`)
       expect(JSON.parse(res.body).error).toContain('Too many refused uploads from this address')
       const h = expectRateLimitHeaders(res.headers, { retryAfter: true })
-      expect(h).toMatchObject({ limit: 2, remaining: 0 })
-      expect(h.retryAfter).toBeLessThanOrEqual(4)
+      // The configured window, all of it still to come: the clock stands still.
+      expect(h).toMatchObject({ limit: 2, remaining: 0, retryAfter: 120 })
       // Answered before the body: a few KB of the 20 MB it declared.
       expect(res.sent).toBeLessThan(64 * 1024)
     }
@@ -159,8 +162,12 @@ describe('refused uploads cost their sender', () => {
     }
     expect(calls.ingest).toBe(2)
 
-    const retryAfter = Number((await post(t, '/api/upload', await image())).headers.get('retry-after'))
-    await Bun.sleep(retryAfter * 1000 + 200)
+    // Its last millisecond: still refused. Its end: uploads are accepted again.
+    clock.set(windowStart + 120_000 - 1)
+    const last = await post(t, '/api/upload', await image())
+    expect(last.status).toBe(429)
+    expect(last.headers.get('retry-after')).toBe('1')
+    clock.set(windowStart + 120_000)
     expect((await post(t, '/api/upload', await image())).status).toBe(201)
     expect((await post(t, '/api/v1/upload', await image(), user.keyHeader)).status).toBe(201)
   })

@@ -1,13 +1,15 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { makeImage, uploadForm } from '../fixtures'
 import { userWithKey, type TestServer } from '../helpers'
+import type { ServerOverrides } from '../../src/server'
+import { expectWindowResets, steppedClock } from '../windows'
 import { dataSnapshot, expectRateLimitHeaders, startServer, uploadImage } from './support'
 
 // The global limiter is in memory and per process: every test here starts its own server, and all traffic is loopback
 // from one address (127.0.0.1).
 let servers: TestServer[] = []
-async function fresh(env: Record<string, string> = {}) {
-  const t = await startServer(env)
+async function fresh(env: Record<string, string> = {}, overrides: ServerOverrides = {}) {
+  const t = await startServer(env, overrides)
   servers.push(t)
   return t
 }
@@ -43,6 +45,30 @@ describe('bursts from one address', () => {
     expect((await t.fetch('/cdn/abcdefgh.png')).status).toBe(404)
     expect((await t.fetch('/cdn/medium/abcdefgh.webp')).status).toBe(404)
     expect((await t.fetch('/swagger/json')).status).toBe(200)
+  })
+
+  test('the window resets: 429 on its last millisecond, then a full minute from the next request', async () => {
+    const clock = steppedClock()
+    const t = await fresh({ GLOBAL_RATE_LIMIT: '5' }, { now: clock.now })
+    const owner = await userWithKey(t)
+    const image = await uploadImage(t, owner.keyHeader)
+    // The window of those three requests is over: the walk starts with an unused one.
+    clock.set(clock.now() + 60_000)
+    let i = 0
+    await expectWindowResets(clock, {
+      limit: 5,
+      windowMs: 60_000,
+      headers: false,
+      // Taking turns between a route of the app and one Bun answers ahead of it (image metadata): one window for both.
+      use: (n) =>
+        Promise.all(
+          Array.from({ length: n }, async () => {
+            const res = await t.fetch(i++ % 2 ? '/api/gallery' : `/api/v1/image/${image.id}`)
+            await res.arrayBuffer()
+            return res
+          }),
+        ),
+    })
   })
 
   test('pages, /cdn and /healthz do not use up the API budget', async () => {

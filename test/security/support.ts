@@ -4,6 +4,7 @@ import type { Media } from '../../src/media'
 import { createMediaPool } from '../../src/workers/media-pool'
 import type { Classifier } from '../../src/moderation'
 import { makeImage, uploadForm, type UploadPart } from '../fixtures'
+import type { ServerOverrides } from '../../src/server'
 import { jsonBody, startTestServer, storedKeys, type TestServer, type userWithKey } from '../helpers'
 
 /** The security suite never needs the real model: a classifier that finds everything neutral (and answers at once). */
@@ -14,7 +15,7 @@ export const neutralClassifier: Classifier = {
   queueDepth: 0,
 }
 
-export const startServer = (env: Record<string, string> = {}) => startTestServer(env, { classifier: neutralClassifier })
+export const startServer = (env: Record<string, string> = {}, overrides: ServerOverrides = {}) => startTestServer(env, { classifier: neutralClassifier, ...overrides })
 
 // ---------------------------------------------------------------------------------------------------------------
 // A raw HTTP/1.1 client: fetch normalises paths (`%2e%2e`, `..`, backslashes) and cannot send a lying

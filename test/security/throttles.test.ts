@@ -1,12 +1,14 @@
 import { afterAll, afterEach, beforeAll, describe, expect, spyOn, test } from 'bun:test'
 import { parse } from 'node-html-parser'
+import type { ServerOverrides } from '../../src/server'
 import { jsonBody, registerUser, type TestServer, whileHealthy } from '../helpers'
+import { steppedClock } from '../windows'
 import { expectRateLimitHeaders, send, startServer } from './support'
 
 // Every server here trusts X-Forwarded-For, so one test process can play several client addresses.
 let servers: TestServer[] = []
-async function fresh(env: Record<string, string> = {}) {
-  const t = await startServer({ TRUST_PROXY: 'true', GLOBAL_RATE_LIMIT: '100000', ...env })
+async function fresh(env: Record<string, string> = {}, overrides: ServerOverrides = {}) {
+  const t = await startServer({ TRUST_PROXY: 'true', GLOBAL_RATE_LIMIT: '100000', ...env }, overrides)
   servers.push(t)
   return t
 }
@@ -106,14 +108,20 @@ describe('album passwords (defaults: 10 wrong per address, 20 per album, per 15 
     expect((await guess(t, 2, id, 'wrong', '198.51.100.7')).status).toBe(403)
   })
 
-  test('the window resets: once it has passed, guesses are checked again', async () => {
-    const t = await fresh({ PASSWORD_FAILURES_WINDOW_SECONDS: '2', ALBUM_PASSWORD_FAILURES_PER_IP: '2' })
+  test('the window resets: still refused on its last millisecond; once it has passed, guesses are checked again', async () => {
+    const clock = steppedClock()
+    const t = await fresh({ PASSWORD_FAILURES_WINDOW_SECONDS: '300', ALBUM_PASSWORD_FAILURES_PER_IP: '2' }, { now: clock.now })
     const { id } = await protectedAlbum(t)
     const first = []
     for (let i = 0; i < 3; i++) first.push(await guess(t, 2, id, 'wrong', '198.51.100.9'))
     expect(statuses(first)).toEqual([403, 403, 429])
-    expect(Number(first[2].headers.get('retry-after'))).toBeLessThanOrEqual(2)
-    await Bun.sleep(2100)
+    // The configured window, all of it still to come: the clock stands still.
+    expect(first[2].headers.get('retry-after')).toBe('300')
+    clock.set(clock.now() + 300_000 - 1)
+    const last = await guess(t, 2, id, 'wrong', '198.51.100.9')
+    expect(last.status).toBe(429)
+    expect(last.headers.get('retry-after')).toBe('1')
+    clock.set(clock.now() + 1)
     expect((await guess(t, 2, id, 'wrong', '198.51.100.9')).status).toBe(403)
     expect((await guess(t, 2, id, PASSWORD, '198.51.100.9')).status).toBe(200)
   })
@@ -185,13 +193,19 @@ describe('logins (defaults: 10 failures per login name across addresses, 30 per 
     expect((await login(t, name, user.password, '198.51.100.31')).status).toBe(200)
   })
 
-  test('the window resets: once it has passed, the account may try again', async () => {
-    const t = await fresh({ LOGIN_FAILURES_PER_ACCOUNT: '2', PASSWORD_FAILURES_WINDOW_SECONDS: '2' })
+  test('the window resets: still refused on its last millisecond; once it has passed, the account may try again', async () => {
+    const clock = steppedClock()
+    const t = await fresh({ LOGIN_FAILURES_PER_ACCOUNT: '2', PASSWORD_FAILURES_WINDOW_SECONDS: '300' }, { now: clock.now })
     const user = await registerUser(t)
     const answers = []
     for (let i = 0; i < 3; i++) answers.push(await login(t, user.user.username, 'wrong password', '198.51.100.40'))
     expect(statuses(answers)).toEqual([401, 401, 429])
-    await Bun.sleep(2100)
+    expect(answers[2].headers.get('retry-after')).toBe('300')
+    clock.set(clock.now() + 300_000 - 1)
+    const last = await login(t, user.user.username, user.password, '198.51.100.40')
+    expect(last.status).toBe(429)
+    expect(last.headers.get('retry-after')).toBe('1')
+    clock.set(clock.now() + 1)
     expect((await login(t, user.user.username, user.password, '198.51.100.40')).status).toBe(200)
   })
 })

@@ -3,14 +3,16 @@ import sharp from 'sharp'
 import { loadConfig } from '../../src/config'
 import { makeImage, uploadForm, type UploadPart } from '../fixtures'
 import { registerUser, startTestServer, storedKeys, userWithKey, type TestServer } from '../helpers'
+import { expectWindowResets, steppedClock } from '../windows'
 import { fakeClassifier } from './fake-classifier'
 
 // The classifier is faked here (its verdicts are not what these tests are about); scan.test.ts uses the real model.
 let t: TestServer
 const fake = fakeClassifier('neutral')
+const clock = steppedClock()
 
 beforeAll(async () => {
-  t = await startTestServer({ TRUST_PROXY: 'true' }, { classifier: fake.classifier, rescan: { intervalMs: 3_600_000 } })
+  t = await startTestServer({ TRUST_PROXY: 'true' }, { classifier: fake.classifier, rescan: { intervalMs: 3_600_000 }, now: clock.now })
 })
 afterAll(() => t.stop())
 
@@ -175,6 +177,22 @@ describe('anonymous rate limit: 10 uploads per 10 minutes per IP', () => {
     const two = await batch(2)
     expect(two.status).toBe(201)
     expect(two.headers.get('ratelimit-remaining')).toBe('0')
+  })
+
+  test('the window resets: still 429 on its last millisecond, then a full window that starts at the next upload', async () => {
+    const ip = newIp()
+    const bytes = await png(18)
+    await expectWindowResets(clock, {
+      limit: 10,
+      windowMs: 600_000,
+      headers: true,
+      // In batches of at most 5 files (the anonymous cap): the window counts files.
+      async use(n) {
+        const answers = []
+        for (let left = n; left > 0; left -= 5) answers.push(await webUpload(Array.from({ length: Math.min(5, left) }, () => ({ bytes })), {}, {}, ip))
+        return answers
+      },
+    })
   })
 
   test('the per-IP key is the last X-Forwarded-For address (the one the proxy appended)', async () => {

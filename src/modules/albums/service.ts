@@ -75,8 +75,16 @@ function checkDescription(raw: string | null): string {
   return description
 }
 
-export function createAlbumService(deps: { db: Db; images: ImageService; publicUrl: string; guesses: Config['limits']['guesses'] }) {
+export function createAlbumService(deps: {
+  db: Db
+  images: ImageService
+  publicUrl: string
+  guesses: Config['limits']['guesses']
+  /** The password-guess windows' clock (tests step it). */
+  now?: () => number
+}) {
   const { db, images: imageService, guesses } = deps
+  const windowNow = deps.now ?? Date.now
   /** `{base_url}/a/<id>`, the album page. */
   const albumUrl = (id: string) => `${deps.publicUrl}/a/${id}`
 
@@ -189,15 +197,16 @@ export function createAlbumService(deps: { db: Db; images: ImageService; publicU
     if (album.passwordHash !== null) {
       if (!password) return { kind: 'password', album, wrong: false }
       const windows = guessWindows(album, ip)
+      const at = windowNow()
       try {
-        takeAttempt(db, windows)
+        takeAttempt(db, windows, at)
       } catch (error) {
         if (error instanceof HttpError && error.status === 429) return { kind: 'throttled', album, error }
         throw error
       }
       const ok = await Bun.password.verify(password, album.passwordHash).catch(() => false)
       if (!ok) return { kind: 'password', album, wrong: true }
-      refundAttempt(db, windows)
+      refundAttempt(db, windows, at)
     }
     return { kind: 'ok', album, audience: 'public', images: imagesOf(album, 'public') }
   }

@@ -55,7 +55,8 @@ const loginKey = (login: string) => `login:${login.toLowerCase().slice(0, LOGIN_
 
 export type AuthService = ReturnType<typeof createAuthService>
 
-export function createAuthService(db: Db, mailer: Mailer, guesses: Config['limits']['guesses']) {
+/** `now` is the failed-login windows' clock (tests step it). */
+export function createAuthService(db: Db, mailer: Mailer, guesses: Config['limits']['guesses'], now: () => number = Date.now) {
   // Verifying against a real hash when the account does not exist keeps login timing the same either way.
   const dummyHash = Bun.password.hashSync(randomToken(), { algorithm: 'argon2id' })
 
@@ -138,13 +139,14 @@ export function createAuthService(db: Db, mailer: Mailer, guesses: Config['limit
       })
       const account = window(loginKey(login), guesses.loginPerAccount, 'Too many failed logins for this account')
       const address = window(`login-ip:${ipKey(ip)}`, guesses.loginPerIp, 'Too many failed logins from this address')
-      takeAttempt(db, [account, address])
+      const at = now()
+      takeAttempt(db, [account, address], at)
       const user = findByLogin(login)
       const ok = await Bun.password.verify(password, user?.passwordHash ?? dummyHash)
       if (!user || !ok) throw unauthorized('Invalid username or password')
       // Under both names the account answers to; the address gets its attempt back (it was not a failure).
       clearWindows(db, [loginKey(user.username), loginKey(user.email)])
-      refundAttempt(db, [address])
+      refundAttempt(db, [address], at)
       return assertActive(user)
     },
 

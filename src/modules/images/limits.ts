@@ -68,7 +68,7 @@ function currentWindow(db: Db | Tx, rule: WindowRule, now: number) {
   return { start: row.windowStart.getTime(), used: row.used, fresh: false }
 }
 
-export function windowState(db: Db | Tx, rule: WindowRule, now = Date.now()): WindowState {
+export function windowState(db: Db | Tx, rule: WindowRule, now: number): WindowState {
   const w = currentWindow(db, rule, now)
   return {
     limit: rule.limit,
@@ -95,7 +95,7 @@ export function rateLimited(state: WindowState, message: string) {
  * Refuses a batch of `files` that does not fit in what the window has left once `held` (files other admitted uploads
  * will count) is set aside.
  */
-export function checkWindow(db: Db | Tx, rule: WindowRule, files: number, now = Date.now(), held = 0) {
+export function checkWindow(db: Db | Tx, rule: WindowRule, files: number, now: number, held = 0) {
   const state = windowState(db, rule, now)
   if (rule.enforce && files + held > state.remaining) {
     const left = { ...state, remaining: Math.max(0, state.remaining - held) }
@@ -124,7 +124,7 @@ function countWindow(db: Db | Tx, rule: WindowRule, delta: number, now: number) 
 }
 
 /** Checks and counts a batch in one step; must run inside the transaction that stores the batch. */
-export function consumeWindow(tx: Tx, rule: WindowRule, files: number, now = Date.now()): WindowState {
+export function consumeWindow(tx: Tx, rule: WindowRule, files: number, now: number): WindowState {
   checkWindow(tx, rule, files, now)
   countWindow(tx, rule, files, now)
   return windowState(tx, rule, now)
@@ -148,13 +148,13 @@ function tally(db: Db, rules: WindowRule[], delta: number, now: number) {
  * An attempt that costs the server (a password to verify): refused (429) when any of its windows is used up,
  * otherwise counted in each before the work starts, so parallel attempts cannot all slip past the check.
  */
-export function takeAttempt(db: Db, rules: WindowRule[], now = Date.now()) {
+export function takeAttempt(db: Db, rules: WindowRule[], now: number) {
   for (const rule of rules) checkWindow(db, rule, 1, now)
   tally(db, rules, 1, now)
 }
 
 /** An attempt that turned out right was no failure: it comes off its windows again. */
-export function refundAttempt(db: Db, rules: WindowRule[], now = Date.now()) {
+export function refundAttempt(db: Db, rules: WindowRule[], now: number) {
   tally(db, rules, -1, now)
 }
 
@@ -172,7 +172,7 @@ export function clearWindows(db: Db, keys: string[]) {
  * hourly upload and report windows, the anonymous, refused-upload and password windows). Without it, every address,
  * login name and album ever counted would keep its row for good. Returns how many went.
  */
-export function sweepEndedWindows(db: Db, config: Config, now = Date.now()): number {
+export function sweepEndedWindows(db: Db, config: Config, now: number): number {
   const { anonymous, refused, guesses } = config.limits
   const longestMs = Math.max(HOUR_MS, Math.max(anonymous.windowSeconds, refused.windowSeconds, guesses.windowSeconds) * 1000)
   return db.delete(uploadWindows).where(lte(uploadWindows.windowStart, new Date(now - longestMs))).returning({ key: uploadWindows.key }).all().length
@@ -222,8 +222,9 @@ export interface AdmittedUpload {
  * - the upload window and the storage quota, counting what admitted uploads will use: one file each until their body
  *   is read, then their real files and bytes. The transaction that stores a batch stays the exact, final check.
  * Holds and in-flight counts live in this process's memory; everything counted for good is in the database.
+ * `now` is the windows' clock (tests step it).
  */
-export function createUploadAdmission(db: Db, config: Config) {
+export function createUploadAdmission(db: Db, config: Config, now: () => number) {
   const inFlight = new Map<string, number>()
   /** Files that admitted uploads will count, per window key. */
   const heldFiles = new Map<string, number>()
@@ -263,8 +264,8 @@ export function createUploadAdmission(db: Db, config: Config) {
 
   const bytesHeld = (policy: UploadPolicy) => (policy.owner ? (heldBytes.get(policy.owner.id) ?? 0) : 0)
 
-  function checkRefused(policy: UploadPolicy, ip: string, now: number) {
-    for (const rule of refusedRules(policy, ip)) checkWindow(db, rule, 1, now)
+  function checkRefused(policy: UploadPolicy, ip: string, at: number) {
+    for (const rule of refusedRules(policy, ip)) checkWindow(db, rule, 1, at)
   }
 
   return {
@@ -272,15 +273,17 @@ export function createUploadAdmission(db: Db, config: Config) {
      * Whether an upload of `bytes` could start now (a tus creation, which sends no data): the refused windows, the
      * upload window and the quota beside what admitted uploads hold. Holds nothing.
      */
-    check(policy: UploadPolicy, ip: string, bytes: number, now = Date.now()) {
-      checkRefused(policy, ip, now)
-      checkWindow(db, policy.window, 1, now, heldFiles.get(policy.window.key) ?? 0)
+    check(policy: UploadPolicy, ip: string, bytes: number) {
+      const at = now()
+      checkRefused(policy, ip, at)
+      checkWindow(db, policy.window, 1, at, heldFiles.get(policy.window.key) ?? 0)
       checkQuota(db, policy, bytes, bytesHeld(policy))
     },
 
     /** Lets an upload start before its body is read (429 otherwise), holding one file of its window. */
-    admit(policy: UploadPolicy, ip: string, now = Date.now()): AdmittedUpload {
-      checkRefused(policy, ip, now)
+    admit(policy: UploadPolicy, ip: string): AdmittedUpload {
+      const at = now()
+      checkRefused(policy, ip, at)
       const slots = slotsOf(policy, ip)
       for (const { key, cap, per } of slots) {
         if ((inFlight.get(key) ?? 0) >= cap) {
@@ -289,7 +292,7 @@ export function createUploadAdmission(db: Db, config: Config) {
         }
       }
       const windowKey = policy.window.key
-      checkWindow(db, policy.window, 1, now, heldFiles.get(windowKey) ?? 0)
+      checkWindow(db, policy.window, 1, at, heldFiles.get(windowKey) ?? 0)
       for (const { key } of slots) add(inFlight, key, 1)
       let files = 1
       let bytes = 0
@@ -305,7 +308,7 @@ export function createUploadAdmission(db: Db, config: Config) {
         hold(newFiles: number, newBytes: number) {
           // In the order of the transaction's own checks, so a batch is refused for the same reason either way.
           checkQuota(db, policy, newBytes, bytesHeld(policy) - bytes)
-          checkWindow(db, policy.window, newFiles, Date.now(), (heldFiles.get(windowKey) ?? 0) - files)
+          checkWindow(db, policy.window, newFiles, now(), (heldFiles.get(windowKey) ?? 0) - files)
           add(heldFiles, windowKey, newFiles - files)
           if (policy.owner) add(heldBytes, policy.owner.id, newBytes - bytes)
           files = newFiles
@@ -322,8 +325,8 @@ export function createUploadAdmission(db: Db, config: Config) {
     },
 
     /** Counts a request whose files were refused after processing began (or were blocked), against its IP and account. */
-    refused(policy: UploadPolicy, ip: string, now = Date.now()) {
-      tally(db, refusedRules(policy, ip), 1, now)
+    refused(policy: UploadPolicy, ip: string) {
+      tally(db, refusedRules(policy, ip), 1, now())
     },
   }
 }

@@ -35,8 +35,16 @@ export interface ImageListFilter {
   nsfw?: boolean
 }
 
-export function createImageService(deps: { db: Db; config: Config; storage: Storage; events?: ImageEvents }) {
+export function createImageService(deps: {
+  db: Db
+  config: Config
+  storage: Storage
+  events?: ImageEvents
+  /** The upload window's clock, for the usage it reports (tests step it). */
+  now?: () => number
+}) {
   const { db, config, storage } = deps
+  const windowNow = deps.now ?? Date.now
   const events = deps.events ?? noImageEvents
   const base: LinkBase = { publicUrl: config.publicUrl, cdnBase: config.cdnUrl }
   const links = (image: Pick<Image, 'id' | 'ext'>) => imageLinks(base, image)
@@ -321,7 +329,7 @@ export function createImageService(deps: { db: Db; config: Config; storage: Stor
       const policy = accountPolicy(config, user)
       const used = storageUsed(db, user.id)
       const totalImages = db.select({ n: count() }).from(images).where(and(eq(images.userId, user.id), liveImage())).get()?.n ?? 0
-      const window = windowState(db, policy.window)
+      const window = windowState(db, policy.window, windowNow())
       return {
         success: true as const,
         username: user.username,

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import type { Config } from '../../config'
 import { retryBusy, type Db } from '../../db/client'
 import { albumImages, images, type Image } from '../../db/schema'
-import { badRequest, faultAnswer, HttpError, STORAGE_UNWRITABLE, tooLarge } from '../../http/errors'
+import { badRequest, faultAnswer, HttpError, STORAGE_UNWRITABLE } from '../../http/errors'
 import { discardFiles, receiveMultipart, type ReceivedFile } from '../../http/multipart'
 import { newPublicId, randomToken, sha256Hex } from '../../lib/crypto'
 import { MediaError, type ImageInfo, type Media } from '../../media'
@@ -21,8 +21,6 @@ import { noImageEvents, type ImageEvents } from './events'
 import { checkQuota, consumeWindow, createUploadAdmission, rateLimitHeaders, type AdmittedUpload, type UploadPolicy } from './limits'
 
 const TRUE_FORMS = new Set(['true', '1', 'yes', 'on'])
-/** Multipart framing and form fields on top of the files themselves. */
-const MULTIPART_OVERHEAD = 64 * 1024
 /** Images decoded at once per request: sharp already uses a core per image, and the machine has two. */
 const PROCESS_CONCURRENCY = 2
 /** Fresh ids tried for one image when its id is already taken (1 in 62^8 per stored image: more is never needed). */
@@ -56,12 +54,15 @@ export function createUploadPipeline(deps: {
   thresholds: NsfwThresholds
   /** Told of every stored image, after its row is committed. */
   events?: ImageEvents
+  /** The rate windows' clock (tests step it). */
+  now?: () => number
 }) {
   const { db, config, storage, media, classifier } = deps
   const events = deps.events ?? noImageEvents
+  const windowNow = deps.now ?? Date.now
   const tmpDir = join(config.dataDir, 'tmp')
   mkdirSync(tmpDir, { recursive: true })
-  const admission = createUploadAdmission(db, config)
+  const admission = createUploadAdmission(db, config, windowNow)
 
   function readOptions(fields: Record<string, string>, policy: UploadPolicy) {
     const visibility = fields.visibility
@@ -210,7 +211,7 @@ export function createUploadPipeline(deps: {
       // Another process holding the database's lock: tried again for about 2 s, waiting off the event loop.
       const { rows, window } = await retryBusy(() => db.transaction((tx) => {
         checkQuota(tx, policy, prepared.reduce((sum, p) => sum + p.size, 0))
-        const window = consumeWindow(tx, policy.window, prepared.length, now)
+        const window = consumeWindow(tx, policy.window, prepared.length, windowNow())
         const albumId = options.album && policy.owner ? resolveUploadAlbum(tx, policy.owner, options.album, options.visibility === 'public') : null
         const rows = tx
           .insert(images)
@@ -259,11 +260,9 @@ export function createUploadPipeline(deps: {
     /** The multipart entry: streams the request's files to temp files, then stores them. */
     async upload(request: Request, opts: UploadOptions) {
       const { policy } = opts
-      // Refuse what cannot fit before reading the body.
-      const declared = Number(request.headers.get('content-length') ?? NaN)
-      if (policy.maxFileSize !== null && declared > policy.maxFiles * (policy.maxFileSize + MULTIPART_OVERHEAD)) {
-        throw tooLarge(`Request too large: at most ${policy.maxFiles} files of ${policy.maxFileSize} bytes`)
-      }
+      // No refusal by the declared Content-Length: past the largest legal body it cannot tell a file too large (413)
+      // from one file too many (400), which can come after any number of bytes. The stream decides, in arrival order,
+      // having read at most maxFiles files of maxFileSize; a chunked body could skip such a check anyway.
       const admitted = admission.admit(policy, opts.ip)
       try {
         const { files, fields } = await receiveMultipart(request, { tmpDir, maxFiles: policy.maxFiles, maxFileSize: policy.maxFileSize })

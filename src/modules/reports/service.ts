@@ -24,8 +24,16 @@ async function hashOf(file: Blob): Promise<string> {
   return hasher.digest('hex')
 }
 
-export function createReportService(deps: { db: Db; config: Config; storage: Storage; images: ImageService }) {
+export function createReportService(deps: {
+  db: Db
+  config: Config
+  storage: Storage
+  images: ImageService
+  /** The report windows' clock (tests step it). */
+  now?: () => number
+}) {
   const { db, config, storage, images: imageService } = deps
+  const windowNow = deps.now ?? Date.now
   const owners = aliasedTable(users, 'owner')
 
   /** Reports share the persisted fixed windows of uploads, keyed per IP. */
@@ -108,12 +116,13 @@ export function createReportService(deps: { db: Db; config: Config; storage: Sto
     /** Files a report about a live image; limited per IP with the upload windows' mechanism. */
     create(input: { imageId: string; reason: ReportReason; details?: string }, ip: string) {
       const rule = window(ip)
-      checkWindow(db, rule, 1)
+      const now = windowNow()
+      checkWindow(db, rule, 1, now)
       const image = imageService.find(input.imageId)
       if (!image) throw notFound('Image not found')
       const details = input.details?.trim() || null
       const { report, state } = db.transaction((tx) => {
-        const state = consumeWindow(tx, rule, 1)
+        const state = consumeWindow(tx, rule, 1, now)
         const report = tx
           .insert(reports)
           .values({
