@@ -48,6 +48,8 @@ export interface AppDeps {
   webhookOptions?: WebhookOptions
   /** Resumable upload expiry and limits (tests shorten them). */
   tusOptions?: TusOptions
+  /** The clock image expiry is decided by (default `Date.now`): tests move it forward instead of sleeping. */
+  now?: () => number
 }
 
 /** Composes every feature into one Elysia app; tests build the app through this too. */
@@ -59,7 +61,7 @@ export function createApp(deps: AppDeps) {
   const guard = authGuard(auth, { secret: deps.jwtSecret, trustProxy: config.trustProxy })
   // Image events (upload, delete) reach the webhooks through this one hook.
   const webhooks = createWebhookService({ db, config, options: deps.webhookOptions })
-  const images = createImageService({ db, config, storage, events: webhooks.events })
+  const images = createImageService({ db, config, storage, events: webhooks.events, now: deps.now })
   const pipeline = createUploadPipeline({ db, config, storage, media: deps.media, classifier, thresholds: config.nsfw.thresholds, events: webhooks.events })
   const tus = createTusService({ db, config, pipeline, images, metrics, options: deps.tusOptions })
   const gallery = createGalleryService({ db, config })

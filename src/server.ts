@@ -58,6 +58,7 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
     classifier: overrides.classifier ?? createNsfwClassifier({ timeoutMs: config.nsfw.timeoutMs, maxQueue: config.nsfw.maxQueue, backend: config.nsfw.backend }),
     webhookOptions: overrides.webhookOptions,
     tusOptions: overrides.tusOptions,
+    now: overrides.now,
   }
   const tmpDir = join(config.dataDir, 'tmp')
   // Files without a row: at startup, then on an interval (the grace period spares those of uploads in progress).
