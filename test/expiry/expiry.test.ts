@@ -163,14 +163,15 @@ describe('an expired image is gone everywhere at once, before the sweeper runs',
       (await t.fetch(path(up.thumbnail))).status,
       (await t.json(`/api/v1/image/${up.id}`)).status,
       (await t.fetch(`/i/${up.id}`)).status,
+      (await t.fetch(`/api/oembed?url=${encodeURIComponent(up.viewer)}`)).status,
     ]
-    expect(await statuses()).toEqual([200, 200, 200, 200])
+    expect(await statuses()).toEqual([200, 200, 200, 200, 200])
     // Read again at the last live millisecond: the hot routes now answer from the cache, which must check the time.
     clock.set(expiresAt - 1)
-    expect(await statuses()).toEqual([200, 200, 200, 200])
+    expect(await statuses()).toEqual([200, 200, 200, 200, 200])
     expect(t.server.services.images.liveCache.has(up.id)).toBe(true)
     clock.set(expiresAt)
-    expect(await statuses()).toEqual([404, 404, 404, 404])
+    expect(await statuses()).toEqual([404, 404, 404, 404, 404])
     // Nothing wrote to the row (a write would have dropped the cached entry): the read-time rule did it alone.
     expect(t.server.db.select().from(images).where(eq(images.id, up.id)).get()).toBeDefined()
   })
