@@ -28,7 +28,6 @@ async function start() {
 
 const config = readConfig()
 const server = await start()
-console.log(JSON.stringify({ level: 'info', msg: 'listening', url: config.publicUrl, port: server.port }))
 
 let stopping = false
 async function shutdown(signal: string) {
@@ -40,3 +39,5 @@ async function shutdown(signal: string) {
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'))
 process.on('SIGINT', () => void shutdown('SIGINT'))
+// Announced once a signal would shut it down cleanly: a supervisor (or a test) may send one as soon as it reads this.
+console.log(JSON.stringify({ level: 'info', msg: 'listening', url: config.publicUrl, port: server.port }))
