@@ -4,7 +4,7 @@
  * sharp alone, the classifier alone), prints every figure with its reference and ratio, and writes
  * bench/results/<time>.json (and latest.json, latest.md). See bench/README.md.
  *
- * Options: --only=startup,classify,memory,healthz,hostile,ingest,cdn,metadata,views   run some groups only
+ * Options: --only=startup,classify,memory,healthz,hostile,login,ingest,cdn,metadata,views   run some groups only
  *          --seconds=N (default 3) --rounds=N (default 3)                       per throughput figure
  *          --ingest-seconds=N (default 4)   --readme   rewrite the table in bench/README.md   --keep   keep temp dirs
  *          --from=bench/results/latest.json   only rewrite the tables (latest.md, and README with --readme) from a saved run
@@ -13,7 +13,7 @@ import { Database } from 'bun:sqlite'
 import { copyFileSync, cpSync, mkdirSync, rmSync, writeFileSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { adminCredentials, startApp, upload, type AppProcess } from './lib/app'
+import { ADMIN, adminCredentials, startApp, upload, type AppProcess } from './lib/app'
 import { ensureFixtures, type Fixtures } from './lib/fixtures'
 import { compare, pickLoadTool, type Compared } from './lib/load'
 import { startNginx } from './lib/nginx'
@@ -33,7 +33,7 @@ const { values: args } = parseArgs({
     from: { type: 'string' },
   },
 })
-const GROUPS = ['startup', 'classify', 'memory', 'healthz', 'hostile', 'ingest', 'cdn', 'metadata', 'views'] as const
+const GROUPS = ['startup', 'classify', 'memory', 'healthz', 'hostile', 'login', 'ingest', 'cdn', 'metadata', 'views'] as const
 type Group = (typeof GROUPS)[number]
 const only = new Set((args.only ? args.only.split(',') : GROUPS) as Group[])
 for (const g of only) if (!GROUPS.includes(g)) throw new Error(`unknown group ${g}; groups: ${GROUPS.join(',')}`)
@@ -231,6 +231,30 @@ async function main() {
           note: `${(bytes.length / 1024).toFixed(0)} KB, answered ${res.status} after ${(uploadMs / 1000).toFixed(1)} s${res.status >= 400 ? ` (${(JSON.parse(answer) as { error: string }).error.slice(0, 80)})` : ''}; ${busy.count} probes, p99 ${busy.p99Ms.toFixed(1)} ms${busy.failures ? `, ${busy.failures} failed` : ''}`,
         }))
       }
+    }
+
+    if (only.has('login')) {
+      section('login: unknown user vs wrong password')
+      // The test suite checks that both verify an argon2id hash of the same cost (test/security/auth.test.ts); this is
+      // what an attacker timing the answers would see. Interleaved, so load from elsewhere falls on both alike.
+      const attempt = async (username: string) => {
+        const t = performance.now()
+        const res = await fetch(`${app.url}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username, password: 'definitely wrong' }) })
+        await res.arrayBuffer()
+        if (res.status !== 401) throw new Error(`login answered ${res.status}, expected 401`)
+        return performance.now() - t
+      }
+      await attempt('nobody-warm-up')
+      await attempt(ADMIN.username)
+      const unknown: number[] = []
+      const wrong: number[] = []
+      for (let i = 0; i < 15; i++) {
+        unknown.push(await attempt(`nobody-${i}`))
+        wrong.push(await attempt(ADMIN.username))
+      }
+      raw.login = { unknown, wrong }
+      const ratio = median(unknown) / median(wrong)
+      add(figure({ group: 'login', figure: 'POST /api/auth/login, unknown user, p50', value: median(unknown), unit: 'ms', reference: 'wrong password of an account, p50', refValue: median(wrong), target: '0.5x - 2x', met: ratio >= 0.5 && ratio <= 2, note: `15 of each, interleaved; p95 ${percentile(unknown, 95).toFixed(0)} vs ${percentile(wrong, 95).toFixed(0)} ms` }))
     }
 
     if (only.has('ingest')) {

@@ -49,8 +49,9 @@ export interface AppDeps {
   /** Resumable upload expiry and limits (tests shorten them). */
   tusOptions?: TusOptions
   /**
-   * The clock (ms since the epoch) of every rate-limit window: upload, anonymous, refused-upload, report, password
-   * and global per-IP. Date.now unless a test passes one it can step past a window's end without waiting.
+   * The service's clock (ms since the epoch): every rate-limit window (upload, anonymous, refused-upload, report,
+   * password, global per-IP) and image expiry read it. Date.now unless a test passes one it can step forward instead
+   * of waiting.
    */
   now?: () => number
 }

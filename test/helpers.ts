@@ -155,3 +155,34 @@ export function isAlive(pid: number): boolean {
     return false
   }
 }
+
+/**
+ * A clock for the server's `now` override (`startTestServer(env, { now: clock.now })`): real time until a test stops
+ * it at a moment of its choosing (one millisecond before an expiry, then the expiry itself), so an expiry is reached
+ * without a sleep and without racing a loaded machine. `reset` goes back to real time for the next test.
+ */
+export function testClock() {
+  let stoppedAt: number | null = null
+  return {
+    now: () => stoppedAt ?? Date.now(),
+    /** Stops the clock at `ms` (epoch milliseconds). */
+    set(ms: number) {
+      stoppedAt = ms
+    },
+    reset() {
+      stoppedAt = null
+    },
+  }
+}
+
+/**
+ * Polls until `check` holds, for an event the test cannot await directly; the bound is generous on purpose (it only
+ * keeps a broken rule from hanging the suite, it is no latency figure).
+ */
+export async function eventually(check: () => boolean | Promise<boolean>, ms = 30_000, what = 'condition') {
+  const end = Date.now() + ms
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await Bun.sleep(50)
+  }
+}

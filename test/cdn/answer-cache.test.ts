@@ -1,11 +1,11 @@
-import { afterAll, beforeAll, describe, expect, spyOn, test } from 'bun:test'
+import { afterAll, afterEach, beforeAll, describe, expect, spyOn, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { images } from '../../src/db/schema'
 import { Database } from 'bun:sqlite'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { makeImage, uploadForm } from '../fixtures'
-import { jsonBody, startTestServer, userWithKey, type TestServer } from '../helpers'
+import { eventually, jsonBody, startTestServer, testClock, userWithKey, type TestServer } from '../helpers'
 
 // /cdn answers from the in-memory cache of live images (src/modules/images/live-cache.ts): every test first makes /cdn
 // answer (so the image is cached), checks it is, then changes the image and expects the new answer at once. Without
@@ -14,12 +14,15 @@ import { jsonBody, startTestServer, userWithKey, type TestServer } from '../help
 let t: TestServer
 let owner: Awaited<ReturnType<typeof userWithKey>>
 let seed = 0
+// Expiry is decided by this clock: the expiry tests stop it at the moment instead of sleeping past it.
+const clock = testClock()
 
 beforeAll(async () => {
-  t = await startTestServer({ METRICS_TOKEN: 'cache-test-token', LOG_REQUESTS: 'true' })
+  t = await startTestServer({ METRICS_TOKEN: 'cache-test-token', LOG_REQUESTS: 'true' }, { now: clock.now })
   owner = await userWithKey(t)
 })
 afterAll(() => t.stop())
+afterEach(() => clock.reset())
 
 const cache = () => t.server.services.images.liveCache
 const path = (url: string) => new URL(url).pathname
@@ -27,7 +30,7 @@ const path = (url: string) => new URL(url).pathname
 async function uploaded(fields: Record<string, string> = {}) {
   const res = await t.json('/api/v1/upload', { method: 'POST', headers: owner.keyHeader, body: uploadForm([{ bytes: await makeImage('png', 40, 30, ++seed) }], fields) })
   expect(res.status).toBe(201)
-  return res.body as { id: string; url: string; thumbnail: string; deleteToken?: string }
+  return res.body as { id: string; url: string; thumbnail: string; expiresAt: string; deleteToken?: string }
 }
 
 /** Serves the original and the thumbnail (200) and checks the image is now cached. */
@@ -78,10 +81,15 @@ describe('/cdn answer cache: invalidation', () => {
     const up = await uploaded()
     await servedAndCached(up)
     let stop = false
+    let reads = 0
     const readers = Array.from({ length: 8 }, async () => {
-      while (!stop) await (await t.fetch(path(up.url))).arrayBuffer()
+      while (!stop) {
+        await (await t.fetch(path(up.url))).arrayBuffer()
+        reads++
+      }
     })
-    await Bun.sleep(30)
+    // The delete comes while the readers are busy: each has had at least one answer.
+    await eventually(() => reads >= 8, undefined, 'the readers to start')
     expect((await t.json(`/api/v1/image/${up.id}`, { method: 'DELETE', headers: owner.keyHeader })).status).toBe(200)
     const after = await Promise.all(Array.from({ length: 16 }, () => t.fetch(path(up.url)).then((r) => r.status)))
     stop = true
@@ -91,19 +99,22 @@ describe('/cdn answer cache: invalidation', () => {
   })
 
   test('expiry: a cached image stops being served the moment it expires, before any sweep', async () => {
-    const up = await uploaded({ expires: '1' })
+    const up = await uploaded({ expires: '60' })
+    clock.set(Date.parse(up.expiresAt) - 1)
     await servedAndCached(up)
-    await Bun.sleep(1100)
+    clock.set(Date.parse(up.expiresAt))
     await gone(up)
   })
 
   test('PATCH shortening the expiry of a cached image', async () => {
     const up = await uploaded()
     await servedAndCached(up)
-    expect((await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ expires: 1 }, owner.keyHeader) })).status).toBe(200)
+    const patched = await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ expires: 1 }, owner.keyHeader) })
+    expect(patched.status).toBe(200)
     expect(cache().has(up.id)).toBe(false)
+    clock.set(Date.parse(patched.body.expiresAt) - 1)
     expect((await t.fetch(path(up.url))).status).toBe(200)
-    await Bun.sleep(1100)
+    clock.set(Date.parse(patched.body.expiresAt))
     await gone(up)
   })
 
@@ -175,7 +186,7 @@ describe('fast paths (/cdn, image metadata): request log and metrics', () => {
       await t.fetch(path(up.thumbnail), { method: 'HEAD' })
       await t.fetch('/cdn/ZZZZZZZZ.png')
       await t.fetch(`/api/v1/image/${up.id}`)
-      await Bun.sleep(20)
+      await eventually(() => lines.filter((l) => l.includes('"msg":"request"')).length >= 4, undefined, 'the four log lines')
     } finally {
       spy.mockRestore()
     }

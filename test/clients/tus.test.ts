@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { existsSync, readdirSync } from 'node:fs'
+import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import sharp from 'sharp'
 import { Upload, type PreviousUpload, type UrlStorage } from 'tus-js-client'
 import { makeImage, makeNoisePng } from '../fixtures'
-import { registerUser, startTestServer, userWithKey, type TestServer } from '../helpers'
+import { eventually, registerUser, startTestServer, userWithKey, type TestServer } from '../helpers'
 import { fakeClassifier } from '../webupload/fake-classifier'
 
 const MB = 1024 * 1024
@@ -105,9 +105,11 @@ describe('tus-js-client: a 60 MB image in 5 MB chunks, interrupted and resumed',
     })
     first.start()
     await stopped
-    await Bun.sleep(300)
     expect(first.url).toStartWith(`${t.url}/api/v1/tus/`)
-    const head = await tusClient(t, '/api/v1/tus').head(first.url!, user.keyHeader)
+    // Once the server has seen the cut-off PATCH end, the upload answers again.
+    const headNow = () => tusClient(t, '/api/v1/tus').head(first.url!, user.keyHeader)
+    await eventually(async () => (await headNow()).status === 200, undefined, 'the cut-off PATCH to end')
+    const head = await headNow()
     expect(head.status).toBe(200)
     const offset = Number(head.headers.get('upload-offset'))
     expect(offset).toBeGreaterThanOrEqual(3 * 5 * MB)
@@ -249,16 +251,15 @@ describe('the protocol', () => {
       },
     })
     const cut = fetch(url, { method: 'PATCH', headers: { ...TUS, ...OCTETS, ...user.keyHeader, 'upload-offset': '0' }, body, signal: controller.signal, duplex: 'half' } as RequestInit)
-    await Bun.sleep(300)
+    // The client gives up once the server has the 100 KB (in the upload's data file).
+    const data = join(t.dataDir, 'tus', new URL(url).pathname.split('/').pop()!)
+    await eventually(() => existsSync(data) && statSync(data).size === sent, undefined, 'the 100 KB to arrive')
     controller.abort()
     await cut.catch(() => {})
-    // The server notices the end of the request and releases the upload.
-    let offset = -1
-    for (let i = 0; i < 50 && offset <= 0; i++) {
-      await Bun.sleep(100)
-      const head = await tus.head(url)
-      offset = Number(head.headers.get('upload-offset'))
-    }
+    // The server notices the end of the request and releases the upload, keeping what arrived.
+    const offsetNow = async () => Number((await tus.head(url)).headers.get('upload-offset'))
+    await eventually(async () => (await offsetNow()) > 0, undefined, 'the upload to be released')
+    const offset = await offsetNow()
     expect(offset).toBe(sent)
     const rest = await tus.patch(url, offset, png.slice(offset))
     expect(rest.status).toBe(200)
@@ -388,7 +389,7 @@ describe('the protocol', () => {
 describe('expired before the sweep', () => {
   let t: TestServer
   beforeAll(async () => {
-    t = await startTestServer({}, { tusOptions: { ttlMs: 300 } })
+    t = await startTestServer()
   })
   afterAll(() => t.stop())
 
@@ -397,7 +398,9 @@ describe('expired before the sweep', () => {
     const tus = tusClient(t, '/api/v1/tus', user.keyHeader)
     const url = (await tus.create(100)).headers.get('location')!
     expect((await tus.patch(url, 0, new Uint8Array(10))).status).toBe(204)
-    await Bun.sleep(400)
+    // Its expiry moved into the past, as if its time had run out (no short TTL to race).
+    const id = new URL(url).pathname.split('/').pop()!
+    t.server.db.$client.query('UPDATE tus_uploads SET expires_at = ?1 WHERE id = ?2').run(Date.now() - 1000, id)
     expect((await tus.head(url)).status).toBe(410)
     expect((await tus.patch(url, 10, new Uint8Array(10))).status).toBe(410)
     await t.server.services.tus.sweep()

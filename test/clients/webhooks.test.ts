@@ -4,7 +4,7 @@ import { webhooks as webhooksTable, type Image } from '../../src/db/schema'
 import { isPrivateAddress } from '../../src/modules/webhooks/address'
 import { deliveryBody, isDiscordUrl } from '../../src/modules/webhooks/payload'
 import { makeImage, uploadForm } from '../fixtures'
-import { jsonBody, registerUser, startTestServer, userWithKey, type TestServer } from '../helpers'
+import { eventually, jsonBody, registerUser, startTestServer, userWithKey, type TestServer } from '../helpers'
 
 interface Hit {
   path: string
@@ -28,10 +28,8 @@ function receiver(answer: (hit: Hit, n: number) => Response | Promise<Response> 
   return {
     url: `http://127.0.0.1:${server.port}`,
     hits,
-    async waitFor(n: number, timeoutMs = 5000) {
-      const end = Date.now() + timeoutMs
-      while (hits.length < n && Date.now() < end) await Bun.sleep(10)
-      if (hits.length < n) throw new Error(`expected ${n} deliveries, got ${hits.length}`)
+    async waitFor(n: number) {
+      await eventually(() => hits.length >= n, undefined, `${n} deliveries`)
       return hits
     },
     stop: () => server.stop(true),
@@ -51,12 +49,19 @@ async function upload(t: TestServer, keyHeader: Record<string, string>, name = '
   return res.body
 }
 
+/**
+ * Waits until the server has no delivery queued, in flight or waiting for a retry: after the event's first delivery
+ * was seen, every delivery it will ever make has been made (so "no other delivery" is a fact, not a short sleep).
+ */
+const settled = (t: TestServer) => eventually(() => t.server.services.webhooks.pending() === 0, undefined, 'the deliveries to settle')
+
 const RETRIES = [100, 200, 300]
 
 describe('webhooks (WEBHOOK_ALLOW_PRIVATE=true, so a local receiver can be used)', () => {
   let t: TestServer
   beforeAll(async () => {
-    t = await startTestServer({ WEBHOOK_ALLOW_PRIVATE: 'true' }, { webhookOptions: { retryDelaysMs: RETRIES, timeoutMs: 1000 } })
+    // A delivery times out after 20 s, longer than any test here holds one (see the slow receiver).
+    t = await startTestServer({ WEBHOOK_ALLOW_PRIVATE: 'true' }, { webhookOptions: { retryDelaysMs: RETRIES, timeoutMs: 20_000 } })
   })
   afterAll(() => t.stop())
 
@@ -119,15 +124,18 @@ describe('webhooks (WEBHOOK_ALLOW_PRIVATE=true, so a local receiver can be used)
       const user = await userWithKey(t)
       const both = await addWebhook(t, user.bearer, { url: `${rx.url}/both`, events: ['image.uploaded', 'image.deleted'] })
       const deletesOnly = await addWebhook(t, user.bearer, { url: `${rx.url}/deletes`, events: ['image.deleted'] })
+      const sentFrom = Math.floor(Date.now() / 1000)
       const image = await upload(t, user.keyHeader, 'hello.png')
       const [hit] = await rx.waitFor(1)
-      await Bun.sleep(100)
+      await settled(t)
       expect(rx.hits).toHaveLength(1)
       expect(hit.path).toBe('/both')
       expect(hit.headers['content-type']).toBe('application/json')
       expect(hit.headers['x-webhook-event']).toBe('image.uploaded')
       expect(hit.headers['x-webhook-delivery']).toMatch(/^[0-9a-f-]{36}$/)
-      expect(Math.abs(Number(hit.headers['x-webhook-timestamp']) - Date.now() / 1000)).toBeLessThan(10)
+      // Signed when it was sent: between the upload and the delivery's arrival.
+      expect(Number(hit.headers['x-webhook-timestamp'])).toBeGreaterThanOrEqual(sentFrom)
+      expect(Number(hit.headers['x-webhook-timestamp'])).toBeLessThanOrEqual(hit.at / 1000)
       expect(verify(both.body.secret, hit)).toBe(true)
       expect(verify(deletesOnly.body.secret, hit)).toBe(false)
       const payload = JSON.parse(hit.body)
@@ -171,7 +179,7 @@ describe('webhooks (WEBHOOK_ALLOW_PRIVATE=true, so a local receiver can be used)
       const tusImage = await done.json()
       await t.json('/api/upload', { method: 'POST', body: uploadForm([{ bytes: await makeImage('png', 7, 7) }]) })
       const hits = await rx.waitFor(2)
-      await Bun.sleep(150)
+      await settled(t)
       expect(hits).toHaveLength(2)
       expect(hits.map((h) => JSON.parse(h.body).image.id).sort()).toEqual([web.body.id, tusImage.id].sort())
     } finally {
@@ -186,7 +194,7 @@ describe('webhooks (WEBHOOK_ALLOW_PRIVATE=true, so a local receiver can be used)
       const hook = await addWebhook(t, user.bearer, { url: rx.url, events: ['image.uploaded'] })
       await upload(t, user.keyHeader)
       const hits = await rx.waitFor(3)
-      await Bun.sleep(RETRIES[2] + 200)
+      await settled(t)
       expect(hits).toHaveLength(3)
       expect(new Set(hits.map((h) => h.headers['x-webhook-delivery'])).size).toBe(1)
       expect(new Set(hits.map((h) => h.body)).size).toBe(1)
@@ -207,8 +215,8 @@ describe('webhooks (WEBHOOK_ALLOW_PRIVATE=true, so a local receiver can be used)
       const user = await userWithKey(t)
       await addWebhook(t, user.bearer, { url: rx.url, events: ['image.uploaded'] })
       await upload(t, user.keyHeader)
-      await rx.waitFor(1 + RETRIES.length)
-      await Bun.sleep(RETRIES.at(-1)! + 300)
+      await rx.waitFor(1)
+      await settled(t)
       expect(rx.hits).toHaveLength(1 + RETRIES.length)
       const listed = (await t.json('/api/webhooks', { headers: user.bearer })).body.webhooks
       expect(listed[0].lastDelivery).toMatchObject({ status: 503, error: 'HTTP 503' })
@@ -225,8 +233,10 @@ describe('webhooks (WEBHOOK_ALLOW_PRIVATE=true, so a local receiver can be used)
       const user = await userWithKey(t)
       await addWebhook(t, user.bearer, { url: rx.url, events: ['image.uploaded'] })
       await upload(t, user.keyHeader)
-      await rx.waitFor(2)
-      await Bun.sleep(100)
+      await rx.waitFor(1)
+      await settled(t)
+      // Every attempt went to the redirecting endpoint (a 3xx is retried as a failure), none to where it pointed.
+      expect(rx.hits).toHaveLength(1 + RETRIES.length)
       expect(target.hits).toHaveLength(0)
     } finally {
       rx.stop()
@@ -235,19 +245,29 @@ describe('webhooks (WEBHOOK_ALLOW_PRIVATE=true, so a local receiver can be used)
   })
 
   test('a slow receiver never holds an upload up', async () => {
+    // The receiver answers only once the test lets it, after both uploads were answered and a delivery has arrived.
+    // An upload that waited for its delivery could not be answered before that (the delivery timeout is 20 s): it
+    // would time out first, and its delivery would be recorded as failed.
+    let release!: () => void
+    const held = new Promise<void>((resolve) => (release = resolve))
     const rx = receiver(async () => {
-      await Bun.sleep(3000)
+      await held
       return new Response('late')
     })
     try {
       const user = await userWithKey(t)
       await addWebhook(t, user.bearer, { url: rx.url, events: ['image.uploaded'] })
-      const started = Date.now()
       await upload(t, user.keyHeader)
       await upload(t, user.keyHeader)
-      expect(Date.now() - started).toBeLessThan(1500)
       await rx.waitFor(1)
+      const lastDelivery = async () => (await t.json('/api/webhooks', { headers: user.bearer })).body.webhooks[0].lastDelivery
+      expect(await lastDelivery()).toBeNull() // answered while every delivery was still out
+      release()
+      await settled(t)
+      expect(rx.hits).toHaveLength(2)
+      expect(await lastDelivery()).toMatchObject({ status: 200, error: null })
     } finally {
+      release()
       rx.stop()
     }
   })
@@ -295,11 +315,13 @@ describe('SSRF: private targets are refused (WEBHOOK_ALLOW_PRIVATE unset)', () =
       t.server.db.insert(webhooksTable).values({ userId: user.user.id, url: `http://localhost:${new URL(rx.url).port}/hook`, secret: 'x'.repeat(32), events: '["image.uploaded"]' }).run()
       t.server.db.insert(webhooksTable).values({ userId: user.user.id, url: `${rx.url}/literal`, secret: 'x'.repeat(32), events: '["image.uploaded"]' }).run()
       await upload(t, user.keyHeader)
-      await Bun.sleep(500)
+      // Both refusals are recorded (permanent: no retry), and by then nothing has reached the receiver.
+      const listed = async () => (await t.json('/api/webhooks', { headers: user.bearer })).body.webhooks as { lastDelivery: unknown }[]
+      await eventually(async () => (await listed()).every((hook) => hook.lastDelivery !== null), undefined, 'both refusals recorded')
+      await settled(t)
       expect(rx.hits).toHaveLength(0)
-      const listed = (await t.json('/api/webhooks', { headers: user.bearer })).body.webhooks
-      expect(listed).toHaveLength(2)
-      for (const hook of listed) {
+      expect(await listed()).toHaveLength(2)
+      for (const hook of (await listed()) as { lastDelivery: { status: number; error: string } }[]) {
         expect(hook.lastDelivery.status).toBe(0)
         expect(hook.lastDelivery.error).toContain('private')
       }

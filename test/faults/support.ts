@@ -2,6 +2,8 @@ import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { storedKeys, type TestServer } from '../helpers'
 
+export { eventually } from '../helpers'
+
 /** Generous on purpose: the bound that proves nothing stalls, not a latency figure (that lives in the bench). */
 export const ANSWER_BOUND_MS = 2000
 
@@ -54,12 +56,3 @@ export async function dataState(t: TestServer) {
 /** The views column of one image as committed in the database (the API adds counts still buffered). */
 export const committedViews = (t: TestServer, id: string) =>
   (t.server.db.$client.query('SELECT views FROM images WHERE id = ?').get(id) as { views: number } | null)?.views
-
-/** Polls until `check` holds (or throws after `ms`). */
-export async function eventually(check: () => boolean | Promise<boolean>, ms = 10_000, what = 'condition') {
-  const end = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await Bun.sleep(50)
-  }
-}

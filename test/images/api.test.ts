@@ -1,21 +1,24 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
 import { Value } from '@sinclair/typebox/value'
 import { ImageDetailsResponse } from '../../src/modules/images/model'
 import { makeImage, uploadForm, type UploadPart } from '../fixtures'
-import { jsonBody, makeAdmin, registerUser, startTestServer, userWithKey, type TestServer } from '../helpers'
+import { jsonBody, makeAdmin, registerUser, startTestServer, testClock, userWithKey, type TestServer } from '../helpers'
 
 let t: TestServer
 let alice: Awaited<ReturnType<typeof userWithKey>>
 let bob: Awaited<ReturnType<typeof userWithKey>>
+// Expiry is decided by this clock: a test stops it at an image's expiry instead of sleeping past it.
+const clock = testClock()
 
 beforeAll(async () => {
-  t = await startTestServer()
+  t = await startTestServer({}, { now: clock.now })
   alice = await userWithKey(t)
   bob = await userWithKey(t)
 })
 afterAll(() => t.stop())
+afterEach(() => clock.reset())
 
 async function upload(who: { keyHeader: Record<string, string> }, parts?: UploadPart[], fields: Record<string, string> = {}) {
   const res = await t.json('/api/v1/upload', { method: 'POST', headers: who.keyHeader, body: uploadForm(parts ?? [{ bytes: await makeImage('png') }], fields) })
@@ -38,7 +41,7 @@ describe('GET /api/v1/image/:id', () => {
     expect(Value.Errors(ImageDetailsResponse, res.body).First()).toBeUndefined()
   })
   test('answered from memory (live-cache.ts), and every change through the service shows at once', async () => {
-    const up = await upload(alice, undefined, { expires: '2' })
+    const up = await upload(alice, undefined, { expires: '60' })
     expect((await t.json(`/api/v1/image/${up.id}`)).body.data.nsfw).toBe(false)
     expect(t.server.services.images.liveCache.has(up.id)).toBe(true)
     // A write through another connection is the one change the cache is not told of: the answer comes from memory.
@@ -56,7 +59,7 @@ describe('GET /api/v1/image/:id', () => {
     expect((await t.json(`/api/v1/image/${up.id}`)).body.data.views).toBe(1)
     t.server.services.images.flushViews()
     expect((await t.json(`/api/v1/image/${up.id}`)).body.data.views).toBe(1)
-    await Bun.sleep(2100)
+    clock.set(Date.parse(up.expiresAt))
     expect((await t.json(`/api/v1/image/${up.id}`)).status).toBe(404)
   })
   test('HEAD: the status and headers of GET, no body', async () => {

@@ -72,11 +72,11 @@ describe('inspect', () => {
     await expect(media.inspect(path)).rejects.toThrow(new MediaError('File is not a supported image'))
   })
 
-  test('a decompression bomb is refused from its header, fast', async () => {
+  test('a decompression bomb is refused from its header, before any pixel is decoded', async () => {
+    // A header declaring 20000x20000 over an empty pixel stream: decoding it would fail ("could not be decoded"), so
+    // only a refusal made from the header alone answers with the size.
     const path = await scratch.file(pngHeaderOnly(20000, 20000))
-    const started = performance.now()
     await expect(media.inspect(path)).rejects.toThrow(new MediaError('Image exceeds 100 megapixels'))
-    expect(performance.now() - started).toBeLessThan(200)
   })
 
   test('an image of exactly the limit passes, one pixel more does not', async () => {

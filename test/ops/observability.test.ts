@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, spyOn, test } from 'bun:test'
 import { makeImage, uploadForm } from '../fixtures'
-import { startTestServer, userWithKey, type TestServer } from '../helpers'
+import { eventually, startTestServer, userWithKey, type TestServer } from '../helpers'
 
 const TOKEN = 'metrics-token-for-tests'
 let t: TestServer
@@ -108,7 +108,8 @@ describe('request log', () => {
       const user = await userWithKey(t)
       listBytes = (await (await t.fetch(`/api/v1/images?page=1&secret=${user.apiKey}`, { headers: user.keyHeader })).arrayBuffer()).byteLength
       missingBytes = (await (await t.fetch('/api/v1/image/AAAAAAAA')).arrayBuffer()).byteLength
-      await Bun.sleep(20)
+      const logged = (route: string) => logs.some((l) => l.includes(`"route":"${route}"`))
+      await eventually(() => logged('/api/v1/images') && logged('/api/v1/image/:id'), undefined, 'the two log lines')
     } finally {
       spy.mockRestore()
     }

@@ -92,7 +92,8 @@ describe('bodies outside /api are bounded before they are read', () => {
   })
 
   test('a chunked form is cut off once it passes the cap: 413', async () => {
-    const body = filler({ prefix: 'password=', chunk: 4096, delayMs: 5 })
+    // One chunk past the cap, then nothing (and no end): only a server that stops at the cap can answer.
+    const body = filler({ prefix: 'password=', chunk: 4096, total: MAX_PAGE_BODY_BYTES + 1, stall: true })
     const res = await rawRequest(
       t.server.port,
       head('POST', `/a/${albumId}`, { 'content-type': 'application/x-www-form-urlencoded', 'transfer-encoding': 'chunked' }),
@@ -100,7 +101,6 @@ describe('bodies outside /api are bounded before they are read', () => {
     )
     expect(res.status).toBe(413)
     expect(body.counter.sent).toBeGreaterThan(MAX_PAGE_BODY_BYTES)
-    expect(body.counter.sent).toBeLessThan(MAX_PAGE_BODY_BYTES + 1024 * 1024)
   })
 
   test('the album password form still works, urlencoded or multipart, just under the cap too', async () => {

@@ -132,8 +132,12 @@ export async function* chunkedFraming(source: AsyncIterable<Uint8Array>): AsyncG
   yield encoder.encode('0\r\n\r\n')
 }
 
-/** An endless (or `total`-byte) stream of filler, `chunk` bytes every `delayMs`; `sent` counts what was produced. */
-export function filler(opts: { chunk?: number; delayMs?: number; total?: number; prefix?: string } = {}) {
+/**
+ * An endless (or `total`-byte) stream of filler, `chunk` bytes every `delayMs`; `sent` counts what was produced.
+ * `stall`: after `total` bytes the stream sends nothing more and never ends, like a client that stopped sending: a
+ * server that waited for the rest would never answer, so an answer proves it decided from what it had (no timing).
+ */
+export function filler(opts: { chunk?: number; delayMs?: number; total?: number; prefix?: string; stall?: boolean } = {}) {
   const counter = { sent: 0 }
   const chunkSize = opts.chunk ?? 64 * 1024
   async function* stream() {
@@ -148,6 +152,7 @@ export function filler(opts: { chunk?: number; delayMs?: number; total?: number;
       yield chunk
       if (opts.delayMs) await Bun.sleep(opts.delayMs)
     }
+    if (opts.stall) await new Promise(() => {})
   }
   return { stream: stream(), counter }
 }

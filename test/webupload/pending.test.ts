@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { images } from '../../src/db/schema'
 import { makeImage, uploadForm, type UploadPart } from '../fixtures'
-import { registerUser, startTestServer, type TestServer } from '../helpers'
+import { eventually, registerUser, startTestServer, type TestServer } from '../helpers'
 import { fakeClassifier } from './fake-classifier'
 
 // A classifier that fails or never answers must never lose an upload: the image is stored, hidden from the public
@@ -28,13 +28,7 @@ const row = (id: string) => t.server.db.select().from(images).where(eq(images.id
 const galleryIds = async () => (await t.json('/api/gallery?limit=40')).body.images.map((i: { id: string }) => i.id) as string[]
 const searchIds = async (q: string) => (await t.json(`/api/search?q=${encodeURIComponent(q)}`)).body.images.map((i: { id: string }) => i.id) as string[]
 
-async function waitFor(condition: () => Promise<boolean> | boolean, timeoutMs = 5000) {
-  const until = Date.now() + timeoutMs
-  while (!(await condition())) {
-    if (Date.now() > until) throw new Error('condition not reached in time')
-    await Bun.sleep(50)
-  }
-}
+const waitFor = (condition: () => Promise<boolean> | boolean) => eventually(condition, undefined, 'the rescan')
 
 async function expectPendingAndHidden(id: string, filenameWord: string) {
   expect((await t.json(`/api/v1/image/${id}`)).status).toBe(200)
@@ -69,9 +63,9 @@ describe('a failing classifier', () => {
     fake.state.mode = 'hang'
     const started = Date.now()
     const res = await webUpload([{ bytes: await makeImage('png', 40, 30, 2), name: 'hanging-scan.png' }])
+    // Answered at all (the classifier never does): the deadline ended the wait, not before it.
     expect(res.status).toBe(201)
     expect(Date.now() - started).toBeGreaterThanOrEqual(SCAN_TIMEOUT_MS - 20)
-    expect(Date.now() - started).toBeLessThan(10_000)
     await expectPendingAndHidden(res.body.id, 'hanging')
 
     fake.state.mode = 'neutral'

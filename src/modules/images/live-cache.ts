@@ -35,6 +35,8 @@ export function createLiveImageCache(
     onRowChange(listener: (rowid: number) => void): void
   },
   max = DEFAULT_CACHE_SIZE,
+  /** The clock expiry is checked against (the image service's; tests move it). */
+  now: () => number = Date.now,
 ) {
   const entries = new Map<string, LiveImage>()
   const idOfRow = new Map<number, string>()
@@ -52,7 +54,7 @@ export function createLiveImageCache(
     get(id: string): LiveImage | undefined {
       const entry = entries.get(id)
       if (entry) {
-        if (entry.expiresAt !== null && entry.expiresAt <= Date.now()) {
+        if (entry.expiresAt !== null && entry.expiresAt <= now()) {
           drop(entry)
           return undefined
         }

@@ -35,19 +35,18 @@ export interface ImageListFilter {
   nsfw?: boolean
 }
 
-export function createImageService(deps: {
-  db: Db
-  config: Config
-  storage: Storage
-  events?: ImageEvents
-  /** The upload window's clock, for the usage it reports (tests step it). */
-  now?: () => number
-}) {
+/**
+ * `now`: the service's clock, which decides which images have expired (reads, the cache, the sweep, PATCH's new
+ * expiry) and reads the upload window for usage; tests pass one they can move forward instead of waiting.
+ */
+export function createImageService(deps: { db: Db; config: Config; storage: Storage; events?: ImageEvents; now?: () => number }) {
   const { db, config, storage } = deps
-  const windowNow = deps.now ?? Date.now
+  const now = deps.now ?? Date.now
   const events = deps.events ?? noImageEvents
   const base: LinkBase = { publicUrl: config.publicUrl, cdnBase: config.cdnUrl }
   const links = (image: Pick<Image, 'id' | 'ext'>) => imageLinks(base, image)
+  /** The SQL condition of an image not expired at this service's time. */
+  const live = () => liveImage(now())
 
   // The live image with the id `id` at the time `now`: placeholders bound per call, so lookups are prepared once
   // (building the query per call cost ~60-90 us, most of a /cdn request's budget: bench/README.md).
@@ -57,7 +56,7 @@ export function createImageService(deps: {
   /** Finds a live image by id; malformed ids are refused before any lookup. */
   function find(id: string): Image | undefined {
     if (!isImageId(id)) return undefined
-    return findLive.get({ id, now: Date.now() })
+    return findLive.get({ id, now: now() })
   }
 
   // What the hot read routes show of a live image, and its rowid, which the cache's invalidation keys on. Only read on a
@@ -98,10 +97,14 @@ export function createImageService(deps: {
   }
 
   // Malformed ids are refused before any lookup.
-  const liveCache = createLiveImageCache({
-    lookup: (id) => (isImageId(id) ? findLiveRow.get({ id, now: Date.now() }) : undefined),
-    onRowChange: (listener) => rowListeners.push(listener),
-  })
+  const liveCache = createLiveImageCache(
+    {
+      lookup: (id) => (isImageId(id) ? findLiveRow.get({ id, now: now() }) : undefined),
+      onRowChange: (listener) => rowListeners.push(listener),
+    },
+    undefined,
+    now,
+  )
 
   function findOwned(user: User, id: string): Image {
     const image = find(id)
@@ -137,14 +140,14 @@ export function createImageService(deps: {
    * so this only frees the space. One sweep at a time: a call while one runs waits for that one.
    */
   let sweeping: Promise<number> | null = null
-  function sweepExpired(now = Date.now()): Promise<number> {
+  function sweepExpired(at = now()): Promise<number> {
     sweeping ??= (async () => {
       let removed = 0
       for (;;) {
         const due = db
           .select({ id: images.id, ext: images.ext })
           .from(images)
-          .where(and(isNotNull(images.expiresAt), lte(images.expiresAt, new Date(now))))
+          .where(and(isNotNull(images.expiresAt), lte(images.expiresAt, new Date(at))))
           .orderBy(asc(images.expiresAt))
           .limit(SWEEP_CHUNK)
           .all()
@@ -213,6 +216,7 @@ export function createImageService(deps: {
     removeFiles,
     remove,
     sweepExpired,
+    live,
 
     uploadedView(image: Image, deleteToken?: string) {
       return {
@@ -268,7 +272,7 @@ export function createImageService(deps: {
       const set: Partial<Image> = {}
       if (changes.visibility !== undefined) set.visibility = changes.visibility as Image['visibility']
       if (changes.nsfw !== undefined) set.nsfw = changes.nsfw
-      if (expiresIn !== undefined) set.expiresAt = expiryDate(expiresIn, Date.now())
+      if (expiresIn !== undefined) set.expiresAt = expiryDate(expiresIn, now())
       const updated = db.update(images).set(set).where(eq(images.id, image.id)).returning().get()
       return { success: true as const, id: updated.id, visibility: updated.visibility, nsfw: updated.nsfw, expiresAt: expiresAtOf(updated.expiresAt) }
     },
@@ -287,7 +291,7 @@ export function createImageService(deps: {
     list(user: User, page: { page: number; limit: number; offset: number }, filter: ImageListFilter = {}) {
       const mine = and(
         eq(images.userId, user.id),
-        liveImage(),
+        live(),
         filter.visibility ? eq(images.visibility, filter.visibility) : undefined,
         filter.nsfw === undefined ? undefined : eq(images.nsfw, filter.nsfw),
       )
@@ -327,9 +331,9 @@ export function createImageService(deps: {
 
     usage(user: User) {
       const policy = accountPolicy(config, user)
-      const used = storageUsed(db, user.id)
-      const totalImages = db.select({ n: count() }).from(images).where(and(eq(images.userId, user.id), liveImage())).get()?.n ?? 0
-      const window = windowState(db, policy.window, windowNow())
+      const used = storageUsed(db, user.id, now())
+      const totalImages = db.select({ n: count() }).from(images).where(and(eq(images.userId, user.id), live())).get()?.n ?? 0
+      const window = windowState(db, policy.window, now())
       return {
         success: true as const,
         username: user.username,

@@ -54,15 +54,15 @@ export function createUploadPipeline(deps: {
   thresholds: NsfwThresholds
   /** Told of every stored image, after its row is committed. */
   events?: ImageEvents
-  /** The rate windows' clock (tests step it). */
+  /** The service's clock, for the rate windows and the rows' times (tests step it). */
   now?: () => number
 }) {
   const { db, config, storage, media, classifier } = deps
   const events = deps.events ?? noImageEvents
-  const windowNow = deps.now ?? Date.now
+  const clock = deps.now ?? Date.now
   const tmpDir = join(config.dataDir, 'tmp')
   mkdirSync(tmpDir, { recursive: true })
-  const admission = createUploadAdmission(db, config, windowNow)
+  const admission = createUploadAdmission(db, config, clock)
 
   function readOptions(fields: Record<string, string>, policy: UploadPolicy) {
     const visibility = fields.visibility
@@ -206,12 +206,12 @@ export function createUploadPipeline(deps: {
       const ids: string[] = []
       for (const p of prepared) ids.push(await storeFiles(p, storedKeys))
       const deleteTokens = policy.owner ? [] : prepared.map(() => randomToken(24))
-      const now = Date.now()
+      const now = clock()
       // Check and reserve in one synchronous transaction, so parallel batches can never overshoot a window or quota.
       // Another process holding the database's lock: tried again for about 2 s, waiting off the event loop.
       const { rows, window } = await retryBusy(() => db.transaction((tx) => {
         checkQuota(tx, policy, prepared.reduce((sum, p) => sum + p.size, 0))
-        const window = consumeWindow(tx, policy.window, prepared.length, windowNow())
+        const window = consumeWindow(tx, policy.window, prepared.length, now)
         const albumId = options.album && policy.owner ? resolveUploadAlbum(tx, policy.owner, options.album, options.visibility === 'public') : null
         const rows = tx
           .insert(images)

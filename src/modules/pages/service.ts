@@ -2,7 +2,7 @@ import { and, eq, inArray } from 'drizzle-orm'
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
 import { embedProfiles, images, users, type EmbedProfile, type Image } from '../../db/schema'
-import { isImageId, liveImage, type ImageService } from '../images/service'
+import { isImageId, type ImageService } from '../images/service'
 import { resolveEmbed, type ResolvedEmbed } from '../embeds/service'
 
 /** Everything a viewer page or an oEmbed answer needs, read in one query. */
@@ -38,7 +38,8 @@ export function createPageService(deps: { db: Db; config: Config; images: ImageS
       .from(images)
       .leftJoin(users, eq(users.id, images.userId))
       .leftJoin(embedProfiles, eq(embedProfiles.id, images.embedProfileId))
-      .where(and(eq(images.id, id), liveImage()))
+      // At the image service's time, so the page and its view count (details(), below) agree on what has expired.
+      .where(and(eq(images.id, id), imageService.live()))
       .get()
     if (!row) return null
     if (opts.countView) imageService.countView(id)
