@@ -157,23 +157,25 @@ export function isAlive(pid: number): boolean {
 }
 
 /**
- * A clock for the server's `now` override (`startTestServer(env, { now: clock.now })`): real time until a test stops
- * it at a moment of its choosing (one millisecond before an expiry, then the expiry itself), so an expiry is reached
- * without a sleep and without racing a loaded machine. `reset` goes back to real time for the next test.
+ * A clock to pass as the server's `now` (ServerOverrides): it runs with real time until the test stops it with `set`
+ * (or from the start, when given one), so a test can stand on a window's or an expiry's last millisecond, or step past
+ * its end, without waiting. It drives every rate window and image expiry.
  */
-export function testClock() {
-  let stoppedAt: number | null = null
+export function testClock(start?: number) {
+  let stoppedAt: number | null = start ?? null
   return {
     now: () => stoppedAt ?? Date.now(),
     /** Stops the clock at `ms` (epoch milliseconds). */
     set(ms: number) {
       stoppedAt = ms
     },
+    /** Lets it run with real time again. */
     reset() {
       stoppedAt = null
     },
   }
 }
+export type TestClock = ReturnType<typeof testClock>
 
 /**
  * Polls until `check` holds, for an event the test cannot await directly; the bound is generous on purpose (it only

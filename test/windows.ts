@@ -1,19 +1,5 @@
 import { expect } from 'bun:test'
-
-/**
- * A clock that stands still until the test moves it. Passed as `now` in the server's overrides it drives every rate
- * window, so a test can stand on a window's last millisecond, or step past its end, without waiting for it.
- */
-export function steppedClock(start = Date.now()) {
-  let at = start
-  return {
-    now: () => at,
-    set(ms: number) {
-      at = ms
-    },
-  }
-}
-export type SteppedClock = ReturnType<typeof steppedClock>
+import type { TestClock } from './helpers'
 
 export interface WindowAnswer {
   status: number
@@ -38,7 +24,7 @@ function expectRefused(res: WindowAnswer | undefined, seconds: number) {
  * `headers`: whether accepted answers carry RateLimit-* (the upload and report windows do, the global limiter does not).
  */
 export async function expectWindowResets(
-  clock: SteppedClock,
+  clock: TestClock,
   opts: { limit: number; windowMs: number; use: (n: number) => Promise<WindowAnswer[]>; headers: boolean },
 ) {
   const { limit, windowMs, use } = opts

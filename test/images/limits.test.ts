@@ -3,15 +3,15 @@ import { inArray } from 'drizzle-orm'
 import { uploadWindows } from '../../src/db/schema'
 import { sweepEndedWindows } from '../../src/modules/images/limits'
 import { makeImage, makeNoisePng, uploadForm, type UploadPart } from '../fixtures'
-import { makeAdmin, startTestServer, storedKeys, userWithKey, type TestServer } from '../helpers'
+import { makeAdmin, startTestServer, storedKeys, testClock, type TestServer, userWithKey } from '../helpers'
 import { countingMedia } from '../security/support'
-import { expectWindowResets, steppedClock } from '../windows'
+import { expectWindowResets } from '../windows'
 
 // Small limits so the rules can be hit with small files; the defaults are checked by the config tests.
 const MAX_FILE = 20_000
 const QUOTA = 60_000
 let t: TestServer
-const clock = steppedClock()
+const clock = testClock(Date.now())
 
 beforeAll(async () => {
   t = await startTestServer(

@@ -4,15 +4,15 @@ import sharp from 'sharp'
 import { blockedHashes, images, uploadWindows } from '../../src/db/schema'
 import { originalKey, thumbnailKey } from '../../src/storage'
 import { makeImage, uploadForm, type UploadPart } from '../fixtures'
-import { jsonBody, makeAdmin, registerUser, startTestServer, userWithKey, type TestServer } from '../helpers'
+import { jsonBody, makeAdmin, registerUser, startTestServer, testClock, type TestServer, userWithKey } from '../helpers'
 import { fakeClassifier } from '../webupload/fake-classifier'
-import { expectWindowResets, steppedClock } from '../windows'
+import { expectWindowResets } from '../windows'
 
 type Account = Awaited<ReturnType<typeof userWithKey>>
 
 let t: TestServer
 let admin: Account
-const clock = steppedClock()
+const clock = testClock(Date.now())
 
 beforeAll(async () => {
   t = await startTestServer({ TRUST_PROXY: 'true' }, { classifier: fakeClassifier('neutral').classifier, rescan: { intervalMs: 3_600_000 }, now: clock.now })
@@ -74,7 +74,7 @@ describe('POST /api/reports', () => {
     const owner = await userWithKey(t)
     const up = await upload(owner)
     const expired = await upload(owner)
-    t.server.db.update(images).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(images.id, expired.id)).run()
+    t.server.db.update(images).set({ expiresAt: new Date(clock.now() - 1000) }).where(eq(images.id, expired.id)).run()
     const deleted = await upload(owner)
     await t.json(`/api/v1/image/${deleted.id}`, { method: 'DELETE', headers: owner.keyHeader })
 

@@ -4,8 +4,7 @@ import { join } from 'node:path'
 import { blockedHashes } from '../../src/db/schema'
 import { makeImage, uploadForm } from '../fixtures'
 import { nestedUseSvg } from '../media/hostile-files'
-import { makeAdmin, registerUser, startTestServer, type TestServer, userWithKey, whileHealthy } from '../helpers'
-import { steppedClock } from '../windows'
+import { makeAdmin, registerUser, startTestServer, testClock, type TestServer, userWithKey, whileHealthy } from '../helpers'
 import { countingMedia, expectRateLimitHeaders, filler, neutralClassifier, rawRequest } from './support'
 
 let servers: TestServer[] = []
@@ -17,7 +16,7 @@ afterEach(async () => {
 async function fresh(env: Record<string, string> = {}) {
   // A short time budget, so the slow SVG is refused (killed) after a second rather than the default 20.
   const spy = countingMedia({ maxPixels: Number(env.MAX_IMAGE_PIXELS ?? 100_000_000), timeoutMs: 1000 })
-  const clock = steppedClock()
+  const clock = testClock(Date.now())
   const t = await startTestServer({ GLOBAL_RATE_LIMIT: '100000', ...env }, { classifier: neutralClassifier, media: spy.media, now: clock.now })
   servers.push(t)
   return { t, calls: spy.calls, clock }

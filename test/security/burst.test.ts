@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { makeImage, uploadForm } from '../fixtures'
-import { userWithKey, type TestServer } from '../helpers'
+import { testClock, type TestServer, userWithKey } from '../helpers'
 import type { ServerOverrides } from '../../src/server'
-import { expectWindowResets, steppedClock } from '../windows'
+import { expectWindowResets } from '../windows'
 import { dataSnapshot, expectRateLimitHeaders, startServer, uploadImage } from './support'
 
 // The global limiter is in memory and per process: every test here starts its own server, and all traffic is loopback
@@ -48,7 +48,7 @@ describe('bursts from one address', () => {
   })
 
   test('the window resets: 429 on its last millisecond, then a full minute from the next request', async () => {
-    const clock = steppedClock()
+    const clock = testClock(Date.now())
     const t = await fresh({ GLOBAL_RATE_LIMIT: '5' }, { now: clock.now })
     const owner = await userWithKey(t)
     const image = await uploadImage(t, owner.keyHeader)

@@ -1,8 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, spyOn, test } from 'bun:test'
 import { parse } from 'node-html-parser'
 import type { ServerOverrides } from '../../src/server'
-import { jsonBody, registerUser, type TestServer, whileHealthy } from '../helpers'
-import { steppedClock } from '../windows'
+import { jsonBody, registerUser, testClock, type TestServer, whileHealthy } from '../helpers'
 import { expectRateLimitHeaders, send, startServer } from './support'
 
 // Every server here trusts X-Forwarded-For, so one test process can play several client addresses.
@@ -109,7 +108,7 @@ describe('album passwords (defaults: 10 wrong per address, 20 per album, per 15 
   })
 
   test('the window resets: still refused on its last millisecond; once it has passed, guesses are checked again', async () => {
-    const clock = steppedClock()
+    const clock = testClock(Date.now())
     const t = await fresh({ PASSWORD_FAILURES_WINDOW_SECONDS: '300', ALBUM_PASSWORD_FAILURES_PER_IP: '2' }, { now: clock.now })
     const { id } = await protectedAlbum(t)
     const first = []
@@ -194,7 +193,7 @@ describe('logins (defaults: 10 failures per login name across addresses, 30 per 
   })
 
   test('the window resets: still refused on its last millisecond; once it has passed, the account may try again', async () => {
-    const clock = steppedClock()
+    const clock = testClock(Date.now())
     const t = await fresh({ LOGIN_FAILURES_PER_ACCOUNT: '2', PASSWORD_FAILURES_WINDOW_SECONDS: '300' }, { now: clock.now })
     const user = await registerUser(t)
     const answers = []

@@ -2,14 +2,14 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import sharp from 'sharp'
 import { loadConfig } from '../../src/config'
 import { makeImage, uploadForm, type UploadPart } from '../fixtures'
-import { registerUser, startTestServer, storedKeys, userWithKey, type TestServer } from '../helpers'
-import { expectWindowResets, steppedClock } from '../windows'
+import { registerUser, startTestServer, storedKeys, testClock, type TestServer, userWithKey } from '../helpers'
+import { expectWindowResets } from '../windows'
 import { fakeClassifier } from './fake-classifier'
 
 // The classifier is faked here (its verdicts are not what these tests are about); scan.test.ts uses the real model.
 let t: TestServer
 const fake = fakeClassifier('neutral')
-const clock = steppedClock()
+const clock = testClock(Date.now())
 
 beforeAll(async () => {
   t = await startTestServer({ TRUST_PROXY: 'true' }, { classifier: fake.classifier, rescan: { intervalMs: 3_600_000 }, now: clock.now })
