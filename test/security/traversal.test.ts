@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { HOUR_MS } from '../../src/lib/time'
 import { Database } from 'bun:sqlite'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -15,7 +16,9 @@ const SENTINEL = `sentinel-${crypto.randomUUID()}`
 
 beforeAll(async () => {
   spyOnDatabase()
-  t = await startServer({ GLOBAL_RATE_LIMIT: '100000' })
+  // The spy records every statement while a request runs: background work that queries on a timer (the expiry sweep,
+  // rescans) waits an hour here, and buffered writes (views, key uses) are flushed before each recording.
+  t = await startServer({ GLOBAL_RATE_LIMIT: '100000' }, { expirySweep: { intervalMs: HOUR_MS }, rescan: { intervalMs: HOUR_MS } })
   owner = await userWithKey(t)
   makeAdmin(t, owner.user.id) // so the admin routes reach their handlers too
   image = await uploadImage(t, owner.keyHeader, {}, { bytes: await makeImage('png', 20, 20, 3), name: 'x.png' })
@@ -297,6 +300,8 @@ function idTargets(e: string): IdTarget[] {
 
 /** One request with the database spy on (what it recorded is in `bound` and `statements` afterwards). */
 async function spiedRequest(method: string, path: string, headers: Record<string, string>) {
+  t.server.services.images.flushViews()
+  t.server.services.auth.flushKeyUses()
   bound.length = 0
   statements.length = 0
   recording = true
