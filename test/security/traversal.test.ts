@@ -119,6 +119,11 @@ const bound: unknown[] = []
 /** The SQL text of every statement run while `recording` is on. */
 const statements: string[] = []
 let recording = false
+/**
+ * The periodic flushes of buffered view counts and API key uses (src/server.ts, every 2 s): a timer's writes, whichever
+ * request they happen to fall into on a loaded machine, so they are not the request's statements.
+ */
+const FLUSHES = ['UPDATE images SET views = views + ?1 WHERE id = ?2', 'update "api_keys" set "last_used_at" = ?']
 const originals = { prepare: Database.prototype.prepare, query: Database.prototype.query }
 function spyOnDatabase() {
   for (const method of ['prepare', 'query'] as const) {
@@ -129,7 +134,7 @@ function spyOnDatabase() {
         const run = statement[name] as ((...a: unknown[]) => unknown) | undefined
         if (typeof run !== 'function') continue
         statement[name] = (...params: unknown[]) => {
-          if (recording) {
+          if (recording && !FLUSHES.some((flush) => String(args[0]).startsWith(flush))) {
             bound.push(...params.flatMap((p) => (p && typeof p === 'object' ? Object.values(p) : [p])))
             statements.push(String(args[0]))
           }
