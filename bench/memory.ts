@@ -31,7 +31,12 @@ if (args.child) {
     const { startServer } = await import('../src/server')
     const dataDir = mkdtempSync(join(tmpdir(), 'imghost-memory-'))
     const config = loadConfig({ DATA_DIR: dataDir, PORT: '0', LOG_REQUESTS: 'false', JWT_SECRET: 'm'.repeat(48) })
-    const none: Classifier = { classify: async () => ({ Porn: 0, Hentai: 0, Sexy: 0, Neutral: 1, Drawing: 0 }), warm: async () => {}, close: async () => {}, queueDepth: 0 }
+    const none: Classifier = {
+      classify: async () => ({ Porn: 0, Hentai: 0, Sexy: 0, Neutral: 1, Drawing: 0 }),
+      warm: async () => {},
+      close: async () => {},
+      queueDepth: 0,
+    }
     const server = await startServer(config, args.child === 'service' ? { classifier: none } : {})
     await server.deps.classifier.warm()
     rss = await idleRss()
@@ -41,7 +46,10 @@ if (args.child) {
   console.log(JSON.stringify({ rss }))
 } else {
   const measure = (child: string) => {
-    const run = Bun.spawnSync([process.execPath, import.meta.path, `--child=${child}`], { stdout: 'pipe', stderr: 'ignore' })
+    const run = Bun.spawnSync([process.execPath, import.meta.path, `--child=${child}`], {
+      stdout: 'pipe',
+      stderr: 'ignore',
+    })
     const last = run.stdout.toString().trim().split('\n').pop() ?? ''
     return (JSON.parse(last) as { rss: number }).rss
   }
@@ -50,7 +58,11 @@ if (args.child) {
   const withModel = measure('model')
   console.log('idle RSS, each in its own process, after a full GC:')
   console.log(`  bare Bun process                         ${bare} MB`)
-  console.log(`  service without the classifier           ${service} MB  (+${service - bare} MB: the code, sharp/libvips, SQLite, the app)`)
-  console.log(`  service with the model loaded and warm   ${withModel} MB  (+${withModel - service} MB: the classifier's Worker, tfjs, the wasm heap)`)
+  console.log(
+    `  service without the classifier           ${service} MB  (+${service - bare} MB: the code, sharp/libvips, SQLite, the app)`,
+  )
+  console.log(
+    `  service with the model loaded and warm   ${withModel} MB  (+${withModel - service} MB: the classifier's Worker, tfjs, the wasm heap)`,
+  )
   console.log(`  target                                   175 MB`)
 }

@@ -52,8 +52,20 @@ async function setUp() {
   const server = await startServer(config, { classifier: noClassifier })
   const url = `http://127.0.0.1:${server.port}`
   const { apiKey } = await adminCredentials(url)
-  const jpeg = await sharp({ create: { width: 640, height: 480, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 30 } } }).jpeg().toBuffer()
-  const image = await upload(url, '/api/v1/upload', { 'x-api-key': apiKey }, [{ blob: new Blob([new Uint8Array(jpeg)], { type: 'image/jpeg' }), name: 'p.jpg' }])
+  const jpeg = await sharp({
+    create: {
+      width: 640,
+      height: 480,
+      channels: 3,
+      background: '#808080',
+      noise: { type: 'gaussian', mean: 128, sigma: 30 },
+    },
+  })
+    .jpeg()
+    .toBuffer()
+  const image = await upload(url, '/api/v1/upload', { 'x-api-key': apiKey }, [
+    { blob: new Blob([new Uint8Array(jpeg)], { type: 'image/jpeg' }), name: 'p.jpg' },
+  ])
   const reference = referenceApp(join(dataDir, 'imghost.sqlite'))
   const base = 'http://localhost'
   const fixtures = await ensureFixtures(join(ROOT, 'bench/results/fixtures'))
@@ -74,7 +86,9 @@ async function setUp() {
     upload: async () => {
       const form = new FormData()
       form.append('file', pngBlob, '1080p.png')
-      const res = await server.app.handle(new Request(`${base}/api/v1/upload`, { method: 'POST', headers: { 'x-api-key': apiKey }, body: form }))
+      const res = await server.app.handle(
+        new Request(`${base}/api/v1/upload`, { method: 'POST', headers: { 'x-api-key': apiKey }, body: form }),
+      )
       if (res.status !== 201) throw new Error(`upload: ${res.status} ${await res.text()}`)
       return res
     },
@@ -86,7 +100,8 @@ async function setUp() {
       return new Response(null)
     },
     reference: () => reference.handle(new Request(`${base}/api/v1/image/${image.id}`)),
-    'bare file': async () => new Response(Bun.file(join(dataDir, 'files', new URL(image.url).pathname.replace('/cdn/', 'originals/')))),
+    'bare file': async () =>
+      new Response(Bun.file(join(dataDir, 'files', new URL(image.url).pathname.replace('/cdn/', 'originals/')))),
   }
   for (const [name, call] of Object.entries(routes)) {
     const res = await call()
@@ -132,21 +147,37 @@ function topSelfTime(file: string, top: number): string[] {
 const iterations = Number(args.iterations)
 /** Uploads take ~100,000 times longer than a read: they get this many requests, here and in the profiled child. */
 const HEAVY = 40
-const count = (route: string, atMost: number) => (route === 'upload' || route === 'sharp alone' ? HEAVY : Math.min(iterations, atMost))
+const count = (route: string, atMost: number) =>
+  route === 'upload' || route === 'sharp alone' ? HEAVY : Math.min(iterations, atMost)
 const { routes, stop } = await setUp()
 try {
   if (args.loop) {
     await perRequest(routes[args.loop], count(args.loop, iterations))
   } else {
     if (!routes[args.route!]) throw new Error(`--route must be one of ${Object.keys(routes).join(', ')}`)
-    console.log(`in-process cost per request (the route's handler or app.handle; ${Math.min(iterations, 50_000)} sequential requests each, ${HEAVY} for uploads):`)
-    for (const [name, call] of Object.entries(routes)) console.log(`  ${name.padEnd(11)} ${(await perRequest(call, count(name, 50_000))).toFixed(1)} us`)
+    console.log(
+      `in-process cost per request (the route's handler or app.handle; ${Math.min(iterations, 50_000)} sequential requests each, ${HEAVY} for uploads):`,
+    )
+    for (const [name, call] of Object.entries(routes))
+      console.log(`  ${name.padEnd(11)} ${(await perRequest(call, count(name, 50_000))).toFixed(1)} us`)
     const dir = mkdtempSync(join(tmpdir(), 'imghost-cpuprof-'))
     try {
-      const child = Bun.spawnSync([process.execPath, '--cpu-prof', `--cpu-prof-dir=${dir}`, import.meta.path, `--loop=${args.route}`, `--iterations=${iterations}`], { stdout: 'ignore', stderr: 'inherit' })
+      const child = Bun.spawnSync(
+        [
+          process.execPath,
+          '--cpu-prof',
+          `--cpu-prof-dir=${dir}`,
+          import.meta.path,
+          `--loop=${args.route}`,
+          `--iterations=${iterations}`,
+        ],
+        { stdout: 'ignore', stderr: 'inherit' },
+      )
       if (child.exitCode !== 0) throw new Error(`profiled run failed (${child.exitCode})`)
       const [profile] = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))
-      console.log(`\nCPU profile of ${iterations} requests to "${args.route}" (set-up included), top functions by self time:`)
+      console.log(
+        `\nCPU profile of ${iterations} requests to "${args.route}" (set-up included), top functions by self time:`,
+      )
       for (const line of topSelfTime(join(dir, profile), Number(args.top))) console.log(`  ${line}`)
     } finally {
       rmSync(dir, { recursive: true, force: true })

@@ -10,17 +10,29 @@
  *          --from=bench/results/latest.json   only rewrite the tables (latest.md, and README with --readme) from a saved run
  */
 import { Database } from 'bun:sqlite'
-import { copyFileSync, cpSync, mkdirSync, rmSync, writeFileSync, readFileSync } from 'node:fs'
+import { copyFileSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { ADMIN, adminCredentials, startApp, upload, type AppProcess } from './lib/app'
-import { ensureFixtures, type Fixtures } from './lib/fixtures'
-import { compare, pickLoadTool, type Compared } from './lib/load'
-import { startNginx } from './lib/nginx'
-import { BUN, freePort, memoryOf, resetPeak, ROOT, runJson, spawnLogged, stopChild, tempDir, treeRss, waitHealthy } from './lib/proc'
-import { figure, machine, markdownTable, printFigure, type Figure } from './lib/report'
-import { median, percentile, sleep } from './lib/stats'
 import { HOSTILE_UPLOADS } from '../test/hostile'
+import { ADMIN, type AppProcess, adminCredentials, startApp, upload } from './lib/app'
+import { ensureFixtures, type Fixtures } from './lib/fixtures'
+import { type Compared, compare, pickLoadTool } from './lib/load'
+import { startNginx } from './lib/nginx'
+import {
+  BUN,
+  freePort,
+  memoryOf,
+  ROOT,
+  resetPeak,
+  runJson,
+  spawnLogged,
+  stopChild,
+  tempDir,
+  treeRss,
+  waitHealthy,
+} from './lib/proc'
+import { type Figure, figure, machine, markdownTable, printFigure } from './lib/report'
+import { median, percentile, sleep } from './lib/stats'
 
 const { values: args } = parseArgs({
   options: {
@@ -33,7 +45,18 @@ const { values: args } = parseArgs({
     from: { type: 'string' },
   },
 })
-const GROUPS = ['startup', 'classify', 'memory', 'healthz', 'hostile', 'login', 'ingest', 'cdn', 'metadata', 'views'] as const
+const GROUPS = [
+  'startup',
+  'classify',
+  'memory',
+  'healthz',
+  'hostile',
+  'login',
+  'ingest',
+  'cdn',
+  'metadata',
+  'views',
+] as const
 type Group = (typeof GROUPS)[number]
 const only = new Set((args.only ? args.only.split(',') : GROUPS) as Group[])
 for (const g of only) if (!GROUPS.includes(g)) throw new Error(`unknown group ${g}; groups: ${GROUPS.join(',')}`)
@@ -58,7 +81,14 @@ const section = (title: string) => console.log(`\n== ${title} (${((performance.n
 const blobOf = async (path: string, type: string) => new Blob([await Bun.file(path).arrayBuffer()], { type })
 
 /** `concurrency` upload loops for `seconds`; rate counts completed uploads over the time until the last one ended. */
-async function uploadLoop(app: AppProcess, path: '/api/v1/upload' | '/api/upload', headers: Record<string, string>, file: { blob: Blob; name: string }, concurrency: number, seconds: number) {
+async function uploadLoop(
+  app: AppProcess,
+  path: '/api/v1/upload' | '/api/upload',
+  headers: Record<string, string>,
+  file: { blob: Blob; name: string },
+  concurrency: number,
+  seconds: number,
+) {
   const latencies: number[] = []
   let errors = 0
   const start = performance.now()
@@ -78,7 +108,13 @@ async function uploadLoop(app: AppProcess, path: '/api/v1/upload' | '/api/upload
       }
     }),
   )
-  return { count: latencies.length, rate: latencies.length / ((last - start) / 1000), p50Ms: percentile(latencies, 50), p95Ms: percentile(latencies, 95), errors }
+  return {
+    count: latencies.length,
+    rate: latencies.length / ((last - start) / 1000),
+    p50Ms: percentile(latencies, 50),
+    p95Ms: percentile(latencies, 95),
+    errors,
+  }
 }
 
 /** Samples the RSS of the process, and of it with its media workers, every 20 ms until stopped; returns the highest values seen. */
@@ -107,7 +143,17 @@ async function startupFigures() {
     await app.stop()
   }
   raw.startup = times
-  add(figure({ group: 'startup', figure: 'start to healthy, empty data dir (median of 3)', value: median(times), unit: 'ms', target: '< 1500 ms', met: median(times) < 1500, note: `runs ${times.map((t) => Math.round(t)).join(' / ')} ms; spawn to first 200 on /healthz` }))
+  add(
+    figure({
+      group: 'startup',
+      figure: 'start to healthy, empty data dir (median of 3)',
+      value: median(times),
+      unit: 'ms',
+      target: '< 1500 ms',
+      met: median(times) < 1500,
+      note: `runs ${times.map((t) => Math.round(t)).join(' / ')} ms; spawn to first 200 on /healthz`,
+    }),
+  )
 }
 
 async function main() {
@@ -124,7 +170,9 @@ async function main() {
   const dataDir = join(work, 'data')
   const app = await startApp({ dataDir, log: join(work, 'app.log') })
   const idleAtHealthy = memoryOf(app.pid).rss
-  console.log(`  started in ${Math.round(app.startMs)} ms, RSS ${mb(idleAtHealthy).toFixed(0)} MB (pid ${app.pid}, ${app.url})`)
+  console.log(
+    `  started in ${Math.round(app.startMs)} ms, RSS ${mb(idleAtHealthy).toFixed(0)} MB (pid ${app.pid}, ${app.url})`,
+  )
   const { jwt, apiKey } = await adminCredentials(app.url)
   const keyHeader = { 'x-api-key': apiKey }
   const bearer = { authorization: `Bearer ${jwt}` }
@@ -140,7 +188,10 @@ async function main() {
 
     if (only.has('classify')) {
       section('classification')
-      const ref = await runJson<{ warmMs: number; p50Ms: number; p95Ms: number }>([BUN, 'bench/ref/classify.ts', '30'], { timeoutMs: 120_000 })
+      const ref = await runJson<{ warmMs: number; p50Ms: number; p95Ms: number }>(
+        [BUN, 'bench/ref/classify.ts', '30'],
+        { timeoutMs: 120_000 },
+      )
       const timed = async (path: '/api/upload' | '/api/v1/upload', headers: Record<string, string>, n: number) => {
         const out: number[] = []
         for (let i = 0; i < n; i++) {
@@ -154,26 +205,92 @@ async function main() {
       const scanned = await timed('/api/upload', bearer, 30)
       const after = await scanMetrics(app)
       const unscanned = await timed('/api/v1/upload', keyHeader, 30)
-      const inServerMean = (after.sum - before.sum) / Math.max(1, after.count - before.count) * 1000
+      const inServerMean = ((after.sum - before.sum) / Math.max(1, after.count - before.count)) * 1000
       raw.classify = { ref, scanned, unscanned, inServerMean, firstScanMs }
       const p = (xs: number[], q: number) => percentile(xs, q)
-      add(figure({ group: 'classification', figure: 'POST /api/upload 640x480 JPEG, scanned, p50', value: p(scanned, 50), unit: 'ms', reference: 'classifier alone in its Worker, p50', refValue: ref.p50Ms, note: `whole request: receive, inspect, thumbnail, scan, store` }))
-      add(figure({ group: 'classification', figure: 'POST /api/upload 640x480 JPEG, scanned, p95', value: p(scanned, 95), unit: 'ms', reference: 'classifier alone in its Worker, p95', refValue: ref.p95Ms }))
-      add(figure({ group: 'classification', figure: 'scan inside POST /api/upload (p50 scanned − p50 unscanned)', value: p(scanned, 50) - p(unscanned, 50), unit: 'ms', reference: 'classifier alone, p50', refValue: ref.p50Ms, note: `unscanned /api/v1/upload p50 ${p(unscanned, 50).toFixed(1)} ms; server-side scan mean ${inServerMean.toFixed(1)} ms (metrics)` }))
-      add(figure({ group: 'classification', figure: 'first scanned upload after start', value: firstScanMs, unit: 'ms', note: `model load + warm-up alone: ${ref.warmMs.toFixed(0)} ms (in the background after start)` }))
+      add(
+        figure({
+          group: 'classification',
+          figure: 'POST /api/upload 640x480 JPEG, scanned, p50',
+          value: p(scanned, 50),
+          unit: 'ms',
+          reference: 'classifier alone in its Worker, p50',
+          refValue: ref.p50Ms,
+          note: `whole request: receive, inspect, thumbnail, scan, store`,
+        }),
+      )
+      add(
+        figure({
+          group: 'classification',
+          figure: 'POST /api/upload 640x480 JPEG, scanned, p95',
+          value: p(scanned, 95),
+          unit: 'ms',
+          reference: 'classifier alone in its Worker, p95',
+          refValue: ref.p95Ms,
+        }),
+      )
+      add(
+        figure({
+          group: 'classification',
+          figure: 'scan inside POST /api/upload (p50 scanned − p50 unscanned)',
+          value: p(scanned, 50) - p(unscanned, 50),
+          unit: 'ms',
+          reference: 'classifier alone, p50',
+          refValue: ref.p50Ms,
+          note: `unscanned /api/v1/upload p50 ${p(unscanned, 50).toFixed(1)} ms; server-side scan mean ${inServerMean.toFixed(1)} ms (metrics)`,
+        }),
+      )
+      add(
+        figure({
+          group: 'classification',
+          figure: 'first scanned upload after start',
+          value: firstScanMs,
+          unit: 'ms',
+          note: `model load + warm-up alone: ${ref.warmMs.toFixed(0)} ms (in the background after start)`,
+        }),
+      )
     }
 
     if (only.has('memory')) {
       section('memory')
       await sleep(1000)
       const warm = memoryOf(app.pid).rss
-      add(figure({ group: 'memory', figure: 'RSS at first healthy answer (model still loading)', value: mb(idleAtHealthy), unit: 'MB', note: 'peer: 350 MB idle' }))
-      add(figure({ group: 'memory', figure: 'idle RSS with the model warm, before any upload', value: mb(settled.rss), unit: 'MB', target: '<= 175 MB', met: mb(settled.rss) <= 175, note: `read ${(settled.afterMs / 1000).toFixed(1)} s after healthy, once RSS stopped moving` }))
-      add(figure({ group: 'memory', figure: 'idle RSS after the classification uploads', value: mb(warm), unit: 'MB', note: `${raw.classify ? '61 scanned + 30 unscanned uploads' : '1 scanned upload'} so far` }))
+      add(
+        figure({
+          group: 'memory',
+          figure: 'RSS at first healthy answer (model still loading)',
+          value: mb(idleAtHealthy),
+          unit: 'MB',
+          note: 'peer: 350 MB idle',
+        }),
+      )
+      add(
+        figure({
+          group: 'memory',
+          figure: 'idle RSS with the model warm, before any upload',
+          value: mb(settled.rss),
+          unit: 'MB',
+          target: '<= 175 MB',
+          met: mb(settled.rss) <= 175,
+          note: `read ${(settled.afterMs / 1000).toFixed(1)} s after healthy, once RSS stopped moving`,
+        }),
+      )
+      add(
+        figure({
+          group: 'memory',
+          figure: 'idle RSS after the classification uploads',
+          value: mb(warm),
+          unit: 'MB',
+          note: `${raw.classify ? '61 scanned + 30 unscanned uploads' : '1 scanned upload'} so far`,
+        }),
+      )
       const warmTree = treeRss(app.pid)
       const reset = resetPeak(app.pid)
       const stopSampling = sampleRss(app.pid)
-      const big = Array.from({ length: 15 }, (_, i) => ({ blob: Bun.file(fixtures.png50mb, { type: 'image/png' }) as Blob, name: `big-${i}.png` }))
+      const big = Array.from({ length: 15 }, (_, i) => ({
+        blob: Bun.file(fixtures.png50mb, { type: 'image/png' }) as Blob,
+        name: `big-${i}.png`,
+      }))
       const t = performance.now()
       const res = await upload(app.url, '/api/v1/upload', keyHeader, big)
       const batchMs = performance.now() - t
@@ -182,20 +299,58 @@ async function main() {
       const peak = reset ? Math.max(hwm, sampled.peak) : sampled.peak
       if (res.images?.length !== 15) throw new Error('batch upload did not store 15 images')
       raw.memory = { idleAtHealthy, settled, warm, warmTree, peak, hwm, sampled, reset, batchMs }
-      add(figure({ group: 'memory', figure: 'peak RSS, one request uploading 15 x 50 MB PNG', value: mb(peak), unit: 'MB', reference: 'idle RSS just before', refValue: mb(warm), target: '<= idle + 200 MB', met: peak - warm <= 200 * MB, note: `the server process; +${mb(peak - warm).toFixed(0)} MB; request took ${(batchMs / 1000).toFixed(1)} s; ${reset ? 'VmHWM reset before' : 'sampled every 20 ms'}` }))
-      add(figure({ group: 'memory', figure: 'peak RSS with the media workers, same batch', value: mb(sampled.treePeak), unit: 'MB', reference: 'the same just before', refValue: mb(warmTree), note: `the server and its worker processes (decoding happens there), summed, sampled every 20 ms; +${mb(sampled.treePeak - warmTree).toFixed(0)} MB` }))
+      add(
+        figure({
+          group: 'memory',
+          figure: 'peak RSS, one request uploading 15 x 50 MB PNG',
+          value: mb(peak),
+          unit: 'MB',
+          reference: 'idle RSS just before',
+          refValue: mb(warm),
+          target: '<= idle + 200 MB',
+          met: peak - warm <= 200 * MB,
+          note: `the server process; +${mb(peak - warm).toFixed(0)} MB; request took ${(batchMs / 1000).toFixed(1)} s; ${reset ? 'VmHWM reset before' : 'sampled every 20 ms'}`,
+        }),
+      )
+      add(
+        figure({
+          group: 'memory',
+          figure: 'peak RSS with the media workers, same batch',
+          value: mb(sampled.treePeak),
+          unit: 'MB',
+          reference: 'the same just before',
+          refValue: mb(warmTree),
+          note: `the server and its worker processes (decoding happens there), summed, sampled every 20 ms; +${mb(sampled.treePeak - warmTree).toFixed(0)} MB`,
+        }),
+      )
     }
 
     if (only.has('healthz')) {
       section('/healthz while scans run')
-      const probe = (seconds: number) => runJson<{ count: number; p50Ms: number; p99Ms: number; maxMs: number; failures: number }>([BUN, 'bench/ref/probe.ts', `${app.url}/healthz`, '10', String(seconds)], { timeoutMs: (seconds + 30) * 1000 })
+      const probe = (seconds: number) =>
+        runJson<{ count: number; p50Ms: number; p99Ms: number; maxMs: number; failures: number }>(
+          [BUN, 'bench/ref/probe.ts', `${app.url}/healthz`, '10', String(seconds)],
+          { timeoutMs: (seconds + 30) * 1000 },
+        )
       const idle = await probe(3)
       const probing = probe(4)
       await sleep(100)
       const scans = await uploadLoop(app, '/api/upload', bearer, scanFile, 4, 3.8)
       const busy = await probing
       raw.healthz = { idle, busy, scans }
-      add(figure({ group: 'event loop', figure: '/healthz p99 while 4 scanned uploads run', value: busy.p99Ms, unit: 'ms', reference: '/healthz p99 idle', refValue: idle.p99Ms, target: '< 20 ms', met: busy.p99Ms < 20, note: `${busy.count} probes every 10 ms, max ${busy.maxMs.toFixed(1)} ms; ${scans.count} scanned uploads (${scans.rate.toFixed(1)}/s) in parallel` }))
+      add(
+        figure({
+          group: 'event loop',
+          figure: '/healthz p99 while 4 scanned uploads run',
+          value: busy.p99Ms,
+          unit: 'ms',
+          reference: '/healthz p99 idle',
+          refValue: idle.p99Ms,
+          target: '< 20 ms',
+          met: busy.p99Ms < 20,
+          note: `${busy.count} probes every 10 ms, max ${busy.maxMs.toFixed(1)} ms; ${scans.count} scanned uploads (${scans.rate.toFixed(1)}/s) in parallel`,
+        }),
+      )
     }
 
     if (only.has('hostile')) {
@@ -203,11 +358,23 @@ async function main() {
       type Probed = { count: number; p50Ms: number; p99Ms: number; maxMs: number; failures: number }
       const probeUrl = `${app.url}/healthz`
       const idle = await runJson<Probed>([BUN, 'bench/ref/probe.ts', probeUrl, '5', '3'], { timeoutMs: 60_000 })
-      add(figure({ group: 'hostile', figure: 'worst /healthz, idle', value: idle.maxMs, unit: 'ms', note: `${idle.count} probes every 5 ms, p99 ${idle.p99Ms.toFixed(1)} ms` }))
+      add(
+        figure({
+          group: 'hostile',
+          figure: 'worst /healthz, idle',
+          value: idle.maxMs,
+          unit: 'ms',
+          note: `${idle.count} probes every 5 ms, p99 ${idle.p99Ms.toFixed(1)} ms`,
+        }),
+      )
       raw.hostile = { idle }
       for (const hostile of HOSTILE_UPLOADS) {
         const bytes = await hostile.bytes()
-        const probe = Bun.spawn([BUN, 'bench/ref/probe.ts', probeUrl, '5', '0'], { cwd: ROOT, stdout: 'pipe', stderr: 'inherit' })
+        const probe = Bun.spawn([BUN, 'bench/ref/probe.ts', probeUrl, '5', '0'], {
+          cwd: ROOT,
+          stdout: 'pipe',
+          stderr: 'inherit',
+        })
         await sleep(300)
         const form = new FormData()
         form.append('file', new Blob([new Uint8Array(bytes)]), hostile.filename)
@@ -219,17 +386,19 @@ async function main() {
         probe.kill('SIGTERM')
         const busy = JSON.parse(await new Response(probe.stdout).text()) as Probed
         ;(raw.hostile as Record<string, unknown>)[hostile.name] = { busy, status: res.status, uploadMs }
-        add(figure({
-          group: 'hostile',
-          figure: `worst /healthz while uploading ${hostile.name}`,
-          value: busy.maxMs,
-          unit: 'ms',
-          reference: 'worst /healthz idle',
-          refValue: idle.maxMs,
-          target: '< 50 ms',
-          met: busy.maxMs < 50 && busy.failures === 0,
-          note: `${(bytes.length / 1024).toFixed(0)} KB, answered ${res.status} after ${(uploadMs / 1000).toFixed(1)} s${res.status >= 400 ? ` (${(JSON.parse(answer) as { error: string }).error.slice(0, 80)})` : ''}; ${busy.count} probes, p99 ${busy.p99Ms.toFixed(1)} ms${busy.failures ? `, ${busy.failures} failed` : ''}`,
-        }))
+        add(
+          figure({
+            group: 'hostile',
+            figure: `worst /healthz while uploading ${hostile.name}`,
+            value: busy.maxMs,
+            unit: 'ms',
+            reference: 'worst /healthz idle',
+            refValue: idle.maxMs,
+            target: '< 50 ms',
+            met: busy.maxMs < 50 && busy.failures === 0,
+            note: `${(bytes.length / 1024).toFixed(0)} KB, answered ${res.status} after ${(uploadMs / 1000).toFixed(1)} s${res.status >= 400 ? ` (${(JSON.parse(answer) as { error: string }).error.slice(0, 80)})` : ''}; ${busy.count} probes, p99 ${busy.p99Ms.toFixed(1)} ms${busy.failures ? `, ${busy.failures} failed` : ''}`,
+          }),
+        )
       }
     }
 
@@ -239,7 +408,11 @@ async function main() {
       // what an attacker timing the answers would see. Interleaved, so load from elsewhere falls on both alike.
       const attempt = async (username: string) => {
         const t = performance.now()
-        const res = await fetch(`${app.url}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username, password: 'definitely wrong' }) })
+        const res = await fetch(`${app.url}/api/auth/login`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ username, password: 'definitely wrong' }),
+        })
         await res.arrayBuffer()
         if (res.status !== 401) throw new Error(`login answered ${res.status}, expected 401`)
         return performance.now() - t
@@ -254,7 +427,19 @@ async function main() {
       }
       raw.login = { unknown, wrong }
       const ratio = median(unknown) / median(wrong)
-      add(figure({ group: 'login', figure: 'POST /api/auth/login, unknown user, p50', value: median(unknown), unit: 'ms', reference: 'wrong password of an account, p50', refValue: median(wrong), target: '0.5x - 2x', met: ratio >= 0.5 && ratio <= 2, note: `15 of each, interleaved; p95 ${percentile(unknown, 95).toFixed(0)} vs ${percentile(wrong, 95).toFixed(0)} ms` }))
+      add(
+        figure({
+          group: 'login',
+          figure: 'POST /api/auth/login, unknown user, p50',
+          value: median(unknown),
+          unit: 'ms',
+          reference: 'wrong password of an account, p50',
+          refValue: median(wrong),
+          target: '0.5x - 2x',
+          met: ratio >= 0.5 && ratio <= 2,
+          note: `15 of each, interleaved; p95 ${percentile(unknown, 95).toFixed(0)} vs ${percentile(wrong, 95).toFixed(0)} ms`,
+        }),
+      )
     }
 
     if (only.has('ingest')) {
@@ -284,21 +469,29 @@ async function main() {
             )
           }
           const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length
-          const got = { rate: mean(apps.map((a) => a.rate)), count: apps.reduce((n, a) => n + a.count, 0), errors: apps.reduce((n, a) => n + a.errors, 0), p50Ms: mean(apps.map((a) => a.p50Ms)), p95Ms: Math.max(...apps.map((a) => a.p95Ms)) }
+          const got = {
+            rate: mean(apps.map((a) => a.rate)),
+            count: apps.reduce((n, a) => n + a.count, 0),
+            errors: apps.reduce((n, a) => n + a.errors, 0),
+            p50Ms: mean(apps.map((a) => a.p50Ms)),
+            p95Ms: Math.max(...apps.map((a) => a.p95Ms)),
+          }
           const ref = { rate: mean(refs.map((r) => r.rate)), p50Ms: mean(refs.map((r) => r.p50Ms)) }
           ;(raw.ingest as Record<string, unknown>)[`${set.file}-c${concurrency}`] = { app: apps, sharp: refs }
           const isTarget = set.file === '1080p.png' && concurrency === 4
-          add(figure({
-            group: 'ingest',
-            figure: `POST /api/v1/upload ${set.name}, concurrency ${concurrency}`,
-            value: got.rate,
-            unit: '/s',
-            reference: `sharp thumbnails alone, ${concurrency} in parallel`,
-            refValue: ref.rate,
-            target: isTarget ? '>= 0.75x (stretch 78/s)' : undefined,
-            met: isTarget ? got.rate / ref.rate >= 0.75 : undefined,
-            note: `upload p50 ${got.p50Ms.toFixed(0)} / p95 ${got.p95Ms.toFixed(0)} ms; sharp p50 ${ref.p50Ms.toFixed(0)} ms; ${got.count} uploads; halves ${apps.map((a) => a.rate.toFixed(1)).join('/')} vs ${refs.map((r) => r.rate.toFixed(1)).join('/')} /s${got.errors ? `; ${got.errors} errors` : ''}${isTarget ? `; stretch 78/s ${got.rate >= 78 ? 'met' : 'not met'}` : ''}`,
-          }))
+          add(
+            figure({
+              group: 'ingest',
+              figure: `POST /api/v1/upload ${set.name}, concurrency ${concurrency}`,
+              value: got.rate,
+              unit: '/s',
+              reference: `sharp thumbnails alone, ${concurrency} in parallel`,
+              refValue: ref.rate,
+              target: isTarget ? '>= 0.75x (stretch 78/s)' : undefined,
+              met: isTarget ? got.rate / ref.rate >= 0.75 : undefined,
+              note: `upload p50 ${got.p50Ms.toFixed(0)} / p95 ${got.p95Ms.toFixed(0)} ms; sharp p50 ${ref.p50Ms.toFixed(0)} ms; ${got.count} uploads; halves ${apps.map((a) => a.rate.toFixed(1)).join('/')} vs ${refs.map((r) => r.rate.toFixed(1)).join('/')} /s${got.errors ? `; ${got.errors} errors` : ''}${isTarget ? `; stretch 78/s ${got.rate >= 78 ? 'met' : 'not met'}` : ''}`,
+            }),
+          )
         }
       }
     }
@@ -313,25 +506,38 @@ async function main() {
 
   /** /cdn, metadata and view counting: the app against bare servers of the same bytes and rows. */
   async function servingFigures() {
-
     // Files for the serving benchmarks, and the same bytes for the references.
     const refDir = join(work, 'ref-files')
     mkdirSync(refDir, { recursive: true })
-    const small = await upload(app.url, '/api/v1/upload', keyHeader, [{ blob: await blobOf(fixtures.smallJpeg, 'image/jpeg'), name: 'small.jpg' }])
-    const large = await upload(app.url, '/api/v1/upload', keyHeader, [{ blob: await blobOf(fixtures.largeJpeg, 'image/jpeg'), name: 'large.jpg' }])
+    const small = await upload(app.url, '/api/v1/upload', keyHeader, [
+      { blob: await blobOf(fixtures.smallJpeg, 'image/jpeg'), name: 'small.jpg' },
+    ])
+    const large = await upload(app.url, '/api/v1/upload', keyHeader, [
+      { blob: await blobOf(fixtures.largeJpeg, 'image/jpeg'), name: 'large.jpg' },
+    ])
     copyFileSync(fixtures.smallJpeg, join(refDir, 'small.jpg'))
     copyFileSync(fixtures.largeJpeg, join(refDir, 'large.jpg'))
     const thumb = await fetch(`${app.url}/cdn/medium/${small.id}.webp`)
     writeFileSync(join(refDir, 'thumb.webp'), new Uint8Array(await thumb.arrayBuffer()))
-    for (const [id, path] of [[small.id, fixtures.smallJpeg], [large.id, fixtures.largeJpeg]] as const) {
+    for (const [id, path] of [
+      [small.id, fixtures.smallJpeg],
+      [large.id, fixtures.largeJpeg],
+    ] as const) {
       const served = await fetch(`${app.url}/cdn/${id}.jpg`)
       const bytes = (await served.arrayBuffer()).byteLength
-      if (served.status !== 200 || bytes !== Bun.file(path).size) throw new Error(`/cdn/${id}.jpg served ${served.status}, ${bytes} bytes`)
+      if (served.status !== 200 || bytes !== Bun.file(path).size)
+        throw new Error(`/cdn/${id}.jpg served ${served.status}, ${bytes} bytes`)
     }
-    const sizes = { small: Bun.file(fixtures.smallJpeg).size, large: Bun.file(fixtures.largeJpeg).size, thumb: Bun.file(join(refDir, 'thumb.webp')).size }
+    const sizes = {
+      small: Bun.file(fixtures.smallJpeg).size,
+      large: Bun.file(fixtures.largeJpeg).size,
+      thumb: Bun.file(join(refDir, 'thumb.webp')).size,
+    }
 
     const bunPort = freePort()
-    const bunRef = spawnLogged([BUN, 'bench/ref/bun-file.ts', String(bunPort), refDir], { log: join(work, 'bun-file.log') })
+    const bunRef = spawnLogged([BUN, 'bench/ref/bun-file.ts', String(bunPort), refDir], {
+      log: join(work, 'bun-file.log'),
+    })
     others.push({ stop: () => stopChild(bunRef) })
     const bunUrl = `http://127.0.0.1:${bunPort}`
     await waitHealthy(`${bunUrl}/small.jpg`, performance.now(), 10_000, bunRef)
@@ -343,9 +549,24 @@ async function main() {
     if (only.has('cdn')) {
       section(`direct links and thumbnails (${tool}, 32 connections)`)
       const cases = [
-        { what: `/cdn/<id>.jpg, ${(sizes.small / 1000).toFixed(0)} KB JPEG`, app: `/cdn/${small.id}.jpg`, ref: '/small.jpg', group: 'direct links' },
-        { what: `/cdn/<id>.jpg, ${(sizes.large / 1e6).toFixed(1)} MB JPEG`, app: `/cdn/${large.id}.jpg`, ref: '/large.jpg', group: 'direct links' },
-        { what: `/cdn/medium/<id>.webp, ${(sizes.thumb / 1000).toFixed(0)} KB WebP`, app: `/cdn/medium/${small.id}.webp`, ref: '/thumb.webp', group: 'thumbnails' },
+        {
+          what: `/cdn/<id>.jpg, ${(sizes.small / 1000).toFixed(0)} KB JPEG`,
+          app: `/cdn/${small.id}.jpg`,
+          ref: '/small.jpg',
+          group: 'direct links',
+        },
+        {
+          what: `/cdn/<id>.jpg, ${(sizes.large / 1e6).toFixed(1)} MB JPEG`,
+          app: `/cdn/${large.id}.jpg`,
+          ref: '/large.jpg',
+          group: 'direct links',
+        },
+        {
+          what: `/cdn/medium/<id>.webp, ${(sizes.thumb / 1000).toFixed(0)} KB WebP`,
+          app: `/cdn/medium/${small.id}.webp`,
+          ref: '/thumb.webp',
+          group: 'thumbnails',
+        },
       ]
       raw.cdn = {}
       for (const c of cases) {
@@ -359,9 +580,31 @@ async function main() {
         const [a, b, n] = results
         if (c.ref === '/small.jpg') smallCdn = a
         const errors = results.reduce((s, r) => s + r.errors, 0)
-        add(figure({ group: c.group, figure: c.what, value: a.rps, unit: 'req/s', reference: 'bare Bun.serve + Bun.file', refValue: b.rps, target: '>= 0.9x', met: a.rps / b.rps >= 0.9, note: `app p99 ${a.p99Ms.toFixed(1)} ms; runs ${a.runs.join('/')} vs ${b.runs.join('/')}${errors ? `; ${errors} errors` : ''}` }))
+        add(
+          figure({
+            group: c.group,
+            figure: c.what,
+            value: a.rps,
+            unit: 'req/s',
+            reference: 'bare Bun.serve + Bun.file',
+            refValue: b.rps,
+            target: '>= 0.9x',
+            met: a.rps / b.rps >= 0.9,
+            note: `app p99 ${a.p99Ms.toFixed(1)} ms; runs ${a.runs.join('/')} vs ${b.runs.join('/')}${errors ? `; ${errors} errors` : ''}`,
+          }),
+        )
         if (n) {
-          add(figure({ group: c.group, figure: `${c.what} (vs nginx)`, value: a.rps, unit: 'req/s', reference: 'nginx, 1 worker, sendfile', refValue: n.rps, note: `bare Bun.file / nginx = ${(b.rps / n.rps).toFixed(2)}x` }))
+          add(
+            figure({
+              group: c.group,
+              figure: `${c.what} (vs nginx)`,
+              value: a.rps,
+              unit: 'req/s',
+              reference: 'nginx, 1 worker, sendfile',
+              refValue: n.rps,
+              note: `bare Bun.file / nginx = ${(b.rps / n.rps).toFixed(2)}x`,
+            }),
+          )
         }
       }
     }
@@ -369,16 +612,34 @@ async function main() {
     if (only.has('metadata')) {
       section('metadata')
       const port = freePort()
-      const ref = spawnLogged([BUN, 'bench/ref/elysia-sqlite.ts', String(port), join(dataDir, 'imghost.sqlite')], { log: join(work, 'elysia-sqlite.log') })
+      const ref = spawnLogged([BUN, 'bench/ref/elysia-sqlite.ts', String(port), join(dataDir, 'imghost.sqlite')], {
+        log: join(work, 'elysia-sqlite.log'),
+      })
       others.push({ stop: () => stopChild(ref) })
       const refUrl = `http://127.0.0.1:${port}`
       await waitHealthy(`${refUrl}/api/v1/image/${small.id}`, performance.now(), 10_000, ref)
-      const [a, b] = await compare(tool, [
-        { label: 'app', url: `${app.url}/api/v1/image/${small.id}` },
-        { label: 'ref', url: `${refUrl}/api/v1/image/${small.id}` },
-      ], opts)
+      const [a, b] = await compare(
+        tool,
+        [
+          { label: 'app', url: `${app.url}/api/v1/image/${small.id}` },
+          { label: 'ref', url: `${refUrl}/api/v1/image/${small.id}` },
+        ],
+        opts,
+      )
       raw.metadata = [a, b]
-      add(figure({ group: 'metadata', figure: 'GET /api/v1/image/:id', value: a.rps, unit: 'req/s', reference: 'bare Elysia route, one SQLite PK lookup', refValue: b.rps, target: '>= 0.7x', met: a.rps / b.rps >= 0.7, note: `app p99 ${a.p99Ms.toFixed(1)} ms; runs ${a.runs.join('/')} vs ${b.runs.join('/')}${a.errors + b.errors ? `; ${a.errors + b.errors} errors` : ''}; peer: 261 req/s` }))
+      add(
+        figure({
+          group: 'metadata',
+          figure: 'GET /api/v1/image/:id',
+          value: a.rps,
+          unit: 'req/s',
+          reference: 'bare Elysia route, one SQLite PK lookup',
+          refValue: b.rps,
+          target: '>= 0.7x',
+          met: a.rps / b.rps >= 0.7,
+          note: `app p99 ${a.p99Ms.toFixed(1)} ms; runs ${a.runs.join('/')} vs ${b.runs.join('/')}${a.errors + b.errors ? `; ${a.errors + b.errors} errors` : ''}; peer: 261 req/s`,
+        }),
+      )
       await stopChild(ref)
     }
 
@@ -395,18 +656,47 @@ async function main() {
       const off = await startApp({ dataDir: offDir, log: join(work, 'app-nocount.log'), env: { COUNT_VIEWS: 'false' } })
       others.push(off)
       const viewsBefore = await views(app, small.id)
-      const [a, b] = await compare(tool, [
-        { label: 'counting', url: `${app.url}/cdn/${small.id}.jpg` },
-        { label: 'not counting', url: `${off.url}/cdn/${small.id}.jpg` },
-      ], opts)
+      const [a, b] = await compare(
+        tool,
+        [
+          { label: 'counting', url: `${app.url}/cdn/${small.id}.jpg` },
+          { label: 'not counting', url: `${off.url}/cdn/${small.id}.jpg` },
+        ],
+        opts,
+      )
       await stopChild(off.child)
       const counted = (await views(app, small.id)) - viewsBefore
-      add(figure({ group: 'views', figure: `GET /cdn/<id>.jpg with view counting`, value: a.rps, unit: 'req/s', reference: 'same, COUNT_VIEWS=false', refValue: b.rps, target: '>= 0.9x (costs <= 10%)', met: a.rps / b.rps >= 0.9, note: `${counted} views counted; runs ${a.runs.join('/')} vs ${b.runs.join('/')}` }))
+      add(
+        figure({
+          group: 'views',
+          figure: `GET /cdn/<id>.jpg with view counting`,
+          value: a.rps,
+          unit: 'req/s',
+          reference: 'same, COUNT_VIEWS=false',
+          refValue: b.rps,
+          target: '>= 0.9x (costs <= 10%)',
+          met: a.rps / b.rps >= 0.9,
+          note: `${counted} views counted; runs ${a.runs.join('/')} vs ${b.runs.join('/')}`,
+        }),
+      )
       // Worst case for one flush: every view of one 2 s flush interval, at the measured rate, hit a different image.
       const distinct = Math.max(1000, Math.round(((smallCdn?.rps ?? a.rps) * 2) / 1000) * 1000)
-      const flush = await runJson<{ n: number; medianMs: number; maxMs: number; totalMs: number; gradual: boolean }>([BUN, 'bench/ref/flush-views.ts', String(distinct), '3'], { timeoutMs: 120_000 })
+      const flush = await runJson<{ n: number; medianMs: number; maxMs: number; totalMs: number; gradual: boolean }>(
+        [BUN, 'bench/ref/flush-views.ts', String(distinct), '3'],
+        { timeoutMs: 120_000 },
+      )
       raw.views = { counting: a, notCounting: b, counted, flush }
-      add(figure({ group: 'views', figure: `longest event-loop block during a view flush, ${distinct.toLocaleString('en-US')} distinct images (2 s at the measured rate)`, value: flush.maxMs, unit: 'ms', target: '<= 20 ms', met: flush.maxMs <= 20, note: `worst of 3 flushes (median ${flush.medianMs.toFixed(1)} ms); whole flush ${flush.totalMs.toFixed(0)} ms, ${flush.gradual ? 'one 500-row transaction per event-loop turn' : 'synchronous'}` }))
+      add(
+        figure({
+          group: 'views',
+          figure: `longest event-loop block during a view flush, ${distinct.toLocaleString('en-US')} distinct images (2 s at the measured rate)`,
+          value: flush.maxMs,
+          unit: 'ms',
+          target: '<= 20 ms',
+          met: flush.maxMs <= 20,
+          note: `worst of 3 flushes (median ${flush.medianMs.toFixed(1)} ms); whole flush ${flush.totalMs.toFixed(0)} ms, ${flush.gradual ? 'one 500-row transaction per event-loop turn' : 'synchronous'}`,
+        }),
+      )
     }
   }
 }
@@ -437,19 +727,33 @@ async function scanMetrics(app: AppProcess): Promise<{ sum: number; count: numbe
   return { sum: num('nsfw_scan_duration_seconds_sum'), count: num('nsfw_scan_duration_seconds_count') }
 }
 
-function finish(machineInfo: ReturnType<typeof machine>, saved?: { date: string; loadTool: string; seconds: number; rounds: number }) {
+function finish(
+  machineInfo: ReturnType<typeof machine>,
+  saved?: { date: string; loadTool: string; seconds: number; rounds: number },
+) {
   const date = saved?.date ?? new Date().toISOString().slice(0, 10)
-  const meta = { date, machine: machineInfo, loadTool: saved?.loadTool ?? tool, seconds: saved?.seconds ?? SECONDS, rounds: saved?.rounds ?? ROUNDS }
+  const meta = {
+    date,
+    machine: machineInfo,
+    loadTool: saved?.loadTool ?? tool,
+    seconds: saved?.seconds ?? SECONDS,
+    rounds: saved?.rounds ?? ROUNDS,
+  }
   const resultsDir = join(ROOT, 'bench/results')
   mkdirSync(resultsDir, { recursive: true })
-  const result = { ...meta, durationS: saved ? (saved as { durationS?: number }).durationS : Math.round((performance.now() - began) / 1000), figures, raw }
+  const result = {
+    ...meta,
+    durationS: saved ? (saved as { durationS?: number }).durationS : Math.round((performance.now() - began) / 1000),
+    figures,
+    raw,
+  }
   const stamp = new Date().toISOString().replace(/[:.]/g, '-')
   if (!saved) {
     writeFileSync(join(resultsDir, `${stamp}.json`), JSON.stringify(result, null, 2))
     writeFileSync(join(resultsDir, 'latest.json'), JSON.stringify(result, null, 2))
   }
   const table = markdownTable(figures, meta)
-  writeFileSync(join(resultsDir, 'latest.md'), table + '\n')
+  writeFileSync(join(resultsDir, 'latest.md'), `${table}\n`)
   if (args.readme) {
     const readme = join(ROOT, 'bench/README.md')
     const text = readFileSync(readme, 'utf8')
@@ -461,7 +765,9 @@ function finish(machineInfo: ReturnType<typeof machine>, saved?: { date: string;
     writeFileSync(readme, `${text.slice(0, i + start.length)}\n${table}\n${text.slice(j)}`)
   }
   const missed = figures.filter((f) => f.met === false)
-  console.log(`\n${figures.length} figures in ${result.durationS} s; targets missed: ${missed.length ? missed.map((f) => f.figure).join('; ') : 'none'}`)
+  console.log(
+    `\n${figures.length} figures in ${result.durationS} s; targets missed: ${missed.length ? missed.map((f) => f.figure).join('; ') : 'none'}`,
+  )
   if (!saved) console.log(`results: bench/results/${stamp}.json (and latest.json, latest.md)`)
 }
 

@@ -8,9 +8,10 @@
  *
  * Native code is that of the machine that builds: build on the platform you deploy to (linux-x64 or linux-arm64, glibc).
  */
-import type { BunPlugin } from 'bun'
+
 import { existsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
+import type { BunPlugin } from 'bun'
 
 const root = resolve(import.meta.dir, '..')
 const src = join(root, 'src')
@@ -27,7 +28,9 @@ function sharpPlugin(): BunPlugin {
   try {
     Bun.resolveSync(libvips, join(root, 'node_modules/sharp'))
   } catch {
-    throw new Error(`No prebuilt libvips for ${platform} (${libvips}): the binary can only be built where sharp's prebuilt binaries are installed`)
+    throw new Error(
+      `No prebuilt libvips for ${platform} (${libvips}): the binary can only be built where sharp's prebuilt binaries are installed`,
+    )
   }
   const createRequireLine = 'const require = createRequire(import.meta.url);'
   return {
@@ -36,7 +39,9 @@ function sharpPlugin(): BunPlugin {
       build.onLoad({ filter: /[\\/]node_modules[\\/]sharp[\\/]dist[\\/](sharp|utility)\.mjs$/ }, async ({ path }) => {
         const source = await Bun.file(path).text()
         if (!source.includes(createRequireLine)) {
-          throw new Error(`${path} no longer contains "${createRequireLine}": check how this sharp version loads its addon`)
+          throw new Error(
+            `${path} no longer contains "${createRequireLine}": check how this sharp version loads its addon`,
+          )
         }
         if (path.endsWith('utility.mjs')) return { loader: 'js', contents: source.replace(createRequireLine, '') }
         const preload = [
@@ -83,5 +88,7 @@ export async function buildBinary(outfile = join(root, 'dist/imghost')) {
 if (import.meta.main) {
   const started = performance.now()
   const outfile = await buildBinary(process.argv[2] ? resolve(process.argv[2]) : undefined)
-  console.log(`built ${outfile} (${(Bun.file(outfile).size / 1e6).toFixed(1)} MB) in ${((performance.now() - started) / 1000).toFixed(1)} s`)
+  console.log(
+    `built ${outfile} (${(Bun.file(outfile).size / 1e6).toFixed(1)} MB) in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  )
 }

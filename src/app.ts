@@ -2,8 +2,8 @@ import { Elysia } from 'elysia'
 import type { Config } from './config'
 import type { Db } from './db/client'
 import { authGuard } from './http/auth'
-import { errorModel } from './http/errors'
 import { bodyLimit } from './http/body-limit'
+import { errorModel } from './http/errors'
 import { createMetrics, requestLog } from './http/observability'
 import { apiDocs } from './http/openapi'
 import { globalRateLimit } from './http/rate-limit'
@@ -11,30 +11,30 @@ import type { Media } from './media'
 import type { Classifier } from './moderation'
 import { adminModule } from './modules/admin'
 import { createAdminService } from './modules/admin/service'
+import { albumsModule } from './modules/albums'
+import { createAlbumService } from './modules/albums/service'
 import { authModule } from './modules/auth'
 import type { Mailer } from './modules/auth/mailer'
 import { createAuthService } from './modules/auth/service'
 import { cdnModule } from './modules/cdn'
+import { clientsModule } from './modules/clients'
+import { embedsModule } from './modules/embeds'
+import { createEmbedService } from './modules/embeds/service'
 import { galleryModule } from './modules/gallery'
 import { createGalleryService } from './modules/gallery/service'
 import { healthModule } from './modules/health'
 import { imageDetailsRoutes, imagesModule } from './modules/images'
 import { createImageService } from './modules/images/service'
 import { createUploadPipeline } from './modules/images/upload'
-import { albumsModule } from './modules/albums'
-import { createAlbumService } from './modules/albums/service'
-import { embedsModule } from './modules/embeds'
-import { createEmbedService } from './modules/embeds/service'
 import { pagesModule } from './modules/pages'
 import { createPageService } from './modules/pages/service'
 import { reportsModule } from './modules/reports'
 import { createReportService } from './modules/reports/service'
-import type { Storage } from './storage'
-import { clientsModule } from './modules/clients'
 import { tusModule } from './modules/tus'
 import { createTusService, type TusOptions } from './modules/tus/service'
 import { webhooksModule } from './modules/webhooks'
 import { createWebhookService, type WebhookOptions } from './modules/webhooks/service'
+import type { Storage } from './storage'
 
 export interface AppDeps {
   config: Config
@@ -66,7 +66,16 @@ export function createApp(deps: AppDeps) {
   // Image events (upload, delete) reach the webhooks through this one hook.
   const webhooks = createWebhookService({ db, config, options: deps.webhookOptions })
   const images = createImageService({ db, config, storage, events: webhooks.events, now })
-  const pipeline = createUploadPipeline({ db, config, storage, media: deps.media, classifier, thresholds: config.nsfw.thresholds, events: webhooks.events, now })
+  const pipeline = createUploadPipeline({
+    db,
+    config,
+    storage,
+    media: deps.media,
+    classifier,
+    thresholds: config.nsfw.thresholds,
+    events: webhooks.events,
+    now,
+  })
   const tus = createTusService({ db, config, pipeline, images, metrics, options: deps.tusOptions })
   const gallery = createGalleryService({ db, config })
   const albums = createAlbumService({ db, images, publicUrl: config.publicUrl, guesses: config.limits.guesses, now })
@@ -83,7 +92,20 @@ export function createApp(deps: AppDeps) {
     serve: config.storage.driver === 's3' ? config.storage.s3.serve : 'stream',
   })
   const rateLimit = globalRateLimit({ limit: config.limits.globalPerMinute, trustProxy: config.trustProxy, now })
-  const services = { reports, auth, admin: createAdminService({ db, images }), images, pipeline, gallery, metrics, albums, embeds, pages, tus, webhooks }
+  const services = {
+    reports,
+    auth,
+    admin: createAdminService({ db, images }),
+    images,
+    pipeline,
+    gallery,
+    metrics,
+    albums,
+    embeds,
+    pages,
+    tus,
+    webhooks,
+  }
 
   // /cdn and image metadata are answered by Bun's router ahead of the app's global hooks (src/http/fast-route.ts).
   const fastRoutes = { ...cdn.routes, ...imageDetailsRoutes({ images, observe, admit: rateLimit.admit }) }

@@ -51,7 +51,10 @@ async function main(argv: string[]) {
   const storage = () => createConfiguredStorage(config)
   const byName = (name: string | undefined) => {
     if (!name) fail(USAGE)
-    return db.select().from(users).where(sql`lower(${users.username}) = lower(${name})`).get() ?? fail(`No account named ${name}`)
+    return (
+      db.select().from(users).where(sql`lower(${users.username}) = lower(${name})`).get() ??
+      fail(`No account named ${name}`)
+    )
   }
   const update = (name: string | undefined, changes: Partial<typeof users.$inferInsert>) => {
     const user = byName(name)
@@ -91,15 +94,29 @@ async function main(argv: string[]) {
         break
       }
       case 'check': {
-        const report = await checkIntegrity({ db, storage: storage(), media: localMedia(mediaOptionsOf(config)), repair: args.includes('--repair') })
+        const report = await checkIntegrity({
+          db,
+          storage: storage(),
+          media: localMedia(mediaOptionsOf(config)),
+          repair: args.includes('--repair'),
+        })
         console.log(JSON.stringify(report, null, 2))
-        const problems = report.missingOriginals.length + report.missingThumbnails.length - report.repairedThumbnails.length + report.strayFiles.length - report.removedStrayFiles.length
+        const problems =
+          report.missingOriginals.length +
+          report.missingThumbnails.length -
+          report.repairedThumbnails.length +
+          report.strayFiles.length -
+          report.removedStrayFiles.length
         if (problems > 0) process.exitCode = 2
         break
       }
       case 'migrate-storage': {
         const s3 = config.storage.s3
-        for (const [name, value] of [['S3_BUCKET', s3.bucket], ['S3_ACCESS_KEY_ID', s3.accessKeyId], ['S3_SECRET_ACCESS_KEY', s3.secretAccessKey]]) {
+        for (const [name, value] of [
+          ['S3_BUCKET', s3.bucket],
+          ['S3_ACCESS_KEY_ID', s3.accessKeyId],
+          ['S3_SECRET_ACCESS_KEY', s3.secretAccessKey],
+        ]) {
           if (!value) fail(`Missing value for ${name}: migrate-storage copies into the bucket the S3_* variables name`)
         }
         const target = createS3Storage(s3)
@@ -109,7 +126,10 @@ async function main(argv: string[]) {
           filesDir: join(config.dataDir, 'files'),
           target,
           onProgress: (done, r) => {
-            if (done % 500 === 0 || done === r.files) console.log(`${done}/${r.files} files (${r.copied} copied, ${r.skipped} already there, ${r.failed.length} failed)`)
+            if (done % 500 === 0 || done === r.files)
+              console.log(
+                `${done}/${r.files} files (${r.copied} copied, ${r.skipped} already there, ${r.failed.length} failed)`,
+              )
           },
         })
         for (const failure of report.failed) console.error(`failed: ${failure.key}: ${failure.error}`)

@@ -1,7 +1,7 @@
-import { Type as T, type Static, type TSchema } from '@sinclair/typebox'
-import { Value } from '@sinclair/typebox/value'
 import { availableParallelism } from 'node:os'
 import { resolve } from 'node:path'
+import { type Static, Type as T, type TSchema } from '@sinclair/typebox'
+import { Value } from '@sinclair/typebox/value'
 
 const MB = 1024 * 1024
 const GB = 1024 * MB
@@ -74,7 +74,10 @@ const variables = {
   S3_REGION: { schema: T.String({ pattern: '^[a-z0-9-]+$' }), default: 'us-east-1' },
   S3_ACCESS_KEY_ID: { schema: T.String(), default: '' },
   S3_SECRET_ACCESS_KEY: { schema: T.String(), default: '' },
-  S3_PREFIX: { schema: T.String({ pattern: '^(|[A-Za-z0-9_-][A-Za-z0-9_.-]*(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)*/?)$' }), default: '' },
+  S3_PREFIX: {
+    schema: T.String({ pattern: '^(|[A-Za-z0-9_-][A-Za-z0-9_.-]*(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)*/?)$' }),
+    default: '',
+  },
   S3_SERVE: { schema: T.Union([T.Literal('stream'), T.Literal('redirect')]), default: 'stream' },
 } satisfies Record<string, { schema: TSchema; default: string }>
 
@@ -107,14 +110,22 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const raw = {} as Parsed
   for (const [name, spec] of Object.entries(variables)) {
     const given = env[name]
-    ;(raw as Record<string, unknown>)[name] = parseVariable(name, given === undefined || given === '' ? spec.default : given, spec.schema)
+    ;(raw as Record<string, unknown>)[name] = parseVariable(
+      name,
+      given === undefined || given === '' ? spec.default : given,
+      spec.schema,
+    )
   }
   // HS256 with a shorter key can be brute-forced offline from any token: at least 32 bytes (256 bits), as RFC 7518 asks.
   if (raw.JWT_SECRET && Buffer.byteLength(raw.JWT_SECRET) < MIN_JWT_SECRET_BYTES) {
-    throw new ConfigError(`Invalid value for JWT_SECRET: at least ${MIN_JWT_SECRET_BYTES} bytes are needed (unset, one is generated)`)
+    throw new ConfigError(
+      `Invalid value for JWT_SECRET: at least ${MIN_JWT_SECRET_BYTES} bytes are needed (unset, one is generated)`,
+    )
   }
   if (raw.ANON_DEFAULT_EXPIRY > raw.MAX_EXPIRY) {
-    throw new ConfigError(`Invalid value for ANON_DEFAULT_EXPIRY: ${raw.ANON_DEFAULT_EXPIRY} is above MAX_EXPIRY (${raw.MAX_EXPIRY})`)
+    throw new ConfigError(
+      `Invalid value for ANON_DEFAULT_EXPIRY: ${raw.ANON_DEFAULT_EXPIRY} is above MAX_EXPIRY (${raw.MAX_EXPIRY})`,
+    )
   }
   if (raw.STORAGE === 's3') {
     for (const name of ['S3_BUCKET', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY'] as const) {

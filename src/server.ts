@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { createApp, type AppDeps } from './app'
+import { type AppDeps, createApp } from './app'
 import type { Config } from './config'
 import { startCheckpointer } from './db/checkpointer'
 import { closeDatabase, openDatabase, SERVER_BUSY_TIMEOUT_MS } from './db/client'
@@ -11,7 +11,7 @@ import { createRescanner, type RescanOptions } from './moderation/rescan'
 import { createMailer } from './modules/auth/mailer'
 import { sweepEndedWindows } from './modules/images/limits'
 import { createConfiguredStorage } from './storage/configured'
-import { sweepOrphans, SWEEP_INTERVAL_MS, type SweepOptions } from './storage/sweep'
+import { SWEEP_INTERVAL_MS, type SweepOptions, sweepOrphans } from './storage/sweep'
 import { mediaPoolFor } from './workers/media-pool'
 
 export type ServerOverrides = Partial<Omit<AppDeps, 'config' | 'db'>> & {
@@ -52,11 +52,24 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
   const deps: AppDeps = {
     config,
     db,
-    mailer: overrides.mailer ?? createMailer({ smtpUrl: config.smtp.url, from: config.smtp.from, publicUrl: config.publicUrl, siteName: config.siteName }),
+    mailer:
+      overrides.mailer ??
+      createMailer({
+        smtpUrl: config.smtp.url,
+        from: config.smtp.from,
+        publicUrl: config.publicUrl,
+        siteName: config.siteName,
+      }),
     jwtSecret: overrides.jwtSecret ?? loadJwtSecret(config),
     storage: overrides.storage ?? createConfiguredStorage(config),
     media: overrides.media ?? mediaPoolFor(config),
-    classifier: overrides.classifier ?? createNsfwClassifier({ timeoutMs: config.nsfw.timeoutMs, maxQueue: config.nsfw.maxQueue, backend: config.nsfw.backend }),
+    classifier:
+      overrides.classifier ??
+      createNsfwClassifier({
+        timeoutMs: config.nsfw.timeoutMs,
+        maxQueue: config.nsfw.maxQueue,
+        backend: config.nsfw.backend,
+      }),
     webhookOptions: overrides.webhookOptions,
     tusOptions: overrides.tusOptions,
     now,
@@ -73,18 +86,37 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
   const { app, services } = createApp(deps)
   await services.auth.ensureAdmin(config.admin)
   // The model loads in the background: the server answers at once, and the first scan waits for it if needed.
-  deps.classifier.warm().catch((error) => console.error(JSON.stringify({ level: 'error', msg: 'classifier warm-up failed', error: String(error) })))
+  deps.classifier
+    .warm()
+    .catch((error) =>
+      console.error(JSON.stringify({ level: 'error', msg: 'classifier warm-up failed', error: String(error) })),
+    )
   // A failed flush (a locked or read-only database) keeps its counts and times: the next one writes them.
   const flushTimer = setInterval(() => {
-    services.images.flushViewsGradually().catch((error) => console.error(JSON.stringify({ level: 'warn', msg: 'view flush failed; counts kept for the next', error: String(error) })))
+    services.images
+      .flushViewsGradually()
+      .catch((error) =>
+        console.error(
+          JSON.stringify({ level: 'warn', msg: 'view flush failed; counts kept for the next', error: String(error) }),
+        ),
+      )
     try {
       services.auth.flushKeyUses()
     } catch (error) {
-      console.error(JSON.stringify({ level: 'warn', msg: 'API key use flush failed; kept for the next', error: String(error) }))
+      console.error(
+        JSON.stringify({ level: 'warn', msg: 'API key use flush failed; kept for the next', error: String(error) }),
+      )
     }
   }, VIEW_FLUSH_MS)
   const rescanner = createRescanner(
-    { db, storage: deps.storage, media: deps.media, classifier: deps.classifier, thresholds: config.nsfw.thresholds, tmpDir },
+    {
+      db,
+      storage: deps.storage,
+      media: deps.media,
+      classifier: deps.classifier,
+      thresholds: config.nsfw.thresholds,
+      tmpDir,
+    },
     { timeoutMs: config.nsfw.timeoutMs, ...overrides.rescan },
   )
   rescanner.start()
@@ -95,14 +127,20 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
     expirySweep = services.images
       .sweepExpired()
       .then(() => sweepEndedWindows(db, config, now()))
-      .catch((error) => console.error(JSON.stringify({ level: 'error', msg: 'expiry sweep failed', error: String(error) })))
+      .catch((error) =>
+        console.error(JSON.stringify({ level: 'error', msg: 'expiry sweep failed', error: String(error) })),
+      )
   }
   sweepExpired()
   const expiryTimer = setInterval(sweepExpired, overrides.expirySweep?.intervalMs ?? EXPIRY_SWEEP_MS)
   // Resumable uploads past their expiry go with their data: at startup, then on an interval.
   let tusSweep: Promise<unknown> = Promise.resolve()
   const sweepTus = () => {
-    tusSweep = services.tus.sweep().catch((error) => console.error(JSON.stringify({ level: 'error', msg: 'tus sweep failed', error: String(error) })))
+    tusSweep = services.tus
+      .sweep()
+      .catch((error) =>
+        console.error(JSON.stringify({ level: 'error', msg: 'tus sweep failed', error: String(error) })),
+      )
   }
   sweepTus()
   const tusTimer = setInterval(sweepTus, overrides.tusSweep?.intervalMs ?? TUS_SWEEP_MS)
@@ -134,7 +172,13 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
         services.auth.flushKeyUses()
       } catch (error) {
         // The database cannot be written: these are lost, but the shutdown still completes.
-        console.error(JSON.stringify({ level: 'error', msg: 'final flush failed: buffered views and key uses lost', error: String(error) }))
+        console.error(
+          JSON.stringify({
+            level: 'error',
+            msg: 'final flush failed: buffered views and key uses lost',
+            error: String(error),
+          }),
+        )
       }
       await deps.classifier.close()
       await deps.media.close()

@@ -3,7 +3,12 @@ import sharp from 'sharp'
 export type Bytes = Uint8Array<ArrayBuffer>
 
 /** Real images made with sharp, so tests never depend on binary files in the repo. */
-export async function makeImage(format: 'png' | 'jpeg' | 'webp' | 'gif' | 'tiff' | 'avif', width = 64, height = 48, seed = 0): Promise<Bytes> {
+export async function makeImage(
+  format: 'png' | 'jpeg' | 'webp' | 'gif' | 'tiff' | 'avif',
+  width = 64,
+  height = 48,
+  seed = 0,
+): Promise<Bytes> {
   const channels = 3
   const pixels = Buffer.alloc(width * height * channels)
   for (let i = 0; i < pixels.length; i++) pixels[i] = (i * 7 + seed * 31 + ((i / channels / width) | 0) * 3) & 0xff
@@ -15,15 +20,27 @@ export async function makeImage(format: 'png' | 'jpeg' | 'webp' | 'gif' | 'tiff'
 /** A PNG of random noise: it does not compress, so its size is predictable (about 3 bytes a pixel). */
 export async function makeNoisePng(side: number): Promise<Bytes> {
   const pixels = Buffer.from(crypto.getRandomValues(new Uint8Array(side * side * 3)))
-  return new Uint8Array(await sharp(pixels, { raw: { width: side, height: side, channels: 3 } }).png().toBuffer())
+  return new Uint8Array(
+    await sharp(pixels, { raw: { width: side, height: side, channels: 3 } })
+      .png()
+      .toBuffer(),
+  )
 }
 
 /** An animated GIF of `frames` solid-colour frames. */
 export async function makeAnimatedGif(width: number, height: number, frames: number): Promise<Bytes> {
   const pages = await Promise.all(
-    Array.from({ length: frames }, (_, i) => sharp({ create: { width, height, channels: 4, background: { r: (i * 80) % 256, g: 40 * i, b: 200 } } }).png().toBuffer()),
+    Array.from({ length: frames }, (_, i) =>
+      sharp({ create: { width, height, channels: 4, background: { r: (i * 80) % 256, g: 40 * i, b: 200 } } })
+        .png()
+        .toBuffer(),
+    ),
   )
-  return new Uint8Array(await sharp(pages, { join: { animated: true } }).gif({ loop: 0, delay: 100 }).toBuffer())
+  return new Uint8Array(
+    await sharp(pages, { join: { animated: true } })
+      .gif({ loop: 0, delay: 100 })
+      .toBuffer(),
+  )
 }
 
 export const svgImage = (width = 120, height = 80, extra = '') =>
@@ -41,7 +58,9 @@ export interface UploadPart {
 export function uploadForm(files: UploadPart[], fields: Record<string, string> = {}): FormData {
   const form = new FormData()
   for (const [key, value] of Object.entries(fields)) form.append(key, value)
-  files.forEach((f, i) => form.append('file', new Blob([f.bytes], { type: f.type ?? 'application/octet-stream' }), f.name ?? `image${i}.png`))
+  for (const [i, f] of files.entries()) {
+    form.append('file', new Blob([f.bytes], { type: f.type ?? 'application/octet-stream' }), f.name ?? `image${i}.png`)
+  }
   return form
 }
 
@@ -107,5 +126,7 @@ export async function makeDecompressionBomb(): Promise<Bytes> {
   header[9] = 0 // greyscale
   const signature = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
   const pixels = deflateSync(Buffer.alloc(rowBytes * side), { level: 9 })
-  return new Uint8Array(Buffer.concat([signature, chunk('IHDR', header), chunk('IDAT', pixels), chunk('IEND', new Uint8Array(0))]))
+  return new Uint8Array(
+    Buffer.concat([signature, chunk('IHDR', header), chunk('IDAT', pixels), chunk('IEND', new Uint8Array(0))]),
+  )
 }

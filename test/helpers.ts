@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig } from '../src/config'
-import { startServer, type ServerOverrides } from '../src/server'
-import { noModel } from './webupload/fake-classifier'
+import { type ServerOverrides, startServer } from '../src/server'
+import { noModel } from './moderation/fake-classifier'
 
 /** A port nobody listens on right now (the OS picks it). */
 function freePort(): number {
@@ -26,7 +26,15 @@ export interface TestServer {
   stop(): Promise<void>
 }
 
-const STORAGE_VARIABLES = ['STORAGE', 'S3_ENDPOINT', 'S3_BUCKET', 'S3_REGION', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'S3_SERVE']
+const STORAGE_VARIABLES = [
+  'STORAGE',
+  'S3_ENDPOINT',
+  'S3_BUCKET',
+  'S3_REGION',
+  'S3_ACCESS_KEY_ID',
+  'S3_SECRET_ACCESS_KEY',
+  'S3_SERVE',
+]
 
 /**
  * With STORAGE=s3 in the environment (`npm run test:s3`), every test server stores in that bucket, each under a
@@ -46,17 +54,27 @@ export function storageEnv(): Record<string, string> {
  *
  * Where the real nsfwjs model runs:
  * - `test/moderation/classifier.test.ts`: the model alone (`sharedClassifier()`), its verdicts on images the tests make;
- * - `test/webupload/scan.test.ts`: the servers of its first two describes (`sharedClassifier()`), uploads scanned by it;
+ * - `test/images/web-scan.test.ts`: the servers of its first two describes (`sharedClassifier()`), uploads scanned by it;
  * - `test/moderation/limits.test.ts`: a model of its own, for its timeout, queue and close (no verdicts);
  * - servers run as processes, as in production, start it as production does: the single binary
  *   (`test/ops/binary.test.ts`, which scans a web upload with it) and `bun src/index.ts` (`test/http/shutdown.test.ts`,
  *   `test/faults/second-server.test.ts`, `test/config/`, `test/storage/config.test.ts`; no verdict asserted).
- * Every other server gets the neutral fake (or a fake of its own: `test/webupload/fake-classifier.ts`).
+ * Every other server gets the neutral fake (or a fake of its own: `test/moderation/fake-classifier.ts`).
  */
-export async function startTestServer(env: Record<string, string> = {}, overrides: ServerOverrides = {}): Promise<TestServer> {
+export async function startTestServer(
+  env: Record<string, string> = {},
+  overrides: ServerOverrides = {},
+): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'imghost-test-'))
   const port = freePort()
-  const fullEnv = { ...storageEnv(), DATA_DIR: dataDir, PORT: String(port), LOG_REQUESTS: 'false', JWT_SECRET: 'test-secret-'.padEnd(48, 'x'), ...env }
+  const fullEnv = {
+    ...storageEnv(),
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    LOG_REQUESTS: 'false',
+    JWT_SECRET: 'test-secret-'.padEnd(48, 'x'),
+    ...env,
+  }
   const config = loadConfig(fullEnv)
   const server = await startServer(config, { ...noModel(), ...overrides })
   const url = `http://localhost:${port}`
@@ -100,9 +118,17 @@ export const jsonBody = (body: unknown, headers: Record<string, string> = {}): R
 let counter = 0
 /** Registers a fresh account and returns its token and user. */
 export async function registerUser(t: TestServer, name = `user${Date.now().toString(36)}${counter++}`) {
-  const res = await t.json('/api/auth/register', { method: 'POST', ...jsonBody({ username: name, email: `${name}@example.com`, password: 'correct horse battery' }) })
+  const res = await t.json('/api/auth/register', {
+    method: 'POST',
+    ...jsonBody({ username: name, email: `${name}@example.com`, password: 'correct horse battery' }),
+  })
   if (res.status !== 201) throw new Error(`register failed: ${res.status} ${JSON.stringify(res.body)}`)
-  return { token: res.body.token as string, user: res.body.user, password: 'correct horse battery', bearer: { authorization: `Bearer ${res.body.token}` } }
+  return {
+    token: res.body.token as string,
+    user: res.body.user,
+    password: 'correct horse battery',
+    bearer: { authorization: `Bearer ${res.body.token}` },
+  }
 }
 
 /** Registers an account and creates an API key for it. */

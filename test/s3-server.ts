@@ -35,8 +35,10 @@ async function serve(opts: { port: number; dir: string; bucket: string }) {
   const crypto = require('node:crypto')
   const identity = () => ({ update: (data: string | Buffer) => Buffer.from(data), final: () => Buffer.alloc(0) })
   const { createCipheriv, createDecipheriv } = crypto
-  crypto.createCipheriv = (algorithm: string, ...rest: unknown[]) => (algorithm === 'des' ? identity() : createCipheriv(algorithm, ...rest))
-  crypto.createDecipheriv = (algorithm: string, ...rest: unknown[]) => (algorithm === 'des' ? identity() : createDecipheriv(algorithm, ...rest))
+  crypto.createCipheriv = (algorithm: string, ...rest: unknown[]) =>
+    algorithm === 'des' ? identity() : createCipheriv(algorithm, ...rest)
+  crypto.createDecipheriv = (algorithm: string, ...rest: unknown[]) =>
+    algorithm === 'des' ? identity() : createDecipheriv(algorithm, ...rest)
   // 2. It walks the bucket directory in readdir order, but S3 lists keys sorted and paging depends on that.
   const utils = require('s3rver/lib/utils')
   const fs = require('node:fs')
@@ -52,7 +54,12 @@ async function serve(opts: { port: number; dir: string; bucket: string }) {
   const S3rver = require('s3rver')
   const http = require('node:http')
 
-  const s3 = new S3rver({ silent: true, directory: opts.dir, configureBuckets: [{ name: opts.bucket }], vhostBuckets: false })
+  const s3 = new S3rver({
+    silent: true,
+    directory: opts.dir,
+    configureBuckets: [{ name: opts.bucket }],
+    vhostBuckets: false,
+  })
   await s3.configureBuckets()
   const handle = s3.callback()
   const seen: SeenRequest[] = []
@@ -74,13 +81,20 @@ async function serve(opts: { port: number; dir: string; bucket: string }) {
       res.statusCode = 404
       return res.end('{}')
     }
-    seen.push({ method: req.method, path: url.pathname, query: Object.fromEntries(url.searchParams), ...(req.headers.range ? { range: req.headers.range } : {}) })
+    seen.push({
+      method: req.method,
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      ...(req.headers.range ? { range: req.headers.range } : {}),
+    })
     if (failNext > 0) {
       failNext--
       req.resume()
       res.statusCode = 503
       res.setHeader('content-type', 'application/xml')
-      return res.end('<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>')
+      return res.end(
+        '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>',
+      )
     }
     handle(req, res)
   })
@@ -104,14 +118,19 @@ export interface S3TestServer {
 }
 
 /** Starts the server as a child process and waits until it listens; `port` 0 picks a free one. */
-export async function spawnS3Server(opts: { port?: number; dir?: string; bucket?: string } = {}): Promise<S3TestServer> {
+export async function spawnS3Server(
+  opts: { port?: number; dir?: string; bucket?: string } = {},
+): Promise<S3TestServer> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'imghost-s3-'))
   const bucket = opts.bucket ?? S3_TEST_BUCKET
-  const proc = Bun.spawn([process.execPath, import.meta.path, '--port', String(opts.port ?? 0), '--dir', dir, '--bucket', bucket], {
-    stdout: 'pipe',
-    stderr: 'inherit',
-    env: { ...process.env, NODE_ENV: 'test' },
-  })
+  const proc = Bun.spawn(
+    [process.execPath, import.meta.path, '--port', String(opts.port ?? 0), '--dir', dir, '--bucket', bucket],
+    {
+      stdout: 'pipe',
+      stderr: 'inherit',
+      env: { ...process.env, NODE_ENV: 'test' },
+    },
+  )
   const reader = proc.stdout.getReader()
   let output = ''
   let port = 0
@@ -158,7 +177,9 @@ if (import.meta.main) {
   }
   const dir = arg('dir', '') || mkdtempSync(join(tmpdir(), 'imghost-s3-'))
   const server = await serve({ port: Number(arg('port', '0')), dir, bucket: arg('bucket', S3_TEST_BUCKET) })
-  console.log(`s3-server listening on http://127.0.0.1:${server.port} (bucket ${arg('bucket', S3_TEST_BUCKET)}, data in ${dir})`)
+  console.log(
+    `s3-server listening on http://127.0.0.1:${server.port} (bucket ${arg('bucket', S3_TEST_BUCKET)}, data in ${dir})`,
+  )
   // Keep-alive connections would hold a graceful close open: a test server just goes.
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => process.exit(0))
 }

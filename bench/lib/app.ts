@@ -19,7 +19,11 @@ export interface AppProcess {
  * Starts the real service (`bun src/index.ts`) as its own process with a data directory of the bench's choosing, with
  * every limit that would throttle a benchmark raised. Returns once /healthz answers 200.
  */
-export async function startApp(opts: { dataDir: string; log: string; env?: Record<string, string> }): Promise<AppProcess> {
+export async function startApp(opts: {
+  dataDir: string
+  log: string
+  env?: Record<string, string>
+}): Promise<AppProcess> {
   const port = freePort()
   const url = `http://127.0.0.1:${port}`
   const MB = 1024 * 1024
@@ -42,7 +46,12 @@ export async function startApp(opts: { dataDir: string; log: string; env?: Recor
     LOGIN_FAILURES_PER_ACCOUNT: '1000000',
     LOGIN_FAILURES_PER_IP: '1000000',
     // Experiments: BENCH_APP_ENV="STRIP_METADATA=none,FOO=bar" reaches every instance of the service.
-    ...Object.fromEntries((process.env.BENCH_APP_ENV ?? '').split(',').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
+    ...Object.fromEntries(
+      (process.env.BENCH_APP_ENV ?? '')
+        .split(',')
+        .filter(Boolean)
+        .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+    ),
     ...opts.env,
   }
   const since = performance.now()
@@ -77,12 +86,18 @@ export interface Uploaded {
 }
 
 /** One upload request; resolves to the parsed body or throws with the status. */
-export async function upload(url: string, path: '/api/v1/upload' | '/api/upload', headers: Record<string, string>, files: { blob: Blob; name: string }[]) {
+export async function upload(
+  url: string,
+  path: '/api/v1/upload' | '/api/upload',
+  headers: Record<string, string>,
+  files: { blob: Blob; name: string }[],
+) {
   const form = new FormData()
   for (const f of files) form.append('file', f.blob, f.name)
   const res = await fetch(url + path, { method: 'POST', headers, body: form })
   const text = await res.text()
-  if (res.status !== 200 && res.status !== 201) throw new Error(`upload ${path} -> ${res.status}: ${text.slice(0, 300)}`)
+  if (res.status !== 200 && res.status !== 201)
+    throw new Error(`upload ${path} -> ${res.status}: ${text.slice(0, 300)}`)
   return JSON.parse(text) as Uploaded & { images?: Uploaded[] }
 }
 

@@ -24,10 +24,13 @@ async function photoLike(width: number, height: number, seed: number, grain: num
   const lh = Math.max(2, Math.round(height / 48))
   const base = Buffer.alloc(lw * lh * 3)
   for (let i = 0; i < base.length; i++) base[i] = Math.floor(rand() * 256)
-  const pixels = await sharp(base, { raw: { width: lw, height: lh, channels: 3 } }).resize(width, height, { kernel: 'cubic' }).raw().toBuffer()
+  const pixels = await sharp(base, { raw: { width: lw, height: lh, channels: 3 } })
+    .resize(width, height, { kernel: 'cubic' })
+    .raw()
+    .toBuffer()
   for (let i = 0; i < pixels.length; i++) {
     const v = pixels[i] + (rand() - 0.5) * 2 * grain
-    pixels[i] = v < 0 ? 0 : v > 255 ? 255 : v
+    pixels[i] = v < 0 ? 0 : Math.min(v, 255)
   }
   return pixels
 }
@@ -64,11 +67,31 @@ export async function ensureFixtures(dir: string): Promise<Fixtures> {
     if (!existsSync(path)) await build()
   }
   const raw = (w: number, h: number) => ({ raw: { width: w, height: h, channels: 3 as const } })
-  await make(f.smallJpeg, async () => sharp(await photoLike(1280, 853, 1, 11), raw(1280, 853)).jpeg({ quality: 85 }).toFile(f.smallJpeg))
-  await make(f.largeJpeg, async () => sharp(await photoLike(3000, 2000, 2, 14), raw(3000, 2000)).jpeg({ quality: 92 }).toFile(f.largeJpeg))
-  await make(f.png1080, async () => sharp(await photoLike(1920, 1080, 3, 3), raw(1920, 1080)).png({ adaptiveFiltering: true }).toFile(f.png1080))
-  await make(f.jpeg12mp, async () => sharp(await photoLike(4000, 3000, 4, 12), raw(4000, 3000)).jpeg({ quality: 92 }).toFile(f.jpeg12mp))
-  await make(f.scanJpeg, async () => sharp(await photoLike(640, 480, 5, 8), raw(640, 480)).jpeg({ quality: 85 }).toFile(f.scanJpeg))
+  await make(f.smallJpeg, async () =>
+    sharp(await photoLike(1280, 853, 1, 11), raw(1280, 853))
+      .jpeg({ quality: 85 })
+      .toFile(f.smallJpeg),
+  )
+  await make(f.largeJpeg, async () =>
+    sharp(await photoLike(3000, 2000, 2, 14), raw(3000, 2000))
+      .jpeg({ quality: 92 })
+      .toFile(f.largeJpeg),
+  )
+  await make(f.png1080, async () =>
+    sharp(await photoLike(1920, 1080, 3, 3), raw(1920, 1080))
+      .png({ adaptiveFiltering: true })
+      .toFile(f.png1080),
+  )
+  await make(f.jpeg12mp, async () =>
+    sharp(await photoLike(4000, 3000, 4, 12), raw(4000, 3000))
+      .jpeg({ quality: 92 })
+      .toFile(f.jpeg12mp),
+  )
+  await make(f.scanJpeg, async () =>
+    sharp(await photoLike(640, 480, 5, 8), raw(640, 480))
+      .jpeg({ quality: 85 })
+      .toFile(f.scanJpeg),
+  )
   await make(f.png50mb, async () => {
     // 4000 x 4000 RGB of pure noise: PNG cannot compress it, so the file is ~50 MB.
     const side = 4000

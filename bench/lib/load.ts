@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
-import { median } from './stats'
 import { ROOT, runJson } from './proc'
+import { median } from './stats'
 
 export interface LoadResult {
   rps: number
@@ -29,8 +29,15 @@ const toMs = (text: string) => {
 
 async function wrk(url: string, connections: number, seconds: number): Promise<LoadResult> {
   // One wrk thread: the server gets the other core of a two-core machine.
-  const child = Bun.spawn(['wrk', '-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '--timeout', '10s', url], { stdout: 'pipe', stderr: 'pipe' })
-  const [out, err] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+  const child = Bun.spawn(['wrk', '-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '--timeout', '10s', url], {
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const [out, err] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ])
   if (child.exitCode !== 0) throw new Error(`wrk failed: ${err || out}`)
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN)
   const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? NaN)
@@ -46,7 +53,9 @@ async function autocannon(url: string, connections: number, seconds: number): Pr
   // A separate Node process, so the generator never shares the server's event loop.
   const cli = join(ROOT, 'node_modules/autocannon/autocannon.js')
   if (!existsSync(cli)) throw new Error('neither wrk nor autocannon is installed: apt-get install wrk, or npm install')
-  const r = await runJson<any>(['node', cli, '--json', '-c', String(connections), '-d', String(seconds), url], { timeoutMs: (seconds + 30) * 1000 })
+  const r = await runJson<any>(['node', cli, '--json', '-c', String(connections), '-d', String(seconds), url], {
+    timeoutMs: (seconds + 30) * 1000,
+  })
   return {
     rps: r.requests.total / (r.duration || seconds),
     p50Ms: r.latency.p50,
@@ -80,7 +89,11 @@ export interface Compared {
  * Loads each target for `seconds`, `rounds` times, interleaved (A B C A B C ...) so drift on a shared machine hits
  * every target alike, after one short warm-up each. Reports medians.
  */
-export async function compare(tool: LoadTool, targets: Target[], opts: { connections: number; seconds: number; rounds: number; warmup: number }) {
+export async function compare(
+  tool: LoadTool,
+  targets: Target[],
+  opts: { connections: number; seconds: number; rounds: number; warmup: number },
+) {
   for (const t of targets) await load(tool, t.url, opts.connections, opts.warmup)
   const results = new Map(targets.map((t) => [t.label, [] as LoadResult[]]))
   for (let round = 0; round < opts.rounds; round++) {

@@ -7,7 +7,11 @@ import { freePort, spawnLogged, stopChild, waitHealthy } from './proc'
  * nginx serving `filesDir` on 127.0.0.1 with a config written to a temp prefix; null when nginx is not installed.
  * One worker process, like the single-threaded servers it is compared with (wrk takes the other core).
  */
-export async function startNginx(workDir: string, filesDir: string, probeName: string): Promise<{ url: string; child: Subprocess; stop(): Promise<void> } | null> {
+export async function startNginx(
+  workDir: string,
+  filesDir: string,
+  probeName: string,
+): Promise<{ url: string; child: Subprocess; stop(): Promise<void> } | null> {
   const nginx = Bun.which('nginx') ?? ['/usr/sbin/nginx', '/usr/local/sbin/nginx'].find((p) => Bun.file(p).size > 0)
   if (!nginx) return null
   const prefix = join(workDir, 'nginx')
@@ -41,7 +45,9 @@ http {
 }
 `,
   )
-  const child = spawnLogged([nginx, '-p', prefix, '-e', join(prefix, 'error.log'), '-c', conf], { log: join(prefix, 'stdout.log') })
+  const child = spawnLogged([nginx, '-p', prefix, '-e', join(prefix, 'error.log'), '-c', conf], {
+    log: join(prefix, 'stdout.log'),
+  })
   const url = `http://127.0.0.1:${port}`
   await waitHealthy(`${url}/${probeName}`, performance.now(), 10_000, child)
   return { url, child, stop: () => stopChild(child) }

@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync, openSync, closeSync } from 'node:fs'
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import type { Subprocess } from 'bun'
@@ -34,10 +34,19 @@ function hookCleanup() {
 }
 
 /** Spawns a child whose output goes to a log file; it is killed if the bench exits early. */
-export function spawnLogged(cmd: string[], opts: { env?: Record<string, string>; log: string; cwd?: string }): Subprocess {
+export function spawnLogged(
+  cmd: string[],
+  opts: { env?: Record<string, string>; log: string; cwd?: string },
+): Subprocess {
   hookCleanup()
   const fd = openSync(opts.log, 'a')
-  const child = Bun.spawn(cmd, { cwd: opts.cwd ?? ROOT, env: { ...process.env, ...opts.env }, stdout: fd, stderr: fd, stdin: 'ignore' })
+  const child = Bun.spawn(cmd, {
+    cwd: opts.cwd ?? ROOT,
+    env: { ...process.env, ...opts.env },
+    stdout: fd,
+    stderr: fd,
+    stdin: 'ignore',
+  })
   closeSync(fd)
   children.add(child)
   child.exited.then(() => children.delete(child))
@@ -58,13 +67,24 @@ export async function stopChild(child: Subprocess, graceMs = 5000): Promise<void
 /** Runs a child to completion and parses the last line of its stdout as JSON. */
 export async function runJson<T>(cmd: string[], opts: { env?: Record<string, string>; timeoutMs: number }): Promise<T> {
   hookCleanup()
-  const child = Bun.spawn(cmd, { cwd: ROOT, env: { ...process.env, ...opts.env }, stdout: 'pipe', stderr: 'pipe', stdin: 'ignore' })
+  const child = Bun.spawn(cmd, {
+    cwd: ROOT,
+    env: { ...process.env, ...opts.env },
+    stdout: 'pipe',
+    stderr: 'pipe',
+    stdin: 'ignore',
+  })
   children.add(child)
   const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs)
-  const [out, err] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+  const [out, err] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ])
   clearTimeout(timer)
   children.delete(child)
-  if (child.exitCode !== 0) throw new Error(`${cmd.join(' ')} failed (${child.exitCode ?? child.signalCode}): ${err.slice(-2000)}`)
+  if (child.exitCode !== 0)
+    throw new Error(`${cmd.join(' ')} failed (${child.exitCode ?? child.signalCode}): ${err.slice(-2000)}`)
   const last = out.trim().split('\n').pop() ?? ''
   try {
     return JSON.parse(last) as T

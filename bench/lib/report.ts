@@ -1,4 +1,4 @@
-import { cpus, totalmem, release } from 'node:os'
+import { cpus, release, totalmem } from 'node:os'
 import { round } from './stats'
 
 /** One measured figure, with the reference it is compared against in the same run. */
@@ -39,7 +39,8 @@ const fmt = (n: number | undefined, unit = '') => {
   const digits = Math.abs(n) >= 100 ? 0 : Math.abs(n) >= 10 ? 1 : 2
   return `${round(n, digits).toLocaleString('en-US')}${unit ? ` ${unit}` : ''}`
 }
-const ratioText = (r: number | undefined) => (r === undefined || !Number.isFinite(r) ? '–' : `${round(r, 2).toFixed(2)}x`)
+const ratioText = (r: number | undefined) =>
+  r === undefined || !Number.isFinite(r) ? '–' : `${round(r, 2).toFixed(2)}x`
 const metText = (f: Figure) => (f.met === undefined ? '' : f.met ? 'met' : '**missed**')
 
 /** One console line per figure. */
@@ -50,7 +51,10 @@ export function printFigure(f: Figure) {
 }
 
 /** The results as a Markdown table (bench/README.md keeps the latest one). */
-export function markdownTable(figures: Figure[], meta: { date: string; machine: ReturnType<typeof machine>; loadTool: string; seconds: number; rounds: number }) {
+export function markdownTable(
+  figures: Figure[],
+  meta: { date: string; machine: ReturnType<typeof machine>; loadTool: string; seconds: number; rounds: number },
+) {
   const m = meta.machine
   const lines = [
     `Measured ${meta.date} on ${m.cores} cores / ${m.memGiB} GiB (${m.cpu}), Linux ${m.kernel}, Bun ${m.bun}; load generator: ${meta.loadTool}, ` +
@@ -60,9 +64,20 @@ export function markdownTable(figures: Figure[], meta: { date: string; machine: 
     '|---|---|---:|---|---:|---:|---|---|---|',
   ]
   // Cells are text: `<id>` must not read as an HTML tag, nor a pipe end the cell.
-  const cell = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/\|/g, '\\|')
+  const cell = (text: string) =>
+    text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/\|/g, '\\|')
   for (const f of figures) {
-    const cells = [f.group, f.figure, fmt(f.value, f.unit), f.reference ?? '', f.reference ? fmt(f.refValue, f.unit) : '', f.reference ? ratioText(f.ratio) : '', f.target ?? '', metText(f), f.note ?? '']
+    const cells = [
+      f.group,
+      f.figure,
+      fmt(f.value, f.unit),
+      f.reference ?? '',
+      f.reference ? fmt(f.refValue, f.unit) : '',
+      f.reference ? ratioText(f.ratio) : '',
+      f.target ?? '',
+      metText(f),
+      f.note ?? '',
+    ]
     lines.push(`| ${cells.map(cell).join(' | ')} |`)
   }
   return lines.join('\n')

@@ -5,12 +5,12 @@ import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { loadConfig } from '../../src/config'
 import { startCheckpointer } from '../../src/db/checkpointer'
-import { openDatabase, closeDatabase } from '../../src/db/client'
+import { closeDatabase, openDatabase } from '../../src/db/client'
 import { images } from '../../src/db/schema'
 import { createImageService } from '../../src/modules/images/service'
 import { createConfiguredStorage } from '../../src/storage/configured'
-import { median } from '../lib/stats'
 import { tempDir } from '../lib/proc'
+import { median } from '../lib/stats'
 
 const n = Number(process.argv[2] ?? 10_000)
 const rounds = Number(process.argv[3] ?? 3)
@@ -24,12 +24,24 @@ try {
   const ids = Array.from({ length: n }, (_, i) => i.toString(36).padStart(8, '0'))
   for (let i = 0; i < n; i += 1000) {
     db.insert(images)
-      .values(ids.slice(i, i + 1000).map((id) => ({ id, filename: `${id}.jpg`, mime: 'image/jpeg', ext: 'jpg', width: 1, height: 1, size: 1, sha256: id })))
+      .values(
+        ids.slice(i, i + 1000).map((id) => ({
+          id,
+          filename: `${id}.jpg`,
+          mime: 'image/jpeg',
+          ext: 'jpg',
+          width: 1,
+          height: 1,
+          size: 1,
+          sha256: id,
+        })),
+      )
       .run()
   }
   const service = createImageService({ db, config, storage: createConfiguredStorage(config) })
   // The server's timer runs flushViewsGradually (one chunk per event-loop turn) when the service has it.
-  const flush = (service as { flushViewsGradually?: () => Promise<void> }).flushViewsGradually ?? (async () => service.flushViews())
+  const flush =
+    (service as { flushViewsGradually?: () => Promise<void> }).flushViewsGradually ?? (async () => service.flushViews())
   const blocks: number[] = []
   const totals: number[] = []
   // One flush first, not measured, like every figure's warm-up: a new database's WAL file grows on its first writes
@@ -64,7 +76,16 @@ try {
   if (total.v !== n * (rounds + 1)) throw new Error(`expected ${n * (rounds + 1)} views, found ${total.v}`)
   await checkpointer.stop()
   closeDatabase(db)
-  console.log(JSON.stringify({ n, rounds, gradual: 'flushViewsGradually' in service, medianMs: median(blocks), maxMs: Math.max(...blocks), totalMs: median(totals) }))
+  console.log(
+    JSON.stringify({
+      n,
+      rounds,
+      gradual: 'flushViewsGradually' in service,
+      medianMs: median(blocks),
+      maxMs: Math.max(...blocks),
+      totalMs: median(totals),
+    }),
+  )
 } finally {
   rmSync(dataDir, { recursive: true, force: true })
 }

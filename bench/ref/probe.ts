@@ -24,4 +24,12 @@ while (!stopped && performance.now() < deadline) {
   latencies.push(took)
   if (took < interval) await sleep(interval - took)
 }
-console.log(JSON.stringify({ count: latencies.length, failures, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), maxMs: Math.max(...latencies) }))
+console.log(
+  JSON.stringify({
+    count: latencies.length,
+    failures,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+    maxMs: Math.max(...latencies),
+  }),
+)

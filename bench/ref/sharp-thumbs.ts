@@ -32,4 +32,11 @@ await Promise.all(
     }
   }),
 )
-console.log(JSON.stringify({ count: latencies.length, rate: latencies.length / ((last - start) / 1000), p50Ms: percentile(latencies, 50), p95Ms: percentile(latencies, 95) }))
+console.log(
+  JSON.stringify({
+    count: latencies.length,
+    rate: latencies.length / ((last - start) / 1000),
+    p50Ms: percentile(latencies, 50),
+    p95Ms: percentile(latencies, 95),
+  }),
+)

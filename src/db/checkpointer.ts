@@ -27,12 +27,21 @@ export function startCheckpointer(db: Db, path: string, intervalMs = 1000) {
   let stopped: (() => void) | undefined
   const fallBack = (reason: string) => {
     selfCheckpoint()
-    console.error(JSON.stringify({ level: 'warn', msg: 'checkpoint worker failed: the server checkpoints by itself again', error: reason }))
+    console.error(
+      JSON.stringify({
+        level: 'warn',
+        msg: 'checkpoint worker failed: the server checkpoints by itself again',
+        error: reason,
+      }),
+    )
   }
   worker.onmessage = (event: MessageEvent<CheckpointMessage>) => {
     const msg = event.data
     if (msg.type === 'failed') fallBack(msg.message)
-    else if (msg.type === 'checkpoint-failed') console.error(JSON.stringify({ level: 'warn', msg: 'WAL checkpoints failing; retried every interval', error: msg.message }))
+    else if (msg.type === 'checkpoint-failed')
+      console.error(
+        JSON.stringify({ level: 'warn', msg: 'WAL checkpoints failing; retried every interval', error: msg.message }),
+      )
     else if (msg.type === 'recovered') console.log(JSON.stringify({ level: 'info', msg: 'WAL checkpoints work again' }))
     else if (msg.type === 'stopped') stopped?.()
     else if (!stopping) client.exec('PRAGMA wal_autocheckpoint = 0')

@@ -1,8 +1,8 @@
 import { Database } from 'bun:sqlite'
-import { drizzle } from 'drizzle-orm/bun-sqlite'
-import { migrate } from 'drizzle-orm/bun-sqlite/migrator'
 import { closeSync, openSync } from 'node:fs'
 import { join } from 'node:path'
+import { drizzle } from 'drizzle-orm/bun-sqlite'
+import { migrate } from 'drizzle-orm/bun-sqlite/migrator'
 import { isBusy } from './errors'
 import * as schema from './schema'
 

@@ -3,7 +3,11 @@
  * drizzle wraps the driver's error in its own (as `cause`), so the chain is followed.
  */
 export function sqliteCode(error: unknown): string {
-  for (let e = error, depth = 0; e && typeof e === 'object' && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+  for (
+    let e = error, depth = 0;
+    e && typeof e === 'object' && depth < 4;
+    e = (e as { cause?: unknown }).cause, depth++
+  ) {
     const code = (e as { code?: unknown }).code
     if (typeof code === 'string' && code.startsWith('SQLITE_')) return code
   }

@@ -1,7 +1,7 @@
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
-import { isBusy } from './errors'
 import { createPrivateFile } from './client'
+import { isBusy } from './errors'
 
 const LOCK_FILE = 'server.lock'
 
@@ -24,7 +24,9 @@ export function lockDataDir(dataDir: string, purpose: string) {
   } catch (error) {
     lock.close()
     if (!isBusy(error)) throw error
-    throw new DataDirLockedError(`${purpose}: DATA_DIR ${dataDir} is in use by a running imghost server (it holds ${path}); stop it first, or use another DATA_DIR`)
+    throw new DataDirLockedError(
+      `${purpose}: DATA_DIR ${dataDir} is in use by a running imghost server (it holds ${path}); stop it first, or use another DATA_DIR`,
+    )
   }
   return {
     release() {

@@ -2,9 +2,7 @@ import { sql } from 'drizzle-orm'
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 
 const createdAt = () =>
-  integer('created_at', { mode: 'timestamp_ms' })
-    .notNull()
-    .default(sql`(unixepoch('subsec') * 1000)`)
+  integer('created_at', { mode: 'timestamp_ms' }).notNull().default(sql`(unixepoch('subsec') * 1000)`)
 
 export const users = sqliteTable(
   'users',
@@ -13,7 +11,9 @@ export const users = sqliteTable(
     username: text('username').notNull(),
     email: text('email').notNull(),
     passwordHash: text('password_hash').notNull(),
-    role: text('role', { enum: ['user', 'admin'] }).notNull().default('user'),
+    role: text('role', { enum: ['user', 'admin'] })
+      .notNull()
+      .default('user'),
     emailVerified: integer('email_verified', { mode: 'boolean' }).notNull().default(false),
     privateAccount: integer('private_account', { mode: 'boolean' }).notNull().default(false),
     banned: integer('banned', { mode: 'boolean' }).notNull().default(false),
@@ -67,9 +67,7 @@ export const embedProfiles = sqliteTable(
     authorUrl: text('author_url'),
     siteName: text('site_name'),
     createdAt: createdAt(),
-    updatedAt: integer('updated_at', { mode: 'timestamp_ms' })
-      .notNull()
-      .default(sql`(unixepoch('subsec') * 1000)`),
+    updatedAt: integer('updated_at', { mode: 'timestamp_ms' }).notNull().default(sql`(unixepoch('subsec') * 1000)`),
   },
   (t) => [index('embed_profiles_user').on(t.userId)],
 )
@@ -87,10 +85,14 @@ export const images = sqliteTable(
     height: integer('height').notNull(),
     size: integer('size').notNull(),
     sha256: text('sha256').notNull(),
-    visibility: text('visibility', { enum: ['public', 'private'] }).notNull().default('public'),
+    visibility: text('visibility', { enum: ['public', 'private'] })
+      .notNull()
+      .default('public'),
     nsfw: integer('nsfw', { mode: 'boolean' }).notNull().default(false),
     /** 'pending' while an automatic scan has not given a verdict; such images stay out of public feeds. */
-    scanStatus: text('scan_status', { enum: ['none', 'pending', 'done'] }).notNull().default('none'),
+    scanStatus: text('scan_status', { enum: ['none', 'pending', 'done'] })
+      .notNull()
+      .default('none'),
     views: integer('views').notNull().default(0),
     /** SHA-256 of the anonymous uploader's delete token. */
     deleteTokenHash: text('delete_token_hash'),
@@ -121,9 +123,7 @@ export const albums = sqliteTable(
     isPublic: integer('is_public', { mode: 'boolean' }).notNull().default(false),
     passwordHash: text('password_hash'),
     createdAt: createdAt(),
-    updatedAt: integer('updated_at', { mode: 'timestamp_ms' })
-      .notNull()
-      .default(sql`(unixepoch('subsec') * 1000)`),
+    updatedAt: integer('updated_at', { mode: 'timestamp_ms' }).notNull().default(sql`(unixepoch('subsec') * 1000)`),
     deletedAt: integer('deleted_at', { mode: 'timestamp_ms' }),
   },
   (t) => [index('albums_user').on(t.userId, t.deletedAt)],
@@ -138,9 +138,7 @@ export const albumImages = sqliteTable(
     imageId: text('image_id')
       .notNull()
       .references(() => images.id, { onDelete: 'cascade' }),
-    addedAt: integer('added_at', { mode: 'timestamp_ms' })
-      .notNull()
-      .default(sql`(unixepoch('subsec') * 1000)`),
+    addedAt: integer('added_at', { mode: 'timestamp_ms' }).notNull().default(sql`(unixepoch('subsec') * 1000)`),
   },
   (t) => [primaryKey({ columns: [t.albumId, t.imageId] }), index('album_images_image').on(t.imageId)],
 )
@@ -165,7 +163,9 @@ export const reports = sqliteTable(
     reason: text('reason', { enum: ['illegal', 'nsfw', 'copyright', 'spam', 'other'] }).notNull(),
     details: text('details'),
     reporterIp: text('reporter_ip').notNull(),
-    status: text('status', { enum: ['open', 'dismissed', 'actioned'] }).notNull().default('open'),
+    status: text('status', { enum: ['open', 'dismissed', 'actioned'] })
+      .notNull()
+      .default('open'),
     createdAt: createdAt(),
     resolvedAt: integer('resolved_at', { mode: 'timestamp_ms' }),
     resolvedBy: integer('resolved_by').references(() => users.id, { onDelete: 'set null' }),
@@ -206,7 +206,11 @@ export const tusUploads = sqliteTable(
     resultStatus: integer('result_status'),
     result: text('result'),
   },
-  (t) => [index('tus_uploads_user').on(t.userId), index('tus_uploads_ip').on(t.ip), index('tus_uploads_expires').on(t.expiresAt)],
+  (t) => [
+    index('tus_uploads_user').on(t.userId),
+    index('tus_uploads_ip').on(t.ip),
+    index('tus_uploads_expires').on(t.expiresAt),
+  ],
 )
 
 /** Per-account HTTP endpoints notified of image events (at most 5 per account). */

@@ -39,7 +39,8 @@ export function authGuard(auth: AuthService, opts: { secret: string; trustProxy:
         const payload = await jwt.verify(token, { algorithms: ['HS256'] })
         const userId = payload && typeof payload.sub === 'string' ? Number(payload.sub) : NaN
         // Every token we issue expires: one without `exp` (verify accepts it) would be valid forever.
-        if (!payload || !Number.isSafeInteger(userId) || typeof payload.exp !== 'number') throw unauthorized('Invalid or expired token')
+        if (!payload || !Number.isSafeInteger(userId) || typeof payload.exp !== 'number')
+          throw unauthorized('Invalid or expired token')
         return auth.sessionUser(userId)
       },
     }))

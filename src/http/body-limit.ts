@@ -1,5 +1,5 @@
 import { Elysia } from 'elysia'
-import { HttpError, badRequest } from './errors'
+import { badRequest, HttpError } from './errors'
 
 /** JSON bodies are small settings objects; anything bigger is refused without reading it all. */
 export const MAX_JSON_BYTES = 1024 * 1024
@@ -20,7 +20,8 @@ export function nestedDeeperThan(text: string, limit: number): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i)
     if (inString) {
-      if (c === 0x5c) i++ // backslash: skip the escaped character
+      if (c === 0x5c)
+        i++ // backslash: skip the escaped character
       else if (c === 0x22) inString = false
     } else if (c === 0x22) inString = true
     else if (c === 0x5b || c === 0x7b) {
@@ -51,12 +52,15 @@ async function readCapped(request: Request, cap: number): Promise<Buffer<ArrayBu
 async function pageBody(request: Request, type: string): Promise<unknown> {
   const bytes = await readCapped(request, MAX_PAGE_BODY_BYTES)
   const kind = type.toLowerCase()
-  if (kind.startsWith('application/x-www-form-urlencoded')) return Object.fromEntries(new URLSearchParams(bytes.toString('utf8')))
+  if (kind.startsWith('application/x-www-form-urlencoded'))
+    return Object.fromEntries(new URLSearchParams(bytes.toString('utf8')))
   if (kind.startsWith('multipart/form-data')) {
     // The header as sent: the boundary is case-sensitive (and the framework's content type may lack it).
-    const form = await new Response(bytes, { headers: { 'content-type': request.headers.get('content-type') ?? type } }).formData().catch(() => {
-      throw badRequest('Malformed form body')
-    })
+    const form = await new Response(bytes, { headers: { 'content-type': request.headers.get('content-type') ?? type } })
+      .formData()
+      .catch(() => {
+        throw badRequest('Malformed form body')
+      })
     return Object.fromEntries([...form.entries()].filter(([, value]) => typeof value === 'string'))
   }
   return bytes.toString('utf8')
@@ -91,7 +95,8 @@ export const bodyLimit = new Elysia({ name: 'body-limit' })
     const text = (await readCapped(request, MAX_JSON_BYTES)).toString('utf8')
     // Deep nesting is refused before parsing: validating (and describing the error of) a value nested thousands deep
     // overflows the stack in the framework, which would be a 500.
-    if (nestedDeeperThan(text, MAX_JSON_DEPTH)) throw badRequest(`JSON body nested too deeply: at most ${MAX_JSON_DEPTH} levels`)
+    if (nestedDeeperThan(text, MAX_JSON_DEPTH))
+      throw badRequest(`JSON body nested too deeply: at most ${MAX_JSON_DEPTH} levels`)
     let parsed: unknown
     // The framework turns an invalid value into text for its error message, and an object whose own `toString` or
     // `valueOf` is not a function makes that conversion throw (a 500). No field of the API has such a name.
@@ -107,6 +112,7 @@ export const bodyLimit = new Elysia({ name: 'body-limit' })
     if (shadowing) throw badRequest(`Field name not allowed: ${shadowing}`)
     // Every JSON body of the API is an object. The framework would read a string, number, array or boolean as an
     // empty object, so a body like `"x"` would pass for `{}` on routes whose fields are all optional.
-    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw badRequest('Expected a JSON object body')
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+      throw badRequest('Expected a JSON object body')
     return parsed
   })

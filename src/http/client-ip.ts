@@ -1,6 +1,6 @@
-import { Elysia } from 'elysia'
-import type { Server } from 'bun'
 import { isIPv4, isIPv6 } from 'node:net'
+import type { Server } from 'bun'
+import { Elysia } from 'elysia'
 
 /** Resolved once per request: the global limiter and the auth guard both ask (a socket lookup each, on every /api request). */
 const resolved = new WeakMap<Request, string>()
@@ -31,7 +31,13 @@ function ipv6Groups(ip: string): number[] {
     if (!text.endsWith('::')) text = text.slice(0, -1) // the ':' before the dotted part
   }
   const [head, rest] = text.split('::')
-  const parse = (part: string | undefined) => (part ? part.split(':').filter(Boolean).map((g) => parseInt(g, 16)) : [])
+  const parse = (part: string | undefined) =>
+    part
+      ? part
+          .split(':')
+          .filter(Boolean)
+          .map((g) => parseInt(g, 16))
+      : []
   const front = parse(head)
   const back = [...parse(rest), ...tail]
   const fill = rest === undefined ? [] : new Array(8 - front.length - back.length).fill(0)
@@ -52,7 +58,10 @@ export function ipKey(ip: string): string {
   if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
     return [groups[6] >> 8, groups[6] & 0xff, groups[7] >> 8, groups[7] & 0xff].join('.')
   }
-  return `${groups.slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.toString(16))
+    .join(':')}::/64`
 }
 
 export function clientIp(trustProxy: boolean) {

@@ -29,7 +29,11 @@ export function errors(...statuses: number[]) {
   return Object.fromEntries(statuses.map((s) => [s, ErrorBody])) as Record<number, typeof ErrorBody>
 }
 
-type ValidationLike = { all?: { path?: string; message?: string; summary?: string }[]; message?: string; customError?: unknown }
+type ValidationLike = {
+  all?: { path?: string; message?: string; summary?: string }[]
+  message?: string
+  customError?: unknown
+}
 
 function validationMessage(error: ValidationLike): string {
   // A schema's own `error` text (e.g. `t.Union([...], { error: 'color must be #rrggbb' })`) is clearer than the generic one.
@@ -48,7 +52,10 @@ const NOSNIFF = { 'x-content-type-options': 'nosniff' } as const
 /** A JSON answer with its length set, so the request log reports its size without reading the body. */
 export function jsonResponse(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
   const text = JSON.stringify(body)
-  return new Response(text, { status, headers: { ...headers, ...NOSNIFF, 'content-type': JSON_TYPE, 'content-length': String(Buffer.byteLength(text)) } })
+  return new Response(text, {
+    status,
+    headers: { ...headers, ...NOSNIFF, 'content-type': JSON_TYPE, 'content-length': String(Buffer.byteLength(text)) },
+  })
 }
 
 /** Seconds a client should wait before retrying a write the database refused: a held lock clears fast, a read-only file not. */
@@ -58,7 +65,8 @@ const RETRY_READ_ONLY_SECONDS = '30'
 export const STORAGE_FULL = "The server's storage is full; nothing was stored"
 export const STORAGE_UNWRITABLE = "The server's storage cannot be written; nothing was stored"
 export const DATABASE_BUSY = 'The database is busy (locked by another process); nothing was changed, try again shortly'
-export const DATABASE_READ_ONLY = 'The database is read-only (it cannot be written); nothing was changed, try again later'
+export const DATABASE_READ_ONLY =
+  'The database is read-only (it cannot be written); nothing was changed, try again later'
 
 /** A write to the local disk failed for lack of space or a read-only file system (errno codes only writes give). */
 const FULL_ERRNO = new Set(['ENOSPC', 'EDQUOT'])
@@ -70,8 +78,13 @@ function classifyFault(error: unknown): HttpError | null {
   if (sqlite === 'SQLITE_FULL') return new HttpError(507, STORAGE_FULL)
   if (isBusy(error)) return new HttpError(503, DATABASE_BUSY, {}, { 'retry-after': RETRY_BUSY_SECONDS })
   // Every way SQLite says it cannot write the file: read-only (a read-only open, file or mount), I/O errors, no permission.
-  if (/^SQLITE_(READONLY|IOERR|CANTOPEN|PERM)/.test(sqlite)) return new HttpError(503, DATABASE_READ_ONLY, {}, { 'retry-after': RETRY_READ_ONLY_SECONDS })
-  for (let e = error, depth = 0; e && typeof e === 'object' && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+  if (/^SQLITE_(READONLY|IOERR|CANTOPEN|PERM)/.test(sqlite))
+    return new HttpError(503, DATABASE_READ_ONLY, {}, { 'retry-after': RETRY_READ_ONLY_SECONDS })
+  for (
+    let e = error, depth = 0;
+    e && typeof e === 'object' && depth < 4;
+    e = (e as { cause?: unknown }).cause, depth++
+  ) {
     const errno = String((e as { code?: unknown }).code ?? '')
     if (FULL_ERRNO.has(errno)) return new HttpError(507, STORAGE_FULL)
     if (UNWRITABLE_ERRNO.has(errno)) return new HttpError(507, STORAGE_UNWRITABLE)
@@ -86,7 +99,16 @@ function classifyFault(error: unknown): HttpError | null {
 export function faultAnswer(error: unknown): HttpError | null {
   if (error instanceof HttpError) return null
   const fault = classifyFault(error)
-  if (fault) console.error(JSON.stringify({ level: 'warn', msg: 'fault', status: fault.status, answer: fault.message, error: String(error) }))
+  if (fault)
+    console.error(
+      JSON.stringify({
+        level: 'warn',
+        msg: 'fault',
+        status: fault.status,
+        answer: fault.message,
+        error: String(error),
+      }),
+    )
   return fault
 }
 
@@ -101,7 +123,9 @@ export const INTERNAL_ERROR = { error: 'Internal server error' } as const
 
 /** Logs an unexpected failure for the operator (the client only ever sees INTERNAL_ERROR). */
 export function logUnhandled(error: unknown) {
-  console.error(JSON.stringify({ level: 'error', msg: 'unhandled error', error: String((error as Error)?.stack ?? error) }))
+  console.error(
+    JSON.stringify({ level: 'error', msg: 'unhandled error', error: String((error as Error)?.stack ?? error) }),
+  )
 }
 
 function internalError(set: { status?: number | string }, error: unknown) {

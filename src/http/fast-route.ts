@@ -1,6 +1,6 @@
 import type { Server } from 'bun'
-import { HttpError, INTERNAL_ERROR, faultAnswer, httpErrorResponse, jsonResponse, logUnhandled } from './errors'
-import { recordRequest, type Metrics } from './observability'
+import { faultAnswer, HttpError, httpErrorResponse, INTERNAL_ERROR, jsonResponse, logUnhandled } from './errors'
+import { type Metrics, recordRequest } from './observability'
 
 /** A request as Bun's router hands it over: with the route's path parameters. */
 export type RoutedRequest = Request & { params: Record<string, string> }

@@ -1,10 +1,10 @@
-import Busboy, { type BusboyInstance } from '@fastify/busboy'
 import { createWriteStream, type WriteStream } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
+import Busboy, { type BusboyInstance } from '@fastify/busboy'
 import { newPublicId } from '../lib/crypto'
-import { HttpError, badRequest, tooLarge } from './errors'
+import { badRequest, HttpError, tooLarge } from './errors'
 
 export interface ReceivedFile {
   /** Temporary file holding the uploaded bytes. */
@@ -72,7 +72,9 @@ export function receiveMultipart(request: Request, limits: MultipartLimits): Pro
       // Close every temp file (a destroyed stream still emits 'close'), then remove them all.
       const closed = outputs.map((out) => (out.closed ? Promise.resolve() : new Promise((r) => out.once('close', r))))
       for (const out of outputs) out.destroy()
-      void Promise.all(closed).then(() => discardFiles(files)).then(() => reject(error))
+      void Promise.all(closed)
+        .then(() => discardFiles(files))
+        .then(() => reject(error))
     }
 
     parser.on('file', (_field, stream, filename) => {
@@ -81,7 +83,12 @@ export function receiveMultipart(request: Request, limits: MultipartLimits): Pro
         stream.resume()
         return fail(badRequest(`Too many files: at most ${limits.maxFiles} per upload`))
       }
-      const file: ReceivedFile = { path: join(limits.tmpDir, `upload-${newPublicId()}${newPublicId()}`), filename: (filename || 'image').slice(0, 255), size: 0, sha256: '' }
+      const file: ReceivedFile = {
+        path: join(limits.tmpDir, `upload-${newPublicId()}${newPublicId()}`),
+        filename: (filename || 'image').slice(0, 255),
+        size: 0,
+        sha256: '',
+      }
       files.push(file)
       const hash = new Bun.CryptoHasher('sha256')
       const out = createWriteStream(file.path)
@@ -125,7 +132,9 @@ export function receiveMultipart(request: Request, limits: MultipartLimits): Pro
       fields[name] = value
     })
     parser.on('fieldsLimit', () => fail(badRequest('Too many form fields')))
-    parser.on('error', (error: Error) => fail(error instanceof HttpError ? error : badRequest('Malformed multipart body')))
+    parser.on('error', (error: Error) =>
+      fail(error instanceof HttpError ? error : badRequest('Malformed multipart body')),
+    )
     parser.on('finish', () => {
       if (failed) return
       Promise.all(writes).then(() => (failed ? undefined : resolve({ files, fields })))

@@ -27,7 +27,10 @@ function labelKey(labels: Labels): string {
 
 class Counter {
   private values = new Map<string, number>()
-  constructor(readonly name: string, readonly help: string) {}
+  constructor(
+    readonly name: string,
+    readonly help: string,
+  ) {}
   inc(labels: Labels = {}, by = 1) {
     const key = labelKey(labels)
     this.values.set(key, (this.values.get(key) ?? 0) + by)
@@ -45,7 +48,11 @@ class Histogram {
   private counts: number[]
   private sum = 0
   private total = 0
-  constructor(readonly name: string, readonly help: string, readonly buckets: number[]) {
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly buckets: number[],
+  ) {
     this.counts = buckets.map(() => 0)
   }
   observe(value: number) {
@@ -61,23 +68,39 @@ class Histogram {
   render() {
     const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`]
     let cumulative = 0
-    this.buckets.forEach((b, i) => lines.push(`${this.name}_bucket{le="${b}"} ${(cumulative += this.counts[i])}`))
-    lines.push(`${this.name}_bucket{le="+Inf"} ${this.total}`, `${this.name}_sum ${this.sum}`, `${this.name}_count ${this.total}`)
+    for (const [i, b] of this.buckets.entries()) {
+      cumulative += this.counts[i]
+      lines.push(`${this.name}_bucket{le="${b}"} ${cumulative}`)
+    }
+    lines.push(
+      `${this.name}_bucket{le="+Inf"} ${this.total}`,
+      `${this.name}_sum ${this.sum}`,
+      `${this.name}_count ${this.total}`,
+    )
     return lines.join('\n')
   }
 }
 
-const gauge = (name: string, help: string, value: number) => `# HELP ${name} ${help}\n# TYPE ${name} gauge\n${name} ${value}`
+const gauge = (name: string, help: string, value: number) =>
+  `# HELP ${name} ${help}\n# TYPE ${name} gauge\n${name} ${value}`
 
 export type Metrics = ReturnType<typeof createMetrics>
 
 /** The service's Prometheus metrics, kept in memory. */
 export function createMetrics() {
   const requests = new Counter('http_requests_total', 'HTTP requests by route, method and status')
-  const duration = new Histogram('http_request_duration_seconds', 'HTTP request duration', [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10])
+  const duration = new Histogram(
+    'http_request_duration_seconds',
+    'HTTP request duration',
+    [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  )
   const uploads = new Counter('uploads_total', 'Images stored')
   const uploadBytes = new Counter('upload_bytes_total', 'Bytes of stored originals')
-  const scans = new Histogram('nsfw_scan_duration_seconds', 'Classification latency', [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15])
+  const scans = new Histogram(
+    'nsfw_scan_duration_seconds',
+    'Classification latency',
+    [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15],
+  )
   const scanFailures = new Counter('nsfw_scan_failures_total', 'Scans that failed or timed out')
   return {
     request(labels: { route: string; method: string; status: string }, seconds: number) {
@@ -110,7 +133,7 @@ export function createMetrics() {
       }
     },
     render(gauges: { storageUsedBytes: number; queueDepth: number }) {
-      return [
+      return `${[
         requests.render(),
         duration.render(),
         uploads.render(),
@@ -119,7 +142,7 @@ export function createMetrics() {
         scanFailures.render(),
         gauge('storage_used_bytes', 'Bytes of all stored originals', gauges.storageUsedBytes),
         gauge('nsfw_queue_depth', 'Scans waiting or running', gauges.queueDepth),
-      ].join('\n') + '\n'
+      ].join('\n')}\n`
     },
   }
 }
@@ -149,7 +172,15 @@ export interface AnsweredRequest {
 export function recordRequest(metrics: Metrics, log: boolean, r: AnsweredRequest) {
   metrics.request({ route: r.route, method: r.method, status: String(r.status) }, r.durationMs / 1000)
   if (log) {
-    const line = { level: 'info', msg: 'request', method: r.method, route: r.route, status: r.status, durationMs: Math.round(r.durationMs * 100) / 100, bytes: r.bytes() }
+    const line = {
+      level: 'info',
+      msg: 'request',
+      method: r.method,
+      route: r.route,
+      status: r.status,
+      durationMs: Math.round(r.durationMs * 100) / 100,
+      bytes: r.bytes(),
+    }
     console.log(JSON.stringify(line))
   }
 }
@@ -165,7 +196,12 @@ export function requestLog(metrics: Metrics, opts: { log: boolean }) {
       const { request, set, route } = ctx
       const start = started.get(request)
       const response = ctx.responseValue ?? errorAnswers.get(request)
-      const status = response instanceof Response ? response.status : typeof set.status === 'number' ? set.status : Number(set.status) || 200
+      const status =
+        response instanceof Response
+          ? response.status
+          : typeof set.status === 'number'
+            ? set.status
+            : Number(set.status) || 200
       recordRequest(metrics, opts.log, {
         method: request.method,
         route: route || 'unmatched',

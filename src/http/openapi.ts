@@ -1,9 +1,9 @@
 import { openapi } from '@elysiajs/openapi'
 import { Elysia } from 'elysia'
-import { notFound } from './errors'
+import swaggerUiCss from 'swagger-ui-dist/swagger-ui.css' with { type: 'file' }
 // `type: 'file'` gives the path of the installed file, or of its copy embedded in the single binary.
 import swaggerUiBundle from 'swagger-ui-dist/swagger-ui-bundle.js' with { type: 'file' }
-import swaggerUiCss from 'swagger-ui-dist/swagger-ui.css' with { type: 'file' }
+import { notFound } from './errors'
 
 const ASSETS = '/swagger/assets'
 const SPEC_PATH = '/swagger/json'
@@ -61,7 +61,8 @@ async function withUiSecurityHeaders(response: Response): Promise<Response> {
 export function apiDocs(siteName: string) {
   const docs = new Elysia({ name: 'api-docs' })
   // Elysia points a plugin's (protected) getGlobalRoutes at the root app's routes once it is used, as the plugin relies on too.
-  const globalRoutes = () => (docs as unknown as { getGlobalRoutes(): Parameters<typeof documentJsonBodies>[1] }).getGlobalRoutes()
+  const globalRoutes = () =>
+    (docs as unknown as { getGlobalRoutes(): Parameters<typeof documentJsonBodies>[1] }).getGlobalRoutes()
   return docs
     .onAfterHandle(async ({ path, responseValue }) => {
       if (path === SPEC_PATH) documentJsonBodies(responseValue as OpenApiDoc, globalRoutes())
@@ -81,7 +82,8 @@ export function apiDocs(siteName: string) {
           info: {
             title: `${siteName} API`,
             version: '1.0.0',
-            description: 'Image hosting: uploads, links, albums and embed profiles. Errors are always `{ "error": "..." }`.',
+            description:
+              'Image hosting: uploads, links, albums and embed profiles. Errors are always `{ "error": "..." }`.',
           },
           // Declared once here, in the order the UI lists them; each route names its tag.
           tags: [
@@ -102,15 +104,24 @@ export function apiDocs(siteName: string) {
             securitySchemes: {
               apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
               bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
-              deleteToken: { type: 'apiKey', in: 'header', name: 'X-Delete-Token', description: 'Returned with each anonymous upload' },
+              deleteToken: {
+                type: 'apiKey',
+                in: 'header',
+                name: 'X-Delete-Token',
+                description: 'Returned with each anonymous upload',
+              },
             },
           },
         },
       }),
     )
-    .get('/swagger/assets/:file', ({ params }) => {
-      // Only the two files the UI page loads; anything else is unknown.
-      if (params.file !== 'swagger-ui-bundle.js' && params.file !== 'swagger-ui.css') throw notFound()
-      return Bun.file(params.file === 'swagger-ui.css' ? swaggerUiCss : swaggerUiBundle)
-    }, { detail: { hide: true } })
+    .get(
+      '/swagger/assets/:file',
+      ({ params }) => {
+        // Only the two files the UI page loads; anything else is unknown.
+        if (params.file !== 'swagger-ui-bundle.js' && params.file !== 'swagger-ui.css') throw notFound()
+        return Bun.file(params.file === 'swagger-ui.css' ? swaggerUiCss : swaggerUiBundle)
+      },
+      { detail: { hide: true } },
+    )
 }

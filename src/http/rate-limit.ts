@@ -47,12 +47,17 @@ export function globalRateLimit(opts: { limit: number; trustProxy: boolean; now?
     w.used++
     if (w.used > limit) {
       const reset = Math.max(1, Math.ceil((w.start + MINUTE_MS - now) / 1000))
-      throw new HttpError(429, 'Too many requests', { retryAfter: reset }, {
-        'Retry-After': String(reset),
-        'RateLimit-Limit': String(limit),
-        'RateLimit-Remaining': '0',
-        'RateLimit-Reset': String(reset),
-      })
+      throw new HttpError(
+        429,
+        'Too many requests',
+        { retryAfter: reset },
+        {
+          'Retry-After': String(reset),
+          'RateLimit-Limit': String(limit),
+          'RateLimit-Remaining': '0',
+          'RateLimit-Reset': String(reset),
+        },
+      )
     }
   }
 

@@ -78,7 +78,7 @@ function channel(mask: number): Channel | null {
 }
 
 function extract(px: number, c: Channel): number {
-  return Math.round((((px & c.mask) >>> 0) >>> c.shift) * 255 / c.max)
+  return Math.round(((((px & c.mask) >>> 0) >>> c.shift) * 255) / c.max)
 }
 
 /**
@@ -124,7 +124,8 @@ export function decodeDib(
     const entry = h.headerSize === 12 ? 3 : 4
     let colors = Math.min(h.colorsUsed || 1 << bpp, 1 << bpp)
     // Core headers cannot say how many colours they use; writers often store fewer than 2^bpp before the pixels.
-    if (pixelOffset !== null && pixelOffset >= tableStart) colors = Math.min(colors, Math.floor((pixelOffset - tableStart) / entry))
+    if (pixelOffset !== null && pixelOffset >= tableStart)
+      colors = Math.min(colors, Math.floor((pixelOffset - tableStart) / entry))
     paletteEnd = tableStart + colors * entry
     if (paletteEnd > buf.length) throw undecodable()
     // Expand to a full-size RGB table so out-of-range indices read black instead of failing.
@@ -179,7 +180,14 @@ export function decodeDib(
  * The AND mask marks transparent pixels of icons without an alpha channel. 32-bit icons normally carry real alpha
  * old ones leave it all zero and rely on the mask. A missing mask (truncated but common) leaves pixels opaque.
  */
-function applyAndMask(buf: Uint8Array, at: number, width: number, height: number, out: Uint8Array, hasAlpha: boolean): void {
+function applyAndMask(
+  buf: Uint8Array,
+  at: number,
+  width: number,
+  height: number,
+  out: Uint8Array,
+  hasAlpha: boolean,
+): void {
   if (hasAlpha) {
     let anyAlpha = false
     for (let i = 3; i < out.length && !anyAlpha; i += 4) anyAlpha = out[i] !== 0

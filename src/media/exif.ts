@@ -1,4 +1,4 @@
-import { rename, unlink, open } from 'node:fs/promises'
+import { open, rename, unlink } from 'node:fs/promises'
 import { ascii, startsWith, u32be } from './bytes'
 import { isPng } from './detect'
 import type { ImageFormat } from './formats'

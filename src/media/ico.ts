@@ -1,4 +1,4 @@
-import { decodeDib, readDibHeader, type RgbaImage } from './bmp'
+import { decodeDib, type RgbaImage, readDibHeader } from './bmp'
 import { u16le, u32be, u32le } from './bytes'
 import { isPng } from './detect'
 import { MediaError } from './errors'

@@ -1,4 +1,4 @@
-import { stripMetadata, type StripMode } from './exif'
+import { type StripMode, stripMetadata } from './exif'
 import { createMediaProcessor, type ImageInfo } from './processor'
 
 export { MediaError } from './errors'

@@ -24,7 +24,9 @@ export function preloadLibvips(embeddedPath: string): void {
     writeFileSync(file, readFileSync(embeddedPath), { mode: 0o700 })
     libvips = openLibvips(file)
   } catch (error) {
-    throw new Error(`Could not load the embedded libvips from ${dir} (is ${tmpdir()} mounted noexec? Point TMPDIR at a directory that is not): ${error}`)
+    throw new Error(
+      `Could not load the embedded libvips from ${dir} (is ${tmpdir()} mounted noexec? Point TMPDIR at a directory that is not): ${error}`,
+    )
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }

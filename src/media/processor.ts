@@ -37,7 +37,11 @@ const ANIMATION_FRAME_BUDGET = 10
 const undecodable = () => new MediaError('Image could not be decoded')
 
 async function readHead(path: string, bytes: number, from = 0): Promise<Uint8Array> {
-  return new Uint8Array(await Bun.file(path).slice(from, from + bytes).arrayBuffer())
+  return new Uint8Array(
+    await Bun.file(path)
+      .slice(from, from + bytes)
+      .arrayBuffer(),
+  )
 }
 
 /** Runs a sharp operation, turning its failures (all caused by the input) into a user-facing MediaError. */

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { basename, dirname, join } from 'node:path'
 import type { Db } from '../db/client'
 import { lockDataDir } from '../db/lock'
-import { checkKey, originalKey, thumbnailKey, type Storage } from '../storage'
+import { checkKey, originalKey, type Storage, thumbnailKey } from '../storage'
 
 const DB_FILE = 'imghost.sqlite'
 const SECRET_FILE = 'jwt-secret'
@@ -74,7 +74,8 @@ async function restoreUnlocked(opts: { source: string; dataDir: string; storage?
   if (fromTar) await run(['tar', '-xf', opts.source, '-C', dir])
   if (!(await stat(join(dir, DB_FILE)).catch(() => null))) throw new Error(`${opts.source} holds no ${DB_FILE}`)
 
-  for (const stale of [DB_FILE, `${DB_FILE}-wal`, `${DB_FILE}-shm`, 'files']) await rm(join(opts.dataDir, stale), { recursive: true, force: true })
+  for (const stale of [DB_FILE, `${DB_FILE}-wal`, `${DB_FILE}-shm`, 'files'])
+    await rm(join(opts.dataDir, stale), { recursive: true, force: true })
   await cp(join(dir, DB_FILE), join(opts.dataDir, DB_FILE))
   if (await stat(join(dir, 'files')).catch(() => null)) {
     if (opts.storage) await restoreFiles(join(dir, 'files'), opts.storage(), opts.dataDir)

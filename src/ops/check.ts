@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Db } from '../db/client'
 import { images } from '../db/schema'
-import { formatFromExt } from '../media/formats'
 import type { Media } from '../media'
-import { originalKey, thumbnailKey, type Storage } from '../storage'
+import { formatFromExt } from '../media/formats'
+import { originalKey, type Storage, thumbnailKey } from '../storage'
 
 export interface CheckReport {
   images: number
@@ -20,10 +20,22 @@ export interface CheckReport {
  * Verifies that every image row has its original and thumbnail and every file a row. With `repair`, missing
  * thumbnails are made again from the original and stray files are removed; a missing original cannot be repaired.
  */
-export async function checkIntegrity(opts: { db: Db; storage: Storage; media: Media; repair: boolean }): Promise<CheckReport> {
+export async function checkIntegrity(opts: {
+  db: Db
+  storage: Storage
+  media: Media
+  repair: boolean
+}): Promise<CheckReport> {
   const { storage } = opts
   const rows = opts.db.select({ id: images.id, ext: images.ext }).from(images).all()
-  const report: CheckReport = { images: rows.length, missingOriginals: [], missingThumbnails: [], strayFiles: [], repairedThumbnails: [], removedStrayFiles: [] }
+  const report: CheckReport = {
+    images: rows.length,
+    missingOriginals: [],
+    missingThumbnails: [],
+    strayFiles: [],
+    repairedThumbnails: [],
+    removedStrayFiles: [],
+  }
   const known = new Set<string>()
   const work = await mkdtemp(join(tmpdir(), 'imghost-check-'))
   try {

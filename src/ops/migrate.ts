@@ -42,7 +42,8 @@ export async function migrateToBucket(opts: {
         } else {
           await opts.target.upload(key, join(opts.filesDir, key))
           const stored = await opts.target.stat(key)
-          if (stored?.size !== size) throw new Error(`size in the bucket is ${stored?.size ?? 'missing'}, expected ${size}`)
+          if (stored?.size !== size)
+            throw new Error(`size in the bucket is ${stored?.size ?? 'missing'}, expected ${size}`)
           report.copied++
           report.bytesCopied += size
         }

@@ -1,7 +1,7 @@
 import { mkdirSync, statSync } from 'node:fs'
 import { copyFile, link, readdir, rename, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { checkKey, StorageKeyTakenError, type Storage } from './index'
+import { checkKey, type Storage, StorageKeyTakenError } from './index'
 
 const PARTIAL = '.partial'
 const DIRS = ['originals', 'thumbs'] as const

@@ -1,6 +1,13 @@
 import { S3Client, type S3File } from 'bun'
 import { FORMATS, formatFromExt } from '../media/formats'
-import { checkKey, StorageKeyTakenError, StorageUnavailableError, type Storage, type StorageKey, type StoredFile } from './index'
+import {
+  checkKey,
+  type Storage,
+  type StorageKey,
+  StorageKeyTakenError,
+  StorageUnavailableError,
+  type StoredFile,
+} from './index'
 
 export interface S3StorageOptions {
   /** Empty: AWS S3 in `region`. */
@@ -62,21 +69,32 @@ function contentType(key: StorageKey): string {
  * Runs `operation`, retrying transient failures after each delay in turn; the last failure (or a permanent one) is
  * thrown as a StorageUnavailableError naming what was attempted. "No such key" is passed through as is: callers map it.
  */
-export async function withRetry<T>(what: string, operation: () => Promise<T>, delays: readonly number[] = RETRY_DELAYS_MS): Promise<T> {
+export async function withRetry<T>(
+  what: string,
+  operation: () => Promise<T>,
+  delays: readonly number[] = RETRY_DELAYS_MS,
+): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await operation()
     } catch (error) {
       if (isMissing(error)) throw error
       if (attempt >= delays.length || !isTransient(error)) {
-        throw new StorageUnavailableError(`object store: ${what} failed after ${attempt + 1} attempt(s): ${codeOf(error) || String(error)}`, { cause: error })
+        throw new StorageUnavailableError(
+          `object store: ${what} failed after ${attempt + 1} attempt(s): ${codeOf(error) || String(error)}`,
+          { cause: error },
+        )
       }
       await Bun.sleep(delays[attempt])
     }
   }
 }
 
-export type S3Storage = Storage & { client: S3Client; objectKey(key: StorageKey): string; upload(key: StorageKey, localPath: string): Promise<void> }
+export type S3Storage = Storage & {
+  client: S3Client
+  objectKey(key: StorageKey): string
+  upload(key: StorageKey, localPath: string): Promise<void>
+}
 
 /**
  * Image files in an S3-compatible bucket, on Bun's built-in client (SigV4, multipart uploads, ranged reads).
@@ -102,7 +120,9 @@ export function createS3Storage(opts: S3StorageOptions): S3Storage {
     const name = objectKey(key)
     const local = Bun.file(localPath)
     const size = local.size
-    const written = await retry(`put ${name}`, () => client.write(name, local, { type: contentType(key), partSize: PART_SIZE, queueSize: QUEUE_SIZE }))
+    const written = await retry(`put ${name}`, () =>
+      client.write(name, local, { type: contentType(key), partSize: PART_SIZE, queueSize: QUEUE_SIZE }),
+    )
     // A PUT (or a completed multipart upload) is atomic: the object is whole or absent. This guards against a short read.
     if (written !== size) {
       await client.delete(name).catch(() => {})
@@ -158,7 +178,9 @@ export function createS3Storage(opts: S3StorageOptions): S3Storage {
     async *list() {
       let continuationToken: string | undefined
       do {
-        const page = await retry(`list ${opts.prefix}`, () => client.list({ prefix: opts.prefix, maxKeys: pageSize, ...(continuationToken ? { continuationToken } : {}) }))
+        const page = await retry(`list ${opts.prefix}`, () =>
+          client.list({ prefix: opts.prefix, maxKeys: pageSize, ...(continuationToken ? { continuationToken } : {}) }),
+        )
         for (const object of page.contents ?? []) {
           const key = object.key.slice(opts.prefix.length)
           try {
@@ -176,7 +198,8 @@ export function createS3Storage(opts: S3StorageOptions): S3Storage {
       try {
         // Bun.serve sends a stream body chunked, dropping its Content-Length (oven-sh/bun#10507): bodies up to
         // WHOLE_BODY_LIMIT are read whole so they keep one; larger ones stream.
-        if (length <= WHOLE_BODY_LIMIT) return new Uint8Array(await retry(`get ${s3file.name ?? ''}`, () => s3file.arrayBuffer()))
+        if (length <= WHOLE_BODY_LIMIT)
+          return new Uint8Array(await retry(`get ${s3file.name ?? ''}`, () => s3file.arrayBuffer()))
         return await retry(`get ${s3file.name ?? ''}`, async () => {
           const reader = s3file.stream().getReader()
           // The GET has answered (and with a success status) once the first chunk is here: only then commit to a 200/206.

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import type { Db } from '../db/client'
 import { images } from '../db/schema'
 import { HOUR_MS } from '../lib/time'
-import { originalKey, thumbnailKey, type Storage } from './index'
+import { originalKey, type Storage, thumbnailKey } from './index'
 
 /**
  * Files written less than this long ago are never swept: they may belong to an upload still under way (its temp
@@ -45,7 +45,9 @@ export async function sweepOrphans(db: Db, storage: Storage, tmpDir: string, opt
     }
   } catch (error) {
     // An object store that is down must not keep the service from starting: orphans wait for the next sweep.
-    console.error(JSON.stringify({ level: 'warn', msg: 'orphan sweep skipped: storage unavailable', error: String(error) }))
+    console.error(
+      JSON.stringify({ level: 'warn', msg: 'orphan sweep skipped: storage unavailable', error: String(error) }),
+    )
   }
   for (const name of await readdir(tmpDir).catch(() => [] as string[])) {
     const path = join(tmpDir, name)

@@ -6,7 +6,14 @@ export class SafeHtml {
   }
 }
 
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;', '`': '&#96;' }
+const ESCAPES: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+  '`': '&#96;',
+}
 
 /** Escapes text for element content and quoted attribute values alike. */
 export const escapeHtml = (value: string) => value.replace(/[&<>"'`]/g, (c) => ESCAPES[c])

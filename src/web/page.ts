@@ -44,7 +44,9 @@ function loadAssets(): Map<string, Asset> {
   for (const name of readdirSync(ASSET_DIR)) {
     if (!ASSET_NAME.test(name)) continue
     const bytes = new Uint8Array(readFileSync(join(ASSET_DIR, name))) as Uint8Array<ArrayBuffer>
-    const gzip = COMPRESSIBLE.has(extname(name)) ? (new Uint8Array(Bun.gzipSync(bytes, { level: 9 })) as Uint8Array<ArrayBuffer>) : null
+    const gzip = COMPRESSIBLE.has(extname(name))
+      ? (new Uint8Array(Bun.gzipSync(bytes, { level: 9 })) as Uint8Array<ArrayBuffer>)
+      : null
     assets.set(name, {
       bytes,
       gzip: gzip && gzip.length < bytes.length ? gzip : null,

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url'
 import type { Config } from '../config'
-import { MediaError, type Media, type MediaOptions } from '../media'
+import { type Media, MediaError, type MediaOptions } from '../media'
 import { BudgetError, createProcessPool, WorkerExitedError } from './pool'
 
 export interface MediaPoolOptions extends MediaOptions {
@@ -18,12 +18,18 @@ const IDLE_MS = 30_000
 /** What a media job needs of the configuration, wherever it runs. */
 export function mediaOptionsOf(config: Config): MediaOptions {
   // Half the process budget: a decoder of ours allocates its pixels, and sharp takes a copy of them.
-  return { maxPixels: config.limits.maxPixels, maxDecodeBytes: Math.floor(config.media.memoryBytes / 2), stripMetadata: config.stripMetadata }
+  return {
+    maxPixels: config.limits.maxPixels,
+    maxDecodeBytes: Math.floor(config.media.memoryBytes / 2),
+    stripMetadata: config.stripMetadata,
+  }
 }
 
 /** Inside the single binary the worker is the binary itself, told by the environment which part to run (src/binary.ts). */
 const compiled = import.meta.path.startsWith('/$bunfs/')
-const command = compiled ? [process.execPath] : [process.execPath, '--no-env-file', fileURLToPath(new URL('./media-worker.ts', import.meta.url))]
+const command = compiled
+  ? [process.execPath]
+  : [process.execPath, '--no-env-file', fileURLToPath(new URL('./media-worker.ts', import.meta.url))]
 
 /**
  * What a worker process inherits of the server's environment: where to find programs and temporary space, the locale,
@@ -32,7 +38,9 @@ const command = compiled ? [process.execPath] : [process.execPath, '--no-env-fil
  */
 function workerEnvironment(): Record<string, string> {
   const kept = /^(PATH|HOME|TMPDIR|TMP|TEMP|LANG|LC_[A-Z]+|TZ|VIPS_[A-Z_]+|MALLOC_[A-Z_]+|LD_LIBRARY_PATH)$/
-  return Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => kept.test(e[0]) && e[1] !== undefined))
+  return Object.fromEntries(
+    Object.entries(process.env).filter((e): e is [string, string] => kept.test(e[0]) && e[1] !== undefined),
+  )
 }
 
 /** The failures of a job, as the pipeline shows them: whatever the bytes caused is a MediaError (a 400 naming the file). */
@@ -51,7 +59,6 @@ function asMediaError(error: unknown, timeoutMs: number): unknown {
 
 /** The server's `Media`: every job in a pool of worker processes, each under a time and a memory budget. */
 export const mediaPoolFor = (config: Config) => createMediaPool({ ...mediaOptionsOf(config), ...config.media })
-
 
 export function createMediaPool(opts: MediaPoolOptions): Media {
   const { workers, timeoutMs, memoryBytes, maxQueue, idleMs, ...mediaOptions } = opts

@@ -1,11 +1,14 @@
-import type { Subprocess } from 'bun'
 import { readFileSync } from 'node:fs'
 import { setPriority } from 'node:os'
+import type { Subprocess } from 'bun'
 
 /** A job ran past the pool's time or memory budget; its process was killed. */
 export class BudgetError extends Error {
   override name = 'BudgetError'
-  constructor(readonly budget: 'time' | 'memory', message: string) {
+  constructor(
+    readonly budget: 'time' | 'memory',
+    message: string,
+  ) {
     super(message)
   }
 }
@@ -177,7 +180,8 @@ export function createProcessPool(opts: ProcessPoolOptions) {
     )
     slot.timers.memory = setInterval(() => {
       const rss = residentBytes(slot.process.pid)
-      if (rss !== null && rss > opts.memoryBytes) kill(slot, new BudgetError('memory', `job passed its ${opts.memoryBytes} byte memory budget`))
+      if (rss !== null && rss > opts.memoryBytes)
+        kill(slot, new BudgetError('memory', `job passed its ${opts.memoryBytes} byte memory budget`))
     }, opts.memoryPollMs ?? 25)
     const request: WorkerRequest = { id: job.id, op: job.op, args: job.args }
     slot.process.send(request)
@@ -224,6 +228,8 @@ function revive(error: SerializedError): Error {
 }
 
 /** The worker side: answers each request with `handlers[op](...args)`, one at a time, until the parent goes away. */
+// The arguments arrive over IPC untyped; each handler states its own.
+// biome-ignore lint/suspicious/noExplicitAny: handler parameters are whatever each job declares
 export function serveJobs(handlers: Record<string, (...args: any[]) => Promise<unknown>>) {
   const send = (answer: WorkerAnswer | { ready: true }) => process.send!(answer)
   process.on('message', async (request: WorkerRequest) => {
@@ -233,7 +239,11 @@ export function serveJobs(handlers: Record<string, (...args: any[]) => Promise<u
       send({ id: request.id, ok: true, value: await handler(...request.args) })
     } catch (error) {
       const e = error as Error & { code?: string }
-      send({ id: request.id, ok: false, error: { name: e.name ?? 'Error', message: e.message ?? String(error), code: e.code } })
+      send({
+        id: request.id,
+        ok: false,
+        error: { name: e.name ?? 'Error', message: e.message ?? String(error), code: e.code },
+      })
     }
   })
   // An orphan (the server was killed) must not linger: the IPC channel closing ends it.

@@ -5,9 +5,9 @@ import { join } from 'node:path'
 import { loadConfig } from '../../src/config'
 import { HttpError } from '../../src/http/errors'
 import { startServer } from '../../src/server'
-import { noModel } from '../webupload/fake-classifier'
 import { makeImage, uploadForm } from '../fixtures'
-import { jsonBody, makeAdmin, registerUser, startTestServer, userWithKey, type TestServer } from '../helpers'
+import { jsonBody, makeAdmin, registerUser, startTestServer, type TestServer, userWithKey } from '../helpers'
+import { noModel } from '../moderation/fake-classifier'
 
 const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
 const BOOT_ADMIN = { username: 'rootadmin', email: 'Root@Example.com', password: 'bootstrap password 1' }
@@ -18,16 +18,22 @@ let seq = 0
 const uniq = (base: string) => `${base}${Date.now().toString(36)}${seq++}`
 
 beforeAll(async () => {
-  t = await startTestServer({ ADMIN_USERNAME: BOOT_ADMIN.username, ADMIN_EMAIL: BOOT_ADMIN.email, ADMIN_PASSWORD: BOOT_ADMIN.password })
+  t = await startTestServer({
+    ADMIN_USERNAME: BOOT_ADMIN.username,
+    ADMIN_EMAIL: BOOT_ADMIN.email,
+    ADMIN_PASSWORD: BOOT_ADMIN.password,
+  })
   admin = await registerUser(t, uniq('Admin'))
   makeAdmin(t, admin.user.id)
 })
 afterAll(() => t.stop())
 
-const listUsers = (query = '', headers: Record<string, string> = admin.bearer) => t.json(`/api/admin/users${query}`, { headers })
+const listUsers = (query = '', headers: Record<string, string> = admin.bearer) =>
+  t.json(`/api/admin/users${query}`, { headers })
 const patchUser = (id: number, body: unknown, headers: Record<string, string> = admin.bearer) =>
   t.json(`/api/admin/users/${id}`, { method: 'PATCH', ...jsonBody(body, headers) })
-const login = (username: string, password: string) => t.json('/api/auth/login', { method: 'POST', ...jsonBody({ username, password }) })
+const login = (username: string, password: string) =>
+  t.json('/api/auth/login', { method: 'POST', ...jsonBody({ username, password }) })
 
 function expectError(res: { status: number; body: any }, status: number) {
   expect(res.status).toBe(status)
@@ -36,7 +42,11 @@ function expectError(res: { status: number; body: any }, status: number) {
 }
 
 async function upload(keyHeader: Record<string, string>, seed: number) {
-  const res = await t.json('/api/v1/upload', { method: 'POST', headers: keyHeader, body: uploadForm([{ bytes: await makeImage('png', 40, 30, seed) }]) })
+  const res = await t.json('/api/v1/upload', {
+    method: 'POST',
+    headers: keyHeader,
+    body: uploadForm([{ bytes: await makeImage('png', 40, 30, seed) }]),
+  })
   if (res.status !== 201) throw new Error(`upload failed: ${res.status} ${JSON.stringify(res.body)}`)
   return res.body as { id: string; size: number }
 }
@@ -73,7 +83,18 @@ describe('GET /api/admin/users', () => {
     expect(res.body.pages).toBe(1)
     for (const user of res.body.users) {
       expect(Object.keys(user).sort()).toEqual(
-        ['banned', 'createdAt', 'email', 'emailVerified', 'id', 'privateAccount', 'role', 'storageUsed', 'totalImages', 'username'].sort(),
+        [
+          'banned',
+          'createdAt',
+          'email',
+          'emailVerified',
+          'id',
+          'privateAccount',
+          'role',
+          'storageUsed',
+          'totalImages',
+          'username',
+        ].sort(),
       )
       expect(user.createdAt).toMatch(ISO_MS)
       expect(typeof user.banned).toBe('boolean')
@@ -131,7 +152,16 @@ describe('GET /api/admin/users', () => {
   })
 
   test('page or limit that is not a positive integer: 400 { error }', async () => {
-    for (const query of ['?page=0', '?page=-1', '?page=abc', '?limit=0', '?limit=-1', '?limit=abc', '?page=1.5', '?limit=2e1']) {
+    for (const query of [
+      '?page=0',
+      '?page=-1',
+      '?page=abc',
+      '?limit=0',
+      '?limit=-1',
+      '?limit=abc',
+      '?page=1.5',
+      '?limit=2e1',
+    ]) {
       const res = await listUsers(query)
       expect({ query, status: res.status }).toEqual({ query, status: 400 })
       expect(typeof res.body.error).toBe('string')
@@ -163,7 +193,13 @@ describe('PATCH /api/admin/users/:id', () => {
 
   test('invalid values: 400 and nothing changes; unknown user: 404', async () => {
     const user = await registerUser(t, uniq('Invalid'))
-    for (const body of [{ role: 'superuser' }, { role: 'ADMIN' }, { banned: 'yes' }, { emailVerified: 1 }, { banned: null }]) {
+    for (const body of [
+      { role: 'superuser' },
+      { role: 'ADMIN' },
+      { banned: 'yes' },
+      { emailVerified: 1 },
+      { banned: null },
+    ]) {
       const res = await patchUser(user.user.id, body)
       expect({ body, status: res.status }).toEqual({ body, status: 400 })
       expect(typeof res.body.error).toBe('string')
@@ -191,7 +227,11 @@ describe('PATCH /api/admin/users/:id', () => {
     expectError(await t.json('/api/keys', { headers: user.bearer }), 403)
     expectError(await t.json('/api/keys', { method: 'POST', ...jsonBody({ name: 'more' }, user.bearer) }), 403)
     expectError(await t.json('/api/v1/me', { headers: user.keyHeader }), 403)
-    const blocked = await t.json('/api/v1/upload', { method: 'POST', headers: user.keyHeader, body: uploadForm([{ bytes: await makeImage('png', 20, 20, 9) }]) })
+    const blocked = await t.json('/api/v1/upload', {
+      method: 'POST',
+      headers: user.keyHeader,
+      body: uploadForm([{ bytes: await makeImage('png', 20, 20, 9) }]),
+    })
     expectError(blocked, 403)
     let caught: unknown
     try {
@@ -225,7 +265,10 @@ describe('DELETE /api/admin/images/:id', () => {
     const image = await upload(owner.keyHeader, 5)
     const details = (await t.json(`/api/v1/image/${image.id}`)).body.data
     expect((await fetch(details.url)).status).toBe(200)
-    expect((await listUsers(`?q=${owner.user.username}`)).body.users[0]).toMatchObject({ totalImages: 1, storageUsed: image.size })
+    expect((await listUsers(`?q=${owner.user.username}`)).body.users[0]).toMatchObject({
+      totalImages: 1,
+      storageUsed: image.size,
+    })
 
     const res = await t.json(`/api/admin/images/${image.id}`, { method: 'DELETE', headers: admin.bearer })
     expect(res.status).toBe(200)
@@ -244,7 +287,12 @@ describe('first admin from the environment', () => {
   test('ADMIN_USERNAME/EMAIL/PASSWORD create a verified admin at startup', async () => {
     const res = await login(BOOT_ADMIN.username, BOOT_ADMIN.password)
     expect(res.status).toBe(200)
-    expect(res.body.user).toMatchObject({ username: BOOT_ADMIN.username, role: 'admin', emailVerified: true, privateAccount: false })
+    expect(res.body.user).toMatchObject({
+      username: BOOT_ADMIN.username,
+      role: 'admin',
+      emailVerified: true,
+      privateAccount: false,
+    })
     expect(res.body.user.email.toLowerCase()).toBe(BOOT_ADMIN.email.toLowerCase())
     const list = await listUsers('', { authorization: `Bearer ${res.body.token}` })
     expect(list.status).toBe(200)
@@ -254,16 +302,29 @@ describe('first admin from the environment', () => {
   test('created once: a restart with other values leaves the existing account alone', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'imghost-admin-'))
     const env = (password: string) =>
-      loadConfig({ DATA_DIR: dataDir, PORT: '0', LOG_REQUESTS: 'false', JWT_SECRET: 'k'.repeat(48), ADMIN_USERNAME: 'boss', ADMIN_EMAIL: 'boss@example.com', ADMIN_PASSWORD: password })
+      loadConfig({
+        DATA_DIR: dataDir,
+        PORT: '0',
+        LOG_REQUESTS: 'false',
+        JWT_SECRET: 'k'.repeat(48),
+        ADMIN_USERNAME: 'boss',
+        ADMIN_EMAIL: 'boss@example.com',
+        ADMIN_PASSWORD: password,
+      })
     let server = await startServer(env('first password 1'), noModel())
     try {
       await server.stop()
       server = await startServer(env('second password 2'), noModel())
       const post = (password: string) =>
-        fetch(`http://localhost:${server.port}/api/auth/login`, { method: 'POST', ...jsonBody({ username: 'boss', password }) })
+        fetch(`http://localhost:${server.port}/api/auth/login`, {
+          method: 'POST',
+          ...jsonBody({ username: 'boss', password }),
+        })
       expect((await post('first password 1')).status).toBe(200)
       expect((await post('second password 2')).status).toBe(401)
-      const count = server.db.$client.query("SELECT count(*) AS n FROM users WHERE lower(username) = 'boss'").get() as { n: number }
+      const count = server.db.$client.query("SELECT count(*) AS n FROM users WHERE lower(username) = 'boss'").get() as {
+        n: number
+      }
       expect(count.n).toBe(1)
     } finally {
       await server.stop()
@@ -273,7 +334,16 @@ describe('first admin from the environment', () => {
 
   test('without the variables no admin is created', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'imghost-noadmin-'))
-    const server = await startServer(loadConfig({ DATA_DIR: dataDir, PORT: '0', LOG_REQUESTS: 'false', JWT_SECRET: 'k'.repeat(48), ADMIN_USERNAME: 'boss' }), noModel())
+    const server = await startServer(
+      loadConfig({
+        DATA_DIR: dataDir,
+        PORT: '0',
+        LOG_REQUESTS: 'false',
+        JWT_SECRET: 'k'.repeat(48),
+        ADMIN_USERNAME: 'boss',
+      }),
+      noModel(),
+    )
     try {
       const count = server.db.$client.query('SELECT count(*) AS n FROM users').get() as { n: number }
       expect(count.n).toBe(0)

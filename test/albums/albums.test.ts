@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { jsonBody, registerUser, userWithKey, type TestServer } from '../helpers'
+import { jsonBody, registerUser, type TestServer, userWithKey } from '../helpers'
 import { expectError, send, startServer, uploadImage } from '../pages/support'
 
 let t: TestServer
@@ -23,7 +23,10 @@ async function createAlbum(body: Record<string, unknown>, headers = owner.bearer
 
 describe('POST /api/albums', () => {
   test('creates a private album by default with the full Album shape', async () => {
-    const res = await t.json('/api/albums', send('POST', { title: 'Holidays', description: 'Summer 2026' }, owner.bearer))
+    const res = await t.json(
+      '/api/albums',
+      send('POST', { title: 'Holidays', description: 'Summer 2026' }, owner.bearer),
+    )
     expect(res.status).toBe(201)
     expect(res.body.success).toBe(true)
     const album = res.body.album
@@ -70,13 +73,17 @@ describe('POST /api/albums', () => {
   })
 
   test('malformed JSON is a 400 with an error body', async () => {
-    const res = await t.json('/api/albums', { method: 'POST', headers: { ...owner.bearer, 'content-type': 'application/json' }, body: '{"title":' })
+    const res = await t.json('/api/albums', {
+      method: 'POST',
+      headers: { ...owner.bearer, 'content-type': 'application/json' },
+      body: '{"title":',
+    })
     expectError(res, 400)
   })
 })
 
 describe('GET /api/albums', () => {
-  test('lists only the caller\'s live albums, newest first', async () => {
+  test("lists only the caller's live albums, newest first", async () => {
     const user = await registerUser(t)
     const a = await createAlbum({ title: 'first' }, user.bearer)
     const b = await createAlbum({ title: 'second' }, user.bearer)
@@ -166,7 +173,9 @@ describe('GET /api/albums/:id', () => {
   test('the password is stored hashed', async () => {
     const album = await createAlbum({ title: 'hashed', isPublic: true })
     await t.json(`/api/albums/${album.id}`, send('PUT', { password: 'plain-text-secret' }, owner.bearer))
-    const row = t.server.db.$client.query('SELECT password_hash FROM albums WHERE id = ?').get(album.id) as { password_hash: string }
+    const row = t.server.db.$client.query('SELECT password_hash FROM albums WHERE id = ?').get(album.id) as {
+      password_hash: string
+    }
     expect(row.password_hash).not.toContain('plain-text-secret')
     expect(row.password_hash.startsWith('$argon2id$')).toBe(true)
   })
@@ -183,7 +192,13 @@ describe('PUT /api/albums/:id', () => {
     const res = await t.json(`/api/albums/${album.id}`, send('PUT', { title: 'after', isPublic: true }, owner.bearer))
     expect(res.status).toBe(200)
     expect(res.body.success).toBe(true)
-    expect(res.body.album).toMatchObject({ id: album.id, title: 'after', description: 'keep me', isPublic: true, hasPassword: false })
+    expect(res.body.album).toMatchObject({
+      id: album.id,
+      title: 'after',
+      description: 'keep me',
+      isPublic: true,
+      hasPassword: false,
+    })
     expect(Date.parse(res.body.album.updatedAt)).toBeGreaterThanOrEqual(Date.parse(album.updatedAt))
     const cleared = await t.json(`/api/albums/${album.id}`, send('PUT', { description: '' }, owner.bearer))
     expect(cleared.body.album.description).toBe('')
@@ -202,12 +217,19 @@ describe('PUT /api/albums/:id', () => {
 
   test('invalid fields and an empty update are 400', async () => {
     const album = await createAlbum({ title: 'v' })
-    for (const body of [{}, { title: '' }, { title: 'x'.repeat(101) }, { description: 'd'.repeat(1001) }, { isPublic: 'true' }, { password: 5 }]) {
+    for (const body of [
+      {},
+      { title: '' },
+      { title: 'x'.repeat(101) },
+      { description: 'd'.repeat(1001) },
+      { isPublic: 'true' },
+      { password: 5 },
+    ]) {
       expectError(await t.json(`/api/albums/${album.id}`, send('PUT', body, owner.bearer)), 400)
     }
   })
 
-  test('someone else\'s album is 404, and it is left unchanged', async () => {
+  test("someone else's album is 404, and it is left unchanged", async () => {
     const album = await createAlbum({ title: 'not yours', isPublic: true })
     expectError(await t.json(`/api/albums/${album.id}`, send('PUT', { title: 'hijacked' }, other.bearer)), 404)
     expect((await t.json(`/api/albums/${album.id}`)).body.album.title).toBe('not yours')
@@ -232,7 +254,9 @@ describe('DELETE /api/albums/:id', () => {
     expectError(await t.json(`/api/albums/${album.id}/images`, send('POST', { imageId: image.id }, owner.bearer)), 404)
     expect((await t.json(`/api/v1/image/${image.id}`)).status).toBe(200)
     // The row is kept (soft delete).
-    const row = t.server.db.$client.query('SELECT deleted_at FROM albums WHERE id = ?').get(album.id) as { deleted_at: number }
+    const row = t.server.db.$client.query('SELECT deleted_at FROM albums WHERE id = ?').get(album.id) as {
+      deleted_at: number
+    }
     expect(row.deleted_at).toBeGreaterThan(0)
 
     const again = await createAlbum({ title: 'Ephemeral' })
@@ -241,7 +265,7 @@ describe('DELETE /api/albums/:id', () => {
 })
 
 describe('album images', () => {
-  test('add: the caller\'s image only; twice is a no-op; cover is the most recently added', async () => {
+  test("add: the caller's image only; twice is a no-op; cover is the most recently added", async () => {
     const album = await createAlbum({ title: 'adds' })
     const first = await uploadImage(t, owner.keyHeader)
     const second = await uploadImage(t, owner.keyHeader)
@@ -257,11 +281,20 @@ describe('album images', () => {
     expect(again.status).toBe(200)
     expect(again.body.album).toMatchObject({ imageCount: 2, cover: second.thumbnail })
 
-    expectError(await t.json(`/api/albums/${album.id}/images`, send('POST', { imageId: foreign.id }, owner.bearer)), 404)
-    expectError(await t.json(`/api/albums/${album.id}/images`, send('POST', { imageId: 'ZZZZZZZZ' }, owner.bearer)), 404)
+    expectError(
+      await t.json(`/api/albums/${album.id}/images`, send('POST', { imageId: foreign.id }, owner.bearer)),
+      404,
+    )
+    expectError(
+      await t.json(`/api/albums/${album.id}/images`, send('POST', { imageId: 'ZZZZZZZZ' }, owner.bearer)),
+      404,
+    )
     expectError(await t.json(`/api/albums/${album.id}/images`, send('POST', {}, owner.bearer)), 400)
     // Someone else's album, even with their own image.
-    expectError(await t.json(`/api/albums/${album.id}/images`, send('POST', { imageId: foreign.id }, other.bearer)), 404)
+    expectError(
+      await t.json(`/api/albums/${album.id}/images`, send('POST', { imageId: foreign.id }, other.bearer)),
+      404,
+    )
     expect((await t.json(`/api/albums/${album.id}`, { headers: owner.bearer })).body.album.imageCount).toBe(2)
   })
 
@@ -270,22 +303,34 @@ describe('album images', () => {
     const b = await createAlbum({ title: 'B' })
     const image = await uploadImage(t, owner.keyHeader)
     for (const album of [a, b]) {
-      expect((await t.json(`/api/albums/${album.id}/images`, send('POST', { imageId: image.id }, owner.bearer))).body.album.imageCount).toBe(1)
+      expect(
+        (await t.json(`/api/albums/${album.id}/images`, send('POST', { imageId: image.id }, owner.bearer))).body.album
+          .imageCount,
+      ).toBe(1)
     }
   })
 
-  test('remove: { success }; not in the album 404; someone else\'s album 404', async () => {
+  test("remove: { success }; not in the album 404; someone else's album 404", async () => {
     const album = await createAlbum({ title: 'removes' })
     const image = await uploadImage(t, owner.keyHeader)
     const outside = await uploadImage(t, owner.keyHeader)
     await t.json(`/api/albums/${album.id}/images`, send('POST', { imageId: image.id }, owner.bearer))
 
-    expectError(await t.json(`/api/albums/${album.id}/images/${image.id}`, { method: 'DELETE', headers: other.bearer }), 404)
-    expectError(await t.json(`/api/albums/${album.id}/images/${outside.id}`, { method: 'DELETE', headers: owner.bearer }), 404)
+    expectError(
+      await t.json(`/api/albums/${album.id}/images/${image.id}`, { method: 'DELETE', headers: other.bearer }),
+      404,
+    )
+    expectError(
+      await t.json(`/api/albums/${album.id}/images/${outside.id}`, { method: 'DELETE', headers: owner.bearer }),
+      404,
+    )
     const res = await t.json(`/api/albums/${album.id}/images/${image.id}`, { method: 'DELETE', headers: owner.bearer })
     expect(res.status).toBe(200)
     expect(res.body).toEqual({ success: true })
-    expectError(await t.json(`/api/albums/${album.id}/images/${image.id}`, { method: 'DELETE', headers: owner.bearer }), 404)
+    expectError(
+      await t.json(`/api/albums/${album.id}/images/${image.id}`, { method: 'DELETE', headers: owner.bearer }),
+      404,
+    )
     const view = await t.json(`/api/albums/${album.id}`, { headers: owner.bearer })
     expect(view.body.album).toMatchObject({ imageCount: 0, cover: null })
     // The image itself stays.
@@ -296,7 +341,9 @@ describe('album images', () => {
     const album = await createAlbum({ title: 'deletions' })
     const image = await uploadImage(t, owner.keyHeader)
     await t.json(`/api/albums/${album.id}/images`, send('POST', { imageId: image.id }, owner.bearer))
-    expect((await t.fetch(`/api/v1/image/${image.id}`, { method: 'DELETE', headers: owner.keyHeader })).status).toBe(200)
+    expect((await t.fetch(`/api/v1/image/${image.id}`, { method: 'DELETE', headers: owner.keyHeader })).status).toBe(
+      200,
+    )
     expect((await t.json(`/api/albums/${album.id}`, { headers: owner.bearer })).body.album.imageCount).toBe(0)
   })
 })
@@ -341,7 +388,7 @@ describe('upload album / folder fields', () => {
     expect(albums[0]).toMatchObject({ title: 'Hidden', isPublic: false })
   })
 
-  test('a deleted album\'s title names a new folder; someone else\'s album id is just a folder name', async () => {
+  test("a deleted album's title names a new folder; someone else's album id is just a folder name", async () => {
     const user = await userWithKey(t)
     await uploadImage(t, user.keyHeader, { folder: 'Reused' })
     const old = (await t.json('/api/albums', { headers: user.bearer })).body.albums[0]
@@ -378,6 +425,10 @@ describe('documentation', () => {
       for (const s of statuses) expect(op.responses[s]).toBeDefined()
     }
     const view = doc.paths['/api/albums/{id}'].get
-    expect(view.parameters.map((p: any) => `${p.in}:${p.name.toLowerCase()}`).sort()).toEqual(['header:x-album-password', 'path:id', 'query:password'])
+    expect(view.parameters.map((p: any) => `${p.in}:${p.name.toLowerCase()}`).sort()).toEqual([
+      'header:x-album-password',
+      'path:id',
+      'query:password',
+    ])
   })
 })

@@ -1,13 +1,13 @@
-import { afterAll, afterEach, beforeAll, describe, expect, spyOn, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
-import { SignJWT, decodeJwt, decodeProtectedHeader } from 'jose'
+import { afterAll, afterEach, beforeAll, describe, expect, spyOn, test } from 'bun:test'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { decodeJwt, decodeProtectedHeader, SignJWT } from 'jose'
 import { loadConfig } from '../../src/config'
 import { startServer } from '../../src/server'
-import { noModel } from '../webupload/fake-classifier'
 import { jsonBody, registerUser, startTestServer, type TestServer } from '../helpers'
+import { noModel } from '../moderation/fake-classifier'
 
 /** The secret test/helpers.ts gives every test server. */
 const SECRET = 'test-secret-'.padEnd(48, 'x')
@@ -24,7 +24,8 @@ beforeAll(async () => {
 afterAll(() => t.stop())
 
 const register = (body: Record<string, unknown>) => t.json('/api/auth/register', { method: 'POST', ...jsonBody(body) })
-const login = (username: string, password: string) => t.json('/api/auth/login', { method: 'POST', ...jsonBody({ username, password }) })
+const login = (username: string, password: string) =>
+  t.json('/api/auth/login', { method: 'POST', ...jsonBody({ username, password }) })
 const me = (headers: Record<string, string> = {}) => t.json('/api/auth/me', { headers })
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
 
@@ -60,7 +61,15 @@ describe('POST /api/auth/register', () => {
     expect(res.body.success).toBe(true)
     expect(typeof res.body.token).toBe('string')
     const user = res.body.user
-    expect(Object.keys(user).sort()).toEqual(['createdAt', 'email', 'emailVerified', 'id', 'privateAccount', 'role', 'username'])
+    expect(Object.keys(user).sort()).toEqual([
+      'createdAt',
+      'email',
+      'emailVerified',
+      'id',
+      'privateAccount',
+      'role',
+      'username',
+    ])
     expect(Number.isInteger(user.id) && user.id > 0).toBe(true)
     expect(user).toMatchObject({ username: name, role: 'user', emailVerified: false, privateAccount: false })
     expect(user.email.toLowerCase()).toBe(`${name}@example.com`.toLowerCase())
@@ -78,10 +87,19 @@ describe('POST /api/auth/register', () => {
     const name = uniq('Dup')
     expect((await register({ username: name, email: `${name}@example.com`, password: 'password123' })).status).toBe(201)
     expectError(await register({ username: name, email: `other${name}@example.com`, password: 'password123' }), 409)
-    expectError(await register({ username: name.toLowerCase(), email: `x${name}@example.com`, password: 'password123' }), 409)
-    expectError(await register({ username: name.toUpperCase(), email: `y${name}@example.com`, password: 'password123' }), 409)
+    expectError(
+      await register({ username: name.toLowerCase(), email: `x${name}@example.com`, password: 'password123' }),
+      409,
+    )
+    expectError(
+      await register({ username: name.toUpperCase(), email: `y${name}@example.com`, password: 'password123' }),
+      409,
+    )
     expectError(await register({ username: `${name}b`, email: `${name}@example.com`, password: 'password123' }), 409)
-    expectError(await register({ username: `${name}c`, email: `${name}@EXAMPLE.COM`.toUpperCase(), password: 'password123' }), 409)
+    expectError(
+      await register({ username: `${name}c`, email: `${name}@EXAMPLE.COM`.toUpperCase(), password: 'password123' }),
+      409,
+    )
   })
 
   test('username rules: 3-32 of [A-Za-z0-9_-], else 400', async () => {
@@ -100,7 +118,15 @@ describe('POST /api/auth/register', () => {
   })
 
   test('invalid email: 400', async () => {
-    for (const email of ['notanemail', 'no-at.example.com', 'two@@example.com', 'sp ace@example.com', '@example.com', 'user@', '']) {
+    for (const email of [
+      'notanemail',
+      'no-at.example.com',
+      'two@@example.com',
+      'sp ace@example.com',
+      '@example.com',
+      'user@',
+      '',
+    ]) {
       const res = await register({ username: uniq('em'), email, password: 'password123' })
       expect({ email, status: res.status }).toEqual({ email, status: 400 })
       expect(typeof res.body.error).toBe('string')
@@ -109,9 +135,16 @@ describe('POST /api/auth/register', () => {
 
   test('password must be 8-256 characters', async () => {
     expectError(await register({ username: uniq('pw'), email: `${uniq('pw')}@example.com`, password: '1234567' }), 400)
-    expectError(await register({ username: uniq('pw'), email: `${uniq('pw')}@example.com`, password: 'x'.repeat(257) }), 400)
-    expect((await register({ username: uniq('pw'), email: `${uniq('pw')}@example.com`, password: '12345678' })).status).toBe(201)
-    expect((await register({ username: uniq('pw'), email: `${uniq('pw')}@example.com`, password: 'x'.repeat(256) })).status).toBe(201)
+    expectError(
+      await register({ username: uniq('pw'), email: `${uniq('pw')}@example.com`, password: 'x'.repeat(257) }),
+      400,
+    )
+    expect(
+      (await register({ username: uniq('pw'), email: `${uniq('pw')}@example.com`, password: '12345678' })).status,
+    ).toBe(201)
+    expect(
+      (await register({ username: uniq('pw'), email: `${uniq('pw')}@example.com`, password: 'x'.repeat(256) })).status,
+    ).toBe(201)
   })
 
   test('missing or wrongly typed fields: 400 with { error }', async () => {
@@ -128,7 +161,12 @@ describe('POST /api/auth/login', () => {
   })
 
   test('by username (any case) and by email: 200 { success, token, user }', async () => {
-    for (const id of [account.user.username, account.user.username.toUpperCase(), account.user.email, account.user.email.toUpperCase()]) {
+    for (const id of [
+      account.user.username,
+      account.user.username.toUpperCase(),
+      account.user.email,
+      account.user.email.toUpperCase(),
+    ]) {
       const res = await login(id, account.password)
       expect({ id, status: res.status }).toEqual({ id, status: 200 })
       expect(res.body.success).toBe(true)
@@ -151,7 +189,10 @@ describe('POST /api/auth/login', () => {
   })
 
   test('missing password: 400', async () => {
-    expectError(await t.json('/api/auth/login', { method: 'POST', ...jsonBody({ username: account.user.username }) }), 400)
+    expectError(
+      await t.json('/api/auth/login', { method: 'POST', ...jsonBody({ username: account.user.username }) }),
+      400,
+    )
   })
 })
 
@@ -161,7 +202,11 @@ describe('GET /api/auth/me and the JWT', () => {
     account = await registerUser(t, uniq('Jwt'))
   })
   const sign = (payload: Record<string, unknown>, secret = SECRET) =>
-    new SignJWT(payload).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuedAt().setExpirationTime('1h').sign(new TextEncoder().encode(secret))
+    new SignJWT(payload)
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setIssuedAt()
+      .setExpirationTime('1h')
+      .sign(new TextEncoder().encode(secret))
 
   test('a valid token: 200 { success, user }', async () => {
     const res = await me(account.bearer)
@@ -286,7 +331,10 @@ describe('email verification', () => {
     })
     expect(token).toBeString()
     // Age the token past its 48 hours directly in the database.
-    t.server.db.$client.run('UPDATE verification_tokens SET expires_at = ? WHERE user_id = ?', [Date.now() - 1000, session!.user.id])
+    t.server.db.$client.run('UPDATE verification_tokens SET expires_at = ? WHERE user_id = ?', [
+      Date.now() - 1000,
+      session!.user.id,
+    ])
     expectError(await t.json('/api/auth/verify-email', { method: 'POST', ...jsonBody({ token }) }), 400)
     expect((await me(session!.bearer)).body.user.emailVerified).toBe(false)
   })
@@ -340,7 +388,10 @@ describe('PATCH /api/account', () => {
   test('invalid type: 400 and nothing changes; no session: 401', async () => {
     const account = await registerUser(t, uniq('PrivBad'))
     for (const privateAccount of ['yes', 1, null, { on: true }]) {
-      expectError(await t.json('/api/account', { method: 'PATCH', ...jsonBody({ privateAccount }, account.bearer) }), 400)
+      expectError(
+        await t.json('/api/account', { method: 'PATCH', ...jsonBody({ privateAccount }, account.bearer) }),
+        400,
+      )
     }
     expect((await me(account.bearer)).body.user.privateAccount).toBe(false)
     expectError(await t.json('/api/account', { method: 'PATCH', ...jsonBody({ privateAccount: true }) }), 401)
@@ -376,7 +427,10 @@ describe('JWT secret persistence without JWT_SECRET', () => {
     try {
       const first = await start(dataDir)
       const name = uniq('Persist')
-      const reg = await fetch(`${first.url}/api/auth/register`, { method: 'POST', ...jsonBody({ username: name, email: `${name}@example.com`, password: 'password123' }) })
+      const reg = await fetch(`${first.url}/api/auth/register`, {
+        method: 'POST',
+        ...jsonBody({ username: name, email: `${name}@example.com`, password: 'password123' }),
+      })
       expect(reg.status).toBe(201)
       const { token } = (await reg.json()) as { token: string }
       const stored = readFileSync(join(dataDir, 'jwt-secret'), 'utf8').trim()

@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHash } from 'node:crypto'
 import { join } from 'node:path'
 import { HttpError } from '../../src/http/errors'
-import { jsonBody, registerUser, startTestServer, userWithKey, type TestServer } from '../helpers'
+import { jsonBody, registerUser, startTestServer, type TestServer, userWithKey } from '../helpers'
 
 const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
 
@@ -13,7 +13,8 @@ beforeAll(async () => {
 })
 afterAll(() => t.stop())
 
-const createKey = (bearer: Record<string, string>, name: string) => t.json('/api/keys', { method: 'POST', ...jsonBody({ name }, bearer) })
+const createKey = (bearer: Record<string, string>, name: string) =>
+  t.json('/api/keys', { method: 'POST', ...jsonBody({ name }, bearer) })
 const listKeys = (bearer: Record<string, string>) => t.fetch('/api/keys', { headers: bearer })
 const usage = (key: string) => t.json('/api/v1/me', { headers: { 'x-api-key': key } })
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex')
@@ -28,7 +29,8 @@ function allStoredValues(dataDir: string): { table: string; column: string; valu
       for (const row of db.query(`SELECT * FROM "${name}"`).all() as Record<string, unknown>[]) {
         for (const [column, value] of Object.entries(row)) {
           if (typeof value === 'string') out.push({ table: name, column, value })
-          else if (value instanceof Uint8Array) out.push({ table: name, column, value: Buffer.from(value).toString('latin1') })
+          else if (value instanceof Uint8Array)
+            out.push({ table: name, column, value: Buffer.from(value).toString('latin1') })
         }
       }
     }
@@ -92,7 +94,8 @@ describe('GET /api/keys', () => {
     expect(body.keys.map((k: any) => k.name)).toEqual(['second', 'test'])
     expect(body.keys[0]).toEqual(extra.body.key)
     expect(body.keys[1].prefix).toBe(alice.apiKey.slice(0, 8))
-    for (const key of body.keys) expect(Object.keys(key).sort()).toEqual(['createdAt', 'id', 'lastUsedAt', 'name', 'prefix'])
+    for (const key of body.keys)
+      expect(Object.keys(key).sort()).toEqual(['createdAt', 'id', 'lastUsedAt', 'name', 'prefix'])
     // Bob's key is not in Alice's list.
     expect(text).not.toContain(bob.apiKey.slice(0, 8))
   })
@@ -113,8 +116,13 @@ describe('secret storage', () => {
 
     const db = new Database(join(t.dataDir, 'imghost.sqlite'), { readonly: true })
     try {
-      const columns = (db.query('PRAGMA table_info(api_keys)').all() as { name: string; type: string }[]).map((c) => c.name)
-      const rows = db.query('SELECT * FROM api_keys WHERE user_id = ?').all(account.user.id) as Record<string, unknown>[]
+      const columns = (db.query('PRAGMA table_info(api_keys)').all() as { name: string; type: string }[]).map(
+        (c) => c.name,
+      )
+      const rows = db.query('SELECT * FROM api_keys WHERE user_id = ?').all(account.user.id) as Record<
+        string,
+        unknown
+      >[]
       expect(rows.length).toBe(1)
       const row = rows[0]
       for (const column of columns) expect(String(row[column] ?? '')).not.toContain(account.apiKey)
@@ -129,7 +137,9 @@ describe('secret storage', () => {
     const account = await registerUser(t)
     const db = new Database(join(t.dataDir, 'imghost.sqlite'), { readonly: true })
     try {
-      const row = db.query('SELECT password_hash FROM users WHERE id = ?').get(account.user.id) as { password_hash: string }
+      const row = db.query('SELECT password_hash FROM users WHERE id = ?').get(account.user.id) as {
+        password_hash: string
+      }
       expect(row.password_hash).toStartWith('$argon2id$')
     } finally {
       db.close()
@@ -139,7 +149,7 @@ describe('secret storage', () => {
 })
 
 describe('key authentication (X-API-Key on GET /api/v1/me)', () => {
-  test("a key authenticates as its owner and updates lastUsedAt", async () => {
+  test('a key authenticates as its owner and updates lastUsedAt', async () => {
     const account = await userWithKey(t)
     const before = (await (await listKeys(account.bearer)).json()) as any
     expect(before.keys[0].lastUsedAt).toBeNull()
@@ -158,16 +168,16 @@ describe('key authentication (X-API-Key on GET /api/v1/me)', () => {
   })
 
   test('the service resolves a secret to its owner and refuses others', async () => {
-      const account = await userWithKey(t)
-      expect(t.server.services.auth.keyUser(account.apiKey).id).toBe(account.user.id)
-      let caught: unknown
-      try {
-        t.server.services.auth.keyUser(account.apiKey.slice(0, -1) + (account.apiKey.endsWith('A') ? 'B' : 'A'))
-      } catch (error) {
-        caught = error
-      }
-      expect(caught).toBeInstanceOf(HttpError)
-      expect((caught as HttpError).status).toBe(401)
+    const account = await userWithKey(t)
+    expect(t.server.services.auth.keyUser(account.apiKey).id).toBe(account.user.id)
+    let caught: unknown
+    try {
+      t.server.services.auth.keyUser(account.apiKey.slice(0, -1) + (account.apiKey.endsWith('A') ? 'B' : 'A'))
+    } catch (error) {
+      caught = error
+    }
+    expect(caught).toBeInstanceOf(HttpError)
+    expect((caught as HttpError).status).toBe(401)
   })
 
   test('missing, wrong, truncated or JWT-as-key credentials: 401', async () => {
@@ -176,7 +186,14 @@ describe('key authentication (X-API-Key on GET /api/v1/me)', () => {
     expect(none.status).toBe(401)
     expect(typeof none.body.error).toBe('string')
     const flipped = account.apiKey.slice(0, -1) + (account.apiKey.endsWith('A') ? 'B' : 'A')
-    for (const key of [flipped, account.apiKey.slice(0, -1), account.apiKey.slice(0, 8), 'garbage', account.token, account.apiKey.toUpperCase()]) {
+    for (const key of [
+      flipped,
+      account.apiKey.slice(0, -1),
+      account.apiKey.slice(0, 8),
+      'garbage',
+      account.token,
+      account.apiKey.toUpperCase(),
+    ]) {
       if (key === account.apiKey) continue
       const res = await usage(key)
       expect({ key, status: res.status }).toEqual({ key, status: 401 })

@@ -70,7 +70,9 @@ function textBody(raw: string): { headers: string; body: string } {
   expect(headers).toMatch(/^content-type:\s*text\/plain/im)
   const encoding = /^content-transfer-encoding:\s*(\S+)/im.exec(headers)?.[1]?.toLowerCase() ?? '7bit'
   if (encoding === 'quoted-printable') {
-    const bytes = body.replace(/=\r?\n/g, '').replace(/=([0-9A-F]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)))
+    const bytes = body
+      .replace(/=\r?\n/g, '')
+      .replace(/=([0-9A-F]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)))
     return { headers, body: Buffer.from(bytes, 'latin1').toString('utf8') }
   }
   if (encoding === 'base64') return { headers, body: Buffer.from(body.replace(/\s+/g, ''), 'base64').toString('utf8') }
@@ -102,86 +104,94 @@ async function captureLog(action: () => Promise<unknown>): Promise<string> {
 }
 
 describe('email verification over SMTP', () => {
-  test('register mails one token to the address; it verifies the account; resend mails another; none is logged', async () => {
-    const name = `smtp${Date.now().toString(36)}`
-    const email = `${name}@example.com`
-    let session: Awaited<ReturnType<typeof registerUser>> | undefined
-    const registerLog = await captureLog(async () => {
-      session = await registerUser(t, name)
-    })
-    expect(session!.user.emailVerified).toBe(false)
-
-    const first = await mailsFor(email, 1)
-    expect(first.length).toBe(1)
-    // Nothing else went out: only this address got mail.
-    expect(mails.length).toBe(1)
-    expect(first[0].to).toEqual([email])
-    expect(first[0].from).toBe('imghost@example.test')
-    expect(textBody(first[0].raw).headers).toMatch(/^subject:.*verify/im)
-    const firstToken = tokenOf(first[0])
-    expect(firstToken.length).toBeGreaterThanOrEqual(32)
-    // With SMTP configured the token goes by mail only, never into the server log.
-    expect(registerLog).not.toContain(firstToken)
-    expect(registerLog).not.toContain('verification token')
-
-    // The link in the mail opens a real page of this server.
-    const link = /(https?:\/\/\S+\/verify\?token=\S+)/.exec(textBody(first[0].raw).body)![1]
-    expect(link.startsWith(`${t.url}/verify?`)).toBe(true)
-    const page = await fetch(link)
-    expect(page.status).toBe(200)
-    expect(page.headers.get('content-type')).toContain('text/html')
-
-    // Resend: a second, different token by mail, still not logged.
-    let resend: { status: number; body: any } | undefined
-    const resendLog = await captureLog(async () => {
-      resend = await t.json('/api/auth/resend-verification', { method: 'POST', headers: session!.bearer })
-    })
-    expect(resend!.status).toBe(200)
-    expect(resend!.body.success).toBe(true)
-    const both = await mailsFor(email, 2)
-    expect(both.length).toBe(2)
-    const secondToken = tokenOf(both[1])
-    expect(secondToken).not.toBe(firstToken)
-    expect(resendLog).not.toContain(secondToken)
-    expect(resendLog).not.toContain('verification token')
-
-    // The mailed token verifies the account, once.
-    const verified = await t.json('/api/auth/verify-email', { method: 'POST', ...jsonBody({ token: firstToken }) })
-    expect(verified.status).toBe(200)
-    expect(verified.body.success).toBe(true)
-    const me = await t.json('/api/auth/me', { headers: session!.bearer })
-    expect(me.status).toBe(200)
-    expect(me.body.user.emailVerified).toBe(true)
-    const again = await t.json('/api/auth/verify-email', { method: 'POST', ...jsonBody({ token: firstToken }) })
-    expect(again.status).toBe(400)
-    expect(typeof again.body.error).toBe('string')
-
-    // A verified account gets no more mail.
-    const late = await t.json('/api/auth/resend-verification', { method: 'POST', headers: session!.bearer })
-    expect(late.status).toBe(400)
-    await Bun.sleep(200)
-    expect((await mailsFor(email, 3, 0)).length).toBe(2)
-  }, TIMEOUT)
-
-  test('an SMTP server that is down does not fail registration, and the token is still not logged', async () => {
-    // A second app pointed at a port nobody listens on.
-    const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
-    const deadPort = probe.port
-    probe.stop(true)
-    const down = await startTestServer({ SMTP_URL: `smtp://127.0.0.1:${deadPort}` })
-    try {
-      const name = `down${Date.now().toString(36)}`
+  test(
+    'register mails one token to the address; it verifies the account; resend mails another; none is logged',
+    async () => {
+      const name = `smtp${Date.now().toString(36)}`
+      const email = `${name}@example.com`
       let session: Awaited<ReturnType<typeof registerUser>> | undefined
-      const log = await captureLog(async () => {
-        session = await registerUser(down, name)
+      const registerLog = await captureLog(async () => {
+        session = await registerUser(t, name)
       })
       expect(session!.user.emailVerified).toBe(false)
-      expect(log).toContain('sending verification email failed')
-      expect(log).not.toContain('verification token')
-      const me = await down.json('/api/auth/me', { headers: session!.bearer })
-      expect(me.body.user.emailVerified).toBe(false)
-    } finally {
-      await down.stop()
-    }
-  }, TIMEOUT)
+
+      const first = await mailsFor(email, 1)
+      expect(first.length).toBe(1)
+      // Nothing else went out: only this address got mail.
+      expect(mails.length).toBe(1)
+      expect(first[0].to).toEqual([email])
+      expect(first[0].from).toBe('imghost@example.test')
+      expect(textBody(first[0].raw).headers).toMatch(/^subject:.*verify/im)
+      const firstToken = tokenOf(first[0])
+      expect(firstToken.length).toBeGreaterThanOrEqual(32)
+      // With SMTP configured the token goes by mail only, never into the server log.
+      expect(registerLog).not.toContain(firstToken)
+      expect(registerLog).not.toContain('verification token')
+
+      // The link in the mail opens a real page of this server.
+      const link = /(https?:\/\/\S+\/verify\?token=\S+)/.exec(textBody(first[0].raw).body)![1]
+      expect(link.startsWith(`${t.url}/verify?`)).toBe(true)
+      const page = await fetch(link)
+      expect(page.status).toBe(200)
+      expect(page.headers.get('content-type')).toContain('text/html')
+
+      // Resend: a second, different token by mail, still not logged.
+      let resend: { status: number; body: any } | undefined
+      const resendLog = await captureLog(async () => {
+        resend = await t.json('/api/auth/resend-verification', { method: 'POST', headers: session!.bearer })
+      })
+      expect(resend!.status).toBe(200)
+      expect(resend!.body.success).toBe(true)
+      const both = await mailsFor(email, 2)
+      expect(both.length).toBe(2)
+      const secondToken = tokenOf(both[1])
+      expect(secondToken).not.toBe(firstToken)
+      expect(resendLog).not.toContain(secondToken)
+      expect(resendLog).not.toContain('verification token')
+
+      // The mailed token verifies the account, once.
+      const verified = await t.json('/api/auth/verify-email', { method: 'POST', ...jsonBody({ token: firstToken }) })
+      expect(verified.status).toBe(200)
+      expect(verified.body.success).toBe(true)
+      const me = await t.json('/api/auth/me', { headers: session!.bearer })
+      expect(me.status).toBe(200)
+      expect(me.body.user.emailVerified).toBe(true)
+      const again = await t.json('/api/auth/verify-email', { method: 'POST', ...jsonBody({ token: firstToken }) })
+      expect(again.status).toBe(400)
+      expect(typeof again.body.error).toBe('string')
+
+      // A verified account gets no more mail.
+      const late = await t.json('/api/auth/resend-verification', { method: 'POST', headers: session!.bearer })
+      expect(late.status).toBe(400)
+      await Bun.sleep(200)
+      expect((await mailsFor(email, 3, 0)).length).toBe(2)
+    },
+    TIMEOUT,
+  )
+
+  test(
+    'an SMTP server that is down does not fail registration, and the token is still not logged',
+    async () => {
+      // A second app pointed at a port nobody listens on.
+      const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+      const deadPort = probe.port
+      probe.stop(true)
+      const down = await startTestServer({ SMTP_URL: `smtp://127.0.0.1:${deadPort}` })
+      try {
+        const name = `down${Date.now().toString(36)}`
+        let session: Awaited<ReturnType<typeof registerUser>> | undefined
+        const log = await captureLog(async () => {
+          session = await registerUser(down, name)
+        })
+        expect(session!.user.emailVerified).toBe(false)
+        expect(log).toContain('sending verification email failed')
+        expect(log).not.toContain('verification token')
+        const me = await down.json('/api/auth/me', { headers: session!.bearer })
+        expect(me.body.user.emailVerified).toBe(false)
+      } finally {
+        await down.stop()
+      }
+    },
+    TIMEOUT,
+  )
 })

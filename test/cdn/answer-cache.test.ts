@@ -1,11 +1,11 @@
-import { afterAll, afterEach, beforeAll, describe, expect, spyOn, test } from 'bun:test'
-import { eq } from 'drizzle-orm'
-import { images } from '../../src/db/schema'
 import { Database } from 'bun:sqlite'
+import { afterAll, afterEach, beforeAll, describe, expect, spyOn, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
+import { eq } from 'drizzle-orm'
+import { images } from '../../src/db/schema'
 import { makeImage, uploadForm } from '../fixtures'
-import { eventually, jsonBody, startTestServer, testClock, userWithKey, type TestServer } from '../helpers'
+import { eventually, jsonBody, startTestServer, type TestServer, testClock, userWithKey } from '../helpers'
 
 // /cdn answers from the in-memory cache of live images (src/modules/images/live-cache.ts): every test first makes /cdn
 // answer (so the image is cached), checks it is, then changes the image and expects the new answer at once. Without
@@ -28,7 +28,11 @@ const cache = () => t.server.services.images.liveCache
 const path = (url: string) => new URL(url).pathname
 
 async function uploaded(fields: Record<string, string> = {}) {
-  const res = await t.json('/api/v1/upload', { method: 'POST', headers: owner.keyHeader, body: uploadForm([{ bytes: await makeImage('png', 40, 30, ++seed) }], fields) })
+  const res = await t.json('/api/v1/upload', {
+    method: 'POST',
+    headers: owner.keyHeader,
+    body: uploadForm([{ bytes: await makeImage('png', 40, 30, ++seed) }], fields),
+  })
   expect(res.status).toBe(201)
   return res.body as { id: string; url: string; thumbnail: string; expiresAt: string; deleteToken?: string }
 }
@@ -109,7 +113,10 @@ describe('/cdn answer cache: invalidation', () => {
   test('PATCH shortening the expiry of a cached image', async () => {
     const up = await uploaded()
     await servedAndCached(up)
-    const patched = await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ expires: 1 }, owner.keyHeader) })
+    const patched = await t.json(`/api/v1/image/${up.id}`, {
+      method: 'PATCH',
+      ...jsonBody({ expires: 1 }, owner.keyHeader),
+    })
     expect(patched.status).toBe(200)
     expect(cache().has(up.id)).toBe(false)
     clock.set(Date.parse(patched.body.expiresAt) - 1)
@@ -121,7 +128,14 @@ describe('/cdn answer cache: invalidation', () => {
   test('PATCH visibility: the entry is rebuilt, and a private image is still served by its link', async () => {
     const up = await uploaded()
     await servedAndCached(up)
-    expect((await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ visibility: 'private' }, owner.keyHeader) })).status).toBe(200)
+    expect(
+      (
+        await t.json(`/api/v1/image/${up.id}`, {
+          method: 'PATCH',
+          ...jsonBody({ visibility: 'private' }, owner.keyHeader),
+        })
+      ).status,
+    ).toBe(200)
     expect(cache().has(up.id)).toBe(false)
     await servedAndCached(up)
   })
@@ -129,7 +143,11 @@ describe('/cdn answer cache: invalidation', () => {
   test('any write to the row through the database, not only the service (here: expired by hand)', async () => {
     const up = await uploaded()
     await servedAndCached(up)
-    t.server.db.update(images).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(images.id, up.id)).run()
+    t.server.db
+      .update(images)
+      .set({ expiresAt: new Date(Date.now() - 1000) })
+      .where(eq(images.id, up.id))
+      .run()
     await gone(up)
   })
 
@@ -152,28 +170,31 @@ describe('/cdn answer cache: invalidation', () => {
 
 describe('/cdn small files from memory (src/modules/cdn/hot-files.ts)', () => {
   // Only local disk keeps files in memory; an object store is asked on every request.
-  test.skipIf(process.env.STORAGE === 's3')('after the first answers a small file comes from memory: same bytes, ranges, HEAD; a deleted image is 404', async () => {
-    const up = await uploaded()
-    const p = path(up.url)
-    const original = new Uint8Array(await (await t.fetch(p)).arrayBuffer())
-    await (await t.fetch(p)).arrayBuffer()
-    await Bun.sleep(50)
-    // Removed from disk by hand, not through the service: only memory can still answer.
-    rmSync(join(t.dataDir, 'files', 'originals', `${up.id}.png`))
-    const again = await t.fetch(p)
-    expect(again.status).toBe(200)
-    expect(again.headers.get('content-length')).toBe(String(original.byteLength))
-    expect(new Uint8Array(await again.arrayBuffer())).toEqual(original)
-    const range = await t.fetch(p, { headers: { range: 'bytes=2-9' } })
-    expect(range.status).toBe(206)
-    expect(new Uint8Array(await range.arrayBuffer())).toEqual(original.slice(2, 10))
-    const head = await t.fetch(p, { method: 'HEAD' })
-    expect(head.status).toBe(200)
-    expect((await head.arrayBuffer()).byteLength).toBe(0)
-    // Deleted through the service: 404 at once, though its bytes are still in memory.
-    expect((await t.json(`/api/v1/image/${up.id}`, { method: 'DELETE', headers: owner.keyHeader })).status).toBe(200)
-    expect((await t.fetch(p)).status).toBe(404)
-  })
+  test.skipIf(process.env.STORAGE === 's3')(
+    'after the first answers a small file comes from memory: same bytes, ranges, HEAD; a deleted image is 404',
+    async () => {
+      const up = await uploaded()
+      const p = path(up.url)
+      const original = new Uint8Array(await (await t.fetch(p)).arrayBuffer())
+      await (await t.fetch(p)).arrayBuffer()
+      await Bun.sleep(50)
+      // Removed from disk by hand, not through the service: only memory can still answer.
+      rmSync(join(t.dataDir, 'files', 'originals', `${up.id}.png`))
+      const again = await t.fetch(p)
+      expect(again.status).toBe(200)
+      expect(again.headers.get('content-length')).toBe(String(original.byteLength))
+      expect(new Uint8Array(await again.arrayBuffer())).toEqual(original)
+      const range = await t.fetch(p, { headers: { range: 'bytes=2-9' } })
+      expect(range.status).toBe(206)
+      expect(new Uint8Array(await range.arrayBuffer())).toEqual(original.slice(2, 10))
+      const head = await t.fetch(p, { method: 'HEAD' })
+      expect(head.status).toBe(200)
+      expect((await head.arrayBuffer()).byteLength).toBe(0)
+      // Deleted through the service: 404 at once, though its bytes are still in memory.
+      expect((await t.json(`/api/v1/image/${up.id}`, { method: 'DELETE', headers: owner.keyHeader })).status).toBe(200)
+      expect((await t.fetch(p)).status).toBe(404)
+    },
+  )
 })
 
 describe('fast paths (/cdn, image metadata): request log and metrics', () => {
@@ -186,7 +207,11 @@ describe('fast paths (/cdn, image metadata): request log and metrics', () => {
       await t.fetch(path(up.thumbnail), { method: 'HEAD' })
       await t.fetch('/cdn/ZZZZZZZZ.png')
       await t.fetch(`/api/v1/image/${up.id}`)
-      await eventually(() => lines.filter((l) => l.includes('"msg":"request"')).length >= 4, undefined, 'the four log lines')
+      await eventually(
+        () => lines.filter((l) => l.includes('"msg":"request"')).length >= 4,
+        undefined,
+        'the four log lines',
+      )
     } finally {
       spy.mockRestore()
     }
@@ -195,7 +220,9 @@ describe('fast paths (/cdn, image metadata): request log and metrics', () => {
     const original = entries.filter((e) => e.route === '/cdn/:file')
     const thumb = entries.find((e) => e.route === '/cdn/medium/:file')
     expect(original.map((e) => e.status).sort()).toEqual([200, 404])
-    expect(original.find((e) => e.status === 200).bytes).toBe((await t.server.deps.storage.stat(`originals/${up.id}.png`))!.size)
+    expect(original.find((e) => e.status === 200).bytes).toBe(
+      (await t.server.deps.storage.stat(`originals/${up.id}.png`))!.size,
+    )
     expect(thumb).toMatchObject({ method: 'HEAD', status: 200 })
     expect(api.bytes).toBeGreaterThan(0)
     for (const e of [...original, thumb]) expect(Object.keys(e).sort()).toEqual(Object.keys(api).sort())

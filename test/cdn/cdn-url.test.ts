@@ -29,7 +29,9 @@ beforeAll(async () => {
   image = await uploadImage(t, owner.keyHeader, {}, { name: 'harbour.png', width: 90, height: 60 })
   const album = await t.json('/api/albums', send('POST', { title: 'Harbour', isPublic: true }, owner.bearer))
   albumId = album.body.album.id
-  expect((await t.json(`/api/albums/${albumId}/images`, send('POST', { imageId: image.id }, owner.bearer))).status).toBe(200)
+  expect(
+    (await t.json(`/api/albums/${albumId}/images`, send('POST', { imageId: image.id }, owner.bearer))).status,
+  ).toBe(200)
 })
 afterAll(() => t.stop())
 
@@ -39,10 +41,17 @@ describe('CDN_URL is the base of every direct and thumbnail link', () => {
     expect(image.thumbnail).toBe(`${CDN}/cdn/medium/${image.id}.webp`)
     expect(image.viewer).toBe(`${t.url}/i/${image.id}`)
 
-    const api = await t.json('/api/v1/upload', { method: 'POST', headers: owner.keyHeader, body: uploadForm([{ bytes: await makeImage('png', 20, 20, 7) }]) })
+    const api = await t.json('/api/v1/upload', {
+      method: 'POST',
+      headers: owner.keyHeader,
+      body: uploadForm([{ bytes: await makeImage('png', 20, 20, 7) }]),
+    })
     expect(api.status).toBe(201)
     expect(expectCdnLinks(JSON.stringify(api.body))).toBeGreaterThanOrEqual(2)
-    const web = await t.json('/api/upload', { method: 'POST', body: uploadForm([{ bytes: await makeImage('png', 20, 20, 8) }]) })
+    const web = await t.json('/api/upload', {
+      method: 'POST',
+      body: uploadForm([{ bytes: await makeImage('png', 20, 20, 8) }]),
+    })
     expect(web.status).toBe(201)
     expect(expectCdnLinks(JSON.stringify(web.body))).toBeGreaterThanOrEqual(2)
   })
@@ -78,7 +87,9 @@ describe('CDN_URL is the base of every direct and thumbnail link', () => {
     const viewer = await t.fetch(`/i/${image.id}`)
     const html = await viewer.text()
     const doc = parse(html)
-    const meta = (key: string) => doc.querySelector(`meta[property="${key}"]`)?.getAttribute('content') ?? doc.querySelector(`meta[name="${key}"]`)?.getAttribute('content')
+    const meta = (key: string) =>
+      doc.querySelector(`meta[property="${key}"]`)?.getAttribute('content') ??
+      doc.querySelector(`meta[name="${key}"]`)?.getAttribute('content')
     expect(meta('og:image')).toBe(image.url)
     expect(doc.querySelector('main img')!.getAttribute('src')).toBe(image.url)
     expect(expectCdnLinks(html)).toBeGreaterThanOrEqual(3)

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import sharp from 'sharp'
-import { makeAnimatedGif, makeImage, svgImage, uploadForm, type Bytes } from '../fixtures'
-import { startTestServer, userWithKey, type TestServer } from '../helpers'
+import { type Bytes, makeAnimatedGif, makeImage, svgImage, uploadForm } from '../fixtures'
+import { startTestServer, type TestServer, userWithKey } from '../helpers'
 
 let t: TestServer
 let jpeg: { id: string; url: string; thumbnail: string; size: number }
@@ -12,7 +12,13 @@ beforeAll(async () => {
   t = await startTestServer()
   owner = await userWithKey(t)
   jpegBytes = await makeImage('jpeg', 1200, 800)
-  jpeg = (await t.json('/api/v1/upload', { method: 'POST', headers: owner.keyHeader, body: uploadForm([{ bytes: jpegBytes, name: 'big.jpg' }]) })).body
+  jpeg = (
+    await t.json('/api/v1/upload', {
+      method: 'POST',
+      headers: owner.keyHeader,
+      body: uploadForm([{ bytes: jpegBytes, name: 'big.jpg' }]),
+    })
+  ).body
 })
 afterAll(() => t.stop())
 
@@ -102,13 +108,25 @@ describe('/cdn/medium/<id>.webp', () => {
     expect(new Uint8Array(await part.arrayBuffer())).toEqual(bytes.slice(0, 100))
   })
   test('small images are never enlarged', async () => {
-    const small = (await t.json('/api/v1/upload', { method: 'POST', headers: owner.keyHeader, body: uploadForm([{ bytes: await makeImage('png', 40, 30) }]) })).body
+    const small = (
+      await t.json('/api/v1/upload', {
+        method: 'POST',
+        headers: owner.keyHeader,
+        body: uploadForm([{ bytes: await makeImage('png', 40, 30) }]),
+      })
+    ).body
     const meta = await sharp(Buffer.from(await (await t.fetch(path(small.thumbnail))).arrayBuffer())).metadata()
     expect([meta.width, meta.height]).toEqual([40, 30])
   })
   test('animated GIFs get animated thumbnails, and report the canvas size', async () => {
     const gif = await makeAnimatedGif(60, 40, 3)
-    const up = (await t.json('/api/v1/upload', { method: 'POST', headers: owner.keyHeader, body: uploadForm([{ bytes: gif, name: 'anim.gif' }]) })).body
+    const up = (
+      await t.json('/api/v1/upload', {
+        method: 'POST',
+        headers: owner.keyHeader,
+        body: uploadForm([{ bytes: gif, name: 'anim.gif' }]),
+      })
+    ).body
     expect([up.width, up.height]).toEqual([60, 40])
     const meta = await sharp(Buffer.from(await (await t.fetch(path(up.thumbnail))).arrayBuffer())).metadata()
     expect(meta.format).toBe('webp')
@@ -119,7 +137,13 @@ describe('/cdn/medium/<id>.webp', () => {
 describe('SVG', () => {
   test('is served with a sandboxing CSP and nosniff', async () => {
     const svg = svgImage(100, 100, '<script>alert(1)</script>')
-    const up = (await t.json('/api/v1/upload', { method: 'POST', headers: owner.keyHeader, body: uploadForm([{ bytes: svg, name: 'x.svg' }]) })).body
+    const up = (
+      await t.json('/api/v1/upload', {
+        method: 'POST',
+        headers: owner.keyHeader,
+        body: uploadForm([{ bytes: svg, name: 'x.svg' }]),
+      })
+    ).body
     const res = await t.fetch(path(up.url))
     expect(res.status).toBe(200)
     expect(res.headers.get('content-type')).toBe('image/svg+xml')

@@ -9,7 +9,12 @@ const bytesOf = (n: number, fill: number) => new Uint8Array(n).fill(fill)
 /** A file body whose reads are counted. */
 function countedFile(bytes: Uint8Array) {
   const reads = { count: 0 }
-  const file = { bytes: async () => (reads.count++, bytes) } as unknown as Blob
+  const file = {
+    bytes: async () => {
+      reads.count++
+      return bytes
+    },
+  } as unknown as Blob
   return { file, reads }
 }
 const settle = () => Bun.sleep(5)

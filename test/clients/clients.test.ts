@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { makeImage } from '../fixtures'
-import { startTestServer, userWithKey, type TestServer } from '../helpers'
+import { startTestServer, type TestServer, userWithKey } from '../helpers'
 
 let t: TestServer
 let work: string
@@ -19,7 +19,12 @@ afterAll(async () => {
 /** Resolves ShareX's `{json:path}` syntax (dotted paths) against a JSON response. */
 function resolveSharex(template: string, response: Record<string, unknown>): string {
   return template.replace(/\{json:([^}]+)\}/g, (_, path: string) => {
-    const value = path.split('.').reduce<unknown>((v, key) => (v && typeof v === 'object' ? (v as Record<string, unknown>)[key] : undefined), response)
+    const value = path
+      .split('.')
+      .reduce<unknown>(
+        (v, key) => (v && typeof v === 'object' ? (v as Record<string, unknown>)[key] : undefined),
+        response,
+      )
     if (value === undefined) throw new Error(`{json:${path}} does not resolve`)
     return String(value)
   })
@@ -84,7 +89,9 @@ describe('GET /api/v1/clients/sharex', () => {
 
   test('visibility and album become multipart Arguments that the upload honours', async () => {
     const user = await userWithKey(t)
-    const res = await t.json(`/api/v1/clients/sharex?visibility=private&album=${encodeURIComponent('Screen shots')}`, { headers: user.keyHeader })
+    const res = await t.json(`/api/v1/clients/sharex?visibility=private&album=${encodeURIComponent('Screen shots')}`, {
+      headers: user.keyHeader,
+    })
     expect(res.status).toBe(200)
     expect(res.body.Arguments).toEqual({ visibility: 'private', album: 'Screen shots' })
     const upload = await sharexUpload(res.body, await makeImage('png', 20, 20), 'a.png')
@@ -111,12 +118,20 @@ async function runScript(script: string, args: string[], extraPath?: string, std
   const file = join(work, `script-${crypto.randomUUID()}.sh`)
   writeFileSync(file, script)
   const proc = Bun.spawn(['sh', file, ...args], {
-    env: { PATH: [extraPath, '/usr/local/bin', '/usr/bin', '/bin'].filter(Boolean).join(':'), HOME: work, TMPDIR: work },
+    env: {
+      PATH: [extraPath, '/usr/local/bin', '/usr/bin', '/bin'].filter(Boolean).join(':'),
+      HOME: work,
+      TMPDIR: work,
+    },
     stdin: stdin ?? 'ignore',
     stdout: 'pipe',
     stderr: 'pipe',
   })
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ])
   return { stdout, stderr, code }
 }
 
@@ -168,7 +183,10 @@ describe('GET /api/v1/clients/shell', () => {
     const script = await (await t.fetch('/api/v1/clients/shell', { headers: user.keyHeader })).text()
     const clip = join(work, `clipboard-${crypto.randomUUID()}`)
     // wl-copy exists but fails (no Wayland session): xclip is next.
-    const bin = fakeBin({ 'wl-copy': 'exit 1', xclip: `[ "$1" = "-selection" ] && [ "$2" = "clipboard" ] || exit 3\ncat > '${clip}'` })
+    const bin = fakeBin({
+      'wl-copy': 'exit 1',
+      xclip: `[ "$1" = "-selection" ] && [ "$2" = "clipboard" ] || exit 3\ncat > '${clip}'`,
+    })
     const run = await runScript(script, ['-'], bin, await makeImage('png', 12, 12))
     expect(run.code).toBe(0)
     expect(run.stderr).toBe('')
@@ -182,7 +200,9 @@ describe('GET /api/v1/clients/shell', () => {
     // The scripts run with HOME set to the work directory (see runScript).
     const marker = join(work, 'pwned')
     const album = `it's $(touch $HOME/pwned) \`touch ~/pwned\` @/etc/passwd`
-    const res = await t.fetch(`/api/v1/clients/shell?visibility=private&album=${encodeURIComponent(album)}`, { headers: user.keyHeader })
+    const res = await t.fetch(`/api/v1/clients/shell?visibility=private&album=${encodeURIComponent(album)}`, {
+      headers: user.keyHeader,
+    })
     expect(res.status).toBe(200)
     const file = join(work, 'a.png')
     writeFileSync(file, await makeImage('png', 10, 10))

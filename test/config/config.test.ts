@@ -53,11 +53,20 @@ describe('loadConfig defaults', () => {
     const custom = loadConfig({ PUBLIC_URL: 'https://img.example.com/' })
     expect(custom.publicUrl).toBe('https://img.example.com')
     expect(custom.cdnUrl).toBe('https://img.example.com')
-    expect(loadConfig({ PUBLIC_URL: 'https://img.example.com', CDN_URL: 'https://cdn.example.com/' }).cdnUrl).toBe('https://cdn.example.com')
+    expect(loadConfig({ PUBLIC_URL: 'https://img.example.com', CDN_URL: 'https://cdn.example.com/' }).cdnUrl).toBe(
+      'https://cdn.example.com',
+    )
   })
 
   test('given values are parsed to their types', () => {
-    const c = loadConfig({ PORT: '4000', MAX_FILE_SIZE: '1024', TRUST_PROXY: 'true', STRIP_METADATA: 'all', SITE_COLOR: '#ABCDEF', NSFW_SEXY_THRESHOLD: '0.9' })
+    const c = loadConfig({
+      PORT: '4000',
+      MAX_FILE_SIZE: '1024',
+      TRUST_PROXY: 'true',
+      STRIP_METADATA: 'all',
+      SITE_COLOR: '#ABCDEF',
+      NSFW_SEXY_THRESHOLD: '0.9',
+    })
     expect(c.port).toBe(4000)
     expect(c.limits.user.maxFileSize).toBe(1024)
     expect(c.trustProxy).toBe(true)
@@ -114,7 +123,16 @@ describe('immutability', () => {
       ;(config as any).port = 1
     }).toThrow()
     expect(config.port).toBe(3000)
-    for (const nested of [config.limits, config.limits.user, config.limits.anonymous, config.limits.storage, config.nsfw, config.nsfw.thresholds, config.admin, config.smtp]) {
+    for (const nested of [
+      config.limits,
+      config.limits.user,
+      config.limits.anonymous,
+      config.limits.storage,
+      config.nsfw,
+      config.nsfw.thresholds,
+      config.admin,
+      config.smtp,
+    ]) {
       expect(Object.isFrozen(nested)).toBe(true)
     }
     expect(() => {
@@ -130,12 +148,23 @@ describe('the real process', () => {
     try {
       const proc = Bun.spawn([join(ROOT, 'node_modules/.bin/bun'), 'src/index.ts'], {
         cwd: ROOT,
-        env: { ...process.env, PORT: 'abc', DATA_DIR: dataDir, JWT_SECRET: '', ADMIN_USERNAME: '', LOG_REQUESTS: 'false' },
+        env: {
+          ...process.env,
+          PORT: 'abc',
+          DATA_DIR: dataDir,
+          JWT_SECRET: '',
+          ADMIN_USERNAME: '',
+          LOG_REQUESTS: 'false',
+        },
         stdout: 'pipe',
         stderr: 'pipe',
       })
       const killer = setTimeout(() => proc.kill(), 30_000)
-      const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()])
+      const [code, out, err] = await Promise.all([
+        proc.exited,
+        new Response(proc.stdout).text(),
+        new Response(proc.stderr).text(),
+      ])
       clearTimeout(killer)
       expect(proc.signalCode).toBeNull()
       expect(code).not.toBe(0)

@@ -4,7 +4,7 @@ import { ConfigError, loadConfig } from '../../src/config'
 
 describe('JWT_SECRET length', () => {
   test('under 32 bytes is a config error naming it; 32 bytes, or unset (generated), is accepted', () => {
-    for (const secret of ['short', 'x'.repeat(31), 'é'.repeat(15) + 'x']) {
+    for (const secret of ['short', 'x'.repeat(31), `${'é'.repeat(15)}x`]) {
       expect(() => loadConfig({ JWT_SECRET: secret })).toThrow(ConfigError)
       expect(() => loadConfig({ JWT_SECRET: secret })).toThrow(/JWT_SECRET.*32 bytes/)
     }

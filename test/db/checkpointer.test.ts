@@ -11,7 +11,8 @@ import { closeDatabase, openDatabase } from '../../src/db/client'
 const dir = mkdtempSync(join(tmpdir(), 'imghost-checkpoint-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-const autoCheckpoint = (db: ReturnType<typeof openDatabase>) => (db.$client.query('PRAGMA wal_autocheckpoint').get() as { wal_autocheckpoint: number }).wal_autocheckpoint
+const autoCheckpoint = (db: ReturnType<typeof openDatabase>) =>
+  (db.$client.query('PRAGMA wal_autocheckpoint').get() as { wal_autocheckpoint: number }).wal_autocheckpoint
 /** ~8 MB of rows in one table: far more than the 1,000 pages (4 MB) after which SQLite would checkpoint by itself. */
 function writeMuch(db: ReturnType<typeof openDatabase>) {
   db.$client.exec('CREATE TABLE IF NOT EXISTS filler (data BLOB)')

@@ -16,7 +16,9 @@ describe('the SQLite database', () => {
       expect((sqlite.query('PRAGMA journal_mode').get() as { journal_mode: string }).journal_mode).toBe('wal')
       expect((sqlite.query('PRAGMA foreign_keys').get() as { foreign_keys: number }).foreign_keys).toBe(1)
       // Not only set but enforced: a key for a user that does not exist is refused.
-      expect(() => sqlite.run("INSERT INTO api_keys (user_id, name, prefix, secret_hash) VALUES (424242, 'k', 'p', 'h')")).toThrow(/FOREIGN KEY/)
+      expect(() =>
+        sqlite.run("INSERT INTO api_keys (user_id, name, prefix, secret_hash) VALUES (424242, 'k', 'p', 'h')"),
+      ).toThrow(/FOREIGN KEY/)
     } finally {
       closeDatabase(db)
     }
@@ -27,11 +29,23 @@ describe('the SQLite database', () => {
     cpSync(join(ROOT, 'src/db/migrations'), out, { recursive: true })
     const before = readdirSync(out).sort()
     // drizzle-kit reads --out relative to the working directory.
-    const run = Bun.spawnSync([join(ROOT, 'node_modules/.bin/drizzle-kit'), 'generate', '--dialect', 'sqlite', '--schema', './src/db/schema.ts', '--out', relative(ROOT, out)], {
-      cwd: ROOT,
-      stdout: 'pipe',
-      stderr: 'pipe',
-    })
+    const run = Bun.spawnSync(
+      [
+        join(ROOT, 'node_modules/.bin/drizzle-kit'),
+        'generate',
+        '--dialect',
+        'sqlite',
+        '--schema',
+        './src/db/schema.ts',
+        '--out',
+        relative(ROOT, out),
+      ],
+      {
+        cwd: ROOT,
+        stdout: 'pipe',
+        stderr: 'pipe',
+      },
+    )
     const output = `${run.stdout.toString()}${run.stderr.toString()}`
     expect(run.exitCode, output).toBe(0)
     expect(output).toContain('No schema changes')

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { parse } from 'node-html-parser'
 import { fillPlaceholders, humanSize } from '../../src/modules/embeds/service'
 import { makeImage, uploadForm } from '../fixtures'
-import { makeAdmin, registerUser, userWithKey, type TestServer } from '../helpers'
+import { makeAdmin, registerUser, type TestServer, userWithKey } from '../helpers'
 import { expectError, send, startServer, uploadImage } from '../pages/support'
 
 let t: TestServer
@@ -25,13 +25,19 @@ async function createProfile(body: Record<string, unknown>, headers = owner.bear
 }
 
 const embedProfileOf = (imageId: string) =>
-  (t.server.db.$client.query('SELECT embed_profile_id AS p FROM images WHERE id = ?').get(imageId) as { p: number | null }).p
+  (
+    t.server.db.$client.query('SELECT embed_profile_id AS p FROM images WHERE id = ?').get(imageId) as {
+      p: number | null
+    }
+  ).p
 
 async function pageMeta(imageId: string) {
   const res = await t.fetch(`/i/${imageId}`)
   expect(res.status).toBe(200)
   const doc = parse(await res.text())
-  const meta = (key: string) => doc.querySelector(`meta[property="${key}"]`)?.getAttribute('content') ?? doc.querySelector(`meta[name="${key}"]`)?.getAttribute('content')
+  const meta = (key: string) =>
+    doc.querySelector(`meta[property="${key}"]`)?.getAttribute('content') ??
+    doc.querySelector(`meta[name="${key}"]`)?.getAttribute('content')
   return { doc, meta }
 }
 
@@ -60,10 +66,18 @@ describe('profile CRUD', () => {
 
   test('only name is required; unset fields are null', async () => {
     const profile = await createProfile({ name: 'Minimal' })
-    expect(profile).toMatchObject({ name: 'Minimal', title: null, description: null, color: null, author_name: null, author_url: null, site_name: null })
+    expect(profile).toMatchObject({
+      name: 'Minimal',
+      title: null,
+      description: null,
+      color: null,
+      author_name: null,
+      author_url: null,
+      site_name: null,
+    })
   })
 
-  test('GET lists the caller\'s profiles only', async () => {
+  test("GET lists the caller's profiles only", async () => {
     const user = await registerUser(t)
     const a = await createProfile({ name: 'one' }, user.bearer)
     const b = await createProfile({ name: 'two' }, user.bearer)
@@ -118,21 +132,32 @@ describe('profile CRUD', () => {
     const res = await t.json(`/api/embeds/${profile.id}`, send('PUT', { title: 'T2' }, owner.bearer))
     expect(res.status).toBe(200)
     expect(res.body.success).toBe(true)
-    expect(res.body.profile).toMatchObject({ id: profile.id, name: 'P', title: 'T2', color: '#000000', author_url: 'https://a.example/' })
-    const cleared = await t.json(`/api/embeds/${profile.id}`, send('PUT', { color: null, author_url: '' }, owner.bearer))
+    expect(res.body.profile).toMatchObject({
+      id: profile.id,
+      name: 'P',
+      title: 'T2',
+      color: '#000000',
+      author_url: 'https://a.example/',
+    })
+    const cleared = await t.json(
+      `/api/embeds/${profile.id}`,
+      send('PUT', { color: null, author_url: '' }, owner.bearer),
+    )
     expect(cleared.body.profile).toMatchObject({ title: 'T2', color: null, author_url: null })
     for (const body of [{}, { name: '' }, { color: 'blue' }, { author_url: 'mailto:a@b.c' }]) {
       expectError(await t.json(`/api/embeds/${profile.id}`, send('PUT', body, owner.bearer)), 400)
     }
   })
 
-  test('someone else\'s or an unknown profile is 404 for PUT and DELETE', async () => {
+  test("someone else's or an unknown profile is 404 for PUT and DELETE", async () => {
     const profile = await createProfile({ name: 'mine' })
     expectError(await t.json(`/api/embeds/${profile.id}`, send('PUT', { name: 'theirs' }, other.bearer)), 404)
     expectError(await t.json(`/api/embeds/${profile.id}`, { method: 'DELETE', headers: other.bearer }), 404)
     expectError(await t.json('/api/embeds/999999', send('PUT', { name: 'x' }, owner.bearer)), 404)
     expectError(await t.json('/api/embeds/999999', { method: 'DELETE', headers: owner.bearer }), 404)
-    const mine = (await t.json('/api/embeds', { headers: owner.bearer })).body.profiles.find((p: any) => p.id === profile.id)
+    const mine = (await t.json('/api/embeds', { headers: owner.bearer })).body.profiles.find(
+      (p: any) => p.id === profile.id,
+    )
     expect(mine.name).toBe('mine')
   })
 
@@ -158,7 +183,9 @@ describe('the 25 profile limit', () => {
 
   test('holds under concurrent creates', async () => {
     const user = await registerUser(t)
-    const results = await Promise.all(Array.from({ length: 40 }, (_, i) => t.json('/api/embeds', send('POST', { name: `c${i}` }, user.bearer))))
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => t.json('/api/embeds', send('POST', { name: `c${i}` }, user.bearer))),
+    )
     expect(results.filter((r) => r.status === 201)).toHaveLength(25)
     expect(results.filter((r) => r.status === 400)).toHaveLength(15)
     expect((await t.json('/api/embeds', { headers: user.bearer })).body.profiles).toHaveLength(25)
@@ -169,28 +196,55 @@ describe('PATCH /api/images/:id/embed', () => {
   test('assigns and removes a profile', async () => {
     const image = await uploadImage(t, owner.keyHeader)
     const profile = await createProfile({ name: 'assign' })
-    const res = await t.json(`/api/images/${image.id}/embed`, send('PATCH', { embed_profile_id: profile.id }, owner.bearer))
+    const res = await t.json(
+      `/api/images/${image.id}/embed`,
+      send('PATCH', { embed_profile_id: profile.id }, owner.bearer),
+    )
     expect(res.status).toBe(200)
     expect(res.body).toEqual({ success: true, id: image.id, embed_profile_id: profile.id })
     expect(embedProfileOf(image.id)).toBe(profile.id)
-    const cleared = await t.json(`/api/images/${image.id}/embed`, send('PATCH', { embed_profile_id: null }, owner.bearer))
+    const cleared = await t.json(
+      `/api/images/${image.id}/embed`,
+      send('PATCH', { embed_profile_id: null }, owner.bearer),
+    )
     expect(cleared.body).toEqual({ success: true, id: image.id, embed_profile_id: null })
     expect(embedProfileOf(image.id)).toBeNull()
   })
 
-  test('image or profile not the caller\'s: 404; bad body: 400; no JWT: 401', async () => {
+  test("image or profile not the caller's: 404; bad body: 400; no JWT: 401", async () => {
     const mine = await uploadImage(t, owner.keyHeader)
     const theirs = await uploadImage(t, other.keyHeader)
     const myProfile = await createProfile({ name: 'mine' })
     const theirProfile = await createProfile({ name: 'theirs' }, other.bearer)
-    expectError(await t.json(`/api/images/${theirs.id}/embed`, send('PATCH', { embed_profile_id: myProfile.id }, owner.bearer)), 404)
-    expectError(await t.json(`/api/images/${mine.id}/embed`, send('PATCH', { embed_profile_id: theirProfile.id }, owner.bearer)), 404)
-    expectError(await t.json(`/api/images/ZZZZZZZZ/embed`, send('PATCH', { embed_profile_id: null }, owner.bearer)), 404)
-    expectError(await t.json(`/api/images/${mine.id}/embed`, send('PATCH', { embed_profile_id: 999999 }, owner.bearer)), 404)
+    expectError(
+      await t.json(`/api/images/${theirs.id}/embed`, send('PATCH', { embed_profile_id: myProfile.id }, owner.bearer)),
+      404,
+    )
+    expectError(
+      await t.json(`/api/images/${mine.id}/embed`, send('PATCH', { embed_profile_id: theirProfile.id }, owner.bearer)),
+      404,
+    )
+    expectError(
+      await t.json(`/api/images/ZZZZZZZZ/embed`, send('PATCH', { embed_profile_id: null }, owner.bearer)),
+      404,
+    )
+    expectError(
+      await t.json(`/api/images/${mine.id}/embed`, send('PATCH', { embed_profile_id: 999999 }, owner.bearer)),
+      404,
+    )
     expectError(await t.json(`/api/images/${mine.id}/embed`, send('PATCH', {}, owner.bearer)), 400)
-    expectError(await t.json(`/api/images/${mine.id}/embed`, send('PATCH', { embed_profile_id: 'x' }, owner.bearer)), 400)
-    expectError(await t.json(`/api/images/${mine.id}/embed`, send('PATCH', { embed_profile_id: 1.5 }, owner.bearer)), 400)
-    expectError(await t.json(`/api/images/${mine.id}/embed`, send('PATCH', { embed_profile_id: myProfile.id }, owner.keyHeader)), 401)
+    expectError(
+      await t.json(`/api/images/${mine.id}/embed`, send('PATCH', { embed_profile_id: 'x' }, owner.bearer)),
+      400,
+    )
+    expectError(
+      await t.json(`/api/images/${mine.id}/embed`, send('PATCH', { embed_profile_id: 1.5 }, owner.bearer)),
+      400,
+    )
+    expectError(
+      await t.json(`/api/images/${mine.id}/embed`, send('PATCH', { embed_profile_id: myProfile.id }, owner.keyHeader)),
+      401,
+    )
     expect(embedProfileOf(theirs.id)).toBeNull()
     expect(embedProfileOf(mine.id)).toBeNull()
   })
@@ -201,21 +255,45 @@ describe('PATCH /api/images/bulk-embed', () => {
     const images = await Promise.all([1, 2, 3].map(() => uploadImage(t, owner.keyHeader)))
     const profile = await createProfile({ name: 'bulk' })
     const ids = images.map((i) => i.id)
-    const res = await t.json('/api/images/bulk-embed', send('PATCH', { image_ids: [...ids, ids[0]], embed_profile_id: profile.id }, owner.bearer))
+    const res = await t.json(
+      '/api/images/bulk-embed',
+      send('PATCH', { image_ids: [...ids, ids[0]], embed_profile_id: profile.id }, owner.bearer),
+    )
     expect(res.status).toBe(200)
     expect(res.body).toEqual({ success: true, updated: 3 })
     for (const id of ids) expect(embedProfileOf(id)).toBe(profile.id)
-    const cleared = await t.json('/api/images/bulk-embed', send('PATCH', { image_ids: ids, embed_profile_id: null }, owner.bearer))
+    const cleared = await t.json(
+      '/api/images/bulk-embed',
+      send('PATCH', { image_ids: ids, embed_profile_id: null }, owner.bearer),
+    )
     expect(cleared.body).toEqual({ success: true, updated: 3 })
     for (const id of ids) expect(embedProfileOf(id)).toBeNull()
   })
 
   test('0 or 101 ids: 400', async () => {
     const profile = await createProfile({ name: 'limits' })
-    expectError(await t.json('/api/images/bulk-embed', send('PATCH', { image_ids: [], embed_profile_id: profile.id }, owner.bearer)), 400)
+    expectError(
+      await t.json(
+        '/api/images/bulk-embed',
+        send('PATCH', { image_ids: [], embed_profile_id: profile.id }, owner.bearer),
+      ),
+      400,
+    )
     const many = Array.from({ length: 101 }, (_, i) => `img${String(i).padStart(5, '0')}`)
-    expectError(await t.json('/api/images/bulk-embed', send('PATCH', { image_ids: many, embed_profile_id: profile.id }, owner.bearer)), 400)
-    expectError(await t.json('/api/images/bulk-embed', send('PATCH', { image_ids: 'abc', embed_profile_id: profile.id }, owner.bearer)), 400)
+    expectError(
+      await t.json(
+        '/api/images/bulk-embed',
+        send('PATCH', { image_ids: many, embed_profile_id: profile.id }, owner.bearer),
+      ),
+      400,
+    )
+    expectError(
+      await t.json(
+        '/api/images/bulk-embed',
+        send('PATCH', { image_ids: 'abc', embed_profile_id: profile.id }, owner.bearer),
+      ),
+      400,
+    )
     expectError(await t.json('/api/images/bulk-embed', send('PATCH', { image_ids: ['abcdefgh'] }, owner.bearer)), 400)
   })
 
@@ -224,13 +302,22 @@ describe('PATCH /api/images/bulk-embed', () => {
     const many = await userWithKey(t)
     makeAdmin(t, many.user.id)
     const bytes = await makeImage('png', 8, 8, 5)
-    const upload = (n: number) => t.json('/api/v1/upload', { method: 'POST', headers: many.keyHeader, body: uploadForm(Array.from({ length: n }, () => ({ bytes }))) })
+    const upload = (n: number) =>
+      t.json('/api/v1/upload', {
+        method: 'POST',
+        headers: many.keyHeader,
+        body: uploadForm(Array.from({ length: n }, () => ({ bytes }))),
+      })
     const hundred = await upload(100)
     const one = await upload(1)
     const ids: string[] = [...hundred.body.images.map((i: { id: string }) => i.id), one.body.id]
     expect(new Set(ids).size).toBe(101)
     const profile = await createProfile({ name: 'hundred' }, many.bearer)
-    const assign = (imageIds: string[]) => t.json('/api/images/bulk-embed', send('PATCH', { image_ids: imageIds, embed_profile_id: profile.id }, many.bearer))
+    const assign = (imageIds: string[]) =>
+      t.json(
+        '/api/images/bulk-embed',
+        send('PATCH', { image_ids: imageIds, embed_profile_id: profile.id }, many.bearer),
+      )
 
     const tooMany = await assign(ids)
     expectError(tooMany, 400)
@@ -242,23 +329,33 @@ describe('PATCH /api/images/bulk-embed', () => {
     expect(embedProfileOf(ids[100])).toBeNull()
   })
 
-  test('all or nothing: a 404 naming the ids that are not the caller\'s, and nothing changes', async () => {
+  test("all or nothing: a 404 naming the ids that are not the caller's, and nothing changes", async () => {
     const mine = await Promise.all([1, 2].map(() => uploadImage(t, owner.keyHeader)))
     const theirs = await uploadImage(t, other.keyHeader)
     const profile = await createProfile({ name: 'atomic' })
     const res = await t.json(
       '/api/images/bulk-embed',
-      send('PATCH', { image_ids: [mine[0].id, theirs.id, 'ZZZZZZZZ', mine[1].id], embed_profile_id: profile.id }, owner.bearer),
+      send(
+        'PATCH',
+        { image_ids: [mine[0].id, theirs.id, 'ZZZZZZZZ', mine[1].id], embed_profile_id: profile.id },
+        owner.bearer,
+      ),
     )
     expectError(res, 404)
     expect(res.body.ids.sort()).toEqual([theirs.id, 'ZZZZZZZZ'].sort())
     for (const image of [...mine, theirs]) expect(embedProfileOf(image.id)).toBeNull()
   })
 
-  test('someone else\'s profile: 404, nothing changes', async () => {
+  test("someone else's profile: 404, nothing changes", async () => {
     const mine = await uploadImage(t, owner.keyHeader)
     const theirProfile = await createProfile({ name: 'not yours' }, other.bearer)
-    expectError(await t.json('/api/images/bulk-embed', send('PATCH', { image_ids: [mine.id], embed_profile_id: theirProfile.id }, owner.bearer)), 404)
+    expectError(
+      await t.json(
+        '/api/images/bulk-embed',
+        send('PATCH', { image_ids: [mine.id], embed_profile_id: theirProfile.id }, owner.bearer),
+      ),
+      404,
+    )
     expect(embedProfileOf(mine.id)).toBeNull()
   })
 })
@@ -268,7 +365,12 @@ describe('deleting a profile', () => {
     expect((t.server.db.$client.query('PRAGMA foreign_keys').get() as { foreign_keys: number }).foreign_keys).toBe(1)
     const image = await uploadImage(t, owner.keyHeader, {}, { name: 'revert.png' })
     const keep = await uploadImage(t, owner.keyHeader)
-    const profile = await createProfile({ name: 'temp', title: 'Custom title', color: '#abcdef', site_name: 'Custom site' })
+    const profile = await createProfile({
+      name: 'temp',
+      title: 'Custom title',
+      color: '#abcdef',
+      site_name: 'Custom site',
+    })
     const kept = await createProfile({ name: 'kept', title: 'Kept title' })
     await t.json(`/api/images/${image.id}/embed`, send('PATCH', { embed_profile_id: profile.id }, owner.bearer))
     await t.json(`/api/images/${keep.id}/embed`, send('PATCH', { embed_profile_id: kept.id }, owner.bearer))
@@ -304,7 +406,9 @@ describe('placeholders', () => {
     const today = new Date().toISOString().slice(0, 10)
     const { meta } = await pageMeta(image.id)
     expect(meta('og:title')).toBe(`sunset.png by ${user.user.username}`)
-    expect(meta('og:description')).toBe(`${image.id} 120x80 ${humanSize(image.size)} image/png ${today} views=1 {unknown}`)
+    expect(meta('og:description')).toBe(
+      `${image.id} 120x80 ${humanSize(image.size)} image/png ${today} views=1 {unknown}`,
+    )
     expect(meta('og:site_name')).toBe(`Site of ${user.user.username}`)
     expect(meta('theme-color')).toBe('#00ff00')
     // A second load counts another view.
@@ -320,8 +424,20 @@ describe('placeholders', () => {
   })
 
   test('fill in one pass: a value that looks like a placeholder is not expanded again', () => {
-    const values = { filename: '{id}.png', id: 'abcdEFGH', width: 1, height: 2, size: 1258291, mime: 'image/png', date: new Date('2026-11-22T10:00:00Z'), views: 3, username: null }
-    expect(fillPlaceholders('{filename}|{id}|{size}|{date}|{username}|{{id}}', values)).toBe('{id}.png|abcdEFGH|1.2 MB|2026-11-22|anonymous|{abcdEFGH}')
+    const values = {
+      filename: '{id}.png',
+      id: 'abcdEFGH',
+      width: 1,
+      height: 2,
+      size: 1258291,
+      mime: 'image/png',
+      date: new Date('2026-11-22T10:00:00Z'),
+      views: 3,
+      username: null,
+    }
+    expect(fillPlaceholders('{filename}|{id}|{size}|{date}|{username}|{{id}}', values)).toBe(
+      '{id}.png|abcdEFGH|1.2 MB|2026-11-22|anonymous|{abcdEFGH}',
+    )
   })
 
   test('human readable sizes', () => {

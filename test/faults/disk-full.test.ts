@@ -12,7 +12,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { makeImage, uploadForm } from '../fixtures'
-import { startTestServer, userWithKey, type TestServer } from '../helpers'
+import { startTestServer, type TestServer, userWithKey } from '../helpers'
 import { dataState, eventually } from './support'
 
 const TIMEOUT = 60_000
@@ -43,7 +43,9 @@ function fill(path: string) {
 }
 
 const upload = (headers: Record<string, string>, name: string, seed: number, path = '/api/v1/upload') =>
-  makeImage('png', 64, 64, seed).then((bytes) => t!.json(path, { method: 'POST', headers, body: uploadForm([{ bytes, name }]) }))
+  makeImage('png', 64, 64, seed).then((bytes) =>
+    t!.json(path, { method: 'POST', headers, body: uploadForm([{ bytes, name }]) }),
+  )
 
 beforeAll(async () => {
   if (!mount(dataDir, '24m') || !mount(filesDir, '4m')) return
@@ -58,79 +60,101 @@ afterAll(async () => {
 }, TIMEOUT)
 
 describe('a full disk', () => {
-  test('data directory full: uploads 507 "storage is full" with nothing left behind, /healthz 503; all works after', async () => {
-    if (!t) return console.warn(`skipped: cannot mount a tmpfs (${refused}); this test needs root`)
-    const bytes = await makeImage('png', 80, 60, 1)
-    const first = await t.json('/api/v1/upload', { method: 'POST', headers: owner.keyHeader, body: uploadForm([{ bytes, name: 'before.png' }]) })
-    expect(first.status).toBe(201)
-    const before = await dataState(t)
+  test(
+    'data directory full: uploads 507 "storage is full" with nothing left behind, /healthz 503; all works after',
+    async () => {
+      if (!t) return console.warn(`skipped: cannot mount a tmpfs (${refused}); this test needs root`)
+      const bytes = await makeImage('png', 80, 60, 1)
+      const first = await t.json('/api/v1/upload', {
+        method: 'POST',
+        headers: owner.keyHeader,
+        body: uploadForm([{ bytes, name: 'before.png' }]),
+      })
+      expect(first.status).toBe(201)
+      const before = await dataState(t)
 
-    const filler = join(dataDir, 'filler')
-    fill(filler)
-    try {
-      for (const [path, headers] of [['/api/v1/upload', owner.keyHeader], ['/api/upload', {}]] as const) {
-        const up = await upload(headers, 'full.png', 2, path)
+      const filler = join(dataDir, 'filler')
+      fill(filler)
+      try {
+        for (const [path, headers] of [
+          ['/api/v1/upload', owner.keyHeader],
+          ['/api/upload', {}],
+        ] as const) {
+          const up = await upload(headers, 'full.png', 2, path)
+          expect(up.status).toBe(507)
+          expect(up.body.error).toBe("The server's storage is full; nothing was stored")
+        }
+        expect(await dataState(t)).toEqual(before)
+        await eventually(async () => (await t!.fetch('/healthz')).status === 503, 3000, '/healthz 503')
+        expect((await t.json('/healthz')).body.error).toMatch(/storage is full/)
+        // Reads go on.
+        expect((await t.json(`/api/v1/image/${first.body.id}`)).status).toBe(200)
+      } finally {
+        rmSync(filler, { force: true })
+      }
+
+      await eventually(async () => (await t!.fetch('/healthz')).status === 200, 5000, '/healthz ok')
+      const after = await upload(owner.keyHeader, 'after.png', 3)
+      expect(after.status).toBe(201)
+      expect(new Uint8Array(await (await t.fetch(`/cdn/${first.body.id}.png`)).arrayBuffer())).toEqual(bytes)
+    },
+    TIMEOUT,
+  )
+
+  test(
+    'file store full: the put fails, 507, and neither a stored file nor a half copy nor a row is left',
+    async () => {
+      if (!t) return console.warn(`skipped: cannot mount a tmpfs (${refused}); this test needs root`)
+      // With STORAGE=s3 the file store is the bucket (test/storage/s3.test.ts covers one that fails).
+      if (t.server.deps.config.storage.driver !== 'local') return
+      const before = await dataState(t)
+      const filler = join(filesDir, 'filler')
+      fill(filler)
+      try {
+        const up = await upload(owner.keyHeader, 'store-full.png', 4)
         expect(up.status).toBe(507)
         expect(up.body.error).toBe("The server's storage is full; nothing was stored")
+        expect(await dataState(t)).toEqual(before)
+        // The copy across file systems (temp files live on another one here) left no `.partial` behind.
+        for (const dir of ['originals', 'thumbs'])
+          expect(readdirSync(join(filesDir, dir)).filter((n) => n.endsWith('.partial'))).toEqual([])
+      } finally {
+        rmSync(filler, { force: true })
       }
-      expect(await dataState(t)).toEqual(before)
-      await eventually(async () => (await t!.fetch('/healthz')).status === 503, 3000, '/healthz 503')
-      expect((await t.json('/healthz')).body.error).toMatch(/storage is full/)
-      // Reads go on.
-      expect((await t.json(`/api/v1/image/${first.body.id}`)).status).toBe(200)
-    } finally {
-      rmSync(filler, { force: true })
-    }
+      expect((await upload(owner.keyHeader, 'store-after.png', 5)).status).toBe(201)
+    },
+    TIMEOUT,
+  )
 
-    await eventually(async () => (await t!.fetch('/healthz')).status === 200, 5000, '/healthz ok')
-    const after = await upload(owner.keyHeader, 'after.png', 3)
-    expect(after.status).toBe(201)
-    expect(new Uint8Array(await (await t.fetch(`/cdn/${first.body.id}.png`)).arrayBuffer())).toEqual(bytes)
-  }, TIMEOUT)
-
-  test('file store full: the put fails, 507, and neither a stored file nor a half copy nor a row is left', async () => {
-    if (!t) return console.warn(`skipped: cannot mount a tmpfs (${refused}); this test needs root`)
-    // With STORAGE=s3 the file store is the bucket (test/storage/s3.test.ts covers one that fails).
-    if (t.server.deps.config.storage.driver !== 'local') return
-    const before = await dataState(t)
-    const filler = join(filesDir, 'filler')
-    fill(filler)
-    try {
-      const up = await upload(owner.keyHeader, 'store-full.png', 4)
-      expect(up.status).toBe(507)
-      expect(up.body.error).toBe("The server's storage is full; nothing was stored")
-      expect(await dataState(t)).toEqual(before)
-      // The copy across file systems (temp files live on another one here) left no `.partial` behind.
-      for (const dir of ['originals', 'thumbs']) expect(readdirSync(join(filesDir, dir)).filter((n) => n.endsWith('.partial'))).toEqual([])
-    } finally {
-      rmSync(filler, { force: true })
-    }
-    expect((await upload(owner.keyHeader, 'store-after.png', 5)).status).toBe(201)
-  }, TIMEOUT)
-
-  test('database full when the row is written: 507, and the files already stored for it are removed', async () => {
-    if (!t) return console.warn(`skipped: cannot mount a tmpfs (${refused}); this test needs root`)
-    const sqlite = t.server.db.$client
-    const before = await dataState(t)
-    // No page may be added to the database file: the next write that needs one fails with SQLITE_FULL.
-    const { page_count } = sqlite.query('PRAGMA page_count').get() as { page_count: number }
-    sqlite.exec(`PRAGMA max_page_count = ${page_count}`)
-    let refusedUpload: Awaited<ReturnType<typeof upload>> | undefined
-    try {
-      for (let i = 0; i < 30 && !refusedUpload; i++) {
-        const up = await upload(owner.keyHeader, `row-${'x'.repeat(200)}-${i}.png`, 10 + i)
-        if (up.status === 507) refusedUpload = up
-        else expect(up.status).toBe(201)
+  test(
+    'database full when the row is written: 507, and the files already stored for it are removed',
+    async () => {
+      if (!t) return console.warn(`skipped: cannot mount a tmpfs (${refused}); this test needs root`)
+      const sqlite = t.server.db.$client
+      const before = await dataState(t)
+      // No page may be added to the database file: the next write that needs one fails with SQLITE_FULL.
+      const { page_count } = sqlite.query('PRAGMA page_count').get() as { page_count: number }
+      sqlite.exec(`PRAGMA max_page_count = ${page_count}`)
+      let refusedUpload: Awaited<ReturnType<typeof upload>> | undefined
+      try {
+        for (let i = 0; i < 30 && !refusedUpload; i++) {
+          const up = await upload(owner.keyHeader, `row-${'x'.repeat(200)}-${i}.png`, 10 + i)
+          if (up.status === 507) refusedUpload = up
+          else expect(up.status).toBe(201)
+        }
+      } finally {
+        sqlite.exec('PRAGMA max_page_count = 4294967294')
       }
-    } finally {
-      sqlite.exec('PRAGMA max_page_count = 4294967294')
-    }
-    expect(refusedUpload?.body.error).toBe("The server's storage is full; nothing was stored")
-    // Whatever went in before the refusal is whole (row and files); the refused one left neither.
-    const now = await dataState(t)
-    const newIds = now.rows.map((r) => r.id).filter((id) => !before.rows.some((r) => r.id === id))
-    expect(now.keys).toEqual([...before.keys, ...newIds.flatMap((id) => [`originals/${id}.png`, `thumbs/${id}.webp`])].sort())
-    expect(now.tmp).toEqual([])
-    expect((await upload(owner.keyHeader, 'row-after.png', 50)).status).toBe(201)
-  }, TIMEOUT)
+      expect(refusedUpload?.body.error).toBe("The server's storage is full; nothing was stored")
+      // Whatever went in before the refusal is whole (row and files); the refused one left neither.
+      const now = await dataState(t)
+      const newIds = now.rows.map((r) => r.id).filter((id) => !before.rows.some((r) => r.id === id))
+      expect(now.keys).toEqual(
+        [...before.keys, ...newIds.flatMap((id) => [`originals/${id}.png`, `thumbs/${id}.webp`])].sort(),
+      )
+      expect(now.tmp).toEqual([])
+      expect((await upload(owner.keyHeader, 'row-after.png', 50)).status).toBe(201)
+    },
+    TIMEOUT,
+  )
 })

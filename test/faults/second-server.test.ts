@@ -9,7 +9,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { makeImage, uploadForm } from '../fixtures'
-import { startTestServer, userWithKey, type TestServer } from '../helpers'
+import { startTestServer, type TestServer, userWithKey } from '../helpers'
 import { eventually } from './support'
 
 const TIMEOUT = 60_000
@@ -59,7 +59,13 @@ async function serverProcess(dataDir: string) {
 }
 
 /** An HTTP request over a raw socket, its body sent in two parts: the second only once `release` resolves. */
-async function twoPartRequest(url: string, path: string, headers: Record<string, string>, body: Uint8Array, release: Promise<void>) {
+async function twoPartRequest(
+  url: string,
+  path: string,
+  headers: Record<string, string>,
+  body: Uint8Array,
+  release: Promise<void>,
+) {
   const { hostname, port } = new URL(url)
   let received = ''
   let closed!: () => void
@@ -75,7 +81,15 @@ async function twoPartRequest(url: string, path: string, headers: Record<string,
       error: () => closed(),
     },
   })
-  const head = [`POST ${path} HTTP/1.1`, `Host: ${hostname}:${port}`, `Content-Length: ${body.length}`, 'Connection: close', ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), '', ''].join('\r\n')
+  const head = [
+    `POST ${path} HTTP/1.1`,
+    `Host: ${hostname}:${port}`,
+    `Content-Length: ${body.length}`,
+    'Connection: close',
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+    '',
+    '',
+  ].join('\r\n')
   const half = body.length >> 1
   socket.write(new TextEncoder().encode(head))
   socket.write(body.subarray(0, half))
@@ -89,52 +103,66 @@ async function twoPartRequest(url: string, path: string, headers: Record<string,
 }
 
 describe('one server per DATA_DIR', () => {
-  test('a second server exits 1 naming the directory; the first finishes its in-flight upload; restore is refused', async () => {
-    const owner = await userWithKey(t)
-    const bytes = await makeImage('png', 300, 200, 11)
-    const form = new Response(uploadForm([{ bytes, name: 'in-flight.png' }]))
-    const contentType = form.headers.get('content-type')!
-    const body = new Uint8Array(await form.arrayBuffer())
-    let release!: () => void
-    const released = new Promise<void>((resolve) => (release = resolve))
-    const pending = twoPartRequest(t.url, '/api/v1/upload', { 'content-type': contentType, ...owner.keyHeader }, body, released)
+  test(
+    'a second server exits 1 naming the directory; the first finishes its in-flight upload; restore is refused',
+    async () => {
+      const owner = await userWithKey(t)
+      const bytes = await makeImage('png', 300, 200, 11)
+      const form = new Response(uploadForm([{ bytes, name: 'in-flight.png' }]))
+      const contentType = form.headers.get('content-type')!
+      const body = new Uint8Array(await form.arrayBuffer())
+      let release!: () => void
+      const released = new Promise<void>((resolve) => (release = resolve))
+      const pending = twoPartRequest(
+        t.url,
+        '/api/v1/upload',
+        { 'content-type': contentType, ...owner.keyHeader },
+        body,
+        released,
+      )
 
-    // The upload is under way: its temp file exists.
-    const tmp = join(t.dataDir, 'tmp')
-    await eventually(() => readdirSync(tmp).length > 0, 10_000, 'the upload temp file')
-    const inFlight = readdirSync(tmp)
+      // The upload is under way: its temp file exists.
+      const tmp = join(t.dataDir, 'tmp')
+      await eventually(() => readdirSync(tmp).length > 0, 10_000, 'the upload temp file')
+      const inFlight = readdirSync(tmp)
 
-    const second = await run(['src/index.ts'], t.dataDir)
-    expect(second.code).toBe(1)
-    expect(second.err).toContain(`DATA_DIR ${t.dataDir}`)
-    expect(second.err).toContain('in use by a running imghost server')
-    expect(second.out).not.toContain('listening')
-    // It touched nothing: the in-flight temp file is still there.
-    expect(readdirSync(tmp)).toEqual(inFlight)
+      const second = await run(['src/index.ts'], t.dataDir)
+      expect(second.code).toBe(1)
+      expect(second.err).toContain(`DATA_DIR ${t.dataDir}`)
+      expect(second.err).toContain('in use by a running imghost server')
+      expect(second.out).not.toContain('listening')
+      // It touched nothing: the in-flight temp file is still there.
+      expect(readdirSync(tmp)).toEqual(inFlight)
 
-    const restore = await run(['src/cli.ts', 'restore', join(scratch, 'no-such-backup')], t.dataDir)
-    expect(restore.code).toBe(1)
-    expect(restore.err).toContain('restore refused')
-    expect(restore.err).toContain(`DATA_DIR ${t.dataDir}`)
+      const restore = await run(['src/cli.ts', 'restore', join(scratch, 'no-such-backup')], t.dataDir)
+      expect(restore.code).toBe(1)
+      expect(restore.err).toContain('restore refused')
+      expect(restore.err).toContain(`DATA_DIR ${t.dataDir}`)
 
-    release()
-    const up = await pending
-    expect(up.status).toBe(201)
-    const served = await t.fetch(`/cdn/${up.body.id}.png`)
-    expect(served.status).toBe(200)
-    expect(new Uint8Array(await served.arrayBuffer())).toEqual(bytes)
-    expect((await t.fetch('/healthz')).status).toBe(200)
-    // CLI commands other than restore still run beside the server.
-    expect((await run(['src/cli.ts', 'verify-email', owner.user.username], t.dataDir)).code).toBe(0)
-  }, TIMEOUT)
+      release()
+      const up = await pending
+      expect(up.status).toBe(201)
+      const served = await t.fetch(`/cdn/${up.body.id}.png`)
+      expect(served.status).toBe(200)
+      expect(new Uint8Array(await served.arrayBuffer())).toEqual(bytes)
+      expect((await t.fetch('/healthz')).status).toBe(200)
+      // CLI commands other than restore still run beside the server.
+      expect((await run(['src/cli.ts', 'verify-email', owner.user.username], t.dataDir)).code).toBe(0)
+    },
+    TIMEOUT,
+  )
 
-  test('the lock goes with its process, even on kill -9: a new server starts on the directory at once', async () => {
-    const dir = join(scratch, 'killed')
-    const first = await serverProcess(dir)
-    first.kill(9)
-    await first.exited
-    const next = await serverProcess(dir)
-    next.kill('SIGTERM')
-    expect(await next.exited).toBe(0)
-  }, TIMEOUT)
+  test(
+    'the lock goes with its process, even on kill -9: a new server starts on the directory at once',
+    async () => {
+      const dir = join(scratch, 'killed')
+      const first = await serverProcess(dir)
+      first.kill(9)
+      await first.exited
+      const next = await serverProcess(dir)
+      next.kill('SIGTERM')
+      expect(await next.exited).toBe(0)
+    },
+    TIMEOUT,
+  )
 })

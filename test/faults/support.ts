@@ -43,7 +43,10 @@ export async function timed<T>(request: () => Promise<T>): Promise<{ value: T; m
 
 /** What an upload leaves behind: stored keys, image rows, and files in the upload temp directory. */
 export async function dataState(t: TestServer) {
-  const rows = t.server.db.$client.query('SELECT id, views FROM images ORDER BY id').all() as { id: string; views: number }[]
+  const rows = t.server.db.$client.query('SELECT id, views FROM images ORDER BY id').all() as {
+    id: string
+    views: number
+  }[]
   let tmp: string[] = []
   try {
     tmp = readdirSync(join(t.dataDir, 'tmp')).sort()

@@ -1,12 +1,24 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { makeImage, uploadForm, type UploadPart } from '../fixtures'
-import { makeAdmin, startTestServer, userWithKey, type TestServer } from '../helpers'
-import { fakeClassifier } from '../webupload/fake-classifier'
+import { makeImage, type UploadPart, uploadForm } from '../fixtures'
+import { makeAdmin, startTestServer, type TestServer, userWithKey } from '../helpers'
+import { fakeClassifier } from '../moderation/fake-classifier'
 
 type Account = Awaited<ReturnType<typeof userWithKey>>
 type FeedImage = { id: string; username: string | null; nsfw: boolean; created_at: string }
 
-const FEED_KEYS = ['created_at', 'height', 'id', 'mime', 'nsfw', 'thumbnail', 'url', 'username', 'viewer', 'views', 'width']
+const FEED_KEYS = [
+  'created_at',
+  'height',
+  'id',
+  'mime',
+  'nsfw',
+  'thumbnail',
+  'url',
+  'username',
+  'viewer',
+  'views',
+  'width',
+]
 
 const fake = fakeClassifier('neutral')
 let t: TestServer
@@ -20,14 +32,22 @@ let seed = 100
 const png = () => makeImage('png', 16, 12, seed++)
 
 async function apiUpload(user: Account, parts: UploadPart[], fields: Record<string, string> = {}) {
-  const res = await t.json('/api/v1/upload', { method: 'POST', headers: user.keyHeader, body: uploadForm(parts, fields) })
+  const res = await t.json('/api/v1/upload', {
+    method: 'POST',
+    headers: user.keyHeader,
+    body: uploadForm(parts, fields),
+  })
   if (res.status !== 201) throw new Error(`upload failed: ${res.status} ${JSON.stringify(res.body)}`)
   return res.body
 }
 
 let ip = 1
 async function anonUpload(parts: UploadPart[], fields: Record<string, string> = {}) {
-  const res = await t.json('/api/upload', { method: 'POST', headers: { 'x-forwarded-for': `100.64.0.${ip++}` }, body: uploadForm(parts, fields) })
+  const res = await t.json('/api/upload', {
+    method: 'POST',
+    headers: { 'x-forwarded-for': `100.64.0.${ip++}` },
+    body: uploadForm(parts, fields),
+  })
   if (res.status !== 201) throw new Error(`upload failed: ${res.status} ${JSON.stringify(res.body)}`)
   return res.body
 }
@@ -43,13 +63,19 @@ describe('visibility rules', () => {
     alice = await userWithKey(t)
     bob = await userWithKey(t)
     seen.public = (await apiUpload(alice, [{ bytes: await png(), name: 'vis-public.png' }])).id
-    seen.private = (await apiUpload(alice, [{ bytes: await png(), name: 'vis-private.png' }], { visibility: 'private' })).id
+    seen.private = (
+      await apiUpload(alice, [{ bytes: await png(), name: 'vis-private.png' }], { visibility: 'private' })
+    ).id
     seen.nsfw = (await apiUpload(alice, [{ bytes: await png(), name: 'vis-nsfw.png' }], { nsfw: 'true' })).id
     seen.anonymous = (await anonUpload([{ bytes: await png(), name: 'vis-anonymous.png' }])).id
     fake.state.mode = 'throw'
     seen.pending = (await anonUpload([{ bytes: await png(), name: 'vis-pending.png' }])).id
     seen.alicePending = (
-      await t.json('/api/upload', { method: 'POST', headers: alice.bearer, body: uploadForm([{ bytes: await png(), name: 'vis-alice-pending.png' }]) })
+      await t.json('/api/upload', {
+        method: 'POST',
+        headers: alice.bearer,
+        body: uploadForm([{ bytes: await png(), name: 'vis-alice-pending.png' }]),
+      })
     ).body.id
     fake.state.mode = 'neutral'
     seen.banned = (await apiUpload(bob, [{ bytes: await png(), name: 'vis-banned.png' }])).id
@@ -144,8 +170,14 @@ describe('paging', () => {
     const admin = await userWithKey(paged)
     makeAdmin(paged, admin.user.id)
     owner = admin.user.username
-    const parts = await Promise.all(Array.from({ length: 45 }, async (_, i) => ({ bytes: await makeImage('png', 8, 8, i), name: `p${i}.png` })))
-    const res = await paged.json('/api/v1/upload', { method: 'POST', headers: admin.keyHeader, body: uploadForm(parts) })
+    const parts = await Promise.all(
+      Array.from({ length: 45 }, async (_, i) => ({ bytes: await makeImage('png', 8, 8, i), name: `p${i}.png` })),
+    )
+    const res = await paged.json('/api/v1/upload', {
+      method: 'POST',
+      headers: admin.keyHeader,
+      body: uploadForm(parts),
+    })
     expect(res.status).toBe(201)
     uploaded = res.body.images.map((i: { id: string }) => i.id)
   })
@@ -212,7 +244,8 @@ describe('paging', () => {
       mixed.unshift(res.body.id)
     }
     const pages: string[] = []
-    for (let page = 1; page <= 4; page++) pages.push(...ids((await paged.json(`/api/gallery?limit=2&page=${page}`)).body))
+    for (let page = 1; page <= 4; page++)
+      pages.push(...ids((await paged.json(`/api/gallery?limit=2&page=${page}`)).body))
     expect(pages).toEqual([...mixed, ...newestFirst().slice(0, 2)])
     expect(ids((await paged.json('/api/gallery?limit=3&page=2')).body)).toEqual(mixed.slice(3, 6))
     expect((await paged.json('/api/gallery')).body.total).toBe(51)

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { albumImages, albums } from '../../src/db/schema'
-import { makeImage, uploadForm, type UploadPart } from '../fixtures'
-import { startTestServer, userWithKey, type TestServer } from '../helpers'
-import { fakeClassifier } from '../webupload/fake-classifier'
+import { makeImage, type UploadPart, uploadForm } from '../fixtures'
+import { startTestServer, type TestServer, userWithKey } from '../helpers'
+import { fakeClassifier } from '../moderation/fake-classifier'
 
 type Account = Awaited<ReturnType<typeof userWithKey>>
 
@@ -14,7 +14,11 @@ const id: Record<string, string> = {}
 let seed = 500
 async function upload(name: string, fields: Record<string, string> = {}) {
   const parts: UploadPart[] = [{ bytes: await makeImage('png', 16, 12, seed++), name }]
-  const res = await t.json('/api/v1/upload', { method: 'POST', headers: alice.keyHeader, body: uploadForm(parts, fields) })
+  const res = await t.json('/api/v1/upload', {
+    method: 'POST',
+    headers: alice.keyHeader,
+    body: uploadForm(parts, fields),
+  })
   if (res.status !== 201) throw new Error(`upload failed: ${res.status} ${JSON.stringify(res.body)}`)
   return res.body.id as string
 }
@@ -128,7 +132,12 @@ describe('search by album title', () => {
 
 describe('hostile and empty queries', () => {
   test('q missing, empty, blank or without any letter or digit: 400 with an error', async () => {
-    for (const path of ['/api/search', '/api/search?q=', '/api/search?q=%20%20', `/api/search?q=${encodeURIComponent('!!! ... ---')}`]) {
+    for (const path of [
+      '/api/search',
+      '/api/search?q=',
+      '/api/search?q=%20%20',
+      `/api/search?q=${encodeURIComponent('!!! ... ---')}`,
+    ]) {
       const res = await t.json(path)
       expect(res.status).toBe(400)
       expect(typeof res.body.error).toBe('string')

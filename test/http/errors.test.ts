@@ -38,10 +38,18 @@ describe('unknown routes', () => {
 describe('request bodies', () => {
   test('malformed JSON: 400 { error }', async () => {
     for (const body of ['{bad', '{"username": "x",}', '[1, 2', 'undefined']) {
-      const res = await t.fetch('/api/auth/register', { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+      const res = await t.fetch('/api/auth/register', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+      })
       await expectErrorBody(res, 400)
     }
-    const login = await t.fetch('/api/auth/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"username":' })
+    const login = await t.fetch('/api/auth/login', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"username":',
+    })
     await expectErrorBody(login, 400)
   })
 
@@ -50,28 +58,49 @@ describe('request bodies', () => {
     const fields = { username: name, email: `${name}@example.com`, password: 'password123' }
     const attempts: RequestInit[] = [
       { headers: { 'content-type': 'text/plain' }, body: JSON.stringify(fields) },
-      { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() },
-      { body: (() => { const f = new FormData(); for (const [k, v] of Object.entries(fields)) f.append(k, v); return f })() },
+      {
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams(fields).toString(),
+      },
+      {
+        body: (() => {
+          const f = new FormData()
+          for (const [k, v] of Object.entries(fields)) f.append(k, v)
+          return f
+        })(),
+      },
       { headers: { 'content-type': 'application/xml' }, body: '<user/>' },
     ]
     for (const init of attempts) {
       await expectErrorBody(await t.fetch('/api/auth/register', { method: 'POST', ...init }), 400)
     }
     // None of them registered the account.
-    const login = await t.fetch('/api/auth/login', { method: 'POST', ...jsonBody({ username: name, password: 'password123' }) })
+    const login = await t.fetch('/api/auth/login', {
+      method: 'POST',
+      ...jsonBody({ username: name, password: 'password123' }),
+    })
     expect(login.status).toBe(401)
   })
 
   test('JSON bodies over the cap: 413 { error }', async () => {
     const big = JSON.stringify({ username: 'x'.repeat(MAX_JSON_BYTES + 10), email: 'a@b.cd', password: 'password123' })
-    await expectErrorBody(await t.fetch('/api/auth/register', { method: 'POST', headers: { 'content-type': 'application/json' }, body: big }), 413)
+    await expectErrorBody(
+      await t.fetch('/api/auth/register', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: big,
+      }),
+      413,
+    )
   })
 
   test('bodiless POST and DELETE requests are not refused for their (absent) content type', async () => {
     const account = await registerUser(t)
     const resend = await t.fetch('/api/auth/resend-verification', { method: 'POST', headers: account.bearer })
     expect(resend.status).toBe(200)
-    const key = (await (await t.fetch('/api/keys', { method: 'POST', ...jsonBody({ name: 'k' }, account.bearer) })).json()) as any
+    const key = (await (
+      await t.fetch('/api/keys', { method: 'POST', ...jsonBody({ name: 'k' }, account.bearer) })
+    ).json()) as any
     const del = await t.fetch(`/api/keys/${key.key.id}`, { method: 'DELETE', headers: account.bearer })
     expect(del.status).toBe(200)
   })
@@ -114,7 +143,9 @@ describe('unexpected failures', () => {
       throw new HttpError(418, 'short and stout', { hint: 'tip me over' }, { 'x-extra': 'yes' })
     })
     .post('/typed', ({ body }) => body, { body: schema.Object({ n: schema.Number() }) })
-    .get('/wrong-shape', () => ({ views: 'many' }) as unknown as { views: number }, { response: schema.Object({ views: schema.Integer() }) })
+    .get('/wrong-shape', () => ({ views: 'many' }) as unknown as { views: number }, {
+      response: schema.Object({ views: schema.Integer() }),
+    })
 
   test('500 { error: "Internal server error" } with no stack trace or internal path', async () => {
     const logged = spyOn(console, 'error').mockImplementation(() => {})

@@ -8,7 +8,9 @@ import { createMetrics } from '../../src/http/observability'
 
 const metrics = createMetrics()
 const observe = { metrics, log: true }
-const route = (path: string, handler: Parameters<typeof fastRoute>[2]) => ({ [path]: { GET: fastRoute(observe, path, handler) } })
+const route = (path: string, handler: Parameters<typeof fastRoute>[2]) => ({
+  [path]: { GET: fastRoute(observe, path, handler) },
+})
 
 const server = Bun.serve({
   hostname: '127.0.0.1',

@@ -6,10 +6,10 @@
  */
 import { Database } from 'bun:sqlite'
 import { afterAll, describe, expect, spyOn, test } from 'bun:test'
-import { Elysia } from 'elysia'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Elysia } from 'elysia'
 import { errorModel } from '../../src/http/errors'
 import { fastRoute } from '../../src/http/fast-route'
 import { createMetrics } from '../../src/http/observability'
@@ -46,7 +46,12 @@ const observe = { metrics: createMetrics(), log: false }
 const fast = Bun.serve({
   hostname: '127.0.0.1',
   port: 0,
-  routes: Object.fromEntries(Object.entries(faults).map(([name, fault]) => [`/${name}`, { GET: fastRoute(observe, `/${name}`, () => fault() as Response) }])),
+  routes: Object.fromEntries(
+    Object.entries(faults).map(([name, fault]) => [
+      `/${name}`,
+      { GET: fastRoute(observe, `/${name}`, () => fault() as Response) },
+    ]),
+  ),
 })
 const app = new Elysia().use(errorModel)
 for (const [name, fault] of Object.entries(faults)) app.get(`/${name}`, () => fault() as string)
@@ -67,7 +72,10 @@ const expected = {
 }
 
 describe('faults are answered in words, with their status, on both paths', () => {
-  for (const [which, server] of [['app (error model)', () => app.server!.port], ['fast route', () => fast.port]] as const) {
+  for (const [which, server] of [
+    ['app (error model)', () => app.server!.port],
+    ['fast route', () => fast.port],
+  ] as const) {
     for (const [name, want] of Object.entries(expected)) {
       test(`${which}: ${name}`, async () => {
         const logged = spyOn(console, 'error').mockImplementation(() => {})

@@ -15,7 +15,7 @@ import type { Storage } from '../../src/storage'
 import { createLocalStorage } from '../../src/storage/local'
 import { mediaOptionsOf } from '../../src/workers/media-pool'
 import { makeImage, uploadForm } from '../fixtures'
-import { startTestServer, storedKeys, userWithKey, type TestServer } from '../helpers'
+import { startTestServer, storedKeys, type TestServer, userWithKey } from '../helpers'
 
 const METRICS_TOKEN = 'internal-error-metrics'
 // What a careless answer would leak: the message, a path, a source file, a stack frame.
@@ -106,14 +106,19 @@ describe('an unexpected failure inside the real service: 500, logged once, count
     const series = 'http_requests_total{route="/api/v1/upload",method="POST",status="500"}'
     expect(await metric(series)).toBe(0)
     const png = await makeImage('png', 40, 30)
-    const upload = () => t.fetch('/api/v1/upload', { method: 'POST', headers: user.keyHeader, body: uploadForm([{ bytes: png }]) })
+    const upload = () =>
+      t.fetch('/api/v1/upload', { method: 'POST', headers: user.keyHeader, body: uploadForm([{ bytes: png }]) })
 
     await expectInternalError('media', MEDIA_FAILURE, upload)
     expect(await metric(series)).toBe(1)
     // Like every failure, it changed nothing: no file, no row, no use of the window, no temp file left.
     expect(await storedKeys(t)).toEqual([])
     expect(t.server.db.$client.query('SELECT count(*) AS n FROM images').get()).toEqual({ n: 0 })
-    expect((await t.json('/api/v1/me', { headers: user.keyHeader })).body).toMatchObject({ totalImages: 0, storage: { used: 0 }, rateLimit: { used: 0 } })
+    expect((await t.json('/api/v1/me', { headers: user.keyHeader })).body).toMatchObject({
+      totalImages: 0,
+      storage: { used: 0 },
+      rateLimit: { used: 0 },
+    })
     expect(readdirSync(join(t.dataDir, 'tmp'))).toEqual([])
 
     // The next request is served as usual.
@@ -122,7 +127,13 @@ describe('an unexpected failure inside the real service: 500, logged once, count
 
   test('a route answered ahead of the app (/cdn/:file): a stored file that throws when read', async () => {
     const user = await userWithKey(t)
-    const image = (await t.json('/api/v1/upload', { method: 'POST', headers: user.keyHeader, body: uploadForm([{ bytes: await makeImage('png', 40, 30, 2) }]) })).body
+    const image = (
+      await t.json('/api/v1/upload', {
+        method: 'POST',
+        headers: user.keyHeader,
+        body: uploadForm([{ bytes: await makeImage('png', 40, 30, 2) }]),
+      })
+    ).body
     const path = `/cdn/${image.id}.png`
     const series = 'http_requests_total{route="/cdn/:file",method="GET",status="500"}'
     // The first answer streams the file from disk without reading it here; the next one reads it into memory.

@@ -26,16 +26,26 @@ function signed(payload: Record<string, unknown>) {
 const me = (token: string) => t.json('/api/auth/me', { headers: { authorization: `Bearer ${token}` } })
 
 describe('JWT expiry is required', () => {
-  test('with exp in the future: 200 (the control); without exp, or a non-numeric one, or past: 401', async () => {
-    const sub = String(account.user.id)
-    expect((await me(signed({ sub, iat: now(), exp: now() + 3600 }))).status).toBe(200)
-    for (const payload of [{ sub }, { sub, iat: now() }, { sub, exp: String(now() + 3600) }, { sub, exp: null }, { sub, exp: now() - 10 }]) {
-      const res = await me(signed(payload))
-      expect(res.status, JSON.stringify(payload)).toBe(401)
-      expect(res.body.error).toBe('Invalid or expired token')
-    }
-    // The service's own tokens carry exp.
-    const [, payload] = account.token.split('.')
-    expect(typeof JSON.parse(Buffer.from(payload, 'base64url').toString()).exp).toBe('number')
-  }, TIMEOUT)
+  test(
+    'with exp in the future: 200 (the control); without exp, or a non-numeric one, or past: 401',
+    async () => {
+      const sub = String(account.user.id)
+      expect((await me(signed({ sub, iat: now(), exp: now() + 3600 }))).status).toBe(200)
+      for (const payload of [
+        { sub },
+        { sub, iat: now() },
+        { sub, exp: String(now() + 3600) },
+        { sub, exp: null },
+        { sub, exp: now() - 10 },
+      ]) {
+        const res = await me(signed(payload))
+        expect(res.status, JSON.stringify(payload)).toBe(401)
+        expect(res.body.error).toBe('Invalid or expired token')
+      }
+      // The service's own tokens carry exp.
+      const [, payload] = account.token.split('.')
+      expect(typeof JSON.parse(Buffer.from(payload, 'base64url').toString()).exp).toBe('number')
+    },
+    TIMEOUT,
+  )
 })

@@ -15,7 +15,18 @@ type Doc = {
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
 /** DECISIONS.md: exactly these answer 201; every other success is 200. */
-const CREATED = new Set(['post /api/auth/register', 'post /api/v1/upload', 'post /api/upload', 'post /api/albums', 'post /api/embeds', 'post /api/keys', 'post /api/reports', 'post /api/webhooks', 'post /api/v1/tus', 'post /api/tus'])
+const CREATED = new Set([
+  'post /api/auth/register',
+  'post /api/v1/upload',
+  'post /api/upload',
+  'post /api/albums',
+  'post /api/embeds',
+  'post /api/keys',
+  'post /api/reports',
+  'post /api/webhooks',
+  'post /api/v1/tus',
+  'post /api/tus',
+])
 /**
  * The tus 1.0 protocol fixes these answers: creation is a 201 and HEAD a 200 carrying headers only, a chunk is a 204
  * (the last one a 200 with the upload's answer), termination a 204. Bodiless successes have no schema to document.
@@ -48,7 +59,8 @@ const operations = () =>
   )
 
 const hasSchema = (response: { content?: Record<string, { schema?: unknown }> } | undefined) =>
-  !!response?.content && Object.values(response.content).some((media) => media.schema && typeof media.schema === 'object')
+  !!response?.content &&
+  Object.values(response.content).some((media) => media.schema && typeof media.schema === 'object')
 
 /** The app's routes that the document must describe: /api/* and /healthz (pages, assets, files and the docs themselves excluded). */
 function documentedRoutes() {
@@ -67,16 +79,22 @@ describe('/swagger/json', () => {
 
   test('every operation carries a feature tag, and every tag used is declared', () => {
     const declared = new Set((doc as { tags?: { name: string }[] }).tags?.map((tag) => tag.name) ?? [])
-    const untagged = operations().filter(([, , op]) => !(op as { tags?: string[] }).tags?.length).map(([m, p]) => `${m.toUpperCase()} ${p}`)
+    const untagged = operations()
+      .filter(([, , op]) => !(op as { tags?: string[] }).tags?.length)
+      .map(([m, p]) => `${m.toUpperCase()} ${p}`)
     expect(untagged).toEqual([])
-    const undeclared = operations().flatMap(([, , op]) => (op as { tags?: string[] }).tags ?? []).filter((tag) => !declared.has(tag))
+    const undeclared = operations()
+      .flatMap(([, , op]) => (op as { tags?: string[] }).tags ?? [])
+      .filter((tag) => !declared.has(tag))
     expect([...new Set(undeclared)]).toEqual([])
     expect(declared.size).toBeGreaterThan(5)
   })
 
   test('declares both security schemes: X-API-Key header and HTTP bearer', () => {
     const schemes = Object.values(doc.components?.securitySchemes ?? {})
-    expect(schemes.some((s) => s.type === 'apiKey' && s.in === 'header' && s.name?.toLowerCase() === 'x-api-key')).toBe(true)
+    expect(schemes.some((s) => s.type === 'apiKey' && s.in === 'header' && s.name?.toLowerCase() === 'x-api-key')).toBe(
+      true,
+    )
     expect(schemes.some((s) => s.type === 'http' && s.scheme?.toLowerCase() === 'bearer')).toBe(true)
   })
 
@@ -85,7 +103,9 @@ describe('/swagger/json', () => {
     // Sanity: the app's route table is what we think it is.
     expect(routes.length).toBeGreaterThan(15)
     expect(routes).toContainEqual({ method: 'post', path: '/api/auth/register' })
-    const missing = routes.filter((r) => !doc.paths[r.path]?.[r.method]).map((r) => `${r.method.toUpperCase()} ${r.path}`)
+    const missing = routes
+      .filter((r) => !doc.paths[r.path]?.[r.method])
+      .map((r) => `${r.method.toUpperCase()} ${r.path}`)
     expect(missing).toEqual([])
   })
 
@@ -112,8 +132,11 @@ describe('/swagger/json', () => {
       for (const [method, op] of Object.entries(item)) {
         for (const [code, response] of Object.entries(op.responses ?? {})) {
           if (!/^[45]\d\d$/.test(code)) continue
-          const schema = response.content?.['application/json']?.schema as { required?: string[]; properties?: Record<string, { type?: string }> } | undefined
-          if (!schema?.required?.includes('error') || schema.properties?.error?.type !== 'string') wrong.push(`${method.toUpperCase()} ${path} ${code}`)
+          const schema = response.content?.['application/json']?.schema as
+            | { required?: string[]; properties?: Record<string, { type?: string }> }
+            | undefined
+          if (!schema?.required?.includes('error') || schema.properties?.error?.type !== 'string')
+            wrong.push(`${method.toUpperCase()} ${path} ${code}`)
         }
       }
     }
@@ -127,7 +150,9 @@ describe('/swagger/json', () => {
       const success = Object.keys(op.responses ?? {}).filter((c) => /^2\d\d$/.test(c))
       const tus = TUS_SUCCESS[`${method} ${path}`]
       if (tus) {
-        const ok = success.sort().join() === tus.codes.join() && tus.codes.every((c) => tus.bodiless.includes(c) || hasSchema(op.responses![c]))
+        const ok =
+          success.sort().join() === tus.codes.join() &&
+          tus.codes.every((c) => tus.bodiless.includes(c) || hasSchema(op.responses![c]))
         if (!ok) wrong.push(`${method.toUpperCase()} ${path}: ${success.join(',') || 'none'}`)
         continue
       }
@@ -144,7 +169,8 @@ describe('/swagger/json', () => {
     const problems: string[] = []
     for (const [method, path, op] of operations()) {
       for (const requirement of op.security ?? []) {
-        for (const name of Object.keys(requirement)) if (!declared.has(name)) problems.push(`${method} ${path}: unknown scheme ${name}`)
+        for (const name of Object.keys(requirement))
+          if (!declared.has(name)) problems.push(`${method} ${path}: unknown scheme ${name}`)
       }
       const required = (op.security ?? []).length > 0 && !(op.security ?? []).some((r) => Object.keys(r).length === 0)
       if (required && !op.responses?.['401']) problems.push(`${method} ${path}: secured but no 401`)
@@ -155,27 +181,57 @@ describe('/swagger/json', () => {
       (doc.paths[path]?.[method]?.security ?? []).some((r) => Object.keys(r).some((name) => check(schemeOf(name))))
     const isKey = (s: Record<string, string>) => s.type === 'apiKey' && s.name?.toLowerCase() === 'x-api-key'
     const isBearer = (s: Record<string, string>) => s.type === 'http' && s.scheme === 'bearer'
-    for (const [method, path] of [['post', '/api/v1/upload'], ['get', '/api/v1/images'], ['get', '/api/v1/me'], ['patch', '/api/v1/image/{id}'], ['delete', '/api/v1/image/{id}']]) {
+    for (const [method, path] of [
+      ['post', '/api/v1/upload'],
+      ['get', '/api/v1/images'],
+      ['get', '/api/v1/me'],
+      ['patch', '/api/v1/image/{id}'],
+      ['delete', '/api/v1/image/{id}'],
+    ]) {
       expect({ method, path, key: uses(method, path, isKey) }).toEqual({ method, path, key: true })
     }
-    for (const [method, path] of [['get', '/api/auth/me'], ['get', '/api/keys'], ['post', '/api/keys'], ['delete', '/api/keys/{id}'], ['patch', '/api/account'], ['get', '/api/admin/users'], ['patch', '/api/admin/users/{id}']]) {
+    for (const [method, path] of [
+      ['get', '/api/auth/me'],
+      ['get', '/api/keys'],
+      ['post', '/api/keys'],
+      ['delete', '/api/keys/{id}'],
+      ['patch', '/api/account'],
+      ['get', '/api/admin/users'],
+      ['patch', '/api/admin/users/{id}'],
+    ]) {
       expect({ method, path, bearer: uses(method, path, isBearer) }).toEqual({ method, path, bearer: true })
     }
     // Public endpoints carry no mandatory credentials.
-    for (const [method, path] of [['post', '/api/auth/register'], ['post', '/api/auth/login'], ['get', '/healthz']]) {
+    for (const [method, path] of [
+      ['post', '/api/auth/register'],
+      ['post', '/api/auth/login'],
+      ['get', '/healthz'],
+    ]) {
       const security = doc.paths[path]?.[method]?.security ?? []
       expect(security.length === 0 || security.some((r) => Object.keys(r).length === 0)).toBe(true)
     }
   })
 
   test('request bodies are documented: JSON for the account endpoints, multipart for uploads', () => {
-    for (const [method, path] of [['post', '/api/auth/register'], ['post', '/api/auth/login'], ['post', '/api/auth/verify-email'], ['patch', '/api/account'], ['post', '/api/keys'], ['patch', '/api/admin/users/{id}']]) {
+    for (const [method, path] of [
+      ['post', '/api/auth/register'],
+      ['post', '/api/auth/login'],
+      ['post', '/api/auth/verify-email'],
+      ['patch', '/api/account'],
+      ['post', '/api/keys'],
+      ['patch', '/api/admin/users/{id}'],
+    ]) {
       const content = doc.paths[path]?.[method]?.requestBody?.content ?? {}
       expect({ method, path, json: !!content['application/json']?.schema }).toEqual({ method, path, json: true })
     }
-    const register = doc.paths['/api/auth/register'].post.requestBody!.content!['application/json'].schema as { required?: string[]; properties?: Record<string, unknown> }
+    const register = doc.paths['/api/auth/register'].post.requestBody!.content!['application/json'].schema as {
+      required?: string[]
+      properties?: Record<string, unknown>
+    }
     expect([...(register.required ?? [])].sort()).toEqual(['email', 'password', 'username'])
-    const adminPatch = doc.paths['/api/admin/users/{id}'].patch.requestBody!.content!['application/json'].schema as { properties?: Record<string, unknown> }
+    const adminPatch = doc.paths['/api/admin/users/{id}'].patch.requestBody!.content!['application/json'].schema as {
+      properties?: Record<string, unknown>
+    }
     expect(Object.keys(adminPatch.properties ?? {}).sort()).toEqual(['banned', 'emailVerified', 'role'])
     for (const path of ['/api/v1/upload', '/api/upload']) {
       const content = doc.paths[path]?.post?.requestBody?.content ?? {}

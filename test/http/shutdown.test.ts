@@ -4,8 +4,9 @@
  * finish and exits 0; buffered views reach the database within 5 s without any shutdown, and whatever is still
  * buffered is written on SIGTERM.
  */
-import { afterAll, describe, expect, test } from 'bun:test'
+
 import { Database } from 'bun:sqlite'
+import { afterAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -71,7 +72,13 @@ async function spawnServer(): Promise<Spawned> {
     LOG_REQUESTS: 'false',
     JWT_SECRET: 'shutdown-test-secret-'.padEnd(48, 'x'),
   }
-  const proc = Bun.spawn([process.execPath, 'src/index.ts'], { cwd: ROOT, env, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+  const proc = Bun.spawn([process.execPath, 'src/index.ts'], {
+    cwd: ROOT,
+    env,
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
   procs.push(proc)
   let text = ''
   const drain = async (stream: ReadableStream<Uint8Array>) => {
@@ -88,16 +95,29 @@ async function spawnServer(): Promise<Spawned> {
     return port > 0
   })
   if (!up || !port) throw new Error(`server did not start:\n${text}`)
-  return { proc, base: `http://127.0.0.1:${port}`, port, env, dbPath: join(dataDir, 'imghost.sqlite'), output: () => text }
+  return {
+    proc,
+    base: `http://127.0.0.1:${port}`,
+    port,
+    env,
+    dbPath: join(dataDir, 'imghost.sqlite'),
+    output: () => text,
+  }
 }
 
 /** An account with an API key, made through the API of the spawned server. */
 async function apiKey(s: Spawned): Promise<string> {
   const name = `sd${Date.now().toString(36)}${Math.floor(Math.random() * 1000)}`
-  const reg = await fetch(`${s.base}/api/auth/register`, { method: 'POST', ...jsonBody({ username: name, email: `${name}@example.com`, password: 'correct horse battery' }) })
+  const reg = await fetch(`${s.base}/api/auth/register`, {
+    method: 'POST',
+    ...jsonBody({ username: name, email: `${name}@example.com`, password: 'correct horse battery' }),
+  })
   expect(reg.status).toBe(201)
   const { token } = (await reg.json()) as { token: string }
-  const key = await fetch(`${s.base}/api/keys`, { method: 'POST', ...jsonBody({ name: 'shutdown' }, { authorization: `Bearer ${token}` }) })
+  const key = await fetch(`${s.base}/api/keys`, {
+    method: 'POST',
+    ...jsonBody({ name: 'shutdown' }, { authorization: `Bearer ${token}` }),
+  })
   expect(key.status).toBe(201)
   return ((await key.json()) as { apiKey: string }).apiKey
 }
@@ -131,124 +151,138 @@ function storedViews(dbPath: string, id: string): number {
 }
 
 describe('SIGTERM', () => {
-  test('an upload in flight completes with 201, new connections are refused, the process exits 0', async () => {
-    const s = await spawnServer()
-    const key = await apiKey(s)
-    const bytes = await makeNoisePng(256) // about 200 kB of real PNG that does not compress
-    const boundary = `----imghost${crypto.randomUUID().replaceAll('-', '')}`
-    const body = Buffer.concat([
-      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="slow.png"\r\nContent-Type: image/png\r\n\r\n`),
-      Buffer.from(bytes),
-      Buffer.from(`\r\n--${boundary}--\r\n`),
-    ])
-    const head =
-      `POST /api/v1/upload HTTP/1.1\r\nHost: 127.0.0.1:${s.port}\r\nX-API-Key: ${key}\r\n` +
-      `Content-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`
+  test(
+    'an upload in flight completes with 201, new connections are refused, the process exits 0',
+    async () => {
+      const s = await spawnServer()
+      const key = await apiKey(s)
+      const bytes = await makeNoisePng(256) // about 200 kB of real PNG that does not compress
+      const boundary = `----imghost${crypto.randomUUID().replaceAll('-', '')}`
+      const body = Buffer.concat([
+        Buffer.from(
+          `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="slow.png"\r\nContent-Type: image/png\r\n\r\n`,
+        ),
+        Buffer.from(bytes),
+        Buffer.from(`\r\n--${boundary}--\r\n`),
+      ])
+      const head =
+        `POST /api/v1/upload HTTP/1.1\r\nHost: 127.0.0.1:${s.port}\r\nX-API-Key: ${key}\r\n` +
+        `Content-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`
 
-    // The upload starts: headers and the first third of the body, over a socket of our own.
-    const socket = connect({ host: '127.0.0.1', port: s.port })
-    let response = ''
-    socket.on('data', (chunk) => (response += chunk.toString('latin1')))
-    const ended = new Promise<void>((resolve) => {
-      socket.once('close', () => resolve())
-      socket.once('error', () => resolve())
-    })
-    await within(5000, 'the upload connection', new Promise((resolve) => socket.once('connect', resolve)))
-    const third = Math.floor(body.length / 3)
-    socket.write(head)
-    socket.write(body.subarray(0, third))
-    await Bun.sleep(300)
-    expect(response).toBe('') // still in flight: no answer before the body is complete
-    expect(await accepts(s.port)).toBe(true)
+      // The upload starts: headers and the first third of the body, over a socket of our own.
+      const socket = connect({ host: '127.0.0.1', port: s.port })
+      let response = ''
+      socket.on('data', (chunk) => (response += chunk.toString('latin1')))
+      const ended = new Promise<void>((resolve) => {
+        socket.once('close', () => resolve())
+        socket.once('error', () => resolve())
+      })
+      await within(5000, 'the upload connection', new Promise((resolve) => socket.once('connect', resolve)))
+      const third = Math.floor(body.length / 3)
+      socket.write(head)
+      socket.write(body.subarray(0, third))
+      await Bun.sleep(300)
+      expect(response).toBe('') // still in flight: no answer before the body is complete
+      expect(await accepts(s.port)).toBe(true)
 
-    s.proc.kill('SIGTERM')
-    // The listener closes while the upload is still in flight, and the process waits for it.
-    expect(await eventually(5000, async () => !(await accepts(s.port)))).toBe(true)
-    expect(await eventually(5000, () => s.output().includes('"msg":"shutting down"'))).toBe(true)
-    expect(s.output()).toContain('"signal":"SIGTERM"')
-    expect(s.proc.exitCode).toBeNull()
-    expect(response).toBe('')
-    const refused = await fetch(`${s.base}/healthz`).then(
-      () => 'answered',
-      () => 'refused',
-    )
-    expect(refused).toBe('refused')
+      s.proc.kill('SIGTERM')
+      // The listener closes while the upload is still in flight, and the process waits for it.
+      expect(await eventually(5000, async () => !(await accepts(s.port)))).toBe(true)
+      expect(await eventually(5000, () => s.output().includes('"msg":"shutting down"'))).toBe(true)
+      expect(s.output()).toContain('"signal":"SIGTERM"')
+      expect(s.proc.exitCode).toBeNull()
+      expect(response).toBe('')
+      const refused = await fetch(`${s.base}/healthz`).then(
+        () => 'answered',
+        () => 'refused',
+      )
+      expect(refused).toBe('refused')
 
-    // The rest of the body, slowly.
-    const rest = body.subarray(third)
-    const step = Math.ceil(rest.length / 4)
-    for (let i = 0; i < rest.length; i += step) {
-      socket.write(rest.subarray(i, i + step))
-      await Bun.sleep(150)
-    }
-    await within(20_000, 'the upload response', ended)
-    const [statusLine] = response.split('\r\n')
-    expect(statusLine).toBe('HTTP/1.1 201 Created')
-    const json = JSON.parse(response.slice(response.indexOf('\r\n\r\n') + 4))
-    expect(json.success).toBe(true)
-    expect(json.size).toBe(bytes.length)
-    const id: string = json.id
+      // The rest of the body, slowly.
+      const rest = body.subarray(third)
+      const step = Math.ceil(rest.length / 4)
+      for (let i = 0; i < rest.length; i += step) {
+        socket.write(rest.subarray(i, i + step))
+        await Bun.sleep(150)
+      }
+      await within(20_000, 'the upload response', ended)
+      const [statusLine] = response.split('\r\n')
+      expect(statusLine).toBe('HTTP/1.1 201 Created')
+      const json = JSON.parse(response.slice(response.indexOf('\r\n\r\n') + 4))
+      expect(json.success).toBe(true)
+      expect(json.size).toBe(bytes.length)
+      const id: string = json.id
 
-    const code = await within(20_000, 'the process to exit', s.proc.exited)
-    expect(s.proc.signalCode).toBeNull()
-    expect(code).toBe(0)
-    expect(await accepts(s.port)).toBe(false)
+      const code = await within(20_000, 'the process to exit', s.proc.exited)
+      expect(s.proc.signalCode).toBeNull()
+      expect(code).toBe(0)
+      expect(await accepts(s.port)).toBe(false)
 
-    // What it answered is really there: the row in the database, the original and its thumbnail in storage.
-    const db = new Database(s.dbPath, { readonly: true })
-    try {
-      expect(db.query('SELECT size FROM images WHERE id = ?').get(id)).toEqual({ size: bytes.length })
-    } finally {
-      db.close()
-    }
-    const storage = createConfiguredStorage(loadConfig(s.env))
-    expect(await storage.stat(originalKey(id, 'png'))).toMatchObject({ size: bytes.length })
-    expect(await storage.exists(thumbnailKey(id))).toBe(true)
-  }, TIMEOUT)
+      // What it answered is really there: the row in the database, the original and its thumbnail in storage.
+      const db = new Database(s.dbPath, { readonly: true })
+      try {
+        expect(db.query('SELECT size FROM images WHERE id = ?').get(id)).toEqual({ size: bytes.length })
+      } finally {
+        db.close()
+      }
+      const storage = createConfiguredStorage(loadConfig(s.env))
+      expect(await storage.stat(originalKey(id, 'png'))).toMatchObject({ size: bytes.length })
+      expect(await storage.exists(thumbnailKey(id))).toBe(true)
+    },
+    TIMEOUT,
+  )
 })
 
 describe('views', () => {
-  test('reach the database on the timed flush, without a shutdown; the rest are written on SIGTERM', async () => {
-    const s = await spawnServer()
-    const key = await apiKey(s)
-    const up = await fetch(`${s.base}/api/v1/upload`, { method: 'POST', headers: { 'x-api-key': key }, body: uploadForm([{ bytes: await makeImage('png') }]) })
-    expect(up.status).toBe(201)
-    const { id } = (await up.json()) as { id: string }
-    const load = async (path: string) => {
-      const res = await fetch(`${s.base}${path}`)
-      expect(res.status).toBe(200)
-      await res.arrayBuffer()
-    }
-    const loadAll = async (n: number) => {
-      for (let i = 0; i < n; i++) await load(i % 3 === 2 ? `/i/${id}` : `/cdn/${id}.png`)
-    }
-    const apiViews = async () => {
-      const res = await fetch(`${s.base}/api/v1/image/${id}`)
-      expect(res.status).toBe(200)
-      return ((await res.json()) as { data: { views: number } }).data.views
-    }
+  test(
+    'reach the database on the timed flush, without a shutdown; the rest are written on SIGTERM',
+    async () => {
+      const s = await spawnServer()
+      const key = await apiKey(s)
+      const up = await fetch(`${s.base}/api/v1/upload`, {
+        method: 'POST',
+        headers: { 'x-api-key': key },
+        body: uploadForm([{ bytes: await makeImage('png') }]),
+      })
+      expect(up.status).toBe(201)
+      const { id } = (await up.json()) as { id: string }
+      const load = async (path: string) => {
+        const res = await fetch(`${s.base}${path}`)
+        expect(res.status).toBe(200)
+        await res.arrayBuffer()
+      }
+      const loadAll = async (n: number) => {
+        for (let i = 0; i < n; i++) await load(i % 3 === 2 ? `/i/${id}` : `/cdn/${id}.png`)
+      }
+      const apiViews = async () => {
+        const res = await fetch(`${s.base}/api/v1/image/${id}`)
+        expect(res.status).toBe(200)
+        return ((await res.json()) as { data: { views: number } }).data.views
+      }
 
-    // The timed flush: no shutdown, no manual flush; the API and the database both reach the count in time.
-    await loadAll(4)
-    expect(await eventually(30_000, async () => (await apiViews()) === 4)).toBe(true)
-    expect(await eventually(30_000, () => storedViews(s.dbPath, id) === 4)).toBe(true)
-    // Thumbnails and API reads did not count.
-    await load(`/cdn/medium/${id}.webp`)
-    expect(await apiViews()).toBe(4)
+      // The timed flush: no shutdown, no manual flush; the API and the database both reach the count in time.
+      await loadAll(4)
+      expect(await eventually(30_000, async () => (await apiViews()) === 4)).toBe(true)
+      expect(await eventually(30_000, () => storedViews(s.dbPath, id) === 4)).toBe(true)
+      // Thumbnails and API reads did not count.
+      await load(`/cdn/medium/${id}.webp`)
+      expect(await apiViews()).toBe(4)
 
-    // More loads, then SIGTERM before the next timed flush: they are still only in memory when the signal arrives.
-    let total = 4
-    let bufferedAtSignal = 0
-    for (let attempt = 0; attempt < 5 && bufferedAtSignal === 0; attempt++) {
-      await loadAll(3)
-      total += 3
-      bufferedAtSignal = total - storedViews(s.dbPath, id) // 0 when a timed flush happened to run just now
-      if (bufferedAtSignal > 0) s.proc.kill('SIGTERM')
-    }
-    expect(bufferedAtSignal).toBeGreaterThan(0)
-    const code = await within(20_000, 'the process to exit', s.proc.exited)
-    expect(s.proc.signalCode).toBeNull()
-    expect(code).toBe(0)
-    expect(storedViews(s.dbPath, id)).toBe(total)
-  }, TIMEOUT)
+      // More loads, then SIGTERM before the next timed flush: they are still only in memory when the signal arrives.
+      let total = 4
+      let bufferedAtSignal = 0
+      for (let attempt = 0; attempt < 5 && bufferedAtSignal === 0; attempt++) {
+        await loadAll(3)
+        total += 3
+        bufferedAtSignal = total - storedViews(s.dbPath, id) // 0 when a timed flush happened to run just now
+        if (bufferedAtSignal > 0) s.proc.kill('SIGTERM')
+      }
+      expect(bufferedAtSignal).toBeGreaterThan(0)
+      const code = await within(20_000, 'the process to exit', s.proc.exited)
+      expect(s.proc.signalCode).toBeNull()
+      expect(code).toBe(0)
+      expect(storedViews(s.dbPath, id)).toBe(total)
+    },
+    TIMEOUT,
+  )
 })

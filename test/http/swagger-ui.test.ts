@@ -28,7 +28,7 @@ describe('Swagger UI at /swagger', () => {
 
       const operations = await page.locator('.opblock').count()
       expect(operations).toBeGreaterThan(15)
-      const text = await page.locator('#swagger-ui').innerText()
+      const text = await page.locator('#swagger-ui').textContent()
       for (const path of ['/api/auth/login', '/api/v1/upload', '/api/keys', '/healthz']) expect(text).toContain(path)
       // The authorize button appears because the document declares security schemes.
       expect(await page.locator('.btn.authorize').count()).toBeGreaterThan(0)

@@ -1,10 +1,10 @@
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { Value } from '@sinclair/typebox/value'
 import { ImageDetailsResponse } from '../../src/modules/images/model'
-import { makeImage, uploadForm, type UploadPart } from '../fixtures'
-import { jsonBody, makeAdmin, registerUser, startTestServer, testClock, userWithKey, type TestServer } from '../helpers'
+import { makeImage, type UploadPart, uploadForm } from '../fixtures'
+import { jsonBody, makeAdmin, registerUser, startTestServer, type TestServer, testClock, userWithKey } from '../helpers'
 
 let t: TestServer
 let alice: Awaited<ReturnType<typeof userWithKey>>
@@ -20,8 +20,16 @@ beforeAll(async () => {
 afterAll(() => t.stop())
 afterEach(() => clock.reset())
 
-async function upload(who: { keyHeader: Record<string, string> }, parts?: UploadPart[], fields: Record<string, string> = {}) {
-  const res = await t.json('/api/v1/upload', { method: 'POST', headers: who.keyHeader, body: uploadForm(parts ?? [{ bytes: await makeImage('png') }], fields) })
+async function upload(
+  who: { keyHeader: Record<string, string> },
+  parts?: UploadPart[],
+  fields: Record<string, string> = {},
+) {
+  const res = await t.json('/api/v1/upload', {
+    method: 'POST',
+    headers: who.keyHeader,
+    body: uploadForm(parts ?? [{ bytes: await makeImage('png') }], fields),
+  })
   if (res.status !== 201) throw new Error(`upload failed: ${res.status} ${JSON.stringify(res.body)}`)
   return res.body
 }
@@ -33,9 +41,30 @@ describe('GET /api/v1/image/:id', () => {
     expect(res.status).toBe(200)
     expect(res.body.success).toBe(true)
     expect(Object.keys(res.body.data).sort()).toEqual(
-      ['id', 'url', 'thumbnail', 'viewer', 'width', 'height', 'size', 'mime', 'views', 'visibility', 'nsfw', 'uploadedAt', 'expiresAt'].sort(),
+      [
+        'id',
+        'url',
+        'thumbnail',
+        'viewer',
+        'width',
+        'height',
+        'size',
+        'mime',
+        'views',
+        'visibility',
+        'nsfw',
+        'uploadedAt',
+        'expiresAt',
+      ].sort(),
     )
-    expect(res.body.data).toMatchObject({ id: up.id, url: up.url, visibility: 'private', nsfw: false, views: 0, size: up.size })
+    expect(res.body.data).toMatchObject({
+      id: up.id,
+      url: up.url,
+      visibility: 'private',
+      nsfw: false,
+      views: 0,
+      size: up.size,
+    })
     expect(res.body.data.uploadedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
     // Answered ahead of the app (src/http/fast-route.ts), so the framework does not check it against its schema: this does.
     expect(Value.Errors(ImageDetailsResponse, res.body).First()).toBeUndefined()
@@ -53,7 +82,10 @@ describe('GET /api/v1/image/:id', () => {
     }
     expect((await t.json(`/api/v1/image/${up.id}`)).body.data.width).toBe(up.width)
     // Changes through the service: a PATCH, views, the expiry.
-    expect((await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ nsfw: true }, alice.keyHeader) })).status).toBe(200)
+    expect(
+      (await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ nsfw: true }, alice.keyHeader) }))
+        .status,
+    ).toBe(200)
     expect((await t.json(`/api/v1/image/${up.id}`)).body.data).toMatchObject({ nsfw: true, width: 1 })
     await t.fetch(new URL(up.url).pathname)
     expect((await t.json(`/api/v1/image/${up.id}`)).body.data.views).toBe(1)
@@ -84,7 +116,10 @@ describe('GET /api/v1/image/:id', () => {
 describe('PATCH /api/v1/image/:id', () => {
   test('changes visibility and nsfw; omitted fields stay', async () => {
     const up = await upload(alice)
-    let res = await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ visibility: 'private' }, alice.keyHeader) })
+    let res = await t.json(`/api/v1/image/${up.id}`, {
+      method: 'PATCH',
+      ...jsonBody({ visibility: 'private' }, alice.keyHeader),
+    })
     expect(res.status).toBe(200)
     expect(res.body).toEqual({ success: true, id: up.id, visibility: 'private', nsfw: false, expiresAt: null })
     res = await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ nsfw: true }, alice.keyHeader) })
@@ -92,14 +127,21 @@ describe('PATCH /api/v1/image/:id', () => {
   })
   test('no fields or an invalid visibility: 400, nothing changes', async () => {
     const up = await upload(alice)
-    expect((await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({}, alice.keyHeader) })).status).toBe(400)
-    const bad = await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ visibility: 'hidden', nsfw: true }, alice.keyHeader) })
+    expect((await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({}, alice.keyHeader) })).status).toBe(
+      400,
+    )
+    const bad = await t.json(`/api/v1/image/${up.id}`, {
+      method: 'PATCH',
+      ...jsonBody({ visibility: 'hidden', nsfw: true }, alice.keyHeader),
+    })
     expect(bad.status).toBe(400)
     expect((await t.json(`/api/v1/image/${up.id}`)).body.data).toMatchObject({ visibility: 'public', nsfw: false })
   })
   test("another user's image: 404; no key: 401", async () => {
     const up = await upload(alice)
-    expect((await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ nsfw: true }, bob.keyHeader) })).status).toBe(404)
+    expect(
+      (await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ nsfw: true }, bob.keyHeader) })).status,
+    ).toBe(404)
     expect((await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ nsfw: true }) })).status).toBe(401)
     expect((await t.json(`/api/v1/image/${up.id}`)).body.data.nsfw).toBe(false)
   })
@@ -126,10 +168,13 @@ describe('DELETE /api/v1/image/:id', () => {
 })
 
 describe('GET /api/v1/images', () => {
-  test('lists only the caller\'s images, newest first, with the contract fields', async () => {
+  test("lists only the caller's images, newest first, with the contract fields", async () => {
     const carol = await userWithKey(t)
     const first = await upload(carol, [{ bytes: await makeImage('png'), name: 'first.png' }])
-    const second = await upload(carol, [{ bytes: await makeImage('png'), name: 'second.png' }], { visibility: 'private', nsfw: 'true' })
+    const second = await upload(carol, [{ bytes: await makeImage('png'), name: 'second.png' }], {
+      visibility: 'private',
+      nsfw: 'true',
+    })
     await upload(alice)
     const res = await t.json('/api/v1/images', { headers: carol.keyHeader })
     expect(res.status).toBe(200)
@@ -137,12 +182,29 @@ describe('GET /api/v1/images', () => {
     expect(res.body.images.map((i: any) => i.id)).toEqual([second.id, first.id])
     expect(res.body.images[0]).toMatchObject({ filename: 'second.png', visibility: 'private', nsfw: true, views: 0 })
     expect(Object.keys(res.body.images[0])).toEqual(
-      expect.arrayContaining(['id', 'url', 'thumbnail', 'viewer', 'filename', 'size', 'width', 'height', 'mime', 'views', 'visibility', 'created_at']),
+      expect.arrayContaining([
+        'id',
+        'url',
+        'thumbnail',
+        'viewer',
+        'filename',
+        'size',
+        'width',
+        'height',
+        'mime',
+        'views',
+        'visibility',
+        'created_at',
+      ]),
     )
   })
   test('pagination: limit, pages, clamping to 100, 400 for bad values', async () => {
     const dave = await userWithKey(t)
-    await upload(dave, [{ bytes: await makeImage('png') }, { bytes: await makeImage('png') }, { bytes: await makeImage('png') }])
+    await upload(dave, [
+      { bytes: await makeImage('png') },
+      { bytes: await makeImage('png') },
+      { bytes: await makeImage('png') },
+    ])
     const page2 = await t.json('/api/v1/images?page=2&limit=2', { headers: dave.keyHeader })
     expect(page2.body).toMatchObject({ total: 3, page: 2, limit: 2, pages: 2 })
     expect(page2.body.images).toHaveLength(1)
@@ -154,7 +216,11 @@ describe('GET /api/v1/images', () => {
       expect(typeof res.body.error).toBe('string')
     }
     const empty = await userWithKey(t)
-    expect((await t.json('/api/v1/images', { headers: empty.keyHeader })).body).toMatchObject({ total: 0, pages: 0, images: [] })
+    expect((await t.json('/api/v1/images', { headers: empty.keyHeader })).body).toMatchObject({
+      total: 0,
+      pages: 0,
+      images: [],
+    })
   })
 })
 
@@ -225,7 +291,10 @@ describe('views', () => {
     const row = t.server.db.$client.query('SELECT views FROM images WHERE id = ?').get(up.id) as { views: number }
     expect(row.views).toBe(2)
     // Any other change to the row still drops it.
-    expect((await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ nsfw: true }, alice.keyHeader) })).status).toBe(200)
+    expect(
+      (await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ nsfw: true }, alice.keyHeader) }))
+        .status,
+    ).toBe(200)
     expect(cache.has(up.id)).toBe(false)
     expect((await t.json(`/api/v1/image/${up.id}`)).body.data).toMatchObject({ views: 2, nsfw: true })
   })

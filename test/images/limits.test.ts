@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { inArray } from 'drizzle-orm'
 import { uploadWindows } from '../../src/db/schema'
 import { sweepEndedWindows } from '../../src/modules/images/limits'
-import { makeImage, makeNoisePng, uploadForm, type UploadPart } from '../fixtures'
-import { makeAdmin, startTestServer, storedKeys, testClock, type TestServer, userWithKey } from '../helpers'
+import { makeImage, makeNoisePng, type UploadPart, uploadForm } from '../fixtures'
+import { makeAdmin, startTestServer, storedKeys, type TestServer, testClock, userWithKey } from '../helpers'
 import { countingMedia } from '../security/support'
 import { expectWindowResets } from '../windows'
 
@@ -15,7 +15,12 @@ const clock = testClock(Date.now())
 
 beforeAll(async () => {
   t = await startTestServer(
-    { MAX_FILE_SIZE: String(MAX_FILE), MAX_FILES_PER_UPLOAD: '3', UNVERIFIED_STORAGE_LIMIT: String(QUOTA), UPLOADS_PER_HOUR: '5' },
+    {
+      MAX_FILE_SIZE: String(MAX_FILE),
+      MAX_FILES_PER_UPLOAD: '3',
+      UNVERIFIED_STORAGE_LIMIT: String(QUOTA),
+      UPLOADS_PER_HOUR: '5',
+    },
     { now: clock.now },
   )
 })
@@ -23,7 +28,8 @@ afterAll(() => t.stop())
 
 const upload = (who: { keyHeader: Record<string, string> }, parts: UploadPart[]) =>
   t.json('/api/v1/upload', { method: 'POST', headers: who.keyHeader, body: uploadForm(parts) })
-const me = async (who: { keyHeader: Record<string, string> }) => (await t.json('/api/v1/me', { headers: who.keyHeader })).body
+const me = async (who: { keyHeader: Record<string, string> }) =>
+  (await t.json('/api/v1/me', { headers: who.keyHeader })).body
 const storedFiles = async () => (await storedKeys(t)).length
 
 describe('limits', () => {
@@ -43,7 +49,10 @@ describe('limits', () => {
     const user = await userWithKey(t)
     const small = await makeImage('png', 8, 8)
     const before = await storedFiles()
-    const res = await upload(user, Array.from({ length: 4 }, () => ({ bytes: small })))
+    const res = await upload(
+      user,
+      Array.from({ length: 4 }, () => ({ bytes: small })),
+    )
     expect(res.status).toBe(400)
     expect(res.body.error).toContain('Too many files')
     expect(await storedFiles()).toBe(before)
@@ -55,12 +64,22 @@ describe('limits', () => {
     const file = await makeNoisePng(70)
     expect(file.length).toBeLessThan(MAX_FILE)
     const perBatch = Math.floor(QUOTA / file.length / 2)
-    expect((await upload(user, Array.from({ length: Math.min(3, perBatch) }, () => ({ bytes: file })))).status).toBe(201)
+    expect(
+      (
+        await upload(
+          user,
+          Array.from({ length: Math.min(3, perBatch) }, () => ({ bytes: file })),
+        )
+      ).status,
+    ).toBe(201)
     const usage = await me(user)
     const before = await storedFiles()
     const tooMuch = Math.ceil((usage.storage.remaining + 1) / file.length)
     if (tooMuch > 3) throw new Error(`fixture too small for the quota test: ${file.length} bytes`)
-    const res = await upload(user, Array.from({ length: tooMuch }, () => ({ bytes: file })))
+    const res = await upload(
+      user,
+      Array.from({ length: tooMuch }, () => ({ bytes: file })),
+    )
     expect(res.status).toBe(413)
     expect(typeof res.body.error).toBe('string')
     const after = await me(user)
@@ -75,12 +94,20 @@ describe('limits', () => {
   test('the hourly window counts files; a batch that does not fit is 429 with headers', async () => {
     const user = await userWithKey(t)
     const small = await makeImage('png', 8, 8)
-    const ok = await t.fetch('/api/v1/upload', { method: 'POST', headers: user.keyHeader, body: uploadForm([{ bytes: small }, { bytes: small }, { bytes: small }]) })
+    const ok = await t.fetch('/api/v1/upload', {
+      method: 'POST',
+      headers: user.keyHeader,
+      body: uploadForm([{ bytes: small }, { bytes: small }, { bytes: small }]),
+    })
     expect(ok.status).toBe(201)
     expect(ok.headers.get('RateLimit-Limit')).toBe('5')
     expect(ok.headers.get('RateLimit-Remaining')).toBe('2')
     expect(Number(ok.headers.get('RateLimit-Reset'))).toBeGreaterThan(3500)
-    const res = await t.fetch('/api/v1/upload', { method: 'POST', headers: user.keyHeader, body: uploadForm([{ bytes: small }, { bytes: small }, { bytes: small }]) })
+    const res = await t.fetch('/api/v1/upload', {
+      method: 'POST',
+      headers: user.keyHeader,
+      body: uploadForm([{ bytes: small }, { bytes: small }, { bytes: small }]),
+    })
     expect(res.status).toBe(429)
     expect((await res.json()).error).toBeString()
     expect(Number(res.headers.get('Retry-After'))).toBeGreaterThan(0)
@@ -104,13 +131,25 @@ describe('limits', () => {
         for (let left = n; left > 0; left -= 3) {
           const web = door++ % 2 === 0
           const body = uploadForm(Array.from({ length: Math.min(3, left) }, () => ({ bytes: small })))
-          answers.push(await t.json(web ? '/api/upload' : '/api/v1/upload', { method: 'POST', headers: web ? user.bearer : user.keyHeader, body }))
+          answers.push(
+            await t.json(web ? '/api/upload' : '/api/v1/upload', {
+              method: 'POST',
+              headers: web ? user.bearer : user.keyHeader,
+              body,
+            }),
+          )
         }
         return answers
       },
     })
     // GET /api/v1/me reads the same clock: one upload into a window that has just started.
-    expect((await me(user)).rateLimit).toEqual({ window: '1 hour', limit: 5, used: 1, remaining: 4, resetSeconds: 3600 })
+    expect((await me(user)).rateLimit).toEqual({
+      window: '1 hour',
+      limit: 5,
+      used: 1,
+      remaining: 4,
+      resetSeconds: 3600,
+    })
   })
 
   test('parallel batches can never overshoot the window', async () => {
@@ -129,7 +168,11 @@ describe('limits', () => {
     const count = Math.floor(QUOTA / file.length / 2) + 1 // each batch fits alone, two do not
     expect(count * file.length).toBeLessThanOrEqual(QUOTA)
     expect(2 * count * file.length).toBeGreaterThan(QUOTA)
-    const batch = () => upload(user, Array.from({ length: Math.min(count, 3) }, () => ({ bytes: file })))
+    const batch = () =>
+      upload(
+        user,
+        Array.from({ length: Math.min(count, 3) }, () => ({ bytes: file })),
+      )
     if (count > 3) throw new Error('fixture too small for the parallel quota test')
     const results = await Promise.all([batch(), batch()])
     expect(results.map((r) => r.status).sort()).toEqual([201, 413])
@@ -140,7 +183,10 @@ describe('limits', () => {
     const admin = await userWithKey(t)
     makeAdmin(t, admin.user.id)
     const big = await makeNoisePng(120)
-    const res = await upload(admin, Array.from({ length: 6 }, () => ({ bytes: big })))
+    const res = await upload(
+      admin,
+      Array.from({ length: 6 }, () => ({ bytes: big })),
+    )
     expect(res.status).toBe(201)
     const usage = await me(admin)
     expect(usage.rateLimit.used).toBe(6)
@@ -153,20 +199,28 @@ describe('parallel uploads beyond the window or the quota are refused before dec
   const counted = countingMedia()
   beforeAll(async () => {
     q = await startTestServer(
-      { MAX_FILE_SIZE: String(MAX_FILE), MAX_FILES_PER_UPLOAD: '3', UNVERIFIED_STORAGE_LIMIT: String(QUOTA), UPLOADS_PER_HOUR: '5' },
+      {
+        MAX_FILE_SIZE: String(MAX_FILE),
+        MAX_FILES_PER_UPLOAD: '3',
+        UNVERIFIED_STORAGE_LIMIT: String(QUOTA),
+        UPLOADS_PER_HOUR: '5',
+      },
       { media: counted.media },
     )
   })
   afterAll(() => q.stop())
   const uploadTo = (who: { keyHeader: Record<string, string> }, parts: UploadPart[]) =>
     q.json('/api/v1/upload', { method: 'POST', headers: who.keyHeader, body: uploadForm(parts) })
-  const usage = async (who: { keyHeader: Record<string, string> }) => (await q.json('/api/v1/me', { headers: who.keyHeader })).body
+  const usage = async (who: { keyHeader: Record<string, string> }) =>
+    (await q.json('/api/v1/me', { headers: who.keyHeader })).body
 
   test("the account's window: of three parallel batches of three, one is stored and the other two never decoded", async () => {
     const user = await userWithKey(q)
     const small = await makeImage('png', 8, 8)
     counted.calls.ingest = 0
-    const results = await Promise.all(Array.from({ length: 3 }, () => uploadTo(user, [{ bytes: small }, { bytes: small }, { bytes: small }])))
+    const results = await Promise.all(
+      Array.from({ length: 3 }, () => uploadTo(user, [{ bytes: small }, { bytes: small }, { bytes: small }])),
+    )
     expect(results.map((r) => r.status).sort()).toEqual([201, 429, 429])
     expect(counted.calls.ingest).toBe(3)
     // Nothing stays held by the refused batches: the two files left in the window can be used.
@@ -179,7 +233,14 @@ describe('parallel uploads beyond the window or the quota are refused before dec
     const count = Math.min(3, Math.floor(QUOTA / file.length / 2) + 1)
     expect(2 * count * file.length).toBeGreaterThan(QUOTA)
     counted.calls.ingest = 0
-    const results = await Promise.all([0, 1].map(() => uploadTo(user, Array.from({ length: count }, () => ({ bytes: file })))))
+    const results = await Promise.all(
+      [0, 1].map(() =>
+        uploadTo(
+          user,
+          Array.from({ length: count }, () => ({ bytes: file })),
+        ),
+      ),
+    )
     expect(results.map((r) => r.status).sort()).toEqual([201, 413])
     expect(counted.calls.ingest).toBe(count)
     expect((await usage(user)).storage.used).toBe(count * file.length)
@@ -199,7 +260,16 @@ describe('ended windows are swept', () => {
     ]
     t.server.db.insert(uploadWindows).values(rows).run()
     expect(sweepEndedWindows(t.server.db, t.server.deps.config, now)).toBe(2)
-    const left = t.server.db.select().from(uploadWindows).where(inArray(uploadWindows.key, rows.map((r) => r.key))).all()
+    const left = t.server.db
+      .select()
+      .from(uploadWindows)
+      .where(
+        inArray(
+          uploadWindows.key,
+          rows.map((r) => r.key),
+        ),
+      )
+      .all()
     expect(left.map((r) => [r.key, r.used]).sort()).toEqual([
       ['login:someone', 3],
       ['user:999999', 4],

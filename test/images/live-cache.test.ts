@@ -25,10 +25,20 @@ describe('createLiveImageCache', () => {
     const listeners: ((rowid: number) => void)[] = []
     const lookups: string[] = []
     const service = {
-      lookup: (id: string) => (lookups.push(id), rows.get(id)),
+      lookup: (id: string) => {
+        lookups.push(id)
+        return rows.get(id)
+      },
       onRowChange: (listener: (rowid: number) => void) => void listeners.push(listener),
     }
-    return { service, rows, lookups, change: (rowid: number) => listeners.forEach((l) => l(rowid)) }
+    return {
+      service,
+      rows,
+      lookups,
+      change: (rowid: number) => {
+        for (const l of listeners) l(rowid)
+      },
+    }
   }
 
   test('is bounded, dropping the least recently used first', () => {

@@ -1,7 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import sharp from 'sharp'
-import { makeBmp, makeDecompressionBomb, makeIco, makeImage, svgImage, uploadForm, type Bytes, type UploadPart } from '../fixtures'
-import { jsonBody, makeAdmin, startTestServer, storedKeys, userWithKey, type TestServer } from '../helpers'
+import {
+  type Bytes,
+  makeBmp,
+  makeDecompressionBomb,
+  makeIco,
+  makeImage,
+  svgImage,
+  type UploadPart,
+  uploadForm,
+} from '../fixtures'
+import { jsonBody, makeAdmin, startTestServer, storedKeys, type TestServer, userWithKey } from '../helpers'
 import { rawRequest } from '../security/support'
 
 let t: TestServer
@@ -13,7 +21,11 @@ beforeAll(async () => {
 })
 afterAll(() => t.stop())
 
-function upload(parts: UploadPart[], fields: Record<string, string> = {}, headers: Record<string, string> = owner.keyHeader) {
+function upload(
+  parts: UploadPart[],
+  fields: Record<string, string> = {},
+  headers: Record<string, string> = owner.keyHeader,
+) {
   return t.json('/api/v1/upload', { method: 'POST', headers, body: uploadForm(parts, fields) })
 }
 
@@ -36,7 +48,15 @@ describe('formats', () => {
       const bytes = await make()
       const res = await upload([{ bytes, name: `picture.${name}` }])
       expect(res.status).toBe(201)
-      expect(res.body).toMatchObject({ success: true, mime, width, height, size: bytes.length, visibility: 'public', nsfw: false })
+      expect(res.body).toMatchObject({
+        success: true,
+        mime,
+        width,
+        height,
+        size: bytes.length,
+        visibility: 'public',
+        nsfw: false,
+      })
       expect(res.body.url).toBe(`${t.url}/cdn/${res.body.id}.${ext}`)
       expect(res.body.thumbnail).toBe(`${t.url}/cdn/medium/${res.body.id}.webp`)
       expect(res.body.viewer).toBe(`${t.url}/i/${res.body.id}`)
@@ -108,7 +128,11 @@ describe('authentication', () => {
     expect(typeof res.body.error).toBe('string')
   })
   test('a wrong key: 401', async () => {
-    const res = await upload([{ bytes: await makeImage('png') }], {}, { 'x-api-key': 'ihk_notarealkeynotarealkeynotarealkey0000' })
+    const res = await upload(
+      [{ bytes: await makeImage('png') }],
+      {},
+      { 'x-api-key': 'ihk_notarealkeynotarealkeynotarealkey0000' },
+    )
     expect(res.status).toBe(401)
   })
 })
@@ -154,7 +178,13 @@ describe('visibility and flags', () => {
 
 describe('batches', () => {
   test('several files answer { success, images } in order, settings applied to all', async () => {
-    const res = await upload([{ bytes: await makeImage('png', 10, 10), name: 'a.png' }, { bytes: await makeImage('jpeg', 20, 10), name: 'b.jpg' }], { visibility: 'private' })
+    const res = await upload(
+      [
+        { bytes: await makeImage('png', 10, 10), name: 'a.png' },
+        { bytes: await makeImage('jpeg', 20, 10), name: 'b.jpg' },
+      ],
+      { visibility: 'private' },
+    )
     expect(res.status).toBe(201)
     expect(res.body.success).toBe(true)
     expect(res.body.id).toBeUndefined()
@@ -173,18 +203,23 @@ describe('folders', () => {
     const second = await upload([{ bytes: await makeImage('png', 10, 12) }], { album: 'Holiday 2026' })
     expect(first.status).toBe(201)
     expect(second.status).toBe(201)
-    const albums = t.server.db.$client.query('SELECT id, title, is_public FROM albums WHERE user_id = ?').all(owner.user.id) as any[]
+    const albums = t.server.db.$client
+      .query('SELECT id, title, is_public FROM albums WHERE user_id = ?')
+      .all(owner.user.id) as any[]
     const holiday = albums.filter((a) => a.title === 'Holiday 2026')
     expect(holiday).toHaveLength(1)
     expect(holiday[0].is_public).toBe(0)
-    const members = t.server.db.$client.query('SELECT image_id FROM album_images WHERE album_id = ?').all(holiday[0].id) as any[]
+    const members = t.server.db.$client
+      .query('SELECT image_id FROM album_images WHERE album_id = ?')
+      .all(holiday[0].id) as any[]
     expect(members.map((m) => m.image_id).sort()).toEqual([first.body.id, second.body.id].sort())
   })
 })
 
 describe('file count: too many files is 400, whatever the body declares', () => {
   const MB = 1024 * 1024
-  const usage = async (who: { keyHeader: Record<string, string> }) => (await t.json('/api/v1/me', { headers: who.keyHeader })).body
+  const usage = async (who: { keyHeader: Record<string, string> }) =>
+    (await t.json('/api/v1/me', { headers: who.keyHeader })).body
   const tinyParts = async (n: number) => {
     const bytes = await makeImage('png', 8, 8, 77)
     return Array.from({ length: n }, (_, i) => ({ bytes, name: `many-${i}.png` }))
@@ -214,7 +249,11 @@ describe('file count: too many files is 400, whatever the body declares', () => 
     expect(tooMany.status).toBe(400)
     expect(tooMany.body.error).toContain('Too many files: at most 100')
     expect((await storedFiles()).length).toBe(before)
-    expect(await usage(admin)).toMatchObject({ totalImages: 0, rateLimit: { used: 0 }, limits: { maxFilesPerUpload: 100 } })
+    expect(await usage(admin)).toMatchObject({
+      totalImages: 0,
+      rateLimit: { used: 0 },
+      limits: { maxFilesPerUpload: 100 },
+    })
     const hundred = await upload(parts.slice(0, 100), {}, admin.keyHeader)
     expect(hundred.status).toBe(201)
     expect(hundred.body.images).toHaveLength(100)
@@ -225,13 +264,22 @@ describe('file count: too many files is 400, whatever the body declares', () => 
 
   const BOUNDARY = 'count-before-size'
   const encode = (text: string) => new TextEncoder().encode(text)
-  const partHead = (i: number) => encode(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="f${i}.png"\r\nContent-Type: image/png\r\n\r\n`)
+  const partHead = (i: number) =>
+    encode(
+      `--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="f${i}.png"\r\nContent-Type: image/png\r\n\r\n`,
+    )
 
   /**
    * A multipart body that declares `declared` bytes and sends `complete` small PNG parts, then one more part whose
    * bytes never end (`chunk` bytes every `delayMs`): only the server's answer stops it.
    */
-  async function streamed(headers: Record<string, string>, path: string, declared: number, complete: number, pace: { chunk: number; delayMs: number }) {
+  async function streamed(
+    headers: Record<string, string>,
+    path: string,
+    declared: number,
+    complete: number,
+    pace: { chunk: number; delayMs: number },
+  ) {
     const png = await makeImage('png', 8, 8, 78)
     const counter = { sent: 0 }
     async function* body() {
@@ -258,7 +306,7 @@ describe('file count: too many files is 400, whatever the body declares', () => 
     return { status: res.status, error: JSON.parse(res.body).error as string, sent: counter.sent }
   }
 
-  test("16 files declared at 16 x 48 MB (or 10 GB): 400 when the 16th arrives, not 413 for the length; anonymous 6 x 24 MB likewise", async () => {
+  test('16 files declared at 16 x 48 MB (or 10 GB): 400 when the 16th arrives, not 413 for the length; anonymous 6 x 24 MB likewise', async () => {
     const user = await userWithKey(t)
     const before = (await storedFiles()).length
     const callers: [string, string, Record<string, string>, number, number][] = [
@@ -270,7 +318,9 @@ describe('file count: too many files is 400, whatever the body declares', () => 
     for (const [who, path, headers, cap, declared] of callers) {
       // The extra part's bytes trickle, so an answer that waited for a size limit would never come in time.
       const res = await streamed(headers, path, declared, cap, { chunk: 64 * 1024, delayMs: 50 })
-      expect(`${who} ${declared}: ${res.status} ${res.error}`).toBe(`${who} ${declared}: 400 Too many files: at most ${cap} per upload`)
+      expect(`${who} ${declared}: ${res.status} ${res.error}`).toBe(
+        `${who} ${declared}: 400 Too many files: at most ${cap} per upload`,
+      )
       expect(res.sent).toBeLessThan(2 * MB)
     }
     expect((await storedFiles()).length).toBe(before)

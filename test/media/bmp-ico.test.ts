@@ -29,10 +29,19 @@ describe('BMP decoder', () => {
     ['24-bit with a core (OS/2) header', { width: WIDTH, height: HEIGHT, pixels: COLOURS, bpp: 24, header: 12 }],
     ['32-bit BI_RGB (fourth byte is not alpha)', { width: WIDTH, height: HEIGHT, pixels: COLOURS, bpp: 32 }],
     ['16-bit 5-5-5 BI_RGB', { width: WIDTH, height: HEIGHT, pixels: COLOURS, bpp: 16 }],
-    ['16-bit 5-6-5 bitfields after an info header', { width: WIDTH, height: HEIGHT, pixels: COLOURS, bpp: 16, masks: [0xf800, 0x07e0, 0x001f] }],
-    ['32-bit bitfields in a V4 header', { width: WIDTH, height: HEIGHT, pixels: COLOURS, bpp: 32, header: 108, masks: [0xff0000, 0xff00, 0xff, 0] }],
+    [
+      '16-bit 5-6-5 bitfields after an info header',
+      { width: WIDTH, height: HEIGHT, pixels: COLOURS, bpp: 16, masks: [0xf800, 0x07e0, 0x001f] },
+    ],
+    [
+      '32-bit bitfields in a V4 header',
+      { width: WIDTH, height: HEIGHT, pixels: COLOURS, bpp: 32, header: 108, masks: [0xff0000, 0xff00, 0xff, 0] },
+    ],
     ['8-bit palette', { width: WIDTH, height: HEIGHT, pixels: COLOURS, bpp: 8 }],
-    ['8-bit palette, V5 header, top-down', { width: WIDTH, height: HEIGHT, pixels: COLOURS, bpp: 8, header: 124, topDown: true }],
+    [
+      '8-bit palette, V5 header, top-down',
+      { width: WIDTH, height: HEIGHT, pixels: COLOURS, bpp: 8, header: 124, topDown: true },
+    ],
     ['4-bit palette', { width: WIDTH, height: HEIGHT, pixels: COLOURS, bpp: 4 }],
     ['4-bit palette with a core header', { width: WIDTH, height: HEIGHT, pixels: COLOURS, bpp: 4, header: 12 }],
     ['1-bit palette', { width: WIDTH, height: HEIGHT, pixels: TWO_COLOURS, bpp: 1 }],
@@ -50,14 +59,19 @@ describe('BMP decoder', () => {
 
   test('32-bit with an alpha mask in a V5 header keeps alpha', () => {
     const pixels: Rgba[] = COLOURS.map(([r, g, b], i) => [r, g, b, i * 17])
-    const file = encodeBmp({ width: WIDTH, height: HEIGHT, pixels, bpp: 32, header: 124, masks: [0xff0000, 0xff00, 0xff, 0xff000000] })
+    const file = encodeBmp({
+      width: WIDTH,
+      height: HEIGHT,
+      pixels,
+      bpp: 32,
+      header: 124,
+      masks: [0xff0000, 0xff00, 0xff, 0xff000000],
+    })
     expect(decodeBmp(file, MAX, MAX_BYTES).data).toEqual(rgba(pixels))
   })
 
   test('a wide image decodes like sharp sees the same pixels', async () => {
-    const raw = await noise(37, 11)
-      .raw()
-      .toBuffer()
+    const raw = await noise(37, 11).raw().toBuffer()
     const pixels: Rgba[] = []
     for (let i = 0; i < raw.length; i += 3) pixels.push([raw[i]!, raw[i + 1]!, raw[i + 2]!, 255])
     expect(decodeBmp(encodeBmp({ width: 37, height: 11, pixels, bpp: 24 }), MAX, MAX_BYTES).data).toEqual(rgba(pixels))
@@ -70,7 +84,9 @@ describe('BMP decoder', () => {
 
   test('truncated pixel data is a MediaError', () => {
     const file = encodeBmp({ width: WIDTH, height: HEIGHT, pixels: COLOURS, bpp: 24 })
-    expect(() => decodeBmp(file.subarray(0, file.length - 5), MAX, MAX_BYTES)).toThrow(new MediaError('Image could not be decoded'))
+    expect(() => decodeBmp(file.subarray(0, file.length - 5), MAX, MAX_BYTES)).toThrow(
+      new MediaError('Image could not be decoded'),
+    )
   })
 
   test('dimensions over the limit are refused before any allocation', () => {
@@ -103,20 +119,30 @@ describe('BMP decoder', () => {
       },
     })
     try {
-      expect(() => decodeBmp(file, MAX, 256 * 1024 * 1024)).toThrow(new MediaError('Image needs too much memory to decode'))
+      expect(() => decodeBmp(file, MAX, 256 * 1024 * 1024)).toThrow(
+        new MediaError('Image needs too much memory to decode'),
+      )
       expect(large).toEqual([])
       // The same bound holds for an icon's DIB.
       const dib = Buffer.from(encodeBmp({ width: 8, height: 1, pixels: Array(8).fill(K), bpp: 1, icon: true }))
       dib.writeInt32LE(width, 4)
       dib.writeInt32LE(height * 2, 8)
       const ico = buildIco([{ data: Buffer.concat([dib, Buffer.alloc(1252 * height)]), width: 0, height: 0, bpp: 1 }])
-      expect(() => decodeIco(ico, MAX, 256 * 1024 * 1024)).toThrow(new MediaError('Image needs too much memory to decode'))
+      expect(() => decodeIco(ico, MAX, 256 * 1024 * 1024)).toThrow(
+        new MediaError('Image needs too much memory to decode'),
+      )
       expect(large).toEqual([])
     } finally {
       globalThis.Uint8Array = RealUint8Array
     }
     // Under a bound that allows it, the proxy does see the buffer: the check above watches the right thing.
-    expect(() => decodeBmp(encodeBmp({ width: 1024, height: 300, pixels: Array(1024 * 300).fill(K), bpp: 1 }), MAX, 1024 * 300 * 4)).not.toThrow()
+    expect(() =>
+      decodeBmp(
+        encodeBmp({ width: 1024, height: 300, pixels: Array(1024 * 300).fill(K), bpp: 1 }),
+        MAX,
+        1024 * 300 * 4,
+      ),
+    ).not.toThrow()
   })
 
   test('zero or negative width is a MediaError', () => {
@@ -149,7 +175,9 @@ describe('ICO decoder', () => {
   })
 
   test('the largest entry is chosen; a PNG entry is returned for sharp', async () => {
-    const png = await sharp({ create: { width: 48, height: 48, channels: 4, background: '#ff000080' } }).png().toBuffer()
+    const png = await sharp({ create: { width: 48, height: 48, channels: 4, background: '#ff000080' } })
+      .png()
+      .toBuffer()
     const small = encodeBmp({ width: WIDTH, height: HEIGHT, pixels: COLOURS, bpp: 24, icon: true })
     const img = decodeIco(
       buildIco([

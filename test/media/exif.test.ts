@@ -26,7 +26,8 @@ function hasLatitude(exif: Uint8Array | undefined): boolean {
   return b.includes(Buffer.from([0, 0, 0, 51, 0, 0, 0, 1])) || b.includes(Buffer.from([51, 0, 0, 0, 1, 0, 0, 0]))
 }
 
-const tiffOf = (exif: Buffer | undefined) => (exif ? exif.subarray(exif.subarray(0, 4).toString() === 'Exif' ? 6 : 0) : new Uint8Array())
+const tiffOf = (exif: Buffer | undefined) =>
+  exif ? exif.subarray(exif.subarray(0, 4).toString() === 'Exif' ? 6 : 0) : new Uint8Array()
 
 function photo() {
   return noise(64, 40)
@@ -38,7 +39,11 @@ async function pixels(path: string) {
 
 describe('JPEG', () => {
   test("'gps' removes the GPS IFD, keeps orientation and other tags, and keeps every pixel", async () => {
-    const original = await photo().jpeg().withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }).withMetadata({ orientation: 6 }).toBuffer()
+    const original = await photo()
+      .jpeg()
+      .withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS })
+      .withMetadata({ orientation: 6 })
+      .toBuffer()
     const before = await sharp(original).metadata()
     expect(hasLatitude(before.exif)).toBe(true)
     expect(ifd0Tags(tiffOf(before.exif)).has(GPS_IFD)).toBe(true)
@@ -70,7 +75,12 @@ describe('JPEG', () => {
   })
 
   test("'all' drops Exif and XMP but keeps a non-default orientation", async () => {
-    const original = await photo().jpeg().withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }).withMetadata({ orientation: 8 }).withXmp(XMP_WITH_GPS).toBuffer()
+    const original = await photo()
+      .jpeg()
+      .withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS })
+      .withMetadata({ orientation: 8 })
+      .withXmp(XMP_WITH_GPS)
+      .toBuffer()
     const path = await scratch.file(original)
     const originalPixels = await pixels(path)
     expect(await stripMetadata(path, 'jpeg', 'all')).toBe(true)
@@ -82,15 +92,26 @@ describe('JPEG', () => {
   })
 
   test("'all' with upright orientation leaves no Exif at all", async () => {
-    const path = await scratch.file(await photo().jpeg().withExif({ IFD0: { Make: 'Acme' } }).toBuffer())
+    const path = await scratch.file(
+      await photo()
+        .jpeg()
+        .withExif({ IFD0: { Make: 'Acme' } })
+        .toBuffer(),
+    )
     expect(await stripMetadata(path, 'jpeg', 'all')).toBe(true)
     expect((await sharp(path).metadata()).exif).toBeUndefined()
   })
 
   test('a file without such metadata stays byte for byte, and so does everything under none', async () => {
     const plain = await photo().jpeg().toBuffer()
-    const noGps = await photo().jpeg().withExif({ IFD0: { Make: 'Acme' } }).toBuffer()
-    const withGps = await photo().jpeg().withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }).toBuffer()
+    const noGps = await photo()
+      .jpeg()
+      .withExif({ IFD0: { Make: 'Acme' } })
+      .toBuffer()
+    const withGps = await photo()
+      .jpeg()
+      .withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS })
+      .toBuffer()
     for (const [bytes, mode] of [
       [plain, 'gps'],
       [plain, 'all'],
@@ -106,7 +127,12 @@ describe('JPEG', () => {
 
 describe('PNG', () => {
   test("'gps' edits eXIf in place and keeps the image", async () => {
-    const path = await scratch.file(await photo().png().withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }).toBuffer())
+    const path = await scratch.file(
+      await photo()
+        .png()
+        .withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS })
+        .toBuffer(),
+    )
     const originalPixels = await pixels(path)
     expect(await stripMetadata(path, 'png', 'gps')).toBe(true)
     const after = await sharp(path).metadata()
@@ -127,7 +153,12 @@ describe('PNG', () => {
   })
 
   test("'gps' scrubs an uncompressed iTXt XMP chunk; 'all' drops text chunks and eXIf", async () => {
-    const png = Buffer.from(await photo().png().withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }).toBuffer())
+    const png = Buffer.from(
+      await photo()
+        .png()
+        .withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS })
+        .toBuffer(),
+    )
     const iend = png.length - 12
     const itxt = pngChunk('iTXt', Buffer.from(`XML:com.adobe.xmp\0\0\0\0\0${XMP_WITH_GPS}`))
     const text = pngChunk('tEXt', Buffer.from('Comment\0hello'))
@@ -162,7 +193,12 @@ describe('PNG', () => {
 
 describe('WebP', () => {
   test("'gps' edits the EXIF chunk in place", async () => {
-    const path = await scratch.file(await photo().webp().withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }).toBuffer())
+    const path = await scratch.file(
+      await photo()
+        .webp()
+        .withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS })
+        .toBuffer(),
+    )
     const originalPixels = await pixels(path)
     expect(await stripMetadata(path, 'webp', 'gps')).toBe(true)
     const after = await sharp(path).metadata()
@@ -172,7 +208,13 @@ describe('WebP', () => {
   })
 
   test("'all' drops EXIF and XMP chunks and fixes the RIFF size and VP8X flags", async () => {
-    const path = await scratch.file(await photo().webp().withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }).withXmp(XMP_WITH_GPS).toBuffer())
+    const path = await scratch.file(
+      await photo()
+        .webp()
+        .withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS })
+        .withXmp(XMP_WITH_GPS)
+        .toBuffer(),
+    )
     const originalPixels = await pixels(path)
     expect(await stripMetadata(path, 'webp', 'all')).toBe(true)
     const bytes = Buffer.from(await Bun.file(path).bytes())

@@ -38,7 +38,9 @@ export function gradient(width: number, height: number, channels: 3 | 4 = 3) {
 
 /** Random-looking RGB pixels, which compress badly: sizeable files, and any decoding error shows. */
 export function noise(width: number, height: number) {
-  return sharp({ create: { width, height, channels: 3, background: '#000', noise: { type: 'gaussian', mean: 128, sigma: 50 } } })
+  return sharp({
+    create: { width, height, channels: 3, background: '#000', noise: { type: 'gaussian', mean: 128, sigma: 50 } },
+  })
 }
 
 export function pngChunk(type: string, data: Uint8Array): Uint8Array {

@@ -4,7 +4,12 @@ import { pngChunk } from './helpers'
 
 /** Files an attacker (or a careless writer) sends, built here from small real images: no binary fixtures. */
 
-export const GPS = { GPSLatitudeRef: 'N', GPSLatitude: '51/1 30/1 26/1', GPSLongitudeRef: 'W', GPSLongitude: '0/1 7/1 39/1' }
+export const GPS = {
+  GPSLatitudeRef: 'N',
+  GPSLatitude: '51/1 30/1 26/1',
+  GPSLongitudeRef: 'W',
+  GPSLongitude: '0/1 7/1 39/1',
+}
 export const XMP_WITH_GPS =
   '<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">' +
   '<rdf:Description xmlns:exif="http://ns.adobe.com/exif/1.0/" xmlns:dc="http://purl.org/dc/elements/1.1/" exif:GPSLatitude="51,30.43N" dc:format="image/jpeg">' +
@@ -31,18 +36,31 @@ export function withPngChunks(png: Uint8Array, chunks: Uint8Array[]): Uint8Array
 
 /** The segments given (marker, payload), inserted right after a JPEG's SOI. */
 export function withJpegSegments(jpeg: Uint8Array, segments: [number, Uint8Array][]): Uint8Array {
-  const encoded = segments.map(([marker, payload]) => concat([[0xff, marker, (payload.length + 2) >> 8, (payload.length + 2) & 0xff], payload]))
+  const encoded = segments.map(([marker, payload]) =>
+    concat([[0xff, marker, (payload.length + 2) >> 8, (payload.length + 2) & 0xff], payload]),
+  )
   return concat([jpeg.subarray(0, 2), ...encoded, jpeg.subarray(2)])
 }
 
-export const zTXt = (keyword: string, text: Uint8Array) => pngChunk('zTXt', concat([keyword, [0, 0], deflateSync(text, { level: 9 })]))
+export const zTXt = (keyword: string, text: Uint8Array) =>
+  pngChunk('zTXt', concat([keyword, [0, 0], deflateSync(text, { level: 9 })]))
 export const iTXt = (keyword: string, text: Uint8Array) => pngChunk('iTXt', concat([keyword, [0, 0, 0, 0, 0], text]))
 export const exifApp1 = (tiff: Uint8Array): [number, Uint8Array] => [0xe1, concat(['Exif\0\0', tiff])]
-export const xmpApp1 = (xmp: Uint8Array): [number, Uint8Array] => [0xe1, concat(['http://ns.adobe.com/xap/1.0/\0', xmp])]
+export const xmpApp1 = (xmp: Uint8Array): [number, Uint8Array] => [
+  0xe1,
+  concat(['http://ns.adobe.com/xap/1.0/\0', xmp]),
+]
 
 /** The TIFF structure (no "Exif\0\0") of the Exif block a real writer (libvips) makes, with GPS. */
 export async function realExifTiff(): Promise<Uint8Array> {
-  const exif = (await sharp(await photo().jpeg().withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }).toBuffer()).metadata()).exif!
+  const exif = (
+    await sharp(
+      await photo()
+        .jpeg()
+        .withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS })
+        .toBuffer(),
+    ).metadata()
+  ).exif!
   return new Uint8Array(exif.subarray(6))
 }
 
@@ -50,7 +68,10 @@ export async function realExifTiff(): Promise<Uint8Array> {
  * A little-endian TIFF structure: IFD0 at 8 with the given entries (tag, type, count, value or offset), then
  * directories and data placed by the caller at fixed offsets, zero-filled to `size`.
  */
-export function tiffStructure(size: number, dirs: { at: number; entries: [number, number, number, number][]; next?: number }[]): Uint8Array {
+export function tiffStructure(
+  size: number,
+  dirs: { at: number; entries: [number, number, number, number][]; next?: number }[],
+): Uint8Array {
   const t = Buffer.alloc(size)
   t.write('II', 0, 'latin1')
   t.writeUInt16LE(42, 2)
@@ -88,10 +109,26 @@ export async function tiffWithGps(): Promise<Buffer> {
   pointer.writeUInt32LE(1, 4)
   pointer.writeUInt32LE(gps, 8)
   const sorted = [...entries, pointer].sort((a, b) => a.readUInt16LE(0) - b.readUInt16LE(0))
-  const gpsDir = tiffStructure(values + 24, [{ at: gps, entries: [[1, 2, 2, 0x4e], [2, 5, 3, values]] }]).subarray(gps, values)
+  const gpsDir = tiffStructure(values + 24, [
+    {
+      at: gps,
+      entries: [
+        [1, 2, 2, 0x4e],
+        [2, 5, 3, values],
+      ],
+    },
+  ]).subarray(gps, values)
   const latitude = Buffer.alloc(24)
-  ;[51, 1, 30, 1, 26, 1].forEach((v, i) => latitude.writeUInt32LE(v, i * 4))
-  const out = Buffer.concat([t, Buffer.alloc(newIfd - t.length), Buffer.from([count + 1, 0]), ...sorted, Buffer.alloc(4), gpsDir, latitude])
+  for (const [i, v] of [51, 1, 30, 1, 26, 1].entries()) latitude.writeUInt32LE(v, i * 4)
+  const out = Buffer.concat([
+    t,
+    Buffer.alloc(newIfd - t.length),
+    Buffer.from([count + 1, 0]),
+    ...sorted,
+    Buffer.alloc(4),
+    gpsDir,
+    latitude,
+  ])
   out.writeUInt32LE(newIfd, 4)
   return out
 }
@@ -113,13 +150,26 @@ export function gpsEntriesTiff(entries: number, size: number): Uint8Array {
   const values = gps + 2 + entries * 12 + 4
   return tiffStructure(size, [
     { at: 8, entries: [[0x8825, 4, 1, gps]] },
-    { at: gps, entries: Array.from({ length: entries }, (_, i): [number, number, number, number] => [i & 0xffff, 7, size - values, values]) },
+    {
+      at: gps,
+      entries: Array.from({ length: entries }, (_, i): [number, number, number, number] => [
+        i & 0xffff,
+        7,
+        size - values,
+        values,
+      ]),
+    },
   ])
 }
 
 /** Row 3: a JPEG with GPS in its Exif and one stray 00 byte between two markers (after the first segment). */
 export async function strayZeroJpeg(): Promise<Uint8Array> {
-  const jpeg = Buffer.from(await photo(64, 48).jpeg().withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }).toBuffer())
+  const jpeg = Buffer.from(
+    await photo(64, 48)
+      .jpeg()
+      .withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS })
+      .toBuffer(),
+  )
   const second = 4 + jpeg.readUInt16BE(4)
   return concat([jpeg.subarray(0, second), [0], jpeg.subarray(second)])
 }

@@ -39,9 +39,28 @@ describe('inspect and thumbnail for every format', () => {
     ['webp', () => gradient(800, 600).webp().toBuffer(), 800, 600],
     ['tiff', () => gradient(64, 48).tiff().toBuffer(), 64, 48],
     ['avif', () => gradient(96, 64).avif().toBuffer(), 96, 64],
-    ['svg', async () => '<svg xmlns="http://www.w3.org/2000/svg" width="1000" height="400"><rect width="1000" height="400" fill="red"/></svg>', 1000, 400],
+    [
+      'svg',
+      async () =>
+        '<svg xmlns="http://www.w3.org/2000/svg" width="1000" height="400"><rect width="1000" height="400" fill="red"/></svg>',
+      1000,
+      400,
+    ],
     ['bmp', async () => encodeBmp({ width: 40, height: 30, pixels: rgbaPixels(40, 30), bpp: 24 }), 40, 30],
-    ['ico', async () => buildIco([{ data: encodeBmp({ width: 32, height: 32, pixels: rgbaPixels(32, 32), bpp: 32, icon: true }), width: 32, height: 32, bpp: 32 }]), 32, 32],
+    [
+      'ico',
+      async () =>
+        buildIco([
+          {
+            data: encodeBmp({ width: 32, height: 32, pixels: rgbaPixels(32, 32), bpp: 32, icon: true }),
+            width: 32,
+            height: 32,
+            bpp: 32,
+          },
+        ]),
+      32,
+      32,
+    ],
   ]
   for (const [format, make, width, height] of cases) {
     test(`${format} (${FORMATS[format].mime}, .${FORMATS[format].ext})`, async () => {
@@ -90,9 +109,13 @@ describe('inspect', () => {
     bmp.writeInt32LE(30_000, 18)
     bmp.writeInt32LE(30_000, 22)
     await expect(media.inspect(await scratch.file(bmp))).rejects.toThrow(new MediaError('Image exceeds 100 megapixels'))
-    const png = await sharp({ create: { width: 20, height: 10, channels: 4, background: 'red' } }).png().toBuffer()
+    const png = await sharp({ create: { width: 20, height: 10, channels: 4, background: 'red' } })
+      .png()
+      .toBuffer()
     const small = createMediaProcessor({ maxPixels: 100 })
-    await expect(small.inspect(await scratch.file(buildIco([{ data: png, width: 20, height: 10, bpp: 32 }])))).rejects.toThrow(MediaError)
+    await expect(
+      small.inspect(await scratch.file(buildIco([{ data: png, width: 20, height: 10, bpp: 32 }]))),
+    ).rejects.toThrow(MediaError)
     const svg = '<svg xmlns="http://www.w3.org/2000/svg" width="20000" height="20000"/>'
     await expect(media.inspect(await scratch.file(svg))).rejects.toThrow(new MediaError('Image exceeds 100 megapixels'))
   })
@@ -110,14 +133,31 @@ describe('inspect', () => {
     const bounded = createMediaProcessor({ maxPixels: 100_000_000, maxDecodeBytes: 40 * 30 * 4 - 1 })
     const bmp = await scratch.file(encodeBmp({ width: 40, height: 30, pixels: rgbaPixels(40, 30), bpp: 24 }))
     const info = await bounded.inspect(bmp)
-    await expect(bounded.thumbnail(bmp, info, scratch.path('bounded.webp'))).rejects.toThrow(new MediaError('Image needs too much memory to decode'))
-    const ico = await scratch.file(buildIco([{ data: encodeBmp({ width: 40, height: 30, pixels: rgbaPixels(40, 30), bpp: 24, icon: true }), width: 40, height: 30, bpp: 24 }]))
-    await expect(bounded.classifierInput(ico, await bounded.inspect(ico))).rejects.toThrow(new MediaError('Image needs too much memory to decode'))
+    await expect(bounded.thumbnail(bmp, info, scratch.path('bounded.webp'))).rejects.toThrow(
+      new MediaError('Image needs too much memory to decode'),
+    )
+    const ico = await scratch.file(
+      buildIco([
+        {
+          data: encodeBmp({ width: 40, height: 30, pixels: rgbaPixels(40, 30), bpp: 24, icon: true }),
+          width: 40,
+          height: 30,
+          bpp: 24,
+        },
+      ]),
+    )
+    await expect(bounded.classifierInput(ico, await bounded.inspect(ico))).rejects.toThrow(
+      new MediaError('Image needs too much memory to decode'),
+    )
   })
 
   test('SVG size comes from width/height, else the viewBox', async () => {
-    const svg = (attrs: string) => scratch.file(`<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" ${attrs}/>`)
-    expect(await media.inspect(await svg('width="120" height="80" viewBox="0 0 10 10"'))).toMatchObject({ width: 120, height: 80 })
+    const svg = (attrs: string) =>
+      scratch.file(`<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" ${attrs}/>`)
+    expect(await media.inspect(await svg('width="120" height="80" viewBox="0 0 10 10"'))).toMatchObject({
+      width: 120,
+      height: 80,
+    })
     expect(await media.inspect(await svg('viewBox="0 0 300 150"'))).toMatchObject({ width: 300, height: 150 })
   })
 
@@ -146,8 +186,15 @@ describe('animation', () => {
   })
 
   test('an animated WebP is animated too; a one-frame GIF is not', async () => {
-    const webp = await sharp(await animatedGif(40, 30, 2), { animated: true }).webp().toBuffer()
-    expect(await media.inspect(await scratch.file(webp))).toEqual({ format: 'webp', width: 40, height: 30, animated: true })
+    const webp = await sharp(await animatedGif(40, 30, 2), { animated: true })
+      .webp()
+      .toBuffer()
+    expect(await media.inspect(await scratch.file(webp))).toEqual({
+      format: 'webp',
+      width: 40,
+      height: 30,
+      animated: true,
+    })
     expect((await media.inspect(await scratch.file(await animatedGif(40, 30, 1)))).animated).toBe(false)
   })
 
@@ -181,19 +228,21 @@ describe('thumbnail', () => {
   })
 
   test('a truncated PNG passes inspect (header intact) but fails to decode', async () => {
-    const png = await noise(600, 400)
-      .png()
-      .toBuffer()
+    const png = await noise(600, 400).png().toBuffer()
     const path = await scratch.file(png.subarray(0, png.length >> 1))
     const info = await media.inspect(path)
-    await expect(media.thumbnail(path, info, scratch.path('trunc.webp'))).rejects.toThrow(new MediaError('Image could not be decoded'))
+    await expect(media.thumbnail(path, info, scratch.path('trunc.webp'))).rejects.toThrow(
+      new MediaError('Image could not be decoded'),
+    )
     expect(await Bun.file(scratch.path('trunc.webp')).exists()).toBe(false)
   })
 
   test('a truncated JPEG fails to decode', async () => {
     const jpeg = await gradient(800, 600).jpeg().toBuffer()
     const path = await scratch.file(jpeg.subarray(0, jpeg.length >> 1))
-    await expect(media.thumbnail(path, await media.inspect(path), scratch.path('trunc-jpeg.webp'))).rejects.toThrow(MediaError)
+    await expect(media.thumbnail(path, await media.inspect(path), scratch.path('trunc-jpeg.webp'))).rejects.toThrow(
+      MediaError,
+    )
   })
 
   test('a corrupt BMP fails to decode', async () => {
@@ -217,16 +266,32 @@ describe('classifier input', () => {
   test('greyscale and transparent images still give 224x224 RGB', async () => {
     const grey = await scratch.file(await gradient(300, 100).greyscale().jpeg().toBuffer())
     expect((await media.classifierInput(grey, await media.inspect(grey))).length).toBe(150528)
-    const clear = await scratch.file(await sharp({ create: { width: 10, height: 10, channels: 4, background: '#00000000' } }).png().toBuffer())
+    const clear = await scratch.file(
+      await sharp({ create: { width: 10, height: 10, channels: 4, background: '#00000000' } })
+        .png()
+        .toBuffer(),
+    )
     const pixels = await media.classifierInput(clear, await media.inspect(clear))
     expect(pixels.length).toBe(150528)
     expect(Math.min(...pixels)).toBe(255) // transparency is shown on white
   })
 
   test('16-bit PNG and CMYK JPEG come out as 8-bit RGB', async () => {
-    const deep = await scratch.file(await sharp({ create: { width: 30, height: 20, channels: 4, background: '#ff800080' } }).toColourspace('rgb16').png().toBuffer())
-    expect((await media.classifierInput(deep, await media.inspect(deep))).subarray(0, 3)).toEqual(new Uint8Array([255, 191, 127]))
-    const cmyk = await scratch.file(await sharp({ create: { width: 30, height: 20, channels: 3, background: '#ff8000' } }).toColourspace('cmyk').jpeg().toBuffer())
+    const deep = await scratch.file(
+      await sharp({ create: { width: 30, height: 20, channels: 4, background: '#ff800080' } })
+        .toColourspace('rgb16')
+        .png()
+        .toBuffer(),
+    )
+    expect((await media.classifierInput(deep, await media.inspect(deep))).subarray(0, 3)).toEqual(
+      new Uint8Array([255, 191, 127]),
+    )
+    const cmyk = await scratch.file(
+      await sharp({ create: { width: 30, height: 20, channels: 3, background: '#ff8000' } })
+        .toColourspace('cmyk')
+        .jpeg()
+        .toBuffer(),
+    )
     const pixels = await media.classifierInput(cmyk, await media.inspect(cmyk))
     expect(pixels.length).toBe(150528)
     expect(pixels[0]).toBeGreaterThan(200)
@@ -234,9 +299,16 @@ describe('classifier input', () => {
   })
 
   test('ICO entries stored as PNG and as BMP both decode', async () => {
-    const png = await sharp({ create: { width: 64, height: 64, channels: 4, background: '#00ff00' } }).png().toBuffer()
+    const png = await sharp({ create: { width: 64, height: 64, channels: 4, background: '#00ff00' } })
+      .png()
+      .toBuffer()
     const dib = encodeBmp({ width: 16, height: 16, pixels: Array(256).fill([255, 0, 0, 255]), bpp: 24, icon: true })
-    const withPng = await scratch.file(buildIco([{ data: dib, width: 16, height: 16, bpp: 24 }, { data: png, width: 64, height: 64, bpp: 32 }]))
+    const withPng = await scratch.file(
+      buildIco([
+        { data: dib, width: 16, height: 16, bpp: 24 },
+        { data: png, width: 64, height: 64, bpp: 32 },
+      ]),
+    )
     const withBmp = await scratch.file(buildIco([{ data: dib, width: 16, height: 16, bpp: 24 }]))
     const pngInfo = await media.inspect(withPng)
     expect(pngInfo).toEqual({ format: 'ico', width: 64, height: 64, animated: false })
@@ -255,17 +327,30 @@ describe('SVG safety', () => {
       port: 0,
       fetch: async () => {
         hits++
-        return new Response(await sharp({ create: { width: 4, height: 4, channels: 3, background: 'red' } }).png().toBuffer(), {
-          headers: { 'content-type': 'image/png' },
-        })
+        return new Response(
+          await sharp({ create: { width: 4, height: 4, channels: 3, background: 'red' } })
+            .png()
+            .toBuffer(),
+          {
+            headers: { 'content-type': 'image/png' },
+          },
+        )
       },
     })
   })
   afterAll(() => server.stop(true))
 
   test('external references (file, relative, http, use, CSS) are never loaded', async () => {
-    const red = await scratch.file(await sharp({ create: { width: 20, height: 20, channels: 3, background: 'red' } }).png().toBuffer(), 'red.png')
-    await scratch.file('<svg xmlns="http://www.w3.org/2000/svg"><rect id="r" width="20" height="20" fill="red"/></svg>', 'red.svg')
+    const red = await scratch.file(
+      await sharp({ create: { width: 20, height: 20, channels: 3, background: 'red' } })
+        .png()
+        .toBuffer(),
+      'red.png',
+    )
+    await scratch.file(
+      '<svg xmlns="http://www.w3.org/2000/svg"><rect id="r" width="20" height="20" fill="red"/></svg>',
+      'red.svg',
+    )
     const http = `http://127.0.0.1:${server.port}/x.png`
     const bodies = [
       `<image href="file://${red}" width="20" height="20"/>`,
@@ -292,7 +377,10 @@ describe('SVG safety', () => {
   })
 
   test('an SVG entity bomb is refused', async () => {
-    const entities = ['<!ENTITY a "aaaaaaaaaa">', ...'bcdefgh'.split('').map((e, i) => `<!ENTITY ${e} "${`&${'abcdefgh'[i]};`.repeat(10)}">`)]
+    const entities = [
+      '<!ENTITY a "aaaaaaaaaa">',
+      ...'bcdefgh'.split('').map((e, i) => `<!ENTITY ${e} "${`&${'abcdefgh'[i]};`.repeat(10)}">`),
+    ]
     const path = await scratch.file(
       `<?xml version="1.0"?><!DOCTYPE svg [${entities.join('')}]><svg xmlns="http://www.w3.org/2000/svg" width="20" height="20"><text>&h;</text></svg>`,
     )

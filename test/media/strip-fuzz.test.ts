@@ -95,8 +95,30 @@ const xmpText = fc
   .array(
     fc.tuple(
       fc.constantFrom(
-        '<a:GPS>', '</a:GPS>', '<a:GPSx>v</a:GPSx>', '<a:GPSy/>', ' a:GPSz="1"', " b:Gps='2'", '<d ', '<d a:GPS="', '<rdf:Description ',
-        '>', '/>', '<', '"', "'", '<!--', '-->', '<![CDATA[', ']]>', '<?x ', '?>', 'text ', '=', '\n', '<exif:GPSLatitude>51N</exif:GPSLatitude>',
+        '<a:GPS>',
+        '</a:GPS>',
+        '<a:GPSx>v</a:GPSx>',
+        '<a:GPSy/>',
+        ' a:GPSz="1"',
+        " b:Gps='2'",
+        '<d ',
+        '<d a:GPS="',
+        '<rdf:Description ',
+        '>',
+        '/>',
+        '<',
+        '"',
+        "'",
+        '<!--',
+        '-->',
+        '<![CDATA[',
+        ']]>',
+        '<?x ',
+        '?>',
+        'text ',
+        '=',
+        '\n',
+        '<exif:GPSLatitude>51N</exif:GPSLatitude>',
       ),
       fc.integer({ min: 1, max: 2000 }),
     ),
@@ -127,8 +149,12 @@ const tiffShape = fc
       const t = gpsEntriesTiff(gpsEntries, Math.max(size, 64 + gpsEntries * 12))
       return t
     }
-    const dirEntries = entries.map(([tag, type, count, near, v]): Entry => [tag, type, count, near ? v % size : 8 + (v % 64)])
-    return tiffStructure(Math.max(size, 8 + 2 + 12 * dirEntries.length + 4), [{ at: 8, entries: dirEntries, next: next % 2 ? 8 : next % size }])
+    const dirEntries = entries.map(
+      ([tag, type, count, near, v]): Entry => [tag, type, count, near ? v % size : 8 + (v % 64)],
+    )
+    return tiffStructure(Math.max(size, 8 + 2 + 12 * dirEntries.length + 4), [
+      { at: 8, entries: dirEntries, next: next % 2 ? 8 : next % size },
+    ])
   })
 
 let seeds: Record<'jpeg' | 'png' | 'webp' | 'tiff' | 'avif', Uint8Array>
@@ -137,28 +163,60 @@ beforeAll(async () => {
   const image = () => photo(24, 16)
   const u8 = async (s: Sharp) => new Uint8Array(await s.toBuffer())
   seeds = {
-    jpeg: await u8(image().jpeg().withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }).withXmp(XMP_WITH_GPS)),
-    png: await u8(image().png().withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }).withXmp(XMP_WITH_GPS)),
-    webp: await u8(image().webp().withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }).withXmp(XMP_WITH_GPS)),
+    jpeg: await u8(
+      image()
+        .jpeg()
+        .withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS })
+        .withXmp(XMP_WITH_GPS),
+    ),
+    png: await u8(
+      image()
+        .png()
+        .withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS })
+        .withXmp(XMP_WITH_GPS),
+    ),
+    webp: await u8(
+      image()
+        .webp()
+        .withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS })
+        .withXmp(XMP_WITH_GPS),
+    ),
     tiff: new Uint8Array(await tiffWithGps()),
-    avif: await u8(image().avif().withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }).withXmp(XMP_WITH_GPS)),
+    avif: await u8(
+      image()
+        .avif()
+        .withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS })
+        .withXmp(XMP_WITH_GPS),
+    ),
   }
-  const xmp = '<x:xmpmeta><rdf:Description xmlns:dc="d" dc:format="image/jpeg"><dc:title>GPS off</dc:title></rdf:Description></x:xmpmeta>'
+  const xmp =
+    '<x:xmpmeta><rdf:Description xmlns:dc="d" dc:format="image/jpeg"><dc:title>GPS off</dc:title></rdf:Description></x:xmpmeta>'
   plain = []
   for (const format of ['jpeg', 'png', 'webp', 'tiff', 'avif'] as const) {
     plain.push({ format, file: await u8(image().toFormat(format)) })
-    plain.push({ format, file: await u8(image().toFormat(format).withExif({ IFD0: { Make: 'Acme', Software: 'x' } }).withXmp(xmp)) })
+    plain.push({
+      format,
+      file: await u8(
+        image()
+          .toFormat(format)
+          .withExif({ IFD0: { Make: 'Acme', Software: 'x' } })
+          .withXmp(xmp),
+      ),
+    })
   }
 })
 
 /** A container of each format around hostile metadata. */
 const hostile: fc.Arbitrary<Case> = fc.oneof(
-  fc.tuple(xmpText, fc.constantFrom('jpeg', 'png-z', 'png-i', 'webp', 'avif-like')).map(([xmp, where]) => wrapXmp(xmp, where)),
+  fc
+    .tuple(xmpText, fc.constantFrom('jpeg', 'png-z', 'png-i', 'webp', 'avif-like'))
+    .map(([xmp, where]) => wrapXmp(xmp, where)),
   fc.tuple(tiffShape, fc.constantFrom('jpeg', 'png', 'webp', 'tiff')).map(([tiff, where]) => wrapTiff(tiff, where)),
 )
 
 function wrapXmp(xmp: Uint8Array, where: string): Case {
-  if (where === 'jpeg') return { format: 'jpeg', file: withJpegSegments(seeds.jpeg, [xmpApp1(xmp.subarray(0, 65_000))]) }
+  if (where === 'jpeg')
+    return { format: 'jpeg', file: withJpegSegments(seeds.jpeg, [xmpApp1(xmp.subarray(0, 65_000))]) }
   if (where === 'png-z') return { format: 'png', file: withPngChunks(seeds.png, [zTXt('XML:com.adobe.xmp', xmp)]) }
   if (where === 'png-i') return { format: 'png', file: withPngChunks(seeds.png, [iTXt('XML:com.adobe.xmp', xmp)]) }
   if (where === 'webp') return { format: 'webp', file: withWebpChunk(seeds.webp, 'XMP ', xmp) }
@@ -170,7 +228,8 @@ function wrapXmp(xmp: Uint8Array, where: string): Case {
 }
 
 function wrapTiff(tiff: Uint8Array, where: string): Case {
-  if (where === 'jpeg') return { format: 'jpeg', file: withJpegSegments(seeds.jpeg, [exifApp1(tiff.subarray(0, 65_000))]) }
+  if (where === 'jpeg')
+    return { format: 'jpeg', file: withJpegSegments(seeds.jpeg, [exifApp1(tiff.subarray(0, 65_000))]) }
   if (where === 'png') return { format: 'png', file: withPngChunks(seeds.png, [pngChunk('eXIf', tiff)]) }
   if (where === 'webp') return { format: 'webp', file: withWebpChunk(seeds.webp, 'EXIF', tiff) }
   return { format: 'tiff', file: tiff }
@@ -189,10 +248,18 @@ function withWebpChunk(webp: Uint8Array, type: string, data: Uint8Array): Uint8A
 const mutant: fc.Arbitrary<Case> = fc
   .tuple(
     fc.constantFrom('jpeg', 'png', 'webp', 'tiff', 'avif'),
-    fc.array(fc.tuple(fc.constantFrom('set', 'insert', 'delete', 'duplicate'), fc.double({ min: 0, max: 1, noNaN: true }), fc.nat(255), fc.integer({ min: 1, max: 64 })), {
-      minLength: 1,
-      maxLength: 6,
-    }),
+    fc.array(
+      fc.tuple(
+        fc.constantFrom('set', 'insert', 'delete', 'duplicate'),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        fc.nat(255),
+        fc.integer({ min: 1, max: 64 }),
+      ),
+      {
+        minLength: 1,
+        maxLength: 6,
+      },
+    ),
   )
   .map(([format, edits]) => {
     let b = Buffer.from(seeds[format as keyof typeof seeds])
@@ -201,7 +268,8 @@ const mutant: fc.Arbitrary<Case> = fc
       if (op === 'set') b[at] = value
       if (op === 'insert') b = Buffer.concat([b.subarray(0, at), Buffer.alloc(length, value), b.subarray(at)])
       if (op === 'delete') b = Buffer.concat([b.subarray(0, at), b.subarray(at + length)])
-      if (op === 'duplicate') b = Buffer.concat([b.subarray(0, at + length), b.subarray(at, at + length), b.subarray(at + length)])
+      if (op === 'duplicate')
+        b = Buffer.concat([b.subarray(0, at + length), b.subarray(at, at + length), b.subarray(at + length)])
     }
     return { format: format as ImageFormat, file: new Uint8Array(b) }
   })
@@ -213,7 +281,11 @@ describe('the stripper over hostile and mutated files', () => {
     fc.assert(
       fc.property(fc.oneof(hostile, mutant), fc.constantFrom<Mode>('gps', 'all'), (c, mode) => {
         const { cost } = run(c, mode)
-        expect({ format: c.format, n: c.file.length, cost }).toEqual({ format: c.format, n: c.file.length, cost: Math.min(cost, bound(c.format, c.file.length)) })
+        expect({ format: c.format, n: c.file.length, cost }).toEqual({
+          format: c.format,
+          n: c.file.length,
+          cost: Math.min(cost, bound(c.format, c.file.length)),
+        })
       }),
       { numRuns: 400 },
     )
@@ -221,14 +293,22 @@ describe('the stripper over hostile and mutated files', () => {
 
   test('stores no GPS any reader can find, and never changes a pixel', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.oneof(hostile, mutant, fc.constantFrom(...Object.entries(seeds)).map(([format, file]) => ({ format: format as ImageFormat, file }))), fc.constantFrom<Mode>('gps', 'all'), async (c, mode) => {
-        const { refused, stored, changed } = run(c, mode)
-        if (refused) return
-        expect(await readableGps(c.format, stored)).toBeNull()
-        if (!changed) return
-        const before = await decodes(c.file)
-        if (before) expect((await decodes(stored))?.equals(before)).toBe(true)
-      }),
+      fc.asyncProperty(
+        fc.oneof(
+          hostile,
+          mutant,
+          fc.constantFrom(...Object.entries(seeds)).map(([format, file]) => ({ format: format as ImageFormat, file })),
+        ),
+        fc.constantFrom<Mode>('gps', 'all'),
+        async (c, mode) => {
+          const { refused, stored, changed } = run(c, mode)
+          if (refused) return
+          expect(await readableGps(c.format, stored)).toBeNull()
+          if (!changed) return
+          const before = await decodes(c.file)
+          if (before) expect((await decodes(stored))?.equals(before)).toBe(true)
+        },
+      ),
       { numRuns: 250 },
     )
   })

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import exifReader from 'exif-reader'
 import sharp from 'sharp'
-import { Cost, LOCATION_UNSAFE, stripBytes, type StripMode } from '../../src/media/exif'
+import { Cost, LOCATION_UNSAFE, type StripMode, stripBytes } from '../../src/media/exif'
 import type { ImageFormat } from '../../src/media/formats'
 import { pngChunk } from './helpers'
 import {
@@ -103,7 +103,13 @@ describe('JPEG as cameras and editors write it', () => {
     // FF fill bytes before every marker after SOI, and a 00 pad after the first segment.
     const padded = Buffer.from(jpeg)
     const segment2 = 2 + 4 + tiff.length + 6
-    const file = concat([padded.subarray(0, 2), [0xff, 0xff], padded.subarray(2, segment2), [0], padded.subarray(segment2)])
+    const file = concat([
+      padded.subarray(0, 2),
+      [0xff, 0xff],
+      padded.subarray(2, segment2),
+      [0],
+      padded.subarray(segment2),
+    ])
     const { out } = strip(file, 'jpeg')
     expect(out!.length).toBe(file.length)
     expect(hasLatitudeBytes(out!)).toBe(false)
@@ -114,7 +120,9 @@ describe('JPEG as cameras and editors write it', () => {
 
   test('extended XMP: a GPS property cut across two parts is removed; parts that do not fit together are refused', async () => {
     const base = new Uint8Array(await photo().jpeg().toBuffer())
-    const packet = bytes(`<x:xmpmeta><rdf:Description xmlns:exif="e">${'<dc:note>pad</dc:note>'.repeat(5)}<exif:GPSLatitude>51,30.43N</exif:GPSLatitude></rdf:Description></x:xmpmeta>`)
+    const packet = bytes(
+      `<x:xmpmeta><rdf:Description xmlns:exif="e">${'<dc:note>pad</dc:note>'.repeat(5)}<exif:GPSLatitude>51,30.43N</exif:GPSLatitude></rdf:Description></x:xmpmeta>`,
+    )
     const cut = Buffer.from(packet).indexOf('GPSLatitude>51') + 4
     const part = (offset: number, data: Uint8Array): [number, Uint8Array] => {
       const head = Buffer.alloc(8)
@@ -131,8 +139,18 @@ describe('JPEG as cameras and editors write it', () => {
   })
 
   test('an image appended after EOI (Multi-Picture Format) loses its GPS too, in both modes', async () => {
-    const main = new Uint8Array(await photo().jpeg().withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }).toBuffer())
-    const second = new Uint8Array(await photo(8, 8, 2).jpeg().withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }).toBuffer())
+    const main = new Uint8Array(
+      await photo()
+        .jpeg()
+        .withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS })
+        .toBuffer(),
+    )
+    const second = new Uint8Array(
+      await photo(8, 8, 2)
+        .jpeg()
+        .withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS })
+        .toBuffer(),
+    )
     const file = concat([main, second])
     for (const mode of ['gps', 'all'] as const) {
       const { out } = strip(file, 'jpeg', mode)
@@ -143,12 +161,13 @@ describe('JPEG as cameras and editors write it', () => {
 })
 
 describe('XMP, removed in place with spaces', () => {
-  const jpegWithXmp = async (xmp: string) => withJpegSegments(new Uint8Array(await photo().jpeg().toBuffer()), [xmpApp1(bytes(xmp))])
+  const jpegWithXmp = async (xmp: string) =>
+    withJpegSegments(new Uint8Array(await photo().jpeg().toBuffer()), [xmpApp1(bytes(xmp))])
 
   test('attributes, elements, nested structures, self-closing elements and other namespaces spelling Gps', async () => {
     const xmp =
       '<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="r"><rdf:Description xmlns:exif="e" xmlns:dc="d" xmlns:drone-dji="j" ' +
-      "exif:GPSLatitude='51,30.43N' drone-dji:GpsLongitude=\"-0.1275\" dc:format=\"image/jpeg\">" +
+      'exif:GPSLatitude=\'51,30.43N\' drone-dji:GpsLongitude="-0.1275" dc:format="image/jpeg">' +
       '<exif:GPSAltitude rdf:parseType="Resource"><exif:GPSAltitude>12/1</exif:GPSAltitude><rdf:value>x > y</rdf:value></exif:GPSAltitude>' +
       '<exif:GPSVersionID/><dc:title><rdf:Alt><rdf:li xml:lang="x-default">GPS tracker test</rdf:li></rdf:Alt></dc:title>' +
       '</rdf:Description></rdf:RDF></x:xmpmeta>'
@@ -157,13 +176,16 @@ describe('XMP, removed in place with spaces', () => {
     const after = await xmpOf(out!)
     expect(after.length).toBe(xmp.length)
     expect(after).not.toMatch(XMP_GPS_NAME)
-    for (const kept of ['dc:format="image/jpeg"', 'GPS tracker test', '<rdf:RDF xmlns:rdf="r">']) expect(after).toContain(kept)
+    for (const kept of ['dc:format="image/jpeg"', 'GPS tracker test', '<rdf:RDF xmlns:rdf="r">'])
+      expect(after).toContain(kept)
     expect(after).not.toContain('12/1')
     expect(after).not.toContain('0.1275')
   })
 
   test('XMP that only mentions GPS in text is stored byte for byte', async () => {
-    const file = await jpegWithXmp('<x:xmpmeta><rdf:Description><dc:description>GPS off; no location</dc:description></rdf:Description></x:xmpmeta>')
+    const file = await jpegWithXmp(
+      '<x:xmpmeta><rdf:Description><dc:description>GPS off; no location</dc:description></rdf:Description></x:xmpmeta>',
+    )
     expect(strip(file, 'jpeg').out).toBeNull()
   })
 
@@ -172,7 +194,9 @@ describe('XMP, removed in place with spaces', () => {
     const cases = [
       await jpegWithXmp('<x:xmpmeta><!-- exif:GPSLatitude="51,30N" --></x:xmpmeta>'),
       withJpegSegments(new Uint8Array(await photo().jpeg().toBuffer()), [xmpApp1(concat([[0xff, 0xfe], utf16]))]),
-      await jpegWithXmp('<x:xmpmeta><rdf:Description xmlns:gps="g"><gps:lat>51.5</gps:lat></rdf:Description></x:xmpmeta>'),
+      await jpegWithXmp(
+        '<x:xmpmeta><rdf:Description xmlns:gps="g"><gps:lat>51.5</gps:lat></rdf:Description></x:xmpmeta>',
+      ),
       await jpegWithXmp('<x:xmpmeta><rdf:Description><exif:GPSLatitude>51,30N'),
     ]
     for (const file of cases) expect(refusal(file, 'jpeg')).toStartWith(LOCATION_UNSAFE)
@@ -181,7 +205,10 @@ describe('XMP, removed in place with spaces', () => {
 
 describe('PNG', () => {
   test('XMP in tEXt and iTXt is edited in place, its CRC rewritten', async () => {
-    for (const chunk of [pngChunk('tEXt', concat(['XML:com.adobe.xmp\0', XMP_WITH_GPS])), iTXt('XML:com.adobe.xmp', bytes(XMP_WITH_GPS))]) {
+    for (const chunk of [
+      pngChunk('tEXt', concat(['XML:com.adobe.xmp\0', XMP_WITH_GPS])),
+      iTXt('XML:com.adobe.xmp', bytes(XMP_WITH_GPS)),
+    ]) {
       const file = withPngChunks(new Uint8Array(await photo().png().toBuffer()), [chunk])
       const { out } = strip(file, 'png')
       expect(out!.length).toBe(file.length)
@@ -191,7 +218,10 @@ describe('PNG', () => {
   })
 
   test("ImageMagick's hex raw profiles (exif and xmp) are decoded, cleaned and written back over the same digits", async () => {
-    const hex = (b: Uint8Array, name: string) => `\n${name}\n${String(b.length).padStart(8)}\n${Buffer.from(b).toString('hex').replace(/(.{72})/g, '$1\n')}\n`
+    const hex = (b: Uint8Array, name: string) =>
+      `\n${name}\n${String(b.length).padStart(8)}\n${Buffer.from(b)
+        .toString('hex')
+        .replace(/(.{72})/g, '$1\n')}\n`
     const tiff = concat(['Exif\0\0', await realExifTiff()])
     const file = withPngChunks(new Uint8Array(await photo().png().toBuffer()), [
       zTXt('Raw profile type exif', bytes(hex(tiff, 'exif'))),
@@ -202,7 +232,9 @@ describe('PNG', () => {
     const exifBack = Buffer.from(texts['Raw profile type exif']!.split('\n').slice(3).join(''), 'hex')
     expect(exifReader(exifBack).GPSInfo).toBeUndefined()
     expect(exifReader(exifBack).Image?.Make).toBe('Acme')
-    expect(Buffer.from(texts['Raw profile type xmp']!.split('\n').slice(3).join(''), 'hex').toString()).not.toMatch(XMP_GPS_NAME)
+    expect(Buffer.from(texts['Raw profile type xmp']!.split('\n').slice(3).join(''), 'hex').toString()).not.toMatch(
+      XMP_GPS_NAME,
+    )
     expect(await pixels(out!)).toEqual(await pixels(file))
   })
 
@@ -231,7 +263,12 @@ async function readPngTexts(png: Uint8Array) {
 
 describe('WebP', () => {
   test('an EXIF chunk with or without the "Exif\\0\\0" prefix loses its GPS in place', async () => {
-    const webp = Buffer.from(await photo().webp().withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }).toBuffer())
+    const webp = Buffer.from(
+      await photo()
+        .webp()
+        .withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS })
+        .toBuffer(),
+    )
     const exifAt = webp.indexOf('EXIF')
     const size = webp.readUInt32LE(exifAt + 4)
     expect(webp.toString('latin1', exifAt + 8, exifAt + 14)).toBe('Exif\0\0') // libvips writes the prefix
@@ -277,7 +314,16 @@ describe('TIFF', () => {
     const gpsAt = intoPixels.length - 24 - 30
     intoPixels.writeUInt32LE(stripOffset, gpsAt + 2 + 12 + 8) // the latitude's values now "lie" in the strip
     expect(refusal(intoPixels, 'tiff')).toStartWith(LOCATION_UNSAFE)
-    const loop = tiffStructure(64, [{ at: 8, entries: [[0x010f, 2, 4, 0x656d6341], [0x8825, 4, 1, 8]], next: 8 }])
+    const loop = tiffStructure(64, [
+      {
+        at: 8,
+        entries: [
+          [0x010f, 2, 4, 0x656d6341],
+          [0x8825, 4, 1, 8],
+        ],
+        next: 8,
+      },
+    ])
     expect(refusal(loop, 'tiff')).toStartWith(LOCATION_UNSAFE)
   })
 })
@@ -285,13 +331,21 @@ describe('TIFF', () => {
 /** The ids and types of an AVIF's items, and where its iloc entries start (for v0 iloc with 4-byte fields, as libheif writes). */
 function avifItems(file: Buffer) {
   const types = new Map<string, number>()
-  for (let at = file.indexOf('infe'); at >= 0; at = file.indexOf('infe', at + 4)) types.set(file.toString('latin1', at + 12, at + 16), file.readUInt16BE(at + 8))
+  for (let at = file.indexOf('infe'); at >= 0; at = file.indexOf('infe', at + 4))
+    types.set(file.toString('latin1', at + 12, at + 16), file.readUInt16BE(at + 8))
   const iloc = file.indexOf('iloc')
   return { types, iloc }
 }
 
 describe('AVIF', () => {
-  const avif = async () => Buffer.from(await photo().avif().withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }).withXmp(XMP_WITH_GPS).toBuffer())
+  const avif = async () =>
+    Buffer.from(
+      await photo()
+        .avif()
+        .withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS })
+        .withXmp(XMP_WITH_GPS)
+        .toBuffer(),
+    )
 
   test('the Exif item loses its GPS and the XMP item its GPS properties, in place', async () => {
     const file = await avif()

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -50,7 +50,10 @@ async function waitForHealth(timeoutMs: number) {
   const until = Date.now() + timeoutMs
   while (Date.now() < until) {
     if (server.exitCode !== null) throw new Error(`the binary exited with ${server.exitCode}\n${logs()}`)
-    const ok = await fetch(`${url}/healthz`).then((r) => r.ok, () => false)
+    const ok = await fetch(`${url}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    )
     if (ok) return
     await Bun.sleep(25)
   }
@@ -82,7 +85,9 @@ beforeAll(async () => {
   stderr = collect(server.stderr)
   await waitForHealth(30_000)
   startMs = performance.now() - started
-  console.log(`binary: ${(Bun.file(binary).size / 1e6).toFixed(1)} MB, /healthz answered ${startMs.toFixed(0)} ms after start`)
+  console.log(
+    `binary: ${(Bun.file(binary).size / 1e6).toFixed(1)} MB, /healthz answered ${startMs.toFixed(0)} ms after start`,
+  )
 }, 120_000)
 
 afterAll(() => {
@@ -93,7 +98,8 @@ afterAll(() => {
 describe('single binary', () => {
   test('runs alone: nothing next to it, no node_modules above it', () => {
     expect(readdirSync(runDir).sort()).toEqual(['data', 'imghost'])
-    for (let dir = runDir; dir !== dirname(dir); dir = dirname(dir)) expect(existsSync(join(dir, 'node_modules'))).toBe(false)
+    for (let dir = runDir; dir !== dirname(dir); dir = dirname(dir))
+      expect(existsSync(join(dir, 'node_modules'))).toBe(false)
   })
 
   let imageId: string
@@ -115,7 +121,11 @@ describe('single binary', () => {
     const { apiKey } = (await key.json()) as { apiKey: string }
 
     const png = await makeImage('png', 40, 30)
-    const upload = await fetch(`${url}/api/v1/upload`, { method: 'POST', headers: { 'x-api-key': apiKey }, body: uploadForm([{ bytes: png, name: 'one.png' }]) })
+    const upload = await fetch(`${url}/api/v1/upload`, {
+      method: 'POST',
+      headers: { 'x-api-key': apiKey },
+      body: uploadForm([{ bytes: png, name: 'one.png' }]),
+    })
     const image = (await upload.json()) as { id: string; url: string; thumbnail: string; width: number; height: number }
     expect(upload.status, `${JSON.stringify(image)}\n${logs()}`).toBe(201)
     expect(image).toMatchObject({ width: 40, height: 30 })
@@ -132,11 +142,15 @@ describe('single binary', () => {
   test('embedded files: Swagger UI and the site assets are served byte for byte', async () => {
     const swaggerCss = await fetch(`${url}/swagger/assets/swagger-ui.css`)
     expect(swaggerCss.status).toBe(200)
-    expect(await swaggerCss.text()).toBe(await Bun.file(join(root, 'node_modules/swagger-ui-dist/swagger-ui.css')).text())
+    expect(await swaggerCss.text()).toBe(
+      await Bun.file(join(root, 'node_modules/swagger-ui-dist/swagger-ui.css')).text(),
+    )
     const swaggerJs = await fetch(`${url}/swagger/assets/swagger-ui-bundle.js`)
     expect(swaggerJs.status).toBe(200)
     expect(swaggerJs.headers.get('content-type')).toContain('javascript')
-    expect((await swaggerJs.arrayBuffer()).byteLength).toBe(Bun.file(join(root, 'node_modules/swagger-ui-dist/swagger-ui-bundle.js')).size)
+    expect((await swaggerJs.arrayBuffer()).byteLength).toBe(
+      Bun.file(join(root, 'node_modules/swagger-ui-dist/swagger-ui-bundle.js')).size,
+    )
 
     const siteCss = await fetch(`${url}/assets/site.css`)
     expect(siteCss.status).toBe(200)
@@ -145,7 +159,10 @@ describe('single binary', () => {
 
   let webImageId: string
   test('an anonymous web upload is scanned by the NSFW model (worker, tfjs wasm, model weights)', async () => {
-    const upload = await fetch(`${url}/api/upload`, { method: 'POST', body: uploadForm([{ bytes: await makeImage('jpeg', 96, 80, 3), name: 'web.jpg' }]) })
+    const upload = await fetch(`${url}/api/upload`, {
+      method: 'POST',
+      body: uploadForm([{ bytes: await makeImage('jpeg', 96, 80, 3), name: 'web.jpg' }]),
+    })
     const image = (await upload.json()) as { id: string; nsfw: boolean }
     expect(upload.status).toBe(201)
     expect(image.nsfw).toBe(false)
@@ -176,6 +193,11 @@ describe('single binary', () => {
   test('operator commands run from the same binary (`imghost check`)', () => {
     const check = Bun.spawnSync([binary, 'check'], { cwd: runDir, env: environment() })
     expect(check.exitCode, `${check.stdout}\n${check.stderr}`).toBe(0)
-    expect(JSON.parse(check.stdout.toString())).toMatchObject({ images: 2, missingOriginals: [], missingThumbnails: [], strayFiles: [] })
+    expect(JSON.parse(check.stdout.toString())).toMatchObject({
+      images: 2,
+      missingOriginals: [],
+      missingThumbnails: [],
+      strayFiles: [],
+    })
   })
 })

@@ -1,12 +1,12 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
-import { makeImage, uploadForm } from '../fixtures'
 import { loadConfig } from '../../src/config'
 import { createConfiguredStorage } from '../../src/storage/configured'
-import { registerUser, startTestServer, storageEnv, userWithKey, type TestServer } from '../helpers'
+import { makeImage, uploadForm } from '../fixtures'
+import { registerUser, startTestServer, storageEnv, type TestServer, userWithKey } from '../helpers'
 
 const root = join(import.meta.dir, '..', '..')
 let t: TestServer
@@ -22,13 +22,20 @@ const storageOf = (dataDir: string) => {
 const storageAt = (dataDir: string) => createConfiguredStorage(loadConfig({ DATA_DIR: dataDir, ...storageOf(dataDir) }))
 
 function cli(dataDir: string, ...args: string[]) {
-  const proc = Bun.spawnSync([process.execPath, join(root, 'src/cli.ts'), ...args], { env: { ...process.env, ...storageOf(dataDir), DATA_DIR: dataDir }, cwd: root })
+  const proc = Bun.spawnSync([process.execPath, join(root, 'src/cli.ts'), ...args], {
+    env: { ...process.env, ...storageOf(dataDir), DATA_DIR: dataDir },
+    cwd: root,
+  })
   return { code: proc.exitCode, out: proc.stdout.toString(), err: proc.stderr.toString() }
 }
 
 const userRow = (dataDir: string, username: string) => {
   const db = new Database(join(dataDir, 'imghost.sqlite'), { readonly: true })
-  const row = db.query('SELECT role, banned, email_verified FROM users WHERE username = ?').get(username) as { role: string; banned: number; email_verified: number }
+  const row = db.query('SELECT role, banned, email_verified FROM users WHERE username = ?').get(username) as {
+    role: string
+    banned: number
+    email_verified: number
+  }
   db.close()
   return row
 }
@@ -42,12 +49,18 @@ const rows = (dataDir: string) => {
 
 beforeAll(async () => {
   t = await startTestServer()
-  storages.set(t.dataDir, Object.fromEntries(Object.entries(t.env).filter(([name]) => name === 'STORAGE' || name.startsWith('S3_'))))
+  storages.set(
+    t.dataDir,
+    Object.fromEntries(Object.entries(t.env).filter(([name]) => name === 'STORAGE' || name.startsWith('S3_'))),
+  )
   const user = await userWithKey(t)
   const res = await t.json('/api/v1/upload', {
     method: 'POST',
     headers: user.keyHeader,
-    body: uploadForm([{ bytes: await makeImage('png', 40, 40), name: 'one.png' }, { bytes: await makeImage('jpeg', 80, 60), name: 'two.jpg' }]),
+    body: uploadForm([
+      { bytes: await makeImage('png', 40, 40), name: 'one.png' },
+      { bytes: await makeImage('jpeg', 80, 60), name: 'two.jpg' },
+    ]),
   })
   uploaded = res.body.images
 })

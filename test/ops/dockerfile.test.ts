@@ -23,7 +23,7 @@ function parseDockerfile(text: string): Instruction[] {
     if (line.startsWith('#') || (line === '' && !buffer)) return
     if (!buffer) start = i + 1
     if (line.endsWith('\\')) {
-      buffer += line.slice(0, -1) + ' '
+      buffer += `${line.slice(0, -1)} `
       return
     }
     buffer += line
@@ -53,7 +53,8 @@ function parseEnv(args: string): Record<string, string> {
     return { [name]: value.join(' ') }
   }
   const env: Record<string, string> = {}
-  for (const m of args.matchAll(/([\w.-]+)=("(?:[^"\\]|\\.)*"|\S*)/g)) env[m[1]] = m[2].startsWith('"') ? JSON.parse(m[2]) : m[2]
+  for (const m of args.matchAll(/([\w.-]+)=("(?:[^"\\]|\\.)*"|\S*)/g))
+    env[m[1]] = m[2].startsWith('"') ? JSON.parse(m[2]) : m[2]
   return env
 }
 
@@ -70,7 +71,13 @@ function stagesOf(instructions: Instruction[]): Stage[] {
   for (const ins of instructions) {
     if (ins.keyword === 'FROM') {
       const m = /^(?:--platform=\S+\s+)?(\S+)(?:\s+AS\s+(\S+))?$/i.exec(ins.args)
-      stages.push({ index: stages.length, image: m?.[1] ?? ins.args, name: m?.[2]?.toLowerCase(), line: ins.line, instructions: [] })
+      stages.push({
+        index: stages.length,
+        image: m?.[1] ?? ins.args,
+        name: m?.[2]?.toLowerCase(),
+        line: ins.line,
+        instructions: [],
+      })
     } else if (stages.length) {
       stages.at(-1)!.instructions.push(ins)
     } else if (ins.keyword !== 'ARG') {
@@ -102,12 +109,20 @@ function dockerignore(): (path: string) => boolean {
       const pattern = posix.normalize((negate ? l.slice(1) : l).replace(/^\/+/, '')).replace(/\/+$/, '')
       const source = pattern
         .split('**')
-        .map((part) => part.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*').replace(/\?/g, '[^/]'))
+        .map((part) =>
+          part
+            .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+            .replace(/\*/g, '[^/]*')
+            .replace(/\?/g, '[^/]'),
+        )
         .join('.*')
       return { negate, regex: new RegExp(`^${source}$`) }
     })
   return (path) => {
-    const parts = posix.normalize(path).replace(/^\.\/?/, '').split('/')
+    const parts = posix
+      .normalize(path)
+      .replace(/^\.\/?/, '')
+      .split('/')
     let ignored = false
     for (const rule of rules) {
       for (let i = 1; i <= parts.length; i++) {
@@ -139,7 +154,14 @@ const copies = stages.flatMap((stage) =>
     .map(({ ins, workdir }) => {
       const { flags, items } = splitArgs(ins.args)
       const dest = items.at(-1)!
-      return { stage, ins, from: flags.from, sources: items.slice(0, -1), dest: posix.resolve(workdir, dest), destIsDir: dest.endsWith('/') || items.length > 2 }
+      return {
+        stage,
+        ins,
+        from: flags.from,
+        sources: items.slice(0, -1),
+        dest: posix.resolve(workdir, dest),
+        destIsDir: dest.endsWith('/') || items.length > 2,
+      }
     }),
 )
 
@@ -178,7 +200,9 @@ describe('Dockerfile', () => {
     for (const { ins, sources } of local) {
       expect(sources.length, `line ${ins.line}`).toBeGreaterThan(0)
       for (const source of sources) {
-        const matches = /[*?[]/.test(source) ? [...new Bun.Glob(source).scanSync({ cwd: root, onlyFiles: false })] : [source]
+        const matches = /[*?[]/.test(source)
+          ? [...new Bun.Glob(source).scanSync({ cwd: root, onlyFiles: false })]
+          : [source]
         expect(matches.length, `line ${ins.line}: ${source} matches nothing`).toBeGreaterThan(0)
         for (const path of matches) {
           expect(existsSync(join(root, path)), `line ${ins.line}: ${path} does not exist`).toBe(true)
@@ -195,12 +219,17 @@ describe('Dockerfile', () => {
       expect(source!.index, `line ${ins.line}: --from=${from} is not an earlier stage`).toBeLessThan(stage.index)
       // Produced there: under a directory a RUN worked in, or under a path a COPY filled.
       const produced = [
-        ...withWorkdirs(source!).filter(({ ins: i }) => i.keyword === 'RUN').map(({ workdir }) => workdir),
+        ...withWorkdirs(source!)
+          .filter(({ ins: i }) => i.keyword === 'RUN')
+          .map(({ workdir }) => workdir),
         ...copies.filter((c) => c.stage === source).map((c) => c.dest),
       ]
       for (const path of sources) {
         expect(posix.isAbsolute(path), `line ${ins.line}: ${path} should be absolute`).toBe(true)
-        expect(produced.some((p) => path === p || path.startsWith(p.endsWith('/') ? p : `${p}/`)), `line ${ins.line}: nothing in ${from} produces ${path}`).toBe(true)
+        expect(
+          produced.some((p) => path === p || path.startsWith(p.endsWith('/') ? p : `${p}/`)),
+          `line ${ins.line}: nothing in ${from} produces ${path}`,
+        ).toBe(true)
       }
     }
   })
@@ -211,8 +240,13 @@ describe('Dockerfile', () => {
     const install = instructions.find((i) => i.keyword === 'RUN' && /\bbun install\b/.test(i.args))
     expect(install?.args).toContain('--production')
     // Multi-stage: the install runs in an earlier stage and the runtime stage copies only its node_modules.
-    expect(final.instructions.some((i) => i.keyword === 'RUN' && /\bbun (install|add|i)\b/.test(i.args)), 'bun install in the runtime stage').toBe(false)
-    const modules = copies.find((c) => c.stage === final && c.dest === posix.join(finalSteps.at(-1)!.workdir, 'node_modules'))
+    expect(
+      final.instructions.some((i) => i.keyword === 'RUN' && /\bbun (install|add|i)\b/.test(i.args)),
+      'bun install in the runtime stage',
+    ).toBe(false)
+    const modules = copies.find(
+      (c) => c.stage === final && c.dest === posix.join(finalSteps.at(-1)!.workdir, 'node_modules'),
+    )
     expect(modules?.from, 'node_modules of the runtime stage come from an earlier stage').toBeDefined()
   })
 
@@ -229,7 +263,9 @@ describe('Dockerfile', () => {
     const { items } = splitArgs(volume.args)
     expect(items).toContain(dataDir)
     // Changes to a volume's directory after VOLUME are discarded: the chown has to come first.
-    const chown = final.instructions.findIndex((i) => i.keyword === 'RUN' && i.args.includes('chown') && i.args.includes(dataDir) && i.args.includes(user))
+    const chown = final.instructions.findIndex(
+      (i) => i.keyword === 'RUN' && i.args.includes('chown') && i.args.includes(dataDir) && i.args.includes(user),
+    )
     expect(chown, `no RUN chown of ${dataDir} to ${user}`).toBeGreaterThanOrEqual(0)
     expect(chown).toBeLessThan(final.instructions.indexOf(volume))
   })

@@ -23,7 +23,12 @@ const rows = (text: string) =>
   text
     .split('\n')
     .filter((line) => line.startsWith('|') && !line.startsWith('|---'))
-    .map((line) => line.split(/(?<!\\)\|/).slice(1, -1).map((cell) => cell.trim()))
+    .map((line) =>
+      line
+        .split(/(?<!\\)\|/)
+        .slice(1, -1)
+        .map((cell) => cell.trim()),
+    )
 
 describe('README', () => {
   test('the Configuration table has every variable config.ts reads, with its default', () => {
@@ -58,7 +63,10 @@ describe('README', () => {
     expect(commands).toContain('unban')
     const documented = rows(section('### Operations CLI')).map((cells) => cells[0])
     for (const command of commands) {
-      expect(documented.some((cell) => cell.includes(`\`${command}`)), `${command} is not in the Operations CLI table`).toBe(true)
+      expect(
+        documented.some((cell) => cell.includes(`\`${command}`)),
+        `${command} is not in the Operations CLI table`,
+      ).toBe(true)
     }
   })
 })

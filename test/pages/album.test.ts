@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { parse } from 'node-html-parser'
 import ogs from 'open-graph-scraper'
-import { userWithKey, type TestServer } from '../helpers'
+import { type TestServer, userWithKey } from '../helpers'
 import { send, startServer, uploadImage } from './support'
 
 let t: TestServer
@@ -20,14 +20,17 @@ async function createAlbum(body: Record<string, unknown>) {
 }
 
 async function addImages(albumId: string, ids: string[]) {
-  for (const imageId of ids) expect((await t.json(`/api/albums/${albumId}/images`, send('POST', { imageId }, owner.bearer))).status).toBe(200)
+  for (const imageId of ids)
+    expect((await t.json(`/api/albums/${albumId}/images`, send('POST', { imageId }, owner.bearer))).status).toBe(200)
 }
 
 async function page(path: string, init?: RequestInit) {
   const res = await t.fetch(path, init)
   const text = await res.text()
   const doc = parse(text)
-  const meta = (key: string) => doc.querySelector(`meta[property="${key}"]`)?.getAttribute('content') ?? doc.querySelector(`meta[name="${key}"]`)?.getAttribute('content')
+  const meta = (key: string) =>
+    doc.querySelector(`meta[property="${key}"]`)?.getAttribute('content') ??
+    doc.querySelector(`meta[name="${key}"]`)?.getAttribute('content')
   return { res, text, doc, meta }
 }
 
@@ -76,7 +79,10 @@ describe('album page /a/<id>', () => {
     expect(meta('og:image')).toBe(first.thumbnail)
     expect(doc.querySelector('meta[name="robots"]')).toBeNull()
 
-    const { result } = await ogs({ url: `${t.url}/a/${album.id}`, urlValidatorSettings: { require_tld: false, protocols: ['http', 'https'], require_protocol: true } as never })
+    const { result } = await ogs({
+      url: `${t.url}/a/${album.id}`,
+      urlValidatorSettings: { require_tld: false, protocols: ['http', 'https'], require_protocol: true } as never,
+    })
     expect(result.ogTitle).toBe('Trip')
     expect(result.ogImage?.[0]?.url).toBe(first.thumbnail)
   })

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser } from 'playwright-core'
-import { launchBrowser, newIsolatedPage, screenshot, type IsolatedPage } from '../browser'
-import { userWithKey, type TestServer } from '../helpers'
+import { type IsolatedPage, launchBrowser, newIsolatedPage, screenshot } from '../browser'
+import { type TestServer, userWithKey } from '../helpers'
 import { send, startServer, uploadImage } from './support'
 
 let t: TestServer
@@ -48,7 +48,9 @@ describe('pages in a real browser', () => {
       expect(await p.page.evaluate(() => navigator.clipboard.readText())).toBe(image.url)
       expect(await p.page.textContent('button[data-copy="code-direct"]')).toBe('Copied!')
       await p.page.click('button[data-copy="code-markdown"]')
-      expect(await p.page.evaluate(() => navigator.clipboard.readText())).toBe(`[![browser.png](${image.url})](${image.viewer})`)
+      expect(await p.page.evaluate(() => navigator.clipboard.readText())).toBe(
+        `[![browser.png](${image.url})](${image.viewer})`,
+      )
       await screenshot(p.page, 'viewer-light')
       expectClean(p)
     } finally {
@@ -92,10 +94,12 @@ describe('pages in a real browser', () => {
   })
 
   test('album page: the password form opens the album; thumbnails link to viewer pages', async () => {
-    const album = (await t.json('/api/albums', send('POST', { title: 'Browser album', isPublic: true }, owner.bearer))).body.album
+    const album = (await t.json('/api/albums', send('POST', { title: 'Browser album', isPublic: true }, owner.bearer)))
+      .body.album
     await t.json(`/api/albums/${album.id}`, send('PUT', { password: 'let me in' }, owner.bearer))
     const images = [await uploadImage(t, owner.keyHeader), await uploadImage(t, owner.keyHeader, { nsfw: 'true' })]
-    for (const image of images) await t.json(`/api/albums/${album.id}/images`, send('POST', { imageId: image.id }, owner.bearer))
+    for (const image of images)
+      await t.json(`/api/albums/${album.id}/images`, send('POST', { imageId: image.id }, owner.bearer))
 
     const p = await open(`/a/${album.id}`)
     try {
@@ -109,8 +113,12 @@ describe('pages in a real browser', () => {
       await Promise.all([p.page.waitForNavigation(), p.page.click('form.password-form button[type="submit"]')])
       expect(await p.page.textContent('h1')).toBe('Browser album')
       expect(await p.page.locator('.grid a.thumb').count()).toBe(2)
-      await p.page.waitForFunction(() => [...document.querySelectorAll('.grid img')].every((i) => (i as HTMLImageElement).complete))
-      expect(await p.page.locator('.grid a.nsfw-thumb img').evaluate((el) => getComputedStyle(el).filter)).toContain('blur')
+      await p.page.waitForFunction(() =>
+        [...document.querySelectorAll('.grid img')].every((i) => (i as HTMLImageElement).complete),
+      )
+      expect(await p.page.locator('.grid a.nsfw-thumb img').evaluate((el) => getComputedStyle(el).filter)).toContain(
+        'blur',
+      )
       await screenshot(p.page, 'album')
       await Promise.all([p.page.waitForNavigation(), p.page.click('.grid a.thumb:not(.nsfw-thumb)')])
       expect(p.page.url()).toBe(images[0].viewer)

@@ -1,5 +1,5 @@
 import { expect } from 'bun:test'
-import { makeImage, uploadForm, type UploadPart } from '../fixtures'
+import { makeImage, type UploadPart, uploadForm } from '../fixtures'
 import { jsonBody, startTestServer, type TestServer } from '../helpers'
 
 /** Albums, embeds and pages never need the real model: startTestServer's neutral classifier does. */
@@ -21,10 +21,22 @@ export async function uploadImage(
     body: uploadForm([{ bytes, name: part.name ?? `photo-${seed}.png`, type: part.type }], fields),
   })
   if (res.status !== 201) throw new Error(`upload failed: ${res.status} ${JSON.stringify(res.body)}`)
-  return res.body as { id: string; url: string; thumbnail: string; viewer: string; width: number; height: number; size: number; filename: string }
+  return res.body as {
+    id: string
+    url: string
+    thumbnail: string
+    viewer: string
+    width: number
+    height: number
+    size: number
+    filename: string
+  }
 }
 
-export const send = (method: string, body: unknown, headers: Record<string, string>): RequestInit => ({ method, ...jsonBody(body, headers) })
+export const send = (method: string, body: unknown, headers: Record<string, string>): RequestInit => ({
+  method,
+  ...jsonBody(body, headers),
+})
 
 export const expectError = (res: { status: number; body: any }, status: number) => {
   expect(res.status).toBe(status)

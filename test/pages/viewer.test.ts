@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { parse, type HTMLElement } from 'node-html-parser'
+import { type HTMLElement, parse } from 'node-html-parser'
 import ogs from 'open-graph-scraper'
 import { humanSize } from '../../src/modules/embeds/service'
 import { escapeHtml } from '../../src/web/html'
 import { contentSecurityPolicy } from '../../src/web/page'
 import { makeImage, uploadForm } from '../fixtures'
-import { userWithKey, type TestServer } from '../helpers'
+import { type TestServer, userWithKey } from '../helpers'
 import { send, startServer, uploadImage } from './support'
 
 let t: TestServer
@@ -20,7 +20,10 @@ beforeAll(async () => {
 afterAll(() => t.stop())
 
 // Multipart filenames lose everything up to the last slash, so the first one arrives as `script>{{7*7}}.png`.
-const HOSTILE_FILENAMES = [`"><script>alert(1)</script>{{7*7}}.png`, `"><img src=x onerror=alert(1)>{{7*7}}<script>alert(1)'&amp;.png`]
+const HOSTILE_FILENAMES = [
+  `"><script>alert(1)</script>{{7*7}}.png`,
+  `"><img src=x onerror=alert(1)>{{7*7}}<script>alert(1)'&amp;.png`,
+]
 
 async function page(path: string) {
   const res = await t.fetch(path)
@@ -40,7 +43,12 @@ async function page(path: string) {
 async function unfurl(url: string) {
   const { error, result } = await ogs({
     url,
-    urlValidatorSettings: { require_tld: false, require_protocol: true, protocols: ['http', 'https'], allow_underscores: true } as never,
+    urlValidatorSettings: {
+      require_tld: false,
+      require_protocol: true,
+      protocols: ['http', 'https'],
+      allow_underscores: true,
+    } as never,
     fetchOptions: { headers: { 'user-agent': 'Mozilla/5.0 (compatible; Discordbot/2.0; +https://discordapp.com)' } },
   })
   expect(error).toBe(false)
@@ -75,7 +83,8 @@ function expectNoInlineCode(doc: HTMLElement) {
     expect(script.innerHTML.trim()).toBe('')
   }
   expect(doc.querySelectorAll('style')).toHaveLength(0)
-  for (const link of doc.querySelectorAll('link[rel="stylesheet"]')) expect(link.getAttribute('href')).toMatch(/^\/assets\//)
+  for (const link of doc.querySelectorAll('link[rel="stylesheet"]'))
+    expect(link.getAttribute('href')).toMatch(/^\/assets\//)
   for (const el of doc.querySelectorAll('*')) {
     for (const name of Object.keys(el.attributes)) {
       expect(name.toLowerCase().startsWith('on')).toBe(false)
@@ -134,7 +143,10 @@ describe('viewer page /i/<id>', () => {
   })
 
   test('anonymous uploads have no uploader link', async () => {
-    const up = await t.json('/api/upload', { method: 'POST', body: uploadForm([{ bytes: await makeImage('png', 20, 20, 99), name: 'anon.png' }]) })
+    const up = await t.json('/api/upload', {
+      method: 'POST',
+      body: uploadForm([{ bytes: await makeImage('png', 20, 20, 99), name: 'anon.png' }]),
+    })
     expect(up.status).toBe(201)
     const { doc } = await page(`/i/${up.body.id}`)
     expect(doc.querySelector('a.uploader')).toBeNull()
@@ -172,7 +184,8 @@ describe('viewer page /i/<id>', () => {
     const image = await uploadImage(t, owner.keyHeader, { nsfw: 'true' })
     const { res, doc, meta, all } = await page(`/i/${image.id}`)
     expect(res.status).toBe(200)
-    for (const key of ['og:image', 'og:image:width', 'og:image:height', 'og:image:type', 'twitter:image']) expect(all(key)).toHaveLength(0)
+    for (const key of ['og:image', 'og:image:width', 'og:image:height', 'og:image:type', 'twitter:image'])
+      expect(all(key)).toHaveLength(0)
     expect(meta('og:title')).toBeDefined()
     const figure = doc.querySelector('figure.nsfw')!
     expect(figure.classList.contains('is-hidden')).toBe(true)
@@ -195,7 +208,7 @@ describe('viewer page /i/<id>', () => {
     expect(JSON.stringify(oembed.body)).not.toContain('/cdn/')
   })
 
-  test('a private image\'s page carries noindex; a public one does not', async () => {
+  test("a private image's page carries noindex; a public one does not", async () => {
     const image = await uploadImage(t, owner.keyHeader, { visibility: 'private' })
     const { res, all } = await page(`/i/${image.id}`)
     expect(res.status).toBe(200)
@@ -220,7 +233,10 @@ describe('viewer page /i/<id>', () => {
 
   test('the local assets are served with their types, and the page loads nothing from another host', async () => {
     const { doc } = await page(`/i/${plain.id}`)
-    const urls = [...doc.querySelectorAll('script[src]').map((s) => s.getAttribute('src')!), ...doc.querySelectorAll('link[rel="stylesheet"]').map((l) => l.getAttribute('href')!)]
+    const urls = [
+      ...doc.querySelectorAll('script[src]').map((s) => s.getAttribute('src')!),
+      ...doc.querySelectorAll('link[rel="stylesheet"]').map((l) => l.getAttribute('href')!),
+    ]
     expect(urls.length).toBeGreaterThanOrEqual(2)
     for (const url of urls) {
       const res = await t.fetch(url)
@@ -273,7 +289,10 @@ describe('hostile input is escaped everywhere', () => {
     }
     const created = await t.json('/api/embeds', send('POST', hostile, owner.bearer))
     expect(created.status).toBe(201)
-    await t.json(`/api/images/${image.id}/embed`, send('PATCH', { embed_profile_id: created.body.profile.id }, owner.bearer))
+    await t.json(
+      `/api/images/${image.id}/embed`,
+      send('PATCH', { embed_profile_id: created.body.profile.id }, owner.bearer),
+    )
 
     const { text, doc, meta } = await page(`/i/${image.id}`)
     expect(text).not.toMatch(/<script>alert/)
@@ -294,7 +313,11 @@ describe('hostile input is escaped everywhere', () => {
 
     const oembed = await t.json(`/api/oembed?url=${encodeURIComponent(image.viewer)}`)
     expect(oembed.headers.get('content-type')).toContain('application/json')
-    expect(oembed.body).toMatchObject({ title: hostile.title, author_name: hostile.author_name, provider_name: hostile.site_name })
+    expect(oembed.body).toMatchObject({
+      title: hostile.title,
+      author_name: hostile.author_name,
+      provider_name: hostile.site_name,
+    })
   })
 })
 
@@ -321,10 +344,25 @@ describe('oEmbed', () => {
 
   test('author fields only when the profile sets them; provider is the site name in force', async () => {
     const image = await uploadImage(t, owner.keyHeader)
-    const profile = await t.json('/api/embeds', send('POST', { name: 'auth', author_name: 'Ann', author_url: 'https://ann.example/', site_name: 'Ann Site' }, owner.bearer))
-    await t.json(`/api/images/${image.id}/embed`, send('PATCH', { embed_profile_id: profile.body.profile.id }, owner.bearer))
+    const profile = await t.json(
+      '/api/embeds',
+      send(
+        'POST',
+        { name: 'auth', author_name: 'Ann', author_url: 'https://ann.example/', site_name: 'Ann Site' },
+        owner.bearer,
+      ),
+    )
+    await t.json(
+      `/api/images/${image.id}/embed`,
+      send('PATCH', { embed_profile_id: profile.body.profile.id }, owner.bearer),
+    )
     const res = await t.json(`/api/oembed?url=${encodeURIComponent(image.viewer)}&format=json`)
-    expect(res.body).toMatchObject({ author_name: 'Ann', author_url: 'https://ann.example/', provider_name: 'Ann Site', title: image.filename })
+    expect(res.body).toMatchObject({
+      author_name: 'Ann',
+      author_url: 'https://ann.example/',
+      provider_name: 'Ann Site',
+      title: image.filename,
+    })
     const none = await t.json(`/api/oembed?url=${encodeURIComponent(plain.viewer)}`)
     expect('author_name' in none.body).toBe(false)
     expect('author_url' in none.body).toBe(false)
@@ -365,7 +403,9 @@ describe('oEmbed', () => {
 
 describe('Content-Security-Policy', () => {
   test('img-src adds the CDN origin only when it differs', () => {
-    expect(contentSecurityPolicy({ publicUrl: 'https://img.example', cdnUrl: 'https://img.example' })).toContain("img-src 'self' data:;")
+    expect(contentSecurityPolicy({ publicUrl: 'https://img.example', cdnUrl: 'https://img.example' })).toContain(
+      "img-src 'self' data:;",
+    )
     expect(contentSecurityPolicy({ publicUrl: 'https://img.example', cdnUrl: 'https://cdn.example/bucket' })).toContain(
       "img-src 'self' data: https://cdn.example;",
     )

@@ -3,8 +3,8 @@ import { parse } from 'node-html-parser'
 import type { Browser } from 'playwright-core'
 import { launchBrowser, newIsolatedPage, screenshot } from '../browser'
 import { makeImage, uploadForm } from '../fixtures'
-import { jsonBody, makeAdmin, registerUser, startTestServer, userWithKey, type TestServer } from '../helpers'
-import { fakeClassifier } from '../webupload/fake-classifier'
+import { jsonBody, makeAdmin, registerUser, startTestServer, type TestServer, userWithKey } from '../helpers'
+import { fakeClassifier } from '../moderation/fake-classifier'
 
 type Account = Awaited<ReturnType<typeof userWithKey>>
 
@@ -27,13 +27,23 @@ afterAll(async () => {
 
 let seed = 1
 async function upload(name = 'photo.png') {
-  const res = await t.json('/api/v1/upload', { method: 'POST', headers: owner.keyHeader, body: uploadForm([{ bytes: await makeImage('png', 120, 90, seed++), name }]) })
+  const res = await t.json('/api/v1/upload', {
+    method: 'POST',
+    headers: owner.keyHeader,
+    body: uploadForm([{ bytes: await makeImage('png', 120, 90, seed++), name }]),
+  })
   if (res.status !== 201) throw new Error(`upload failed: ${res.status}`)
   return res.body as { id: string; url: string; viewer: string }
 }
 
 const adminReports = async (status = 'open') =>
-  (await t.json(`/api/admin/reports?status=${status}&limit=100`, { headers: admin.bearer })).body.reports as { id: number; imageId: string; reason: string; details: string | null; status: string }[]
+  (await t.json(`/api/admin/reports?status=${status}&limit=100`, { headers: admin.bearer })).body.reports as {
+    id: number
+    imageId: string
+    reason: string
+    details: string | null
+    status: string
+  }[]
 
 async function open(path: string, token?: string) {
   const p = await newIsolatedPage(browser, t.url)
@@ -55,7 +65,13 @@ describe('the viewer page', () => {
     const doc = parse(await res.text())
     const form = doc.querySelector('form[data-report-image]')
     expect(form?.getAttribute('data-report-image')).toBe(up.id)
-    expect(doc.querySelectorAll('#report-reason option').map((o) => o.getAttribute('value'))).toEqual(['illegal', 'nsfw', 'copyright', 'spam', 'other'])
+    expect(doc.querySelectorAll('#report-reason option').map((o) => o.getAttribute('value'))).toEqual([
+      'illegal',
+      'nsfw',
+      'copyright',
+      'spam',
+      'other',
+    ])
     expect(doc.querySelector('#report-details')?.getAttribute('maxlength')).toBe('1000')
     const script = doc.querySelectorAll('script').find((s) => s.getAttribute('src')?.startsWith('/assets/report.js'))
     expect(script).toBeDefined()
@@ -88,7 +104,10 @@ describe('the viewer page', () => {
 describe('/admin/reports', () => {
   test('the page is a shell: noindex, no report data in the HTML', async () => {
     const up = await upload()
-    await t.json('/api/reports', { method: 'POST', ...jsonBody({ imageId: up.id, reason: 'spam', details: 'secret-detail-text' }) })
+    await t.json('/api/reports', {
+      method: 'POST',
+      ...jsonBody({ imageId: up.id, reason: 'spam', details: 'secret-detail-text' }),
+    })
     const res = await t.fetch('/admin/reports')
     expect(res.status).toBe(200)
     const text = await res.text()
@@ -120,7 +139,11 @@ describe('/admin/reports', () => {
     const remove = await upload('remove-me.png')
     const bad = await userWithKey(t)
     const badUp = (
-      await t.json('/api/v1/upload', { method: 'POST', headers: bad.keyHeader, body: uploadForm([{ bytes: await makeImage('png', 50, 40, seed++), name: 'bad.png' }]) })
+      await t.json('/api/v1/upload', {
+        method: 'POST',
+        headers: bad.keyHeader,
+        body: uploadForm([{ bytes: await makeImage('png', 50, 40, seed++), name: 'bad.png' }]),
+      })
     ).body
     for (const [imageId, reason] of [
       [keep.id, 'other'],
@@ -129,7 +152,8 @@ describe('/admin/reports', () => {
     ]) {
       expect((await t.json('/api/reports', { method: 'POST', ...jsonBody({ imageId, reason }) })).status).toBe(201)
     }
-    const byImage = async (imageId: string, status = 'open') => (await adminReports(status)).find((r) => r.imageId === imageId)
+    const byImage = async (imageId: string, status = 'open') =>
+      (await adminReports(status)).find((r) => r.imageId === imageId)
 
     const p = await open('/admin/reports', admin.token)
     p.page.on('dialog', (dialog) => dialog.accept())
@@ -139,19 +163,25 @@ describe('/admin/reports', () => {
       await screenshot(p.page, 'admin-reports')
 
       await item(keep.id).locator('[data-act="dismiss"]').click()
-      await p.page.waitForFunction(() => document.querySelector('[data-reports-message]')?.textContent?.includes('dismissed'))
+      await p.page.waitForFunction(() =>
+        document.querySelector('[data-reports-message]')?.textContent?.includes('dismissed'),
+      )
       expect(await item(keep.id).count()).toBe(0)
       expect((await byImage(keep.id, 'dismissed'))?.status).toBe('dismissed')
       expect((await t.fetch(new URL(keep.url).pathname)).status).toBe(200)
 
       await item(remove.id).locator('[data-act="delete"]').click()
-      await p.page.waitForFunction(() => document.querySelector('[data-reports-message]')?.textContent?.includes('deleted'))
+      await p.page.waitForFunction(() =>
+        document.querySelector('[data-reports-message]')?.textContent?.includes('deleted'),
+      )
       expect((await t.fetch(new URL(remove.url).pathname)).status).toBe(404)
       expect((await byImage(remove.id, 'actioned'))?.status).toBe('actioned')
       expect((await t.json('/api/v1/me', { headers: owner.keyHeader })).status).toBe(200)
 
       await item(badUp.id).locator('[data-act="ban"]').click()
-      await p.page.waitForFunction(() => document.querySelector('[data-reports-message]')?.textContent?.includes('banned'))
+      await p.page.waitForFunction(() =>
+        document.querySelector('[data-reports-message]')?.textContent?.includes('banned'),
+      )
       expect((await t.json('/api/v1/me', { headers: bad.keyHeader })).status).toBe(403)
 
       await p.page.click('[data-status-filter="actioned"]')

@@ -3,9 +3,9 @@ import { eq } from 'drizzle-orm'
 import sharp from 'sharp'
 import { blockedHashes, images, uploadWindows } from '../../src/db/schema'
 import { originalKey, thumbnailKey } from '../../src/storage'
-import { makeImage, uploadForm, type UploadPart } from '../fixtures'
-import { jsonBody, makeAdmin, registerUser, startTestServer, testClock, type TestServer, userWithKey } from '../helpers'
-import { fakeClassifier } from '../webupload/fake-classifier'
+import { makeImage, type UploadPart, uploadForm } from '../fixtures'
+import { jsonBody, makeAdmin, registerUser, startTestServer, type TestServer, testClock, userWithKey } from '../helpers'
+import { fakeClassifier } from '../moderation/fake-classifier'
 import { expectWindowResets } from '../windows'
 
 type Account = Awaited<ReturnType<typeof userWithKey>>
@@ -15,7 +15,10 @@ let admin: Account
 const clock = testClock(Date.now())
 
 beforeAll(async () => {
-  t = await startTestServer({ TRUST_PROXY: 'true' }, { classifier: fakeClassifier('neutral').classifier, rescan: { intervalMs: 3_600_000 }, now: clock.now })
+  t = await startTestServer(
+    { TRUST_PROXY: 'true' },
+    { classifier: fakeClassifier('neutral').classifier, rescan: { intervalMs: 3_600_000 }, now: clock.now },
+  )
   admin = await userWithKey(t)
   makeAdmin(t, admin.user.id)
 })
@@ -25,7 +28,11 @@ let seed = 1
 const png = () => makeImage('png', 20, 16, seed++)
 
 async function upload(user: Account, parts?: UploadPart[], fields: Record<string, string> = {}) {
-  const res = await t.json('/api/v1/upload', { method: 'POST', headers: user.keyHeader, body: uploadForm(parts ?? [{ bytes: await png() }], fields) })
+  const res = await t.json('/api/v1/upload', {
+    method: 'POST',
+    headers: user.keyHeader,
+    body: uploadForm(parts ?? [{ bytes: await png() }], fields),
+  })
   if (res.status !== 201) throw new Error(`upload failed: ${res.status} ${JSON.stringify(res.body)}`)
   return res.body
 }
@@ -45,7 +52,8 @@ async function reported(imageId: string, reason = 'illegal', details?: string) {
 
 const asAdmin = (path: string, init: RequestInit = {}) =>
   t.json(path, { ...init, headers: { ...(init.headers as Record<string, string>), ...admin.bearer } })
-const action = (id: number, body: unknown) => asAdmin(`/api/admin/reports/${id}/action`, { method: 'POST', ...jsonBody(body) })
+const action = (id: number, body: unknown) =>
+  asAdmin(`/api/admin/reports/${id}/action`, { method: 'POST', ...jsonBody(body) })
 const path = (link: string) => new URL(link).pathname
 
 describe('POST /api/reports', () => {
@@ -67,14 +75,19 @@ describe('POST /api/reports', () => {
   test('every reason of the enum is accepted; private images can be reported too', async () => {
     const owner = await userWithKey(t)
     const up = await upload(owner, undefined, { visibility: 'private' })
-    for (const reason of ['illegal', 'nsfw', 'copyright', 'spam', 'other']) expect((await report({ imageId: up.id, reason })).status).toBe(201)
+    for (const reason of ['illegal', 'nsfw', 'copyright', 'spam', 'other'])
+      expect((await report({ imageId: up.id, reason })).status).toBe(201)
   })
 
   test('unknown, malformed, deleted or expired image: 404; bad reason or details: 400; nothing counted', async () => {
     const owner = await userWithKey(t)
     const up = await upload(owner)
     const expired = await upload(owner)
-    t.server.db.update(images).set({ expiresAt: new Date(clock.now() - 1000) }).where(eq(images.id, expired.id)).run()
+    t.server.db
+      .update(images)
+      .set({ expiresAt: new Date(clock.now() - 1000) })
+      .where(eq(images.id, expired.id))
+      .run()
     const deleted = await upload(owner)
     await t.json(`/api/v1/image/${deleted.id}`, { method: 'DELETE', headers: owner.keyHeader })
 
@@ -95,7 +108,11 @@ describe('POST /api/reports', () => {
       expect([body, res.status]).toEqual([body, 400])
       expect(typeof res.body.error).toBe('string')
     }
-    expect((await report({ imageId: up.id, reason: 'other', details: 'x'.repeat(1000) }, ip)).headers.get('ratelimit-remaining')).toBe('4')
+    expect(
+      (await report({ imageId: up.id, reason: 'other', details: 'x'.repeat(1000) }, ip)).headers.get(
+        'ratelimit-remaining',
+      ),
+    ).toBe('4')
   })
 
   test('rate limit: 5 per hour per IP, then 429 with Retry-After and RateLimit-* headers; other IPs unaffected', async () => {
@@ -116,7 +133,11 @@ describe('POST /api/reports', () => {
     expect((await report({ imageId: 'AAAAAAAA', reason: 'spam' }, ip)).status).toBe(429)
     expect((await report({ imageId: up.id, reason: 'spam' })).status).toBe(201)
     // The window is persisted with the upload windows, under its own key.
-    const row = t.server.db.select().from(uploadWindows).where(eq(uploadWindows.key, `report:${ip}`)).get()
+    const row = t.server.db
+      .select()
+      .from(uploadWindows)
+      .where(eq(uploadWindows.key, `report:${ip}`))
+      .get()
     expect(row?.used).toBe(5)
   })
 
@@ -147,13 +168,25 @@ describe('admin endpoints', () => {
       ['POST', `/api/admin/reports/${r.id}/action`, { deleteImage: true }],
     ] as const) {
       const init = { method, ...(body ? jsonBody(body) : {}) }
-      const forbidden = await t.json(url, { ...init, headers: { ...(init as { headers?: Record<string, string> }).headers, ...someone.bearer } })
+      const forbidden = await t.json(url, {
+        ...init,
+        headers: { ...(init as { headers?: Record<string, string> }).headers, ...someone.bearer },
+      })
       expect([url, forbidden.status]).toEqual([url, 403])
       expect((await t.json(url, init)).status).toBe(401)
       // An admin's API key is not a session either.
-      expect((await t.json(url, { ...init, headers: { ...(init as { headers?: Record<string, string> }).headers, ...admin.keyHeader } })).status).toBe(401)
+      expect(
+        (
+          await t.json(url, {
+            ...init,
+            headers: { ...(init as { headers?: Record<string, string> }).headers, ...admin.keyHeader },
+          })
+        ).status,
+      ).toBe(401)
     }
-    const stillOpen = (await asAdmin('/api/admin/reports?limit=100')).body.reports.find((x: { id: number }) => x.id === r.id)
+    const stillOpen = (await asAdmin('/api/admin/reports?limit=100')).body.reports.find(
+      (x: { id: number }) => x.id === r.id,
+    )
     expect(stillOpen.status).toBe('open')
   })
 
@@ -179,7 +212,15 @@ describe('admin endpoints', () => {
       openReports: 2,
       owner: { id: owner.user.id, username: owner.user.username, banned: false },
     })
-    expect(item.image).toMatchObject({ id: up.id, url: up.url, thumbnail: up.thumbnail, viewer: up.viewer, filename: 'listed.png', visibility: 'public', nsfw: false })
+    expect(item.image).toMatchObject({
+      id: up.id,
+      url: up.url,
+      thumbnail: up.thumbnail,
+      viewer: up.viewer,
+      filename: 'listed.png',
+      visibility: 'public',
+      nsfw: false,
+    })
     expect(res.body.reports.every((x: { status: string }) => x.status === 'open')).toBe(true)
   })
 
@@ -209,7 +250,9 @@ describe('admin endpoints', () => {
     expect((await t.fetch(path(up.url))).status).toBe(200)
     const open = (await asAdmin('/api/admin/reports?limit=100')).body.reports.map((x: { id: number }) => x.id)
     expect(open).not.toContain(r.id)
-    const dismissed = (await asAdmin('/api/admin/reports?status=dismissed&limit=100')).body.reports.map((x: { id: number }) => x.id)
+    const dismissed = (await asAdmin('/api/admin/reports?status=dismissed&limit=100')).body.reports.map(
+      (x: { id: number }) => x.id,
+    )
     expect(dismissed).toContain(r.id)
     expect((await asAdmin(`/api/admin/reports/${r.id}/dismiss`, { method: 'POST' })).status).toBe(409)
     expect((await asAdmin('/api/admin/reports/999999/dismiss', { method: 'POST' })).status).toBe(404)
@@ -228,7 +271,13 @@ describe('admin endpoints', () => {
     const res = await action(b.id, { deleteImage: true, banOwner: true })
     expect(res.status).toBe(200)
     expect(res.body).toMatchObject({ success: true, imageDeleted: true, ownerBanned: true, reportsActioned: 2 })
-    expect(res.body.report).toMatchObject({ id: b.id, status: 'actioned', image: null, openReports: 0, owner: { id: owner.user.id, banned: true } })
+    expect(res.body.report).toMatchObject({
+      id: b.id,
+      status: 'actioned',
+      image: null,
+      openReports: 0,
+      owner: { id: owner.user.id, banned: true },
+    })
 
     // Gone everywhere, files included.
     expect((await t.json(`/api/v1/image/${up.id}`)).status).toBe(404)
@@ -239,7 +288,9 @@ describe('admin endpoints', () => {
     expect((await t.json('/api/v1/me', { headers: owner.keyHeader })).status).toBe(403)
     expect((await t.json(`/api/users/${owner.user.username}`)).status).toBe(404)
 
-    const actioned = (await asAdmin('/api/admin/reports?status=actioned&limit=100')).body.reports.map((x: { id: number }) => x.id)
+    const actioned = (await asAdmin('/api/admin/reports?status=actioned&limit=100')).body.reports.map(
+      (x: { id: number }) => x.id,
+    )
     expect(actioned).toEqual(expect.arrayContaining([a.id, b.id]))
     // Reports about other images stay open.
     const open = (await asAdmin('/api/admin/reports?limit=100')).body.reports.map((x: { id: number }) => x.id)
@@ -270,7 +321,10 @@ describe('admin endpoints', () => {
     expect(res.status).toBe(200)
     expect(res.body).toMatchObject({ imageDeleted: false, ownerBanned: true, reportsActioned: 1 })
     const other = await userWithKey(t)
-    expect((await t.json('/api/v1/upload', { method: 'POST', headers: other.keyHeader, body: uploadForm([{ bytes }]) })).status).toBe(400)
+    expect(
+      (await t.json('/api/v1/upload', { method: 'POST', headers: other.keyHeader, body: uploadForm([{ bytes }]) }))
+        .status,
+    ).toBe(400)
   })
 
   test('the body must ask for the deletion; an admin cannot ban themselves', async () => {
@@ -292,27 +346,49 @@ describe('removed bytes cannot come back', () => {
     const bytes = await png()
     const up = await upload(owner, [{ bytes }])
     await action((await reported(up.id)).id, { deleteImage: true })
-    expect(t.server.db.select().from(blockedHashes).where(eq(blockedHashes.imageId, up.id)).all().length).toBeGreaterThanOrEqual(1)
+    expect(
+      t.server.db.select().from(blockedHashes).where(eq(blockedHashes.imageId, up.id)).all().length,
+    ).toBeGreaterThanOrEqual(1)
 
     const someone = await userWithKey(t)
     const usage = (await t.json('/api/v1/me', { headers: someone.keyHeader })).body
-    const api = await t.json('/api/v1/upload', { method: 'POST', headers: someone.keyHeader, body: uploadForm([{ bytes, name: 'again.png' }]) })
+    const api = await t.json('/api/v1/upload', {
+      method: 'POST',
+      headers: someone.keyHeader,
+      body: uploadForm([{ bytes, name: 'again.png' }]),
+    })
     expect(api.status).toBe(400)
     expect(api.body.error).toMatch(/^This image was removed/)
-    const batch = await t.json('/api/v1/upload', { method: 'POST', headers: someone.keyHeader, body: uploadForm([{ bytes: await png() }, { bytes }]) })
+    const batch = await t.json('/api/v1/upload', {
+      method: 'POST',
+      headers: someone.keyHeader,
+      body: uploadForm([{ bytes: await png() }, { bytes }]),
+    })
     expect(batch.status).toBe(400)
     const after = (await t.json('/api/v1/me', { headers: someone.keyHeader })).body
     expect(after.totalImages).toBe(usage.totalImages)
     expect(after.rateLimit.used).toBe(usage.rateLimit.used)
 
-    const anon = await t.json('/api/upload', { method: 'POST', headers: { 'x-forwarded-for': freshIp() }, body: uploadForm([{ bytes }]) })
+    const anon = await t.json('/api/upload', {
+      method: 'POST',
+      headers: { 'x-forwarded-for': freshIp() },
+      body: uploadForm([{ bytes }]),
+    })
     expect(anon.status).toBe(400)
     expect(anon.body.error).toMatch(/^This image was removed/)
     const web = await t.json('/api/upload', { method: 'POST', headers: someone.bearer, body: uploadForm([{ bytes }]) })
     expect(web.status).toBe(400)
 
     // Different bytes are fine.
-    expect((await t.json('/api/v1/upload', { method: 'POST', headers: someone.keyHeader, body: uploadForm([{ bytes: await png() }]) })).status).toBe(201)
+    expect(
+      (
+        await t.json('/api/v1/upload', {
+          method: 'POST',
+          headers: someone.keyHeader,
+          body: uploadForm([{ bytes: await png() }]),
+        })
+      ).status,
+    ).toBe(201)
   })
 
   test('both the bytes as uploaded and as served (after location stripping) are blocked', async () => {
@@ -331,7 +407,11 @@ describe('removed bytes cannot come back', () => {
     await action((await reported(up.id)).id, { deleteImage: true })
     const someone = await userWithKey(t)
     for (const bytes of [original, servedBytes]) {
-      const res = await t.json('/api/v1/upload', { method: 'POST', headers: someone.keyHeader, body: uploadForm([{ bytes, name: 'x.jpg' }]) })
+      const res = await t.json('/api/v1/upload', {
+        method: 'POST',
+        headers: someone.keyHeader,
+        body: uploadForm([{ bytes, name: 'x.jpg' }]),
+      })
       expect(res.status).toBe(400)
     }
   })

@@ -3,8 +3,16 @@ import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { blockedHashes } from '../../src/db/schema'
 import { makeImage, uploadForm } from '../fixtures'
+import {
+  makeAdmin,
+  registerUser,
+  startTestServer,
+  type TestServer,
+  testClock,
+  userWithKey,
+  whileHealthy,
+} from '../helpers'
 import { nestedUseSvg } from '../media/hostile-files'
-import { makeAdmin, registerUser, startTestServer, testClock, type TestServer, userWithKey, whileHealthy } from '../helpers'
 import { countingMedia, expectRateLimitHeaders, filler, neutralClassifier, rawRequest } from './support'
 
 let servers: TestServer[] = []
@@ -17,7 +25,10 @@ async function fresh(env: Record<string, string> = {}) {
   // A short time budget, so the slow SVG is refused (killed) after a second rather than the default 20.
   const spy = countingMedia({ maxPixels: Number(env.MAX_IMAGE_PIXELS ?? 100_000_000), timeoutMs: 1000 })
   const clock = testClock(Date.now())
-  const t = await startTestServer({ GLOBAL_RATE_LIMIT: '100000', ...env }, { classifier: neutralClassifier, media: spy.media, now: clock.now })
+  const t = await startTestServer(
+    { GLOBAL_RATE_LIMIT: '100000', ...env },
+    { classifier: neutralClassifier, media: spy.media, now: clock.now },
+  )
   servers.push(t)
   return { t, calls: spy.calls, clock }
 }
@@ -26,8 +37,13 @@ let seed = 1
 const image = () => makeImage('png', 16, 16, seed++)
 const notAnImage = new TextEncoder().encode('just some text, not an image at all\n'.repeat(20))
 
-const post = (t: TestServer, path: string, bytes: Uint8Array, headers: Record<string, string> = {}, fields: Record<string, string> = {}) =>
-  t.json(path, { method: 'POST', headers, body: uploadForm([{ bytes: bytes as Uint8Array<ArrayBuffer> }], fields) })
+const post = (
+  t: TestServer,
+  path: string,
+  bytes: Uint8Array,
+  headers: Record<string, string> = {},
+  fields: Record<string, string> = {},
+) => t.json(path, { method: 'POST', headers, body: uploadForm([{ bytes: bytes as Uint8Array<ArrayBuffer> }], fields) })
 
 /** The refused-uploads counts, by key. */
 const refusedCounts = (t: TestServer) =>
@@ -37,13 +53,18 @@ const refusedCounts = (t: TestServer) =>
       .all()
       .map((r) => [r.key, r.used]),
   )
-const imageRows = (t: TestServer) => t.server.db.$client.query<{ n: number }, []>('SELECT count(*) AS n FROM images').get()!.n
+const imageRows = (t: TestServer) =>
+  t.server.db.$client.query<{ n: number }, []>('SELECT count(*) AS n FROM images').get()!.n
 
 const TUS = { 'tus-resumable': '1.0.0' }
 const tusCreate = (t: TestServer, path: string, length: number, headers: Record<string, string> = {}) =>
   t.fetch(path, { method: 'POST', headers: { ...TUS, ...headers, 'upload-length': String(length) } })
 const tusPatch = (url: string, bytes: Uint8Array, headers: Record<string, string> = {}) =>
-  fetch(url, { method: 'PATCH', headers: { ...TUS, ...headers, 'content-type': 'application/offset+octet-stream', 'upload-offset': '0' }, body: bytes as Uint8Array<ArrayBuffer> })
+  fetch(url, {
+    method: 'PATCH',
+    headers: { ...TUS, ...headers, 'content-type': 'application/offset+octet-stream', 'upload-offset': '0' },
+    body: bytes as Uint8Array<ArrayBuffer>,
+  })
 
 const rawHead = (method: string, path: string, headers: Record<string, string>) =>
   `${method} ${path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n${Object.entries(headers)
@@ -55,7 +76,11 @@ const ENDLESS = 20 * 1024 * 1024
 /** A request whose declared body is huge and arrives slowly (never, in practice): answered before it is read, or not at all. */
 async function endlessBody(t: TestServer, method: string, path: string, headers: Record<string, string>) {
   const body = filler({ chunk: 1024, delayMs: 100 })
-  const res = await rawRequest(t.server.port, rawHead(method, path, { ...headers, 'content-length': String(ENDLESS) }), body.stream)
+  const res = await rawRequest(
+    t.server.port,
+    rawHead(method, path, { ...headers, 'content-length': String(ENDLESS) }),
+    body.stream,
+  )
   return { ...res, sent: body.counter.sent }
 }
 
@@ -65,7 +90,11 @@ const encode = (text: string) => new TextEncoder().encode(text)
 /** An upload of `bytes` whose body is sent up to its file's first bytes, then held open until `finish` or `abort`. */
 function heldUpload(t: TestServer, bytes: Uint8Array, path: string, headers: Record<string, string> = {}) {
   let controller!: ReadableStreamDefaultController<Uint8Array>
-  const body = new ReadableStream<Uint8Array>({ start: (c) => void (controller = c) })
+  const body = new ReadableStream<Uint8Array>({
+    start: (c) => {
+      controller = c
+    },
+  })
   const abort = new AbortController()
   const response = fetch(t.url + path, {
     method: 'POST',
@@ -77,7 +106,11 @@ function heldUpload(t: TestServer, bytes: Uint8Array, path: string, headers: Rec
     (res) => res.status,
     () => 'aborted' as const,
   )
-  controller.enqueue(encode(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="held.png"\r\nContent-Type: image/png\r\n\r\n`))
+  controller.enqueue(
+    encode(
+      `--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="held.png"\r\nContent-Type: image/png\r\n\r\n`,
+    ),
+  )
   controller.enqueue(bytes.slice(0, 8))
   return {
     response,
@@ -92,7 +125,8 @@ function heldUpload(t: TestServer, bytes: Uint8Array, path: string, headers: Rec
 
 /** Waits until `n` uploads are being received (each has its temp file). */
 async function receiving(t: TestServer, n: number) {
-  const count = () => readdirSync(join(t.dataDir, 'tmp')).filter((name) => name.startsWith('upload-') && !name.includes('.')).length
+  const count = () =>
+    readdirSync(join(t.dataDir, 'tmp')).filter((name) => name.startsWith('upload-') && !name.includes('.')).length
   for (let i = 0; i < 500 && count() !== n; i++) await Bun.sleep(20)
   expect(count()).toBe(n)
 }
@@ -101,7 +135,10 @@ describe('refused uploads cost their sender', () => {
   test('a 3 KB SVG of nested <use> past its budget, and every file refused once processing began, count against the sender; earlier refusals do not', async () => {
     const { t } = await fresh({ MAX_IMAGE_PIXELS: '10000', ANON_MAX_FILE_SIZE: '100000' })
     const blocked = await image()
-    t.server.db.insert(blockedHashes).values({ sha256: new Bun.CryptoHasher('sha256').update(blocked).digest('hex'), imageId: 'abcdefgh' }).run()
+    t.server.db
+      .insert(blockedHashes)
+      .values({ sha256: new Bun.CryptoHasher('sha256').update(blocked).digest('hex'), imageId: 'abcdefgh' })
+      .run()
     const png = await image()
     const refused: [string, Uint8Array, RegExp][] = [
       ['nested <use> SVG', new TextEncoder().encode(nestedUseSvg(6, 10, 100)), /too long/],
@@ -144,7 +181,14 @@ describe('refused uploads cost their sender', () => {
       ['anonymous', await endlessBody(t, 'POST', '/api/upload', multipart)],
       ['API key', await endlessBody(t, 'POST', '/api/v1/upload', { ...multipart, 'x-api-key': user.apiKey })],
       ['JWT', await endlessBody(t, 'POST', '/api/upload', { ...multipart, authorization: `Bearer ${user.token}` })],
-      ['tus PATCH', await endlessBody(t, 'PATCH', new URL(pending).pathname, { ...TUS, 'content-type': 'application/offset+octet-stream', 'upload-offset': '0' })],
+      [
+        'tus PATCH',
+        await endlessBody(t, 'PATCH', new URL(pending).pathname, {
+          ...TUS,
+          'content-type': 'application/offset+octet-stream',
+          'upload-offset': '0',
+        }),
+      ],
     ] as const) {
       expect(`${door}: ${res.status}`).toBe(`${door}: 429`)
       expect(JSON.parse(res.body).error).toContain('Too many refused uploads from this address')
@@ -174,21 +218,38 @@ describe('refused uploads cost their sender', () => {
   test('per account across addresses, through the key and the session; admins are exempt', async () => {
     const { t } = await fresh({ TRUST_PROXY: 'true', REFUSED_UPLOADS_PER_WINDOW: '2' })
     const user = await userWithKey(t)
-    expect((await post(t, '/api/v1/upload', notAnImage, { ...user.keyHeader, 'x-forwarded-for': '198.51.100.1' })).status).toBe(400)
-    expect((await post(t, '/api/upload', notAnImage, { ...user.bearer, 'x-forwarded-for': '198.51.100.2' })).status).toBe(400)
-    const third = await post(t, '/api/v1/upload', await image(), { ...user.keyHeader, 'x-forwarded-for': '198.51.100.3' })
+    expect(
+      (await post(t, '/api/v1/upload', notAnImage, { ...user.keyHeader, 'x-forwarded-for': '198.51.100.1' })).status,
+    ).toBe(400)
+    expect(
+      (await post(t, '/api/upload', notAnImage, { ...user.bearer, 'x-forwarded-for': '198.51.100.2' })).status,
+    ).toBe(400)
+    const third = await post(t, '/api/v1/upload', await image(), {
+      ...user.keyHeader,
+      'x-forwarded-for': '198.51.100.3',
+    })
     expect(third.status).toBe(429)
     expect(third.body.error).toContain('Too many refused uploads from this account')
     const tus = await tusCreate(t, '/api/v1/tus', 1000, { ...user.keyHeader, 'x-forwarded-for': '198.51.100.4' })
     expect(tus.status).toBe(429)
     // The addresses themselves are one refusal each, under the limit: anyone else there uploads as usual.
     expect((await post(t, '/api/upload', await image(), { 'x-forwarded-for': '198.51.100.3' })).status).toBe(201)
-    expect(refusedCounts(t)).toEqual({ [`refused:user:${user.user.id}`]: 2, 'refused:ip:198.51.100.1': 1, 'refused:ip:198.51.100.2': 1 })
+    expect(refusedCounts(t)).toEqual({
+      [`refused:user:${user.user.id}`]: 2,
+      'refused:ip:198.51.100.1': 1,
+      'refused:ip:198.51.100.2': 1,
+    })
 
     const admin = await userWithKey(t)
     makeAdmin(t, admin.user.id)
-    for (let i = 0; i < 3; i++) expect((await post(t, '/api/v1/upload', notAnImage, { ...admin.keyHeader, 'x-forwarded-for': '198.51.100.9' })).status).toBe(400)
-    expect((await post(t, '/api/v1/upload', await image(), { ...admin.keyHeader, 'x-forwarded-for': '198.51.100.9' })).status).toBe(201)
+    for (let i = 0; i < 3; i++)
+      expect(
+        (await post(t, '/api/v1/upload', notAnImage, { ...admin.keyHeader, 'x-forwarded-for': '198.51.100.9' })).status,
+      ).toBe(400)
+    expect(
+      (await post(t, '/api/v1/upload', await image(), { ...admin.keyHeader, 'x-forwarded-for': '198.51.100.9' }))
+        .status,
+    ).toBe(201)
   })
 })
 
@@ -224,13 +285,18 @@ describe('uploads in flight', () => {
     const other = await registerUser(t)
     const admin = await userWithKey(t)
     makeAdmin(t, admin.user.id)
-    const held = [heldUpload(t, await image(), '/api/v1/upload', user.keyHeader), heldUpload(t, await image(), '/api/upload', user.bearer)]
+    const held = [
+      heldUpload(t, await image(), '/api/v1/upload', user.keyHeader),
+      heldUpload(t, await image(), '/api/upload', user.bearer),
+    ]
     await receiving(t, 2)
     const third = await post(t, '/api/upload', await image(), user.bearer)
     expect(third.status).toBe(429)
     expect(third.body.error).toContain('per account')
     expect((await post(t, '/api/upload', await image(), other.bearer)).status).toBe(201)
-    const admins = await Promise.all(Array.from({ length: 3 }, async () => heldUpload(t, await image(), '/api/v1/upload', admin.keyHeader)))
+    const admins = await Promise.all(
+      Array.from({ length: 3 }, async () => heldUpload(t, await image(), '/api/v1/upload', admin.keyHeader)),
+    )
     await receiving(t, 5)
     expect((await post(t, '/api/v1/upload', await image(), admin.keyHeader)).status).toBe(201)
     for (const h of [...held, ...admins]) h.finish()

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, spyOn, test } from 'bun:test'
 import { createHmac, createSign, generateKeyPairSync } from 'node:crypto'
 import { safeEqual } from '../../src/lib/crypto'
-import { registerUser, userWithKey, type TestServer } from '../helpers'
+import { registerUser, type TestServer, userWithKey } from '../helpers'
 import { expectError, send, startServer } from './support'
 
 /** The secret startTestServer configures (test/helpers.ts). */
@@ -12,7 +12,12 @@ let user: Awaited<ReturnType<typeof userWithKey>>
 beforeAll(async () => {
   // The timing test makes two dozen failed logins from one address: the login throttle (test/security/throttles.test.ts)
   // is raised out of its way.
-  t = await startServer({ GLOBAL_RATE_LIMIT: '100000', METRICS_TOKEN: 'metrics-secret-token', LOGIN_FAILURES_PER_ACCOUNT: '1000', LOGIN_FAILURES_PER_IP: '1000' })
+  t = await startServer({
+    GLOBAL_RATE_LIMIT: '100000',
+    METRICS_TOKEN: 'metrics-secret-token',
+    LOGIN_FAILURES_PER_ACCOUNT: '1000',
+    LOGIN_FAILURES_PER_IP: '1000',
+  })
   user = await userWithKey(t)
 })
 afterAll(() => t.stop())
@@ -25,10 +30,17 @@ function forge(header: Record<string, unknown>, payload: Record<string, unknown>
   const input = `${b64url(JSON.stringify(header))}.${b64url(JSON.stringify(payload))}`
   return `${input}.${sign(input)}`
 }
-const hmac = (alg: 'sha256' | 'sha384' | 'sha512', key: string | Buffer) => (input: string) => createHmac(alg, key).update(input).digest('base64url')
-const claims = (extra: Record<string, unknown> = {}) => ({ sub: String(user.user.id), iat: now(), exp: now() + 3600, ...extra })
+const hmac = (alg: 'sha256' | 'sha384' | 'sha512', key: string | Buffer) => (input: string) =>
+  createHmac(alg, key).update(input).digest('base64url')
+const claims = (extra: Record<string, unknown> = {}) => ({
+  sub: String(user.user.id),
+  iat: now(),
+  exp: now() + 3600,
+  ...extra,
+})
 
-const me = (token: string, headers: Record<string, string> = {}) => t.json('/api/auth/me', { headers: { authorization: `Bearer ${token}`, ...headers } })
+const me = (token: string, headers: Record<string, string> = {}) =>
+  t.json('/api/auth/me', { headers: { authorization: `Bearer ${token}`, ...headers } })
 
 describe('JWT: the algorithm and the secret are pinned', () => {
   test('control: an HS256 token signed with the secret is accepted (so the refusals below are about the trick)', async () => {
@@ -99,17 +111,32 @@ describe('JWT: the algorithm and the secret are pinned', () => {
   })
 
   test('malformed Authorization headers: 401, never treated as anonymous', async () => {
-    for (const value of ['Bearer', 'Bearer ', `Basic ${b64url('a:b')}`, `Token ${user.token}`, `Bearer ${user.token} extra`, `bearer${user.token}`]) {
+    for (const value of [
+      'Bearer',
+      'Bearer ',
+      `Basic ${b64url('a:b')}`,
+      `Token ${user.token}`,
+      `Bearer ${user.token} extra`,
+      `bearer${user.token}`,
+    ]) {
       expectError(await t.json('/api/auth/me', { headers: { authorization: value } }), 401)
       // On the optional-session upload too: a broken credential is a 401, not an anonymous upload.
-      expectError(await t.json('/api/upload', { method: 'POST', headers: { authorization: value }, body: new FormData() }), 401)
+      expectError(
+        await t.json('/api/upload', { method: 'POST', headers: { authorization: value }, body: new FormData() }),
+        401,
+      )
     }
   })
 
   test('the API reads credentials from headers only: a token in a cookie or the query string is ignored', async () => {
     expectError(await t.json(`/api/auth/me?token=${user.token}`), 401)
     expectError(await t.json(`/api/auth/me?access_token=${user.token}`), 401)
-    expectError(await t.json('/api/auth/me', { headers: { cookie: `token=${user.token}; auth=${user.token}; session=${user.token}` } }), 401)
+    expectError(
+      await t.json('/api/auth/me', {
+        headers: { cookie: `token=${user.token}; auth=${user.token}; session=${user.token}` },
+      }),
+      401,
+    )
     expectError(await t.json(`/api/v1/me?api_key=${user.apiKey}&key=${user.apiKey}`), 401)
     expectError(await t.json('/api/v1/me', { headers: { cookie: `apiKey=${user.apiKey}` } }), 401)
     // A JWT is not an API key, and an API key is not a JWT.
@@ -121,7 +148,14 @@ describe('JWT: the algorithm and the secret are pinned', () => {
 describe('API keys', () => {
   test('a wrong key with the right prefix, a truncated key, a revoked key: 401 at once', async () => {
     const fresh = await userWithKey(t)
-    for (const key of [`${fresh.apiKey.slice(0, -1)}X`, fresh.apiKey.slice(0, -1), `${fresh.apiKey}x`, fresh.apiKey.toUpperCase(), 'ihk_', `${fresh.apiKey} x`]) {
+    for (const key of [
+      `${fresh.apiKey.slice(0, -1)}X`,
+      fresh.apiKey.slice(0, -1),
+      `${fresh.apiKey}x`,
+      fresh.apiKey.toUpperCase(),
+      'ihk_',
+      `${fresh.apiKey} x`,
+    ]) {
       if (key === fresh.apiKey) continue
       expectError(await t.json('/api/v1/me', { headers: { 'x-api-key': key } }), 401)
     }
@@ -143,21 +177,37 @@ describe('API keys', () => {
 
 describe('no user enumeration through login', () => {
   test('unknown user and wrong password: the same status and the same body', async () => {
-    const unknown = await t.json('/api/auth/login', send('POST', { username: 'nobody-here-at-all', password: 'whatever password' }))
-    const wrong = await t.json('/api/auth/login', send('POST', { username: user.user.username, password: 'wrong password!' }))
-    const unknownEmail = await t.json('/api/auth/login', send('POST', { username: 'nobody@example.com', password: 'whatever password' }))
-    const wrongByEmail = await t.json('/api/auth/login', send('POST', { username: user.user.email, password: 'wrong password!' }))
+    const unknown = await t.json(
+      '/api/auth/login',
+      send('POST', { username: 'nobody-here-at-all', password: 'whatever password' }),
+    )
+    const wrong = await t.json(
+      '/api/auth/login',
+      send('POST', { username: user.user.username, password: 'wrong password!' }),
+    )
+    const unknownEmail = await t.json(
+      '/api/auth/login',
+      send('POST', { username: 'nobody@example.com', password: 'whatever password' }),
+    )
+    const wrongByEmail = await t.json(
+      '/api/auth/login',
+      send('POST', { username: user.user.email, password: 'wrong password!' }),
+    )
     for (const res of [unknown, wrong, unknownEmail, wrongByEmail]) expectError(res, 401)
     expect(wrong.body).toEqual(unknown.body)
     expect(wrongByEmail.body).toEqual(unknown.body)
     expect(unknownEmail.body).toEqual(unknown.body)
-    expect(JSON.stringify(wrong.headers.get('content-length'))).toBe(JSON.stringify(unknown.headers.get('content-length')))
+    expect(JSON.stringify(wrong.headers.get('content-length'))).toBe(
+      JSON.stringify(unknown.headers.get('content-length')),
+    )
   })
 
   test('unknown user and wrong password do the same work: one argon2id verification of the same cost', async () => {
     // Counted, not timed (the time an attacker would compare is the bench's `login` figure): without the dummy hash an
     // unknown user would be answered without any verification, in ~1 ms instead of an argon2id's few hundred.
-    const storedHash = (t.server.db.$client.query('SELECT password_hash AS h FROM users WHERE id = ?').get(user.user.id) as { h: string }).h
+    const storedHash = (
+      t.server.db.$client.query('SELECT password_hash AS h FROM users WHERE id = ?').get(user.user.id) as { h: string }
+    ).h
     const verify = spyOn(Bun.password, 'verify')
     try {
       const verified = async (username: string) => {
@@ -185,10 +235,16 @@ describe('no user enumeration through login', () => {
   })
 
   test('register reveals only what it must (409 for a taken name or email), and nothing about the other account', async () => {
-    const taken = await t.json('/api/auth/register', send('POST', { username: user.user.username, email: 'fresh@example.com', password: 'long enough password' }))
+    const taken = await t.json(
+      '/api/auth/register',
+      send('POST', { username: user.user.username, email: 'fresh@example.com', password: 'long enough password' }),
+    )
     expectError(taken, 409)
     expect(JSON.stringify(taken.body)).not.toContain(user.user.email)
-    const takenEmail = await t.json('/api/auth/register', send('POST', { username: 'fresh-name', email: user.user.email.toUpperCase(), password: 'long enough password' }))
+    const takenEmail = await t.json(
+      '/api/auth/register',
+      send('POST', { username: 'fresh-name', email: user.user.email.toUpperCase(), password: 'long enough password' }),
+    )
     expectError(takenEmail, 409)
     expect(JSON.stringify(takenEmail.body)).not.toContain(user.user.username)
   })
@@ -216,16 +272,30 @@ describe('timing-safe comparisons', () => {
 
   test('a wrong delete token for an anonymous upload: 404, the image stays', async () => {
     const { makeImage, uploadForm } = await import('../fixtures')
-    const res = await t.json('/api/upload', { method: 'POST', body: uploadForm([{ bytes: await makeImage('png', 8, 8, 9) }]) })
+    const res = await t.json('/api/upload', {
+      method: 'POST',
+      body: uploadForm([{ bytes: await makeImage('png', 8, 8, 9) }]),
+    })
     expect(res.status).toBe(201)
     const token: string = res.body.deleteToken
-    for (const wrong of [token.slice(0, -1), `${token}x`, token.toUpperCase() === token ? token.toLowerCase() : token.toUpperCase(), '', 'x']) {
+    for (const wrong of [
+      token.slice(0, -1),
+      `${token}x`,
+      token.toUpperCase() === token ? token.toLowerCase() : token.toUpperCase(),
+      '',
+      'x',
+    ]) {
       if (wrong === token) continue
-      const del = await t.json(`/api/v1/image/${res.body.id}`, { method: 'DELETE', headers: wrong ? { 'x-delete-token': wrong } : {} })
+      const del = await t.json(`/api/v1/image/${res.body.id}`, {
+        method: 'DELETE',
+        headers: wrong ? { 'x-delete-token': wrong } : {},
+      })
       expect(del.status).toBeGreaterThanOrEqual(400)
       expect(del.status).toBeLessThan(500)
     }
     expect((await t.json(`/api/v1/image/${res.body.id}`)).status).toBe(200)
-    expect((await t.json(`/api/v1/image/${res.body.id}`, { method: 'DELETE', headers: { 'x-delete-token': token } })).status).toBe(200)
+    expect(
+      (await t.json(`/api/v1/image/${res.body.id}`, { method: 'DELETE', headers: { 'x-delete-token': token } })).status,
+    ).toBe(200)
   })
 })

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { makeImage, uploadForm } from '../fixtures'
-import { jsonBody, makeAdmin, registerUser, userWithKey, type TestServer } from '../helpers'
+import { jsonBody, makeAdmin, registerUser, type TestServer, userWithKey } from '../helpers'
 import { expectError, send, startServer, uploadImage } from './support'
 
 let t: TestServer
@@ -13,7 +13,12 @@ beforeAll(async () => {
   admin = await registerUser(t)
   makeAdmin(t, admin.user.id)
   victim = await userWithKey(t)
-  image = await uploadImage(t, victim.keyHeader, {}, { bytes: await makeImage('png', 40, 30, 7), name: 'zebracrossing.png' })
+  image = await uploadImage(
+    t,
+    victim.keyHeader,
+    {},
+    { bytes: await makeImage('png', 40, 30, 7), name: 'zebracrossing.png' },
+  )
 })
 afterAll(() => t.stop())
 
@@ -22,7 +27,8 @@ const setBanned = async (banned: boolean) => {
   expect(res.status).toBe(200)
 }
 const galleryIds = async () => (await t.json('/api/gallery?limit=40')).body.images.map((i: { id: string }) => i.id)
-const searchIds = async () => (await t.json('/api/search?q=zebracross')).body.images?.map((i: { id: string }) => i.id) ?? []
+const searchIds = async () =>
+  (await t.json('/api/search?q=zebracross')).body.images?.map((i: { id: string }) => i.id) ?? []
 
 describe('bans', () => {
   test('before: the account works and its public image is in the gallery, search and profile', async () => {
@@ -45,7 +51,10 @@ describe('bans', () => {
       ['/api/v1/images', { headers: victim.keyHeader }],
       [`/api/v1/image/${image.id}`, send('PATCH', { nsfw: true }, victim.keyHeader)],
       [`/api/v1/image/${image.id}`, { method: 'DELETE', headers: victim.keyHeader }],
-      ['/api/v1/upload', { method: 'POST', headers: victim.keyHeader, body: uploadForm([{ bytes: await makeImage('png', 8, 8, 1) }]) }],
+      [
+        '/api/v1/upload',
+        { method: 'POST', headers: victim.keyHeader, body: uploadForm([{ bytes: await makeImage('png', 8, 8, 1) }]) },
+      ],
       ['/api/auth/me', { headers: victim.bearer }],
       ['/api/keys', { headers: victim.bearer }],
       ['/api/keys', send('POST', { name: 'another' }, victim.bearer)],
@@ -54,14 +63,20 @@ describe('bans', () => {
       ['/api/embeds', { headers: victim.bearer }],
       ['/api/account', send('PATCH', { privateAccount: true }, victim.bearer)],
       // A bearer token on the optional-session upload is never silently treated as anonymous.
-      ['/api/upload', { method: 'POST', headers: victim.bearer, body: uploadForm([{ bytes: await makeImage('png', 8, 8, 2) }]) }],
+      [
+        '/api/upload',
+        { method: 'POST', headers: victim.bearer, body: uploadForm([{ bytes: await makeImage('png', 8, 8, 2) }]) },
+      ],
     ]
     for (const [path, init] of checks) {
       const res = await t.json(path, init)
       expect(`${init.method ?? 'GET'} ${path} ${res.status}`).toBe(`${init.method ?? 'GET'} ${path} 403`)
       expect(typeof res.body.error).toBe('string')
     }
-    const login = await t.json('/api/auth/login', send('POST', { username: victim.user.username, password: victim.password }))
+    const login = await t.json(
+      '/api/auth/login',
+      send('POST', { username: victim.user.username, password: victim.password }),
+    )
     expectError(login, 403)
     expect(login.body.token).toBeUndefined()
     // Nothing the banned account tried went through.
@@ -81,7 +96,14 @@ describe('bans', () => {
     await setBanned(false)
     expect((await t.json('/api/v1/me', { headers: victim.keyHeader })).status).toBe(200)
     expect((await t.json('/api/auth/me', { headers: victim.bearer })).status).toBe(200)
-    expect((await t.json('/api/auth/login', { method: 'POST', ...jsonBody({ username: victim.user.username, password: victim.password }) })).status).toBe(200)
+    expect(
+      (
+        await t.json('/api/auth/login', {
+          method: 'POST',
+          ...jsonBody({ username: victim.user.username, password: victim.password }),
+        })
+      ).status,
+    ).toBe(200)
     expect(await galleryIds()).toContain(image.id)
     expect(await searchIds()).toContain(image.id)
     expect((await t.json(`/api/users/${victim.user.username}`)).status).toBe(200)
@@ -91,7 +113,9 @@ describe('bans', () => {
     const other = await registerUser(t)
     makeAdmin(t, other.user.id)
     expect((await t.json('/api/admin/users', { headers: other.bearer })).status).toBe(200)
-    expect((await t.json(`/api/admin/users/${other.user.id}`, send('PATCH', { banned: true }, admin.bearer))).status).toBe(200)
+    expect(
+      (await t.json(`/api/admin/users/${other.user.id}`, send('PATCH', { banned: true }, admin.bearer))).status,
+    ).toBe(200)
     expectError(await t.json('/api/admin/users', { headers: other.bearer }), 403)
     expectError(await t.json(`/api/admin/users/${admin.user.id}`, send('PATCH', { banned: true }, other.bearer)), 403)
   })

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { MAX_JSON_BYTES } from '../../src/http/body-limit'
-import { eventually, userWithKey, type TestServer } from '../helpers'
+import { eventually, type TestServer, userWithKey } from '../helpers'
 import { chunkedFraming, dataSnapshot, filler, rawRequest, startServer, uploadImage } from './support'
 
 // Small anonymous per-file limit, so the streamed cut-off is quick to reach; the account limits are the defaults.
@@ -47,7 +47,11 @@ describe('JSON bodies are capped', () => {
       // 64 KB of the 64 MB declared, then nothing: only a refusal from the declared length can answer.
       const body = filler({ total: 64 * 1024, stall: true })
       const before = await dataSnapshot(t)
-      const res = await rawRequest(t.server.port, head('POST', path, { ...json, ...auth, 'content-length': String(64 * 1024 * 1024) }), body.stream)
+      const res = await rawRequest(
+        t.server.port,
+        head('POST', path, { ...json, ...auth, 'content-length': String(64 * 1024 * 1024) }),
+        body.stream,
+      )
       expect(res.status).toBe(413)
       expect(typeof JSON.parse(res.body).error).toBe('string')
       expect((await dataSnapshot(t)).hash).toBe(before.hash)
@@ -88,7 +92,14 @@ describe('JSON bodies are capped', () => {
       `{"title":"x","description":${'{"a":'.repeat(50_000)}1${'}'.repeat(50_000)}}`,
       `{"name":"x","title":${deep(5000)}}`,
     ]
-    for (const [path, body] of bodies.flatMap((b) => [['/api/albums', b], ['/api/embeds', b], ['/api/auth/login', b]] as const)) {
+    for (const [path, body] of bodies.flatMap(
+      (b) =>
+        [
+          ['/api/albums', b],
+          ['/api/embeds', b],
+          ['/api/auth/login', b],
+        ] as const,
+    )) {
       const before = await dataSnapshot(t)
       const res = await t.fetch(path, { method: 'POST', headers: { ...json, ...user.bearer }, body })
       expect(`${path} ${res.status}`).toBe(`${path} 400`)
@@ -97,9 +108,21 @@ describe('JSON bodies are capped', () => {
     }
   })
 
-  test('values that break the framework\'s error text (an own toString or valueOf): 400, never a 500', async () => {
-    const bodies = ['{"title":{"toString":"x"}}', '{"title":{"valueOf":"x","toString":1}}', '{"title":[{"toString":null}]}', '{"name":"n","color":{"toString":"#fff"}}']
-    for (const [path, body] of bodies.flatMap((b) => [['/api/albums', b], ['/api/embeds', b], ['/api/auth/login', b]] as const)) {
+  test("values that break the framework's error text (an own toString or valueOf): 400, never a 500", async () => {
+    const bodies = [
+      '{"title":{"toString":"x"}}',
+      '{"title":{"valueOf":"x","toString":1}}',
+      '{"title":[{"toString":null}]}',
+      '{"name":"n","color":{"toString":"#fff"}}',
+    ]
+    for (const [path, body] of bodies.flatMap(
+      (b) =>
+        [
+          ['/api/albums', b],
+          ['/api/embeds', b],
+          ['/api/auth/login', b],
+        ] as const,
+    )) {
       const before = await dataSnapshot(t)
       const res = await t.fetch(path, { method: 'POST', headers: { ...json, ...user.bearer }, body })
       expect(`${path} ${body} ${res.status}`).toBe(`${path} ${body} 400`)
@@ -121,7 +144,11 @@ describe('JSON bodies are capped', () => {
     ]
     for (const [type, body] of cases) {
       const before = await dataSnapshot(t)
-      const res = await t.fetch('/api/albums', { method: 'POST', headers: { 'content-type': type, ...user.bearer }, body })
+      const res = await t.fetch('/api/albums', {
+        method: 'POST',
+        headers: { 'content-type': type, ...user.bearer },
+        body,
+      })
       expect(`${type} ${JSON.stringify(body)} ${res.status}`).toBe(`${type} ${JSON.stringify(body)} 400`)
       expect(typeof (await res.json()).error).toBe('string')
       expect((await dataSnapshot(t)).hash).toBe(before.hash)
@@ -144,7 +171,11 @@ describe('multipart upload bodies are refused early', () => {
       const body = filler({ prefix: filePartHead, chunk: 256 * 1024, delayMs: 1 })
       const res = await rawRequest(
         t.server.port,
-        head('POST', path, { ...auth, 'content-type': `multipart/form-data; boundary=${BOUNDARY}`, 'content-length': GB10 }),
+        head('POST', path, {
+          ...auth,
+          'content-type': `multipart/form-data; boundary=${BOUNDARY}`,
+          'content-length': GB10,
+        }),
         body.stream,
       )
       expect(`${path} ${res.status}`).toBe(`${path} 413`)
@@ -164,7 +195,10 @@ describe('multipart upload bodies are refused early', () => {
     const body = filler({ prefix: filePartHead, total: ANON_FILE + 1024 * 1024, stall: true })
     const res = await rawRequest(
       t.server.port,
-      head('POST', '/api/upload', { 'content-type': `multipart/form-data; boundary=${BOUNDARY}`, 'transfer-encoding': 'chunked' }),
+      head('POST', '/api/upload', {
+        'content-type': `multipart/form-data; boundary=${BOUNDARY}`,
+        'transfer-encoding': 'chunked',
+      }),
       chunkedFraming(body.stream),
       30_000,
     )

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser } from 'playwright-core'
 import { launchBrowser, newIsolatedPage } from '../browser'
 import { makeImage } from '../fixtures'
-import { userWithKey, type TestServer } from '../helpers'
+import { type TestServer, userWithKey } from '../helpers'
 import { send, startServer, uploadImage } from './support'
 
 // A local recorder: any script that runs anywhere (browser or server) reports here, and it also serves the same SVG
@@ -16,7 +16,8 @@ let svg: Awaited<ReturnType<typeof uploadImage>>
 let svgBytes: Uint8Array<ArrayBuffer>
 
 function maliciousSvg(base: string) {
-  const beacon = (name: string) => `fetch('${base}/hit/${name}').catch(function(){});document.title='pwned-${name}';window.__pwned='${name}'`
+  const beacon = (name: string) =>
+    `fetch('${base}/hit/${name}').catch(function(){});document.title='pwned-${name}';window.__pwned='${name}'`
   return new TextEncoder().encode(`<?xml version="1.0"?>
 <svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="120" height="80" onload="${beacon('onload')}">
 <title>harmless</title>
@@ -64,8 +65,18 @@ async function visit(url: string, waitMs = 1500) {
     const response = await p.page.goto(url, { waitUntil: 'load' })
     await p.page.waitForTimeout(waitMs)
     const title = await p.page.title().catch(() => '')
-    const pwned = await p.page.evaluate(() => (window as unknown as { __pwned?: string }).__pwned ?? null).catch(() => null)
-    return { status: response?.status(), title, pwned, newHits: hits.slice(before), isolated: p, page: p.page, close: () => p.close() }
+    const pwned = await p.page
+      .evaluate(() => (window as unknown as { __pwned?: string }).__pwned ?? null)
+      .catch(() => null)
+    return {
+      status: response?.status(),
+      title,
+      pwned,
+      newHits: hits.slice(before),
+      isolated: p,
+      page: p.page,
+      close: () => p.close(),
+    }
   } catch (error) {
     await p.close()
     throw error
@@ -106,7 +117,8 @@ describe('an SVG with scripts never executes', () => {
   }, 30_000)
 
   test('embedded via <img> on the viewer page (and the album and gallery pages): nothing runs', async () => {
-    const album = (await t.json('/api/albums', send('POST', { title: 'svg album', isPublic: true }, owner.bearer))).body.album
+    const album = (await t.json('/api/albums', send('POST', { title: 'svg album', isPublic: true }, owner.bearer))).body
+      .album
     await t.json(`/api/albums/${album.id}/images`, send('POST', { imageId: svg.id }, owner.bearer))
     for (const path of [`/i/${svg.id}`, `/a/${album.id}`, '/gallery']) {
       const v = await visit(t.url + path)
@@ -114,7 +126,9 @@ describe('an SVG with scripts never executes', () => {
         expect(v.status, path).toBe(200)
         if (path.startsWith('/i/')) {
           // The SVG itself is on the page and rendered.
-          const width = await v.page.locator('figure.viewer img').evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth)
+          const width = await v.page
+            .locator('figure.viewer img')
+            .evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth)
           expect(width).toBe(120)
         }
         expect(v.newHits, path).toEqual([])
@@ -138,10 +152,23 @@ describe('an SVG with scripts never executes', () => {
 describe('user strings never become markup in the browser', () => {
   test('a malicious filename and album title on the viewer, album and gallery pages and the dashboard', async () => {
     const base = `http://127.0.0.1:${recorder.port}`
-    const image = await uploadImage(t, owner.keyHeader, {}, { bytes: await makeImage('png', 40, 30, 77), name: `${markup(base)}.png` })
-    const album = (await t.json('/api/albums', send('POST', { title: markup(base), description: markup(base), isPublic: true }, owner.bearer))).body.album
+    const image = await uploadImage(
+      t,
+      owner.keyHeader,
+      {},
+      { bytes: await makeImage('png', 40, 30, 77), name: `${markup(base)}.png` },
+    )
+    const album = (
+      await t.json(
+        '/api/albums',
+        send('POST', { title: markup(base), description: markup(base), isPublic: true }, owner.bearer),
+      )
+    ).body.album
     await t.json(`/api/albums/${album.id}/images`, send('POST', { imageId: image.id }, owner.bearer))
-    await t.json('/api/embeds', send('POST', { name: markup(base), title: markup(base), description: markup(base) }, owner.bearer))
+    await t.json(
+      '/api/embeds',
+      send('POST', { name: markup(base), title: markup(base), description: markup(base) }, owner.bearer),
+    )
 
     for (const path of [`/i/${image.id}`, `/a/${album.id}`, '/gallery', `/u/${owner.user.username}`]) {
       const v = await visit(t.url + path, 800)

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from 'bun:test'
-import { makeImage, uploadForm } from '../fixtures'
-import { testClock, type TestServer, userWithKey } from '../helpers'
 import type { ServerOverrides } from '../../src/server'
+import { makeImage, uploadForm } from '../fixtures'
+import { type TestServer, testClock, userWithKey } from '../helpers'
 import { expectWindowResets } from '../windows'
 import { dataSnapshot, expectRateLimitHeaders, startServer, uploadImage } from './support'
 
@@ -18,8 +18,11 @@ afterEach(async () => {
   servers = []
 })
 
-const statuses = (list: { status: number }[]) =>
-  list.reduce<Record<number, number>>((acc, r) => ((acc[r.status] = (acc[r.status] ?? 0) + 1), acc), {})
+const statuses = (list: { status: number }[]) => {
+  const tally: Record<number, number> = {}
+  for (const r of list) tally[r.status] = (tally[r.status] ?? 0) + 1
+  return tally
+}
 
 describe('bursts from one address', () => {
   test('600 parallel GET /api/gallery: exactly 500 answer 200, the rest 429 with whole-number headers', async () => {
@@ -38,7 +41,8 @@ describe('bursts from one address', () => {
     }
     await Promise.all(responses.map((r) => r.body?.cancel().catch(() => {})))
     // Every /api route shares the budget, whatever it is (unknown ones too)...
-    for (const path of ['/api/v1/image/abcdefgh', '/api/search?q=x', '/api/nope']) expect((await t.fetch(path)).status).toBe(429)
+    for (const path of ['/api/v1/image/abcdefgh', '/api/search?q=x', '/api/nope'])
+      expect((await t.fetch(path)).status).toBe(429)
     // ...while pages, files, health and the API docs are not counted and not limited.
     expect((await t.fetch('/healthz')).status).toBe(200)
     expect((await t.fetch('/i/abcdefgh')).status).toBe(404)
@@ -89,9 +93,12 @@ describe('bursts from one address', () => {
   test('15 parallel anonymous one-file uploads: exactly 10 stored, the rest 429', async () => {
     const t = await fresh(noInFlightCaps)
     const bytes = await Promise.all(Array.from({ length: 15 }, (_, i) => makeImage('png', 16, 16, i + 1)))
-    const responses = await Promise.all(bytes.map((b) => t.fetch('/api/upload', { method: 'POST', body: uploadForm([{ bytes: b }]) })))
+    const responses = await Promise.all(
+      bytes.map((b) => t.fetch('/api/upload', { method: 'POST', body: uploadForm([{ bytes: b }]) })),
+    )
     expect(statuses(responses)).toEqual({ 201: 10, 429: 5 })
-    for (const res of responses.filter((r) => r.status === 429)) expectRateLimitHeaders(res.headers, { retryAfter: true })
+    for (const res of responses.filter((r) => r.status === 429))
+      expectRateLimitHeaders(res.headers, { retryAfter: true })
     const stored = await dataSnapshot(t)
     expect(stored.counts.images).toBe(10)
     expect(stored.files).toHaveLength(20) // an original and a thumbnail each, and nothing of the refused five

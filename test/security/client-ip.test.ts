@@ -16,7 +16,11 @@ afterEach(async () => {
 
 let seed = 1
 const anonUpload = async (t: TestServer, headers: Record<string, string>) =>
-  t.fetch('/api/upload', { method: 'POST', headers, body: uploadForm([{ bytes: await makeImage('png', 8, 8, seed++) }]) })
+  t.fetch('/api/upload', {
+    method: 'POST',
+    headers,
+    body: uploadForm([{ bytes: await makeImage('png', 8, 8, seed++) }]),
+  })
 
 /** Every header a client could use to claim another address. */
 const forged = (i: number): Record<string, string> => ({
@@ -69,9 +73,12 @@ describe('with TRUST_PROXY the client IP is the last X-Forwarded-For address (th
   test('the global limit follows the proxy-appended address', async () => {
     const t = await fresh({ TRUST_PROXY: '1', GLOBAL_RATE_LIMIT: '5' })
     const from = (ip: string) => ({ 'x-forwarded-for': `10.9.9.9, ${ip}` })
-    for (let i = 0; i < 5; i++) expect((await t.fetch('/api/gallery', { headers: from('203.0.113.7') })).status).toBe(200)
+    for (let i = 0; i < 5; i++)
+      expect((await t.fetch('/api/gallery', { headers: from('203.0.113.7') })).status).toBe(200)
     expect((await t.fetch('/api/gallery', { headers: from('203.0.113.7') })).status).toBe(429)
-    expect((await t.fetch('/api/gallery', { headers: { 'x-forwarded-for': '203.0.113.7, 203.0.113.8' } })).status).toBe(200)
+    expect((await t.fetch('/api/gallery', { headers: { 'x-forwarded-for': '203.0.113.7, 203.0.113.8' } })).status).toBe(
+      200,
+    )
     // Without the header (a request that did not come through the proxy) the socket peer counts.
     for (let i = 0; i < 5; i++) expect((await t.fetch('/api/gallery')).status).toBe(200)
     expect((await t.fetch('/api/gallery')).status).toBe(429)

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import { makeImage } from '../fixtures'
-import { makeAdmin, userWithKey, type TestServer } from '../helpers'
-import { dataSnapshot, ownEverything, resourceFor, startServer, type DataSnapshot, type Resources } from './support'
+import { makeAdmin, type TestServer, userWithKey } from '../helpers'
+import { type DataSnapshot, dataSnapshot, ownEverything, type Resources, resourceFor, startServer } from './support'
 
 // Property-based abuse of every operation of /swagger/json (so a new endpoint is covered the day it is documented):
 // missing, garbage, oversized and wrong-typed bodies, query parameters, path parameters and headers. Every request
@@ -49,7 +49,8 @@ function validates(schema: Schema | undefined, value: unknown): boolean {
   if (Array.isArray(schema.anyOf) && !schema.anyOf.some((s: Schema) => validates(s, value))) return false
   if (Array.isArray(schema.oneOf) && !schema.oneOf.some((s: Schema) => validates(s, value))) return false
   if ('const' in schema && JSON.stringify(schema.const) !== JSON.stringify(value)) return false
-  if (Array.isArray(schema.enum) && !schema.enum.some((e: unknown) => JSON.stringify(e) === JSON.stringify(value))) return false
+  if (Array.isArray(schema.enum) && !schema.enum.some((e: unknown) => JSON.stringify(e) === JSON.stringify(value)))
+    return false
   if (typeof value === 'number') {
     if (typeof schema.minimum === 'number' && value < schema.minimum) return false
     if (typeof schema.maximum === 'number' && value > schema.maximum) return false
@@ -84,7 +85,9 @@ function validates(schema: Schema | undefined, value: unknown): boolean {
         if (!value || typeof value !== 'object' || Array.isArray(value)) return false
         const record = value as Record<string, unknown>
         if ((schema.required ?? []).some((key: string) => record[key] === undefined)) return false
-        return Object.entries(schema.properties ?? {}).every(([key, s]) => record[key] === undefined || validates(s as Schema, record[key]))
+        return Object.entries(schema.properties ?? {}).every(
+          ([key, s]) => record[key] === undefined || validates(s as Schema, record[key]),
+        )
       }
       default:
         return true
@@ -95,7 +98,8 @@ function validates(schema: Schema | undefined, value: unknown): boolean {
 // ---------------------------------------------------------------------------------------------------------------
 // Generators.
 
-const printable = (max: number) => fc.array(fc.integer({ min: 0x21, max: 0x7e }), { maxLength: max }).map((codes) => String.fromCharCode(...codes))
+const printable = (max: number) =>
+  fc.array(fc.integer({ min: 0x21, max: 0x7e }), { maxLength: max }).map((codes) => String.fromCharCode(...codes))
 const nasty = fc.constantFrom(
   '',
   ' ',
@@ -107,6 +111,7 @@ const nasty = fc.constantFrom(
   "' OR '1'='1",
   '"; DROP TABLE users; --',
   '<script>alert(1)</script>',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the Log4Shell probe, sent as it is
   '${jndi:ldap://x}',
   '{{7*7}}',
   '\u202e',
@@ -120,12 +125,22 @@ const nasty = fc.constantFrom(
   '__proto__',
   'constructor',
 )
-const anyText = fc.oneof(fc.string({ maxLength: 60 }), fc.string({ unit: 'grapheme', maxLength: 30 }), nasty, fc.string({ minLength: 2000, maxLength: 5000 }))
+const anyText = fc.oneof(
+  fc.string({ maxLength: 60 }),
+  fc.string({ unit: 'grapheme', maxLength: 30 }),
+  nasty,
+  fc.string({ minLength: 2000, maxLength: 5000 }),
+)
 
 /** Values of every JSON type, including the awkward ones, and long ones. */
 const anyJson = fc.oneof(
   { weight: 4, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
-  { weight: 2, arbitrary: fc.constantFrom(null, true, false, 0, -1, 1.5, 2 ** 53, -(2 ** 31), 1e308, '', 'x', [], {}, [null], { a: { b: {} } }) },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom(null, true, false, 0, -1, 1.5, 2 ** 53, -(2 ** 31), 1e308, '', 'x', [], {}, [null], {
+      a: { b: {} },
+    }),
+  },
   { weight: 2, arbitrary: anyText },
 )
 
@@ -138,7 +153,15 @@ function wrongValue(schema: Schema) {
 const garbageParam = fc
   .oneof(
     anyText,
-    fc.constantFrom('..%2f..%2fimghost.sqlite', '%252e%252e', '\\..\\', 'a/b', 'abc\u0000def', 'x'.repeat(300), '😀😀😀😀😀😀😀😀'),
+    fc.constantFrom(
+      '..%2f..%2fimghost.sqlite',
+      '%252e%252e',
+      '\\..\\',
+      'a/b',
+      'abc\u0000def',
+      'x'.repeat(300),
+      '😀😀😀😀😀😀😀😀',
+    ),
   )
   .filter((s) => s.length > 0 && !/^[A-Za-z0-9_-]*$/.test(s) && !Number.isFinite(Number(s)) && !/^\.{1,2}$/.test(s))
 
@@ -172,7 +195,9 @@ const garbageCredentials = fc.oneof(
   fc.record({ authorization: printable(200).map((s) => `Bearer ${s}`) }),
   fc.record({ 'x-api-key': printable(200) }),
   fc.record({ 'x-api-key': fc.stringMatching(/^ihk_[A-Za-z0-9]{40}$/) }),
-  fc.constant({}).map(() => ({ authorization: `Bearer ${b64url('{"alg":"none","typ":"JWT"}')}.${b64url(`{"sub":"${admin.user.id}"}`)}.` })),
+  fc.constant({}).map(() => ({
+    authorization: `Bearer ${b64url('{"alg":"none","typ":"JWT"}')}.${b64url(`{"sub":"${admin.user.id}"}`)}.`,
+  })),
   fc.constant({}).map(() => ({ authorization: `Bearer ${owner.apiKey}`, 'x-api-key': owner.token })),
   fc.record({ authorization: printable(100).map((s) => `Basic ${s}`), 'x-api-key': printable(50) }),
 )
@@ -182,37 +207,62 @@ interface Case {
   pathValues: string[]
   query: Record<string, string>
   headers: Record<string, string>
-  body?: { type?: string; text?: string; bytes?: Uint8Array; form?: { fields: [string, string][]; files: Uint8Array[] } }
+  body?: {
+    type?: string
+    text?: string
+    bytes?: Uint8Array
+    form?: { fields: [string, string][]; files: Uint8Array[] }
+  }
 }
 
 /** An invalid JSON body for `schema`: the wrong shape, a refused value, a missing field, bad syntax, too big or too deep. */
 function invalidJsonBody(schema: Schema | undefined): fc.Arbitrary<NonNullable<Case['body']>> {
   const json = (v: unknown) => ({ type: 'application/json', text: JSON.stringify(v) })
   const options: fc.Arbitrary<NonNullable<Case['body']>>[] = [
-    fc.string({ maxLength: 80 }).filter((s) => {
-      try {
-        JSON.parse(s)
-        return false
-      } catch {
-        return true
-      }
-    }).map((text) => ({ type: 'application/json', text })),
-    fc.constantFrom('{"a":', '{"a":1,}', "{'a':1}", '[1,2', '{"a":1}{"b":2}', '\ufeff{"a":1}x').map((text) => ({ type: 'application/json', text })),
-    fc.tuple(fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', 'application/xml', 'image/png'), fc.jsonValue()).map(([type, v]) => ({ type, text: JSON.stringify(v) })),
+    fc
+      .string({ maxLength: 80 })
+      .filter((s) => {
+        try {
+          JSON.parse(s)
+          return false
+        } catch {
+          return true
+        }
+      })
+      .map((text) => ({ type: 'application/json', text })),
+    fc
+      .constantFrom('{"a":', '{"a":1,}', "{'a':1}", '[1,2', '{"a":1}{"b":2}', '\ufeff{"a":1}x')
+      .map((text) => ({ type: 'application/json', text })),
+    fc
+      .tuple(
+        fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', 'application/xml', 'image/png'),
+        fc.jsonValue(),
+      )
+      .map(([type, v]) => ({ type, text: JSON.stringify(v) })),
     fc.constantFrom(1, 2).map(() => json({ pad: 'x'.repeat(1024 * 1024 + 10) })),
   ]
   // Nested deep inside a field the schema describes (or any field): validating that must not overflow the stack.
   const deepKeys = Object.keys(schema?.properties ?? {})
   options.push(
-    fc.tuple(fc.constantFrom(...deepKeys, 'a'), fc.integer({ min: 40, max: 20_000 }), fc.constantFrom('[]', '{}')).map(([key, n, pair]) => ({
-      type: 'application/json',
-      text: `{${JSON.stringify(key)}:${pair === '[]' ? '['.repeat(n) + ']'.repeat(n) : '{"a":'.repeat(n) + '1' + '}'.repeat(n)}}`,
-    })),
+    fc
+      .tuple(fc.constantFrom(...deepKeys, 'a'), fc.integer({ min: 40, max: 20_000 }), fc.constantFrom('[]', '{}'))
+      .map(([key, n, pair]) => ({
+        type: 'application/json',
+        text: `{${JSON.stringify(key)}:${pair === '[]' ? '['.repeat(n) + ']'.repeat(n) : `${'{"a":'.repeat(n)}1${'}'.repeat(n)}`}}`,
+      })),
   )
   if (schema?.type === 'object') {
-    options.push(fc.oneof(fc.array(fc.jsonValue({ maxDepth: 2 })), anyText, fc.integer(), fc.boolean(), fc.constant(null)).map(json))
+    options.push(
+      fc
+        .oneof(fc.array(fc.jsonValue({ maxDepth: 2 })), anyText, fc.integer(), fc.boolean(), fc.constant(null))
+        .map(json),
+    )
     const properties = Object.entries<Schema>(schema.properties ?? {})
-    const randomObject = fc.dictionary(fc.constantFrom(...properties.map(([k]) => k), '__proto__', 'constructor', 'id', 'userId', 'role'), anyJson, { maxKeys: 5 })
+    const randomObject = fc.dictionary(
+      fc.constantFrom(...properties.map(([k]) => k), '__proto__', 'constructor', 'id', 'userId', 'role'),
+      anyJson,
+      { maxKeys: 5 },
+    )
     for (const [key, propSchema] of properties) {
       options.push(fc.tuple(randomObject, wrongValue(propSchema)).map(([rest, bad]) => json({ ...rest, [key]: bad })))
     }
@@ -239,11 +289,21 @@ function invalidJsonBody(schema: Schema | undefined): fc.Arbitrary<NonNullable<C
 
 /** An invalid multipart upload: no file, files that are not images, a bad visibility, or not multipart at all. */
 function invalidUpload(): fc.Arbitrary<NonNullable<Case['body']>> {
-  const fields = fc.array(fc.tuple(fc.constantFrom('visibility', 'private', 'nsfw', 'album', 'folder', 'expires', 'x'), fc.string({ maxLength: 40 })), { maxLength: 4 })
+  const fields = fc.array(
+    fc.tuple(
+      fc.constantFrom('visibility', 'private', 'nsfw', 'album', 'folder', 'expires', 'x'),
+      fc.string({ maxLength: 40 }),
+    ),
+    { maxLength: 4 },
+  )
   return fc.oneof(
     fields.map((f) => ({ form: { fields: f, files: [] } })),
-    fc.tuple(fields, fc.array(fc.uint8Array({ minLength: 1, maxLength: 3000 }), { minLength: 1, maxLength: 3 })).map(([f, files]) => ({ form: { fields: f, files } })),
-    fc.tuple(fields, fc.integer({ min: 30, max: 200 })).map(([f, cut]) => ({ form: { fields: f, files: [png.slice(0, png.length - cut)] } })),
+    fc
+      .tuple(fields, fc.array(fc.uint8Array({ minLength: 1, maxLength: 3000 }), { minLength: 1, maxLength: 3 }))
+      .map(([f, files]) => ({ form: { fields: f, files } })),
+    fc
+      .tuple(fields, fc.integer({ min: 30, max: 200 }))
+      .map(([f, cut]) => ({ form: { fields: f, files: [png.slice(0, png.length - cut)] } })),
     fc
       .string({ minLength: 1, maxLength: 20 })
       .filter((v) => v !== 'public' && v !== 'private')
@@ -261,16 +321,46 @@ function invalidQuery(op: Operation): fc.Arbitrary<Record<string, string>> | nul
   for (const p of params) {
     const s = p.schema ?? {}
     if (p.name === 'page' || p.name === 'limit') {
-      options.push(fc.constantFrom('0', '-1', '1.5', 'abc', '1e3', '0x10', 'NaN', 'Infinity', '99999999999999999999', '+1', ' 1', '１', '1;', '[]').map((v) => ({ [p.name]: v })))
+      options.push(
+        fc
+          .constantFrom(
+            '0',
+            '-1',
+            '1.5',
+            'abc',
+            '1e3',
+            '0x10',
+            'NaN',
+            'Infinity',
+            '99999999999999999999',
+            '+1',
+            ' 1',
+            '１',
+            '1;',
+            '[]',
+          )
+          .map((v) => ({ [p.name]: v })),
+      )
     }
-    if (Array.isArray(s.enum)) options.push(fc.string({ minLength: 1, maxLength: 20 }).filter((v) => !s.enum.includes(v)).map((v) => ({ [p.name]: v })))
-    if (typeof s.maxLength === 'number') options.push(fc.string({ minLength: s.maxLength + 1, maxLength: s.maxLength + 50 }).map((v) => ({ [p.name]: v })))
+    if (Array.isArray(s.enum))
+      options.push(
+        fc
+          .string({ minLength: 1, maxLength: 20 })
+          .filter((v) => !s.enum.includes(v))
+          .map((v) => ({ [p.name]: v })),
+      )
+    if (typeof s.maxLength === 'number')
+      options.push(fc.string({ minLength: s.maxLength + 1, maxLength: s.maxLength + 50 }).map((v) => ({ [p.name]: v })))
   }
   const required = params.filter((p) => p.required)
   if (required.length) options.push(fc.constant({}))
   if (options.length === 0) return null
   // Other (valid or not) parameters may ride along, but never one the invalid part set.
-  const others = fc.dictionary(fc.constantFrom(...params.filter((p) => !p.required).map((p) => p.name), 'x', 'callback'), fc.string({ maxLength: 30 }), { maxKeys: 2 })
+  const others = fc.dictionary(
+    fc.constantFrom(...params.filter((p) => !p.required).map((p) => p.name), 'x', 'callback'),
+    fc.string({ maxLength: 30 }),
+    { maxKeys: 2 },
+  )
   return fc.tuple(fc.oneof(...options), others).map(([bad, rest]) => {
     const merged = { ...rest, ...bad }
     for (const p of required) if (!(p.name in bad) && Object.keys(bad).length === 0) delete merged[p.name]
@@ -281,7 +371,11 @@ function invalidQuery(op: Operation): fc.Arbitrary<Record<string, string>> | nul
 /** Random query parameters (the declared ones and others), valid or not. */
 function anyQuery(op: Operation) {
   const names = (op.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name)
-  return fc.dictionary(fc.constantFrom(...names, 'x', '__proto__', 'page[0]'), fc.oneof(fc.string({ maxLength: 40 }), nasty), { maxKeys: 4 })
+  return fc.dictionary(
+    fc.constantFrom(...names, 'x', '__proto__', 'page[0]'),
+    fc.oneof(fc.string({ maxLength: 40 }), nasty),
+    { maxKeys: 4 },
+  )
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -307,7 +401,9 @@ async function run(method: string, path: string, op: Operation, c: Case) {
   if (c.body?.form) {
     const form = new FormData()
     for (const [k, v] of c.body.form.fields) form.append(k, v)
-    c.body.form.files.forEach((bytes, i) => form.append('file', new Blob([bytes as Uint8Array<ArrayBuffer>]), `f${i}.png`))
+    for (const [i, bytes] of c.body.form.files.entries()) {
+      form.append('file', new Blob([bytes as Uint8Array<ArrayBuffer>]), `f${i}.png`)
+    }
     body = form
   } else if (c.body) {
     if (c.body.type) headers['content-type'] = c.body.type
@@ -348,13 +444,22 @@ async function run(method: string, path: string, op: Operation, c: Case) {
 // ---------------------------------------------------------------------------------------------------------------
 
 /** Every case kind that applies to an operation: each is a request that must fail. */
-function casesFor(method: string, path: string, op: Operation): [string, fc.Arbitrary<Case>][] {
+function casesFor(path: string, op: Operation): [string, fc.Arbitrary<Case>][] {
   const params = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1])
   const content = op.requestBody?.content ?? {}
   const jsonSchema = content['application/json']?.schema
   const isUpload = 'multipart/form-data' in content
   const otherBody = Object.keys(content).length > 0 && !jsonSchema && !isUpload
-  const anyBody: fc.Arbitrary<Case['body']> = isUpload ? invalidUpload() : jsonSchema ? fc.option(invalidJsonBody(jsonSchema), { nil: undefined }) : otherBody ? fc.option(fc.uint8Array({ maxLength: 500 }).map((bytes) => ({ type: Object.keys(content)[0], bytes })), { nil: undefined }) : fc.constant(undefined)
+  const anyBody: fc.Arbitrary<Case['body']> = isUpload
+    ? invalidUpload()
+    : jsonSchema
+      ? fc.option(invalidJsonBody(jsonSchema), { nil: undefined })
+      : otherBody
+        ? fc.option(
+            fc.uint8Array({ maxLength: 500 }).map((bytes) => ({ type: Object.keys(content)[0], bytes })),
+            { nil: undefined },
+          )
+        : fc.constant(undefined)
   const secured = isSecured(op)
   const cases: [string, fc.Arbitrary<Case>][] = []
   const valid = credentialsFor(path)
@@ -364,7 +469,12 @@ function casesFor(method: string, path: string, op: Operation): [string, fc.Arbi
     cases.push([
       'garbage path',
       fc
-        .record({ pathValues: fc.array(garbageParam, { minLength: params.length, maxLength: params.length }), query: anyQuery(op), headers: extraHeaders, body: anyBody })
+        .record({
+          pathValues: fc.array(garbageParam, { minLength: params.length, maxLength: params.length }),
+          query: anyQuery(op),
+          headers: extraHeaders,
+          body: anyBody,
+        })
         .map((c) => ({ ...c, kind: 'garbage path', headers: { ...c.headers, ...valid } })),
     ])
   }
@@ -379,7 +489,12 @@ function casesFor(method: string, path: string, op: Operation): [string, fc.Arbi
     if (invalid.length) {
       cases.push([
         'invalid input',
-        fc.tuple(fc.oneof(...invalid), extraHeaders).map(([input, headers]) => ({ kind: 'invalid input', pathValues: real as string[], ...input, headers: { ...headers, ...valid } })),
+        fc.tuple(fc.oneof(...invalid), extraHeaders).map(([input, headers]) => ({
+          kind: 'invalid input',
+          pathValues: real as string[],
+          ...input,
+          headers: { ...headers, ...valid },
+        })),
       ])
     }
   }
@@ -387,9 +502,13 @@ function casesFor(method: string, path: string, op: Operation): [string, fc.Arbi
   if (secured && real.every((v) => v !== undefined)) {
     cases.push([
       'bad credentials',
-      fc
-        .record({ query: anyQuery(op), headers: extraHeaders, creds: garbageCredentials, body: anyBody })
-        .map((c) => ({ kind: 'bad credentials', pathValues: real as string[], query: c.query, body: c.body, headers: { ...c.headers, ...c.creds } })),
+      fc.record({ query: anyQuery(op), headers: extraHeaders, creds: garbageCredentials, body: anyBody }).map((c) => ({
+        kind: 'bad credentials',
+        pathValues: real as string[],
+        query: c.query,
+        body: c.body,
+        headers: { ...c.headers, ...c.creds },
+      })),
     ])
   }
   return cases
@@ -408,25 +527,32 @@ describe('every operation of /swagger/json, fed garbage (property-based)', () =>
     const skipped: string[] = []
     for (const [path, ops] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(ops)) {
-        const cases = casesFor(method, path, op)
+        const cases = casesFor(path, op)
         if (cases.length === 0) {
           // Only an operation with nothing a client could get wrong may be skipped: public, no parameters, no body.
-          expect(isSecured(op) || (op.parameters ?? []).length > 0 || op.requestBody !== undefined, `${method} ${path} has inputs but no case`).toBe(false)
+          expect(
+            isSecured(op) || (op.parameters ?? []).length > 0 || op.requestBody !== undefined,
+            `${method} ${path} has inputs but no case`,
+          ).toBe(false)
           skipped.push(`${method.toUpperCase()} ${path}`)
           continue
         }
         operations++
         for (const [kind, arbitrary] of cases) {
-          await fc.assert(
-            fc.asyncProperty(arbitrary, async (c) => {
-              requests++
-              await run(method, path, op, c)
-            }),
-            { numRuns: RUNS, endOnFailure: true },
-          ).catch((error) => {
-            const cause = (error as { cause?: unknown }).cause
-            throw new Error(`${method.toUpperCase()} ${path} (${kind}): ${cause instanceof Error ? cause.message : ''}\n${error instanceof Error ? error.message : String(error)}`)
-          })
+          await fc
+            .assert(
+              fc.asyncProperty(arbitrary, async (c) => {
+                requests++
+                await run(method, path, op, c)
+              }),
+              { numRuns: RUNS, endOnFailure: true },
+            )
+            .catch((error) => {
+              const cause = (error as { cause?: unknown }).cause
+              throw new Error(
+                `${method.toUpperCase()} ${path} (${kind}): ${cause instanceof Error ? cause.message : ''}\n${error instanceof Error ? error.message : String(error)}`,
+              )
+            })
         }
       }
     }
@@ -436,7 +562,17 @@ describe('every operation of /swagger/json, fed garbage (property-based)', () =>
     const invalidInput = Object.entries(statuses).filter(([k]) => k.startsWith('invalid input'))
     const validation = invalidInput.filter(([k]) => / (400|413|422)$/.test(k)).reduce((n, [, v]) => n + v, 0)
     expect(validation).toBeGreaterThan(invalidInput.reduce((n, [, v]) => n + v, 0) * 0.8)
-    console.log(JSON.stringify({ level: 'info', msg: 'fuzz', operations, requests, skipped, statuses, seconds: Math.round((performance.now() - started) / 1000) }))
+    console.log(
+      JSON.stringify({
+        level: 'info',
+        msg: 'fuzz',
+        operations,
+        requests,
+        skipped,
+        statuses,
+        seconds: Math.round((performance.now() - started) / 1000),
+      }),
+    )
     // The server is still healthy, and the owner's data is all there.
     expect((await t.fetch('/healthz')).status).toBe(200)
     expect((await t.json(`/api/v1/image/${own.image}`)).status).toBe(200)

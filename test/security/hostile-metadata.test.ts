@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import exifReader from 'exif-reader'
 import sharp from 'sharp'
 import { LOCATION_UNSAFE } from '../../src/media/exif'
-import { uploadForm, type Bytes } from '../fixtures'
-import { startTestServer, storedKeys, whileHealthy, type TestServer } from '../helpers'
+import { type Bytes, uploadForm } from '../fixtures'
+import { startTestServer, storedKeys, type TestServer, whileHealthy } from '../helpers'
 import { gpsEntriesPng, hasLatitudeBytes, strayZeroJpeg, xmpBombPng } from '../media/hostile-files'
 
 // The issue's hostile metadata files against a live server, as an anonymous visitor sends them: each is answered
@@ -16,7 +16,11 @@ let ip = 0
 /** An anonymous web upload, each from an address of its own (no window is shared), while /healthz is polled. */
 const uploadWhileHealthy = (t: TestServer, bytes: Uint8Array, name: string) =>
   whileHealthy(t, () =>
-    t.json('/api/upload', { method: 'POST', headers: { 'x-forwarded-for': `198.51.100.${++ip}` }, body: uploadForm([{ bytes: bytes as Bytes, name }]) }),
+    t.json('/api/upload', {
+      method: 'POST',
+      headers: { 'x-forwarded-for': `198.51.100.${++ip}` },
+      body: uploadForm([{ bytes: bytes as Bytes, name }]),
+    }),
   )
 
 /** What is stored: rows (the gallery, which shows anonymous uploads) and files. */
@@ -44,7 +48,9 @@ for (const mode of ['gps', 'all'] as const) {
       if (mode === 'gps') {
         // GPS elements that never close cannot be removed with certainty: refused, nothing stored.
         expect(res.status).toBe(400)
-        expect(res.body.error).toBe(`bomb.png: ${LOCATION_UNSAFE} (compressed metadata larger than allowed when inflated)`)
+        expect(res.body.error).toBe(
+          `bomb.png: ${LOCATION_UNSAFE} (compressed metadata larger than allowed when inflated)`,
+        )
         expect(await stored(t)).toEqual(before)
       } else {
         // 'all' drops the chunk without reading it.

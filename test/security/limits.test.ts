@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig } from '../../src/config'
 import { startServer as startAppServer } from '../../src/server'
-import { makeImage, makeNoisePng, uploadForm, type UploadPart } from '../fixtures'
-import { makeAdmin, userWithKey, type TestServer } from '../helpers'
+import { makeImage, makeNoisePng, type UploadPart, uploadForm } from '../fixtures'
+import { makeAdmin, type TestServer, userWithKey } from '../helpers'
 import { expectError, expectRateLimitHeaders, neutralClassifier, startServer } from './support'
 
 // Upload windows: 5 per account per hour, 3 anonymous uploads per window; small enough to hit with small files.
@@ -15,9 +15,18 @@ let t: TestServer
 let q: TestServer
 
 beforeAll(async () => {
-  t = await startServer({ UPLOADS_PER_HOUR: String(WINDOW), MAX_FILES_PER_UPLOAD: '5', ANON_UPLOADS_PER_WINDOW: String(ANON) })
+  t = await startServer({
+    UPLOADS_PER_HOUR: String(WINDOW),
+    MAX_FILES_PER_UPLOAD: '5',
+    ANON_UPLOADS_PER_WINDOW: String(ANON),
+  })
   // The quota server: a window wide enough that only the storage quota can refuse.
-  q = await startServer({ UPLOADS_PER_HOUR: '100', MAX_FILE_SIZE: '20000', MAX_FILES_PER_UPLOAD: '3', UNVERIFIED_STORAGE_LIMIT: '60000' })
+  q = await startServer({
+    UPLOADS_PER_HOUR: '100',
+    MAX_FILE_SIZE: '20000',
+    MAX_FILES_PER_UPLOAD: '3',
+    UNVERIFIED_STORAGE_LIMIT: '60000',
+  })
 })
 afterAll(async () => {
   await t.stop()
@@ -29,8 +38,10 @@ async function files(n: number): Promise<UploadPart[]> {
   return Promise.all(Array.from({ length: n }, async (_, i) => ({ bytes: await small(i + 1), name: `f${i}.png` })))
 }
 type Who = Awaited<ReturnType<typeof userWithKey>>
-const viaKey = async (s: TestServer, who: Who, parts: UploadPart[]) => s.fetch('/api/v1/upload', { method: 'POST', headers: who.keyHeader, body: uploadForm(parts) })
-const viaWeb = async (s: TestServer, who: Who, parts: UploadPart[]) => s.fetch('/api/upload', { method: 'POST', headers: who.bearer, body: uploadForm(parts) })
+const viaKey = async (s: TestServer, who: Who, parts: UploadPart[]) =>
+  s.fetch('/api/v1/upload', { method: 'POST', headers: who.keyHeader, body: uploadForm(parts) })
+const viaWeb = async (s: TestServer, who: Who, parts: UploadPart[]) =>
+  s.fetch('/api/upload', { method: 'POST', headers: who.bearer, body: uploadForm(parts) })
 const me = async (s: TestServer, who: Who) => (await s.json('/api/v1/me', { headers: who.keyHeader })).body
 
 describe('the hourly upload window, shared by both upload endpoints', () => {
@@ -136,7 +147,10 @@ describe('anonymous uploads: per IP', () => {
     for (let i = 0; i < ANON; i++) {
       const res = await t.fetch('/api/upload', { method: 'POST', body: uploadForm(await files(1)) })
       expect(res.status).toBe(201)
-      expect(expectRateLimitHeaders(res.headers, { retryAfter: false })).toMatchObject({ limit: ANON, remaining: ANON - 1 - i })
+      expect(expectRateLimitHeaders(res.headers, { retryAfter: false })).toMatchObject({
+        limit: ANON,
+        remaining: ANON - 1 - i,
+      })
     }
     const refused = await t.fetch('/api/upload', { method: 'POST', body: uploadForm(await files(1)) })
     expect(refused.status).toBe(429)
@@ -182,7 +196,8 @@ describe('upload windows survive a restart (they live in SQLite)', () => {
       let s = await start()
       const user = await userWithKey(s)
       expect((await viaKey(s, user, await files(3))).status).toBe(201)
-      for (let i = 0; i < ANON - 1; i++) expect((await s.fetch('/api/upload', { method: 'POST', body: uploadForm(await files(1)) })).status).toBe(201)
+      for (let i = 0; i < ANON - 1; i++)
+        expect((await s.fetch('/api/upload', { method: 'POST', body: uploadForm(await files(1)) })).status).toBe(201)
       const before = (await me(s, user)).rateLimit
       await s.server.stop()
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { thumbnailKey } from '../../src/storage'
-import { userWithKey, type TestServer } from '../helpers'
+import { type TestServer, userWithKey } from '../helpers'
 import { dataSnapshot, ownEverything, resourceFor, send, startServer, uploadWith } from './support'
 
 // Account A owns one of everything; account B (an ordinary user with its own JWT and key, and resources of its own)
@@ -56,8 +56,14 @@ describe('cross-account matrix: B against A', () => {
   test('the snapshot covers the stored files through the storage interface (local disk or bucket)', async () => {
     const before = await dataSnapshot(t)
     for (const id of [A.image, B.image]) {
-      expect(before.files.some((f) => f.startsWith(`originals/${id}.png `)), id).toBe(true)
-      expect(before.files.some((f) => f.startsWith(`${thumbnailKey(id)} `)), id).toBe(true)
+      expect(
+        before.files.some((f) => f.startsWith(`originals/${id}.png `)),
+        id,
+      ).toBe(true)
+      expect(
+        before.files.some((f) => f.startsWith(`${thumbnailKey(id)} `)),
+        id,
+      ).toBe(true)
     }
     // A file that changes while no row does changes the hash: a thumbnail removed behind the API's back, then restored.
     const storage = t.server.deps.storage
@@ -85,19 +91,30 @@ describe('cross-account matrix: B against A', () => {
         if (PUBLIC_BY_DESIGN.has(key)) continue
         const values = params.map((p) => resourceFor(A, path, p))
         // A route added later must be mapped above: the matrix is meant to cover every resource route.
-        expect(values.every((v) => v !== undefined), `no resource of A's for ${key}: extend resourceFor() in support.ts`).toBe(true)
+        expect(
+          values.every((v) => v !== undefined),
+          `no resource of A's for ${key}: extend resourceFor() in support.ts`,
+        ).toBe(true)
         const target = params.reduce((acc, p, i) => acc.replace(`{${p}}`, encodeURIComponent(values[i]!)), path)
         const body = bodyFor(method, path)
         const headers: Record<string, string> = { ...both(), 'tus-resumable': '1.0.0' }
-        if (path.includes('/tus/')) Object.assign(headers, { 'upload-offset': '0', 'content-type': 'application/offset+octet-stream' })
+        if (path.includes('/tus/'))
+          Object.assign(headers, { 'upload-offset': '0', 'content-type': 'application/offset+octet-stream' })
         const res = await t.fetch(target, {
           method: method.toUpperCase(),
           headers: body !== undefined ? { ...headers, 'content-type': 'application/json' } : headers,
-          body: body !== undefined ? JSON.stringify(body) : path.includes('/tus/') && method === 'patch' ? 'x'.repeat(10) : undefined,
+          body:
+            body !== undefined
+              ? JSON.stringify(body)
+              : path.includes('/tus/') && method === 'patch'
+                ? 'x'.repeat(10)
+                : undefined,
         })
         const text = await res.text()
         const allowed = path.startsWith('/api/admin/') ? [403] : [404]
-        expect(allowed, `${method.toUpperCase()} ${target} answered ${res.status}: ${text.slice(0, 150)}`).toContain(res.status)
+        expect(allowed, `${method.toUpperCase()} ${target} answered ${res.status}: ${text.slice(0, 150)}`).toContain(
+          res.status,
+        )
         if (method !== 'head') expect(typeof JSON.parse(text).error, key).toBe('string')
         tried++
       }
@@ -160,7 +177,9 @@ describe('cross-account matrix: B against A', () => {
       expect([201, 400, 404]).toContain(res.status)
     }
     const albumAfter = (await t.json(`/api/albums/${A.album}`, { headers: a.bearer })).body
-    expect(albumAfter.images.map((i: { id: string }) => i.id)).toEqual(albumBefore.images.map((i: { id: string }) => i.id))
+    expect(albumAfter.images.map((i: { id: string }) => i.id)).toEqual(
+      albumBefore.images.map((i: { id: string }) => i.id),
+    )
     expect(albumAfter.album.imageCount).toBe(albumBefore.album.imageCount)
   })
 

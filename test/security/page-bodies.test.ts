@@ -40,9 +40,21 @@ function streamWhole(path: string, total: number, chunked: boolean) {
     })
     socket.on('connect', async () => {
       // A keep-alive connection: the server has to get past the whole body to read the next request.
-      socket.write(head('POST', path, { 'content-type': 'text/plain', ...(chunked ? { 'transfer-encoding': 'chunked' } : { 'content-length': String(total) }) }, false))
+      socket.write(
+        head(
+          'POST',
+          path,
+          {
+            'content-type': 'text/plain',
+            ...(chunked ? { 'transfer-encoding': 'chunked' } : { 'content-length': String(total) }),
+          },
+          false,
+        ),
+      )
       const chunk = Buffer.alloc(256 * 1024, 0x61)
-      const framed = chunked ? Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]) : chunk
+      const framed = chunked
+        ? Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')])
+        : chunk
       while (sent < total && !closed) {
         sent += chunk.length
         if (!socket.write(framed)) await new Promise((r) => socket.once('drain', r))
@@ -72,7 +84,9 @@ describe('bodies outside /api are bounded before they are read', () => {
   test('200 MB of text/plain streamed to /a/xxxxxxxx (chunked, and with its length): 413, and RSS does not grow with the body', async () => {
     for (const chunked of [true, false]) {
       let answer: Awaited<ReturnType<typeof streamWhole>> | undefined
-      const growth = await peakRssGrowth(() => whileHealthy(t, async () => (answer = await streamWhole('/a/xxxxxxxx', 200 * MB, chunked))))
+      const growth = await peakRssGrowth(() =>
+        whileHealthy(t, async () => (answer = await streamWhole('/a/xxxxxxxx', 200 * MB, chunked))),
+      )
       // Reading the body whole cost over 300 MB here; refusing it costs a few.
       expect(growth).toBeLessThan(40 * MB)
       expect(answer!.status).toBe(413)
@@ -81,10 +95,20 @@ describe('bodies outside /api are bounded before they are read', () => {
   }, 60_000)
 
   test('a declared body over the cap: 413 at once, on page routes and unknown paths, before any of it is read', async () => {
-    for (const [method, path] of [['POST', `/a/${'x'.repeat(8)}`], ['POST', '/'], ['GET', '/gallery'], ['POST', '/no/such/page'], ['PUT', '/i/abcdefgh']]) {
+    for (const [method, path] of [
+      ['POST', `/a/${'x'.repeat(8)}`],
+      ['POST', '/'],
+      ['GET', '/gallery'],
+      ['POST', '/no/such/page'],
+      ['PUT', '/i/abcdefgh'],
+    ]) {
       // A body that would take forever to send: the answer comes before it is read.
       const body = filler({ chunk: 1024, delayMs: 200 })
-      const res = await rawRequest(t.server.port, head(method, path, { 'content-type': 'application/x-www-form-urlencoded', 'content-length': String(200 * MB) }), body.stream)
+      const res = await rawRequest(
+        t.server.port,
+        head(method, path, { 'content-type': 'application/x-www-form-urlencoded', 'content-length': String(200 * MB) }),
+        body.stream,
+      )
       expect(`${method} ${path} ${res.status}`).toBe(`${method} ${path} 413`)
       expect(typeof JSON.parse(res.body).error).toBe('string')
       expect(body.counter.sent).toBeLessThan(64 * 1024)
@@ -96,7 +120,10 @@ describe('bodies outside /api are bounded before they are read', () => {
     const body = filler({ prefix: 'password=', chunk: 4096, total: MAX_PAGE_BODY_BYTES + 1, stall: true })
     const res = await rawRequest(
       t.server.port,
-      head('POST', `/a/${albumId}`, { 'content-type': 'application/x-www-form-urlencoded', 'transfer-encoding': 'chunked' }),
+      head('POST', `/a/${albumId}`, {
+        'content-type': 'application/x-www-form-urlencoded',
+        'transfer-encoding': 'chunked',
+      }),
       chunkedFraming(body.stream),
     )
     expect(res.status).toBe(413)

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { makeImage } from '../fixtures'
-import { makeAdmin, userWithKey, type TestServer } from '../helpers'
+import { makeAdmin, type TestServer, userWithKey } from '../helpers'
 import { send, startServer, uploadImage } from './support'
 
 /** One payload per quoting context: element text, double- and single-quoted attributes, and a template literal. */
@@ -21,10 +21,18 @@ beforeAll(async () => {
   owner = await userWithKey(t, 'x-_-user')
   makeAdmin(t, owner.user.id)
   image = await uploadImage(t, owner.keyHeader, {}, { bytes: await makeImage('png', 30, 20, 5), name: `${XSS}.png` })
-  nsfwImage = await uploadImage(t, owner.keyHeader, { nsfw: 'true' }, { bytes: await makeImage('png', 30, 20, 6), name: `${XSS}-nsfw.png` })
-  album = (await t.json('/api/albums', send('POST', { title: XSS, description: XSS, isPublic: true }, owner.bearer))).body.album
+  nsfwImage = await uploadImage(
+    t,
+    owner.keyHeader,
+    { nsfw: 'true' },
+    { bytes: await makeImage('png', 30, 20, 6), name: `${XSS}-nsfw.png` },
+  )
+  album = (await t.json('/api/albums', send('POST', { title: XSS, description: XSS, isPublic: true }, owner.bearer)))
+    .body.album
   for (const id of [image.id, nsfwImage.id]) {
-    expect((await t.json(`/api/albums/${album.id}/images`, send('POST', { imageId: id }, owner.bearer))).status).toBe(200)
+    expect((await t.json(`/api/albums/${album.id}/images`, send('POST', { imageId: id }, owner.bearer))).status).toBe(
+      200,
+    )
   }
   lockedAlbum = (await t.json('/api/albums', send('POST', { title: XSS, isPublic: true }, owner.bearer))).body.album
   await t.json(`/api/albums/${lockedAlbum.id}`, send('PUT', { password: 'secret password' }, owner.bearer))
@@ -45,7 +53,14 @@ beforeAll(async () => {
     ),
   )
   expect(profile.status).toBe(201)
-  expect((await t.json(`/api/images/${image.id}/embed`, send('PATCH', { embed_profile_id: profile.body.profile.id }, owner.bearer))).status).toBe(200)
+  expect(
+    (
+      await t.json(
+        `/api/images/${image.id}/embed`,
+        send('PATCH', { embed_profile_id: profile.body.profile.id }, owner.bearer),
+      )
+    ).status,
+  ).toBe(200)
 })
 afterAll(() => t.stop())
 
@@ -82,11 +97,13 @@ describe('HTML escaping of every user string on every page', () => {
       for (const piece of DANGEROUS) expect(body.includes(piece), `${path} contains ${piece}`).toBe(false)
       expect(body.includes('<script>window.__xss=3'), `${path}: author_url`).toBe(false)
       // Pages carry no inline script at all: every <script> loads a local file.
-      for (const tag of body.match(/<script\b[^>]*>/g) ?? []) expect(tag, path).toMatch(/^<script src="\/assets\/[^"]+"( defer)?><?/)
+      for (const tag of body.match(/<script\b[^>]*>/g) ?? [])
+        expect(tag, path).toMatch(/^<script src="\/assets\/[^"]+"( defer)?><?/)
     }
     // The values are rendered (escaped), not silently dropped.
     const escaped = '&lt;script&gt;window.__xss=1&lt;/script&gt;'
-    for (const path of [`/i/${image.id}`, `/a/${album.id}`]) expect(await (await t.fetch(path)).text(), path).toContain(escaped)
+    for (const path of [`/i/${image.id}`, `/a/${album.id}`])
+      expect(await (await t.fetch(path)).text(), path).toContain(escaped)
     expect(await (await t.fetch(`/gallery?q=${encodeURIComponent(XSS)}`)).text()).toContain('&lt;script&gt;')
   })
 
@@ -103,7 +120,14 @@ describe('HTML escaping of every user string on every page', () => {
   })
 
   test('an embed profile refuses a javascript: (or any non-http) author_url', async () => {
-    for (const url of ['javascript:alert(1)', 'JaVaScRiPt:alert(1)', 'data:text/html,<script>alert(1)</script>', 'vbscript:x', '//evil.example', 'file:///etc/passwd']) {
+    for (const url of [
+      'javascript:alert(1)',
+      'JaVaScRiPt:alert(1)',
+      'data:text/html,<script>alert(1)</script>',
+      'vbscript:x',
+      '//evil.example',
+      'file:///etc/passwd',
+    ]) {
       const res = await t.json('/api/embeds', send('POST', { name: 'x', author_url: url }, owner.bearer))
       expect(`${url} ${res.status}`).toBe(`${url} 400`)
     }
@@ -118,7 +142,11 @@ describe('security headers on pages', () => {
       if (!(res.headers.get('content-type') ?? '').startsWith('text/html')) continue
       const csp = res.headers.get('content-security-policy') ?? ''
       expect(csp, `${path} CSP`).toContain("default-src 'self'")
-      const scriptSrc = csp.split(';').map((d) => d.trim()).find((d) => d.startsWith('script-src')) ?? ''
+      const scriptSrc =
+        csp
+          .split(';')
+          .map((d) => d.trim())
+          .find((d) => d.startsWith('script-src')) ?? ''
       expect(scriptSrc, path).not.toContain("'unsafe-inline'")
       expect(scriptSrc, path).not.toContain("'unsafe-eval'")
       expect(scriptSrc, path).not.toContain('*')
@@ -126,7 +154,9 @@ describe('security headers on pages', () => {
       expect(framing, `${path} framing`).toBe(true)
       expect(csp, path).toContain("frame-ancestors 'none'")
       expect(res.headers.get('x-frame-options'), path).toBe('DENY')
-      expect(res.headers.get('referrer-policy'), path).toMatch(/^(no-referrer|same-origin|strict-origin|strict-origin-when-cross-origin)$/)
+      expect(res.headers.get('referrer-policy'), path).toMatch(
+        /^(no-referrer|same-origin|strict-origin|strict-origin-when-cross-origin)$/,
+      )
       expect(res.headers.get('x-content-type-options'), path).toBe('nosniff')
       expect(csp, path).toContain("object-src 'none'")
       expect(csp, path).toContain("base-uri 'none'")

@@ -1,10 +1,10 @@
 import { expect } from 'bun:test'
 import { connect } from 'node:net'
 import type { Media } from '../../src/media'
-import { createMediaPool } from '../../src/workers/media-pool'
 import type { Classifier } from '../../src/moderation'
-import { makeImage, uploadForm, type UploadPart } from '../fixtures'
 import type { ServerOverrides } from '../../src/server'
+import { createMediaPool } from '../../src/workers/media-pool'
+import { makeImage, type UploadPart, uploadForm } from '../fixtures'
 import { jsonBody, startTestServer, storedKeys, type TestServer, type userWithKey } from '../helpers'
 
 /** The security suite never needs the real model: a classifier that finds everything neutral (and answers at once). */
@@ -15,7 +15,8 @@ export const neutralClassifier: Classifier = {
   queueDepth: 0,
 }
 
-export const startServer = (env: Record<string, string> = {}, overrides: ServerOverrides = {}) => startTestServer(env, { classifier: neutralClassifier, ...overrides })
+export const startServer = (env: Record<string, string> = {}, overrides: ServerOverrides = {}) =>
+  startTestServer(env, { classifier: neutralClassifier, ...overrides })
 
 // ---------------------------------------------------------------------------------------------------------------
 // A raw HTTP/1.1 client: fetch normalises paths (`%2e%2e`, `..`, backslashes) and cannot send a lying
@@ -75,7 +76,12 @@ export function rawRequest(
       let rest: Buffer = all.subarray(sep + 4)
       if (headers['transfer-encoding'] === 'chunked') rest = dechunk(rest)
       else if (headers['content-length']) rest = rest.subarray(0, Number(headers['content-length']))
-      resolve({ status: Number(lines[0].split(' ')[1]), headers, body: rest.toString(), ms: performance.now() - started })
+      resolve({
+        status: Number(lines[0].split(' ')[1]),
+        headers,
+        body: rest.toString(),
+        ms: performance.now() - started,
+      })
     }
     const timer = setTimeout(() => {
       if (done) return
@@ -91,11 +97,18 @@ export function rawRequest(
       const headText = all.subarray(0, sep).toString().toLowerCase()
       const length = /\r\ncontent-length:\s*(\d+)/.exec(headText)
       if (length && all.length - sep - 4 >= Number(length[1])) finish()
-      else if (/\r\ntransfer-encoding:\s*chunked/.test(headText) && all.subarray(sep).includes('\r\n0\r\n\r\n')) finish()
+      else if (/\r\ntransfer-encoding:\s*chunked/.test(headText) && all.subarray(sep).includes('\r\n0\r\n\r\n'))
+        finish()
       else if (!length && !headText.includes('transfer-encoding') && /^http\/1\.1 (204|304)/.test(headText)) finish()
     })
     socket.on('close', finish)
-    socket.on('error', () => (chunks.length ? finish() : !done && ((done = true), clearTimeout(timer), reject(new Error('connection failed')))))
+    socket.on('error', () => {
+      if (chunks.length) return finish()
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      reject(new Error('connection failed'))
+    })
     socket.on('connect', async () => {
       socket.write(head)
       if (body === undefined) return
@@ -113,7 +126,12 @@ export function rawRequest(
 }
 
 /** A GET (or other bodiless) request for an exact request target, bytes as given. */
-export const rawGet = (port: number | undefined, target: string, headers: Record<string, string> = {}, method = 'GET') =>
+export const rawGet = (
+  port: number | undefined,
+  target: string,
+  headers: Record<string, string> = {},
+  method = 'GET',
+) =>
   rawRequest(
     port,
     `${method} ${target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n${Object.entries(headers)
@@ -137,7 +155,9 @@ export async function* chunkedFraming(source: AsyncIterable<Uint8Array>): AsyncG
  * `stall`: after `total` bytes the stream sends nothing more and never ends, like a client that stopped sending: a
  * server that waited for the rest would never answer, so an answer proves it decided from what it had (no timing).
  */
-export function filler(opts: { chunk?: number; delayMs?: number; total?: number; prefix?: string; stall?: boolean } = {}) {
+export function filler(
+  opts: { chunk?: number; delayMs?: number; total?: number; prefix?: string; stall?: boolean } = {},
+) {
   const counter = { sent: 0 }
   const chunkSize = opts.chunk ?? 64 * 1024
   async function* stream() {
@@ -184,7 +204,9 @@ export interface DataSnapshot {
 export async function dataSnapshot(t: TestServer): Promise<DataSnapshot> {
   const sqlite = t.server.db.$client
   const tables = sqlite
-    .query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_stat%' ORDER BY name")
+    .query<{ name: string }, []>(
+      "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_stat%' ORDER BY name",
+    )
     .all()
     .map((r) => r.name)
   const counts: Record<string, number> = {}
@@ -197,14 +219,20 @@ export async function dataSnapshot(t: TestServer): Promise<DataSnapshot> {
     counts[table] = rows.length
     const skip = VOLATILE_COLUMNS[table] ?? []
     const lines = rows
-      .map((row) => JSON.stringify(Object.entries(row).filter(([k]) => !skip.includes(k)), (_k, v) => (v instanceof Uint8Array ? Buffer.from(v).toString('hex') : v)))
+      .map((row) =>
+        JSON.stringify(
+          Object.entries(row).filter(([k]) => !skip.includes(k)),
+          (_k, v) => (v instanceof Uint8Array ? Buffer.from(v).toString('hex') : v),
+        ),
+      )
       .sort()
     hasher.update(`${table}\n${lines.join('\n')}\n`)
   }
   const files = await storedFiles(t)
   const keys = new Set(files.map((f) => f.slice(0, f.indexOf(' '))))
   for (const { id, ext } of sqlite.query<{ id: string; ext: string }, []>('SELECT id, ext FROM images').all()) {
-    if (!keys.has(`originals/${id}.${ext}`)) throw new Error(`snapshot: image ${id} has no stored original among ${files.length} stored files`)
+    if (!keys.has(`originals/${id}.${ext}`))
+      throw new Error(`snapshot: image ${id} has no stored original among ${files.length} stored files`)
   }
   for (const file of files) hasher.update(`file ${file}\n`)
   return { counts, files, hash: hasher.digest('hex') }
@@ -223,19 +251,40 @@ export async function storedFiles(t: TestServer): Promise<string[]> {
 
 let seed = 1000
 
-export async function uploadWith(t: TestServer, headers: Record<string, string>, fields: Record<string, string> = {}, parts?: UploadPart[], path = '/api/v1/upload') {
+export async function uploadWith(
+  t: TestServer,
+  headers: Record<string, string>,
+  fields: Record<string, string> = {},
+  parts?: UploadPart[],
+  path = '/api/v1/upload',
+) {
   const files = parts ?? [{ bytes: await makeImage('png', 32, 24, ++seed), name: `pic-${seed}.png` }]
   return t.json(path, { method: 'POST', headers, body: uploadForm(files, fields) })
 }
 
 /** Uploads one image with an API key and returns its answer (201 asserted). */
-export async function uploadImage(t: TestServer, keyHeader: Record<string, string>, fields: Record<string, string> = {}, part?: UploadPart) {
+export async function uploadImage(
+  t: TestServer,
+  keyHeader: Record<string, string>,
+  fields: Record<string, string> = {},
+  part?: UploadPart,
+) {
   const res = await uploadWith(t, keyHeader, fields, part ? [part] : undefined)
   if (res.status !== 201) throw new Error(`upload failed: ${res.status} ${JSON.stringify(res.body)}`)
-  return res.body as { id: string; url: string; thumbnail: string; viewer: string; filename: string; deleteToken?: string }
+  return res.body as {
+    id: string
+    url: string
+    thumbnail: string
+    viewer: string
+    filename: string
+    deleteToken?: string
+  }
 }
 
-export const send = (method: string, body: unknown, headers: Record<string, string> = {}): RequestInit => ({ method, ...jsonBody(body, headers) })
+export const send = (method: string, body: unknown, headers: Record<string, string> = {}): RequestInit => ({
+  method,
+  ...jsonBody(body, headers),
+})
 
 /** Asserts the `{ error: string }` body of an error answer, with the given status (or any 4xx). */
 export function expectError(res: { status: number; body: any }, status?: number) {
@@ -249,7 +298,12 @@ export function expectError(res: { status: number; body: any }, status?: number)
 /** The three RateLimit headers and Retry-After of a 429, each a whole number. */
 export function expectRateLimitHeaders(headers: Headers | Record<string, string>, opts: { retryAfter: boolean }) {
   const get = (name: string) => (headers instanceof Headers ? headers.get(name) : headers[name.toLowerCase()]) ?? null
-  const names = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', ...(opts.retryAfter ? ['Retry-After'] : [])]
+  const names = [
+    'RateLimit-Limit',
+    'RateLimit-Remaining',
+    'RateLimit-Reset',
+    ...(opts.retryAfter ? ['Retry-After'] : []),
+  ]
   for (const name of names) {
     const value = get(name)
     expect(value, name).toMatch(/^\d+$/)
@@ -271,23 +325,56 @@ export type Resources = Record<string, string>
  * Creates, for `who`, a private image (in an album, with an embed profile), a second API key, a webhook and two tus
  * uploads; `tag` marks every name, so a test can look for it in what another account sees.
  */
-export async function ownEverything(t: TestServer, who: Awaited<ReturnType<typeof userWithKey>>, tag: string): Promise<Resources> {
+export async function ownEverything(
+  t: TestServer,
+  who: Awaited<ReturnType<typeof userWithKey>>,
+  tag: string,
+): Promise<Resources> {
   const own: Resources = {}
-  const image = await uploadImage(t, who.keyHeader, { visibility: 'private' }, { bytes: await makeImage('png', 24, 24, ++seed), name: `${tag}-secret-file.png` })
+  const image = await uploadImage(
+    t,
+    who.keyHeader,
+    { visibility: 'private' },
+    { bytes: await makeImage('png', 24, 24, ++seed), name: `${tag}-secret-file.png` },
+  )
   own.image = image.id
-  own.album = (await t.json('/api/albums', send('POST', { title: `${tag}-secret-album`, description: 'private' }, who.bearer))).body.album.id
-  expect((await t.json(`/api/albums/${own.album}/images`, send('POST', { imageId: image.id }, who.bearer))).status).toBe(200)
-  own.profile = String((await t.json('/api/embeds', send('POST', { name: `${tag}-secret-profile`, title: 'x' }, who.bearer))).body.profile.id)
-  expect((await t.json(`/api/images/${image.id}/embed`, send('PATCH', { embed_profile_id: Number(own.profile) }, who.bearer))).status).toBe(200)
+  own.album = (
+    await t.json('/api/albums', send('POST', { title: `${tag}-secret-album`, description: 'private' }, who.bearer))
+  ).body.album.id
+  expect(
+    (await t.json(`/api/albums/${own.album}/images`, send('POST', { imageId: image.id }, who.bearer))).status,
+  ).toBe(200)
+  own.profile = String(
+    (await t.json('/api/embeds', send('POST', { name: `${tag}-secret-profile`, title: 'x' }, who.bearer))).body.profile
+      .id,
+  )
+  expect(
+    (
+      await t.json(
+        `/api/images/${image.id}/embed`,
+        send('PATCH', { embed_profile_id: Number(own.profile) }, who.bearer),
+      )
+    ).status,
+  ).toBe(200)
   own.key = String((await t.json('/api/keys', send('POST', { name: `${tag}-secret-key` }, who.bearer))).body.key.id)
   own.user = String(who.user.id)
   own.username = who.user.username
   // An address literal (there is no DNS here), and an event nobody triggers, so nothing is ever delivered.
-  const hook = await t.json('/api/webhooks', send('POST', { url: `https://8.8.8.8/${tag}-secret-hook`, events: ['image.deleted'] }, who.bearer))
+  const hook = await t.json(
+    '/api/webhooks',
+    send('POST', { url: `https://8.8.8.8/${tag}-secret-hook`, events: ['image.deleted'] }, who.bearer),
+  )
   if (hook.status === 201 || hook.status === 200) own.webhook = String(hook.body.webhook?.id ?? hook.body.id)
-  for (const [path, auth] of [['/api/v1/tus', who.keyHeader], ['/api/tus', who.bearer]] as const) {
-    const res = await t.fetch(path, { method: 'POST', headers: { ...auth, 'tus-resumable': '1.0.0', 'upload-length': '1000' } })
-    if (res.status === 201) own[path === '/api/v1/tus' ? 'tusKey' : 'tusWeb'] = res.headers.get('location')!.split('/').pop()!
+  for (const [path, auth] of [
+    ['/api/v1/tus', who.keyHeader],
+    ['/api/tus', who.bearer],
+  ] as const) {
+    const res = await t.fetch(path, {
+      method: 'POST',
+      headers: { ...auth, 'tus-resumable': '1.0.0', 'upload-length': '1000' },
+    })
+    if (res.status === 201)
+      own[path === '/api/v1/tus' ? 'tusKey' : 'tusWeb'] = res.headers.get('location')!.split('/').pop()!
   }
   // A report on the image, so the admin report routes have a real id.
   const report = await t.json('/api/reports', send('POST', { imageId: image.id, reason: 'spam' }))
@@ -306,7 +393,8 @@ export function resourceFor(own: Resources, path: string, param: string): string
   if (path.startsWith('/api/admin/users/')) return own.user
   if (path.startsWith('/api/admin/reports/')) return own.report
   if (path.startsWith('/api/users/')) return own.username
-  if (path.startsWith('/api/admin/images/') || path.startsWith('/api/v1/image/') || path.startsWith('/api/images/')) return own.image
+  if (path.startsWith('/api/admin/images/') || path.startsWith('/api/v1/image/') || path.startsWith('/api/images/'))
+    return own.image
   return undefined
 }
 
@@ -334,4 +422,3 @@ export function countingMedia(opts: { maxPixels?: number; timeoutMs?: number } =
   }
   return { media, calls }
 }
-

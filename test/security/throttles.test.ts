@@ -1,11 +1,11 @@
 import { afterAll, afterEach, beforeAll, describe, expect, spyOn, test } from 'bun:test'
 import { parse } from 'node-html-parser'
 import type { ServerOverrides } from '../../src/server'
-import { jsonBody, registerUser, testClock, type TestServer, whileHealthy } from '../helpers'
+import { jsonBody, registerUser, type TestServer, testClock, whileHealthy } from '../helpers'
 import { expectRateLimitHeaders, send, startServer } from './support'
 
 // Every server here trusts X-Forwarded-For, so one test process can play several client addresses.
-let servers: TestServer[] = []
+const servers: TestServer[] = []
 async function fresh(env: Record<string, string> = {}, overrides: ServerOverrides = {}) {
   const t = await startServer({ TRUST_PROXY: 'true', GLOBAL_RATE_LIMIT: '100000', ...env }, overrides)
   servers.push(t)
@@ -25,13 +25,18 @@ afterAll(() => verify.mockRestore())
 
 const from = (ip: string) => ({ 'x-forwarded-for': ip })
 const statuses = (list: { status: number }[]) => list.map((r) => r.status)
-const counts = (list: number[]) => list.reduce<Record<number, number>>((acc, s) => ((acc[s] = (acc[s] ?? 0) + 1), acc), {})
+const counts = (list: number[]) => {
+  const tally: Record<number, number> = {}
+  for (const s of list) tally[s] = (tally[s] ?? 0) + 1
+  return tally
+}
 
 const PASSWORD = 'the album password'
 
 async function protectedAlbum(t: TestServer) {
   const owner = await registerUser(t)
-  const id = (await t.json('/api/albums', send('POST', { title: 'Guarded', isPublic: true }, owner.bearer))).body.album.id as string
+  const id = (await t.json('/api/albums', send('POST', { title: 'Guarded', isPublic: true }, owner.bearer))).body.album
+    .id as string
   expect((await t.json(`/api/albums/${id}`, send('PUT', { password: PASSWORD }, owner.bearer))).status).toBe(200)
   return { id, owner }
 }
@@ -87,10 +92,14 @@ describe('album passwords (defaults: 10 wrong per address, 20 per album, per 15 
     const t = await fresh()
     const { id, owner } = await protectedAlbum(t)
     const other = await protectedAlbum(t)
-    const answers = await Promise.all(Array.from({ length: 25 }, (_, i) => guess(t, i % 3, id, `wrong ${i}`, `203.0.113.${i + 1}`)))
+    const answers = await Promise.all(
+      Array.from({ length: 25 }, (_, i) => guess(t, i % 3, id, `wrong ${i}`, `203.0.113.${i + 1}`)),
+    )
     expect(counts(statuses(answers))).toEqual({ 403: 20, 429: 5 })
     expect(verify).toHaveBeenCalledTimes(20)
-    const refused = answers.find((r) => r.status === 429 && r.headers.get('content-type')!.startsWith('application/json'))!
+    const refused = answers.find(
+      (r) => r.status === 429 && r.headers.get('content-type')!.startsWith('application/json'),
+    )!
     expect((await refused.json()).error).toContain('Too many wrong passwords for this album')
     expect((await guess(t, 0, id, PASSWORD, '203.0.113.200')).status).toBe(429)
     // Other albums are not affected, and the owner never needs the password.
@@ -109,7 +118,10 @@ describe('album passwords (defaults: 10 wrong per address, 20 per album, per 15 
 
   test('the window resets: still refused on its last millisecond; once it has passed, guesses are checked again', async () => {
     const clock = testClock(Date.now())
-    const t = await fresh({ PASSWORD_FAILURES_WINDOW_SECONDS: '300', ALBUM_PASSWORD_FAILURES_PER_IP: '2' }, { now: clock.now })
+    const t = await fresh(
+      { PASSWORD_FAILURES_WINDOW_SECONDS: '300', ALBUM_PASSWORD_FAILURES_PER_IP: '2' },
+      { now: clock.now },
+    )
     const { id } = await protectedAlbum(t)
     const first = []
     for (let i = 0; i < 3; i++) first.push(await guess(t, 2, id, 'wrong', '198.51.100.9'))
@@ -194,7 +206,10 @@ describe('logins (defaults: 10 failures per login name across addresses, 30 per 
 
   test('the window resets: still refused on its last millisecond; once it has passed, the account may try again', async () => {
     const clock = testClock(Date.now())
-    const t = await fresh({ LOGIN_FAILURES_PER_ACCOUNT: '2', PASSWORD_FAILURES_WINDOW_SECONDS: '300' }, { now: clock.now })
+    const t = await fresh(
+      { LOGIN_FAILURES_PER_ACCOUNT: '2', PASSWORD_FAILURES_WINDOW_SECONDS: '300' },
+      { now: clock.now },
+    )
     const user = await registerUser(t)
     const answers = []
     for (let i = 0; i < 3; i++) answers.push(await login(t, user.user.username, 'wrong password', '198.51.100.40'))

@@ -1,11 +1,11 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { HOUR_MS } from '../../src/lib/time'
 import { Database } from 'bun:sqlite'
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { HOUR_MS } from '../../src/lib/time'
 import { makeImage, svgImage } from '../fixtures'
-import { makeAdmin, userWithKey, type TestServer } from '../helpers'
-import { rawGet, rawRequest, send, startServer, uploadImage, type RawResponse } from './support'
+import { makeAdmin, type TestServer, userWithKey } from '../helpers'
+import { type RawResponse, rawGet, rawRequest, send, startServer, uploadImage } from './support'
 
 let t: TestServer
 let owner: Awaited<ReturnType<typeof userWithKey>>
@@ -18,7 +18,10 @@ beforeAll(async () => {
   spyOnDatabase()
   // The spy records every statement while a request runs: background work that queries on a timer (the expiry sweep,
   // rescans) waits an hour here; the 2 s flushes are left out by their statements (FLUSHES).
-  t = await startServer({ GLOBAL_RATE_LIMIT: '100000' }, { expirySweep: { intervalMs: HOUR_MS }, rescan: { intervalMs: HOUR_MS } })
+  t = await startServer(
+    { GLOBAL_RATE_LIMIT: '100000' },
+    { expirySweep: { intervalMs: HOUR_MS }, rescan: { intervalMs: HOUR_MS } },
+  )
   owner = await userWithKey(t)
   makeAdmin(t, owner.user.id) // so the admin routes reach their handlers too
   image = await uploadImage(t, owner.keyHeader, {}, { bytes: await makeImage('png', 20, 20, 3), name: 'x.png' })
@@ -128,7 +131,10 @@ const originals = { prepare: Database.prototype.prepare, query: Database.prototy
 function spyOnDatabase() {
   for (const method of ['prepare', 'query'] as const) {
     const original = originals[method] as unknown as (this: Database, ...args: unknown[]) => Record<string, unknown>
-    ;(Database.prototype as unknown as Record<string, unknown>)[method] = function (this: Database, ...args: unknown[]) {
+    ;(Database.prototype as unknown as Record<string, unknown>)[method] = function (
+      this: Database,
+      ...args: unknown[]
+    ) {
       const statement = original.apply(this, args)
       for (const name of ['all', 'get', 'run', 'values', 'iterate']) {
         const run = statement[name] as ((...a: unknown[]) => unknown) | undefined
@@ -155,7 +161,8 @@ describe('path traversal and malformed ids', () => {
           const res = await rawGet(t.server.port, prefix + payload, {}, method)
           expectNoLeak(res, `${method} ${prefix}${payload}`)
           // Nothing here names an existing file, so nothing is served.
-          if (staysIn(prefix, prefix + payload)) expect(res.status, `${method} ${prefix}${payload}`).toBeGreaterThanOrEqual(400)
+          if (staysIn(prefix, prefix + payload))
+            expect(res.status, `${method} ${prefix}${payload}`).toBeGreaterThanOrEqual(400)
         }
       }
     }
@@ -175,7 +182,8 @@ describe('path traversal and malformed ids', () => {
         for (const payload of payloads()) {
           const target = path.replace(/\{[^}]+\}/g, payload)
           // A syntactically valid body, so only the path can be what is wrong.
-          const body = '{"title":"t","visibility":"private","nsfw":true,"embed_profile_id":null,"imageId":"abcdefgh","banned":true}'
+          const body =
+            '{"title":"t","visibility":"private","nsfw":true,"embed_profile_id":null,"imageId":"abcdefgh","banned":true}'
           const answer =
             method === 'get' || method === 'delete' || method === 'head'
               ? await rawGet(t.server.port, target, auth, method.toUpperCase())
@@ -183,8 +191,12 @@ describe('path traversal and malformed ids', () => {
           expect(answer).not.toBeNull()
           expectNoLeak(answer!, `${method.toUpperCase()} ${target}`)
           if (!staysIn(path.slice(0, path.indexOf('{')), target)) continue
-          expect(answer!.status, `${method.toUpperCase()} ${target}: ${answer!.body.slice(0, 120)}`).toBeGreaterThanOrEqual(400)
-          if (method !== 'head' && answer!.headers['content-type']?.includes('json')) expect(typeof JSON.parse(answer!.body).error).toBe('string')
+          expect(
+            answer!.status,
+            `${method.toUpperCase()} ${target}: ${answer!.body.slice(0, 120)}`,
+          ).toBeGreaterThanOrEqual(400)
+          if (method !== 'head' && answer!.headers['content-type']?.includes('json'))
+            expect(typeof JSON.parse(answer!.body).error).toBe('string')
           checked++
         }
       }
@@ -202,7 +214,19 @@ describe('path traversal and malformed ids', () => {
     expect((await rawGet(t.server.port, '/api/v1/image/Unknown1')).status).toBe(404)
     recording = false
     expect(bound).toContain('Unknown1')
-    const malformed = ['..', '../x', 'a/b', 'a\\b', 'abc\u0000def', '%zz', 'x'.repeat(300), "a' OR '1'='1", 'abcdefg', 'abcdefghi', 'abcd-efg']
+    const malformed = [
+      '..',
+      '../x',
+      'a/b',
+      'a\\b',
+      'abc\u0000def',
+      '%zz',
+      'x'.repeat(300),
+      "a' OR '1'='1",
+      'abcdefg',
+      'abcdefghi',
+      'abcd-efg',
+    ]
     const targets = (id: string) => {
       // Dots encoded too: the id must stay one path segment (a server that resolves `..` would route elsewhere).
       const e = encodeURIComponent(id).replace(/\./g, '%2E')
@@ -232,7 +256,10 @@ describe('path traversal and malformed ids', () => {
         recording = true
         const json = JSON.stringify({ title: 'x', nsfw: true, imageId: image.id, embed_profile_id: null })
         const headers = { 'x-api-key': owner.apiKey, authorization: `Bearer ${owner.token}` }
-        const res = method === 'GET' || method === 'DELETE' ? await rawGet(t.server.port, path, headers, method) : await rawBody(method, path, { ...headers, 'content-type': 'application/json' }, json)
+        const res =
+          method === 'GET' || method === 'DELETE'
+            ? await rawGet(t.server.port, path, headers, method)
+            : await rawBody(method, path, { ...headers, 'content-type': 'application/json' }, json)
         recording = false
         expect(res.status, `${method} ${path}`).toBeGreaterThanOrEqual(400)
         expect(res.status, `${method} ${path}`).toBeLessThan(500)
@@ -244,12 +271,32 @@ describe('path traversal and malformed ids', () => {
 
   test('malformed numeric and upload ids (embeds, keys, admin users, webhooks, reports, tus): 400 or 404 before any SQL', async () => {
     // The spy sees these routes reach their tables: a well-formed id that names nothing is looked up (and is a 404).
-    for (const [method, path, headers, table] of [...idTargets('999999').filter(([, p]) => !p.includes('/tus/')), ...idTargets('A'.repeat(32)).filter(([, p]) => p.includes('/tus/'))]) {
+    for (const [method, path, headers, table] of [
+      ...idTargets('999999').filter(([, p]) => !p.includes('/tus/')),
+      ...idTargets('A'.repeat(32)).filter(([, p]) => p.includes('/tus/')),
+    ]) {
       const res = await spiedRequest(method, path, headers)
       expect(res.status, `${method} ${path}: ${res.body.slice(0, 120)}`).toBe(404)
       expect(statementsOn(table).length, `${method} ${path} never queried ${table}`).toBeGreaterThan(0)
     }
-    const malformed = ['abc', '-1', '0', '-0', '1'.repeat(400), '..', '../1', '1/../2', '..\\1', '%00', '1%00', "1' OR '1'='1", '1;DROP', 'A'.repeat(31), 'A'.repeat(33), 'A'.repeat(300)]
+    const malformed = [
+      'abc',
+      '-1',
+      '0',
+      '-0',
+      '1'.repeat(400),
+      '..',
+      '../1',
+      '1/../2',
+      '..\\1',
+      '%00',
+      '1%00',
+      "1' OR '1'='1",
+      '1;DROP',
+      'A'.repeat(31),
+      'A'.repeat(33),
+      'A'.repeat(300),
+    ]
     expect(await refusedBeforeSql(malformed)).toBe(malformed.length * idTargets('x').length)
   })
 
@@ -299,7 +346,9 @@ function idTargets(e: string): IdTarget[] {
     // A tus id is a free string in the schema, checked by the service: anonymously no query at all runs...
     ...['GET', 'PATCH', 'DELETE', 'HEAD'].map((m): IdTarget => [m, `/api/tus/${e}`, tus, 'tus_uploads', false]),
     // ...while an API key is looked up before any route runs: then no query may touch the uploads.
-    ...['GET', 'PATCH', 'DELETE', 'HEAD'].map((m): IdTarget => [m, `/api/v1/tus/${e}`, { ...tus, 'x-api-key': owner.apiKey }, 'tus_uploads', true]),
+    ...['GET', 'PATCH', 'DELETE', 'HEAD'].map(
+      (m): IdTarget => [m, `/api/v1/tus/${e}`, { ...tus, 'x-api-key': owner.apiKey }, 'tus_uploads', true],
+    ),
   ]
 }
 
@@ -309,9 +358,17 @@ async function spiedRequest(method: string, path: string, headers: Record<string
   statements.length = 0
   recording = true
   try {
-    if (method === 'GET' || method === 'DELETE' || method === 'HEAD') return await rawGet(t.server.port, path, headers, method)
+    if (method === 'GET' || method === 'DELETE' || method === 'HEAD')
+      return await rawGet(t.server.port, path, headers, method)
     if (path.includes('/tus/')) return await rawBody(method, path, headers, 'x')
-    const json = JSON.stringify({ name: 'x', title: 'x', banned: true, role: 'user', deleteImage: true, banOwner: true })
+    const json = JSON.stringify({
+      name: 'x',
+      title: 'x',
+      banned: true,
+      role: 'user',
+      deleteImage: true,
+      banOwner: true,
+    })
     return await rawBody(method, path, { ...headers, 'content-type': 'application/json' }, json)
   } finally {
     recording = false
@@ -340,7 +397,10 @@ async function refusedBeforeSql(malformed: string[]): Promise<number> {
 
 /** A request with a JSON body and an exact request target. */
 function rawBody(method: string, target: string, headers: Record<string, string>, body: string) {
-  const head = `${method} ${target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n${Object.entries({ ...headers, 'content-length': String(Buffer.byteLength(body)) })
+  const head = `${method} ${target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n${Object.entries({
+    ...headers,
+    'content-length': String(Buffer.byteLength(body)),
+  })
     .map(([k, v]) => `${k}: ${v}\r\n`)
     .join('')}\r\n`
   return rawRequest(t.server.port, head, body)

@@ -21,11 +21,23 @@ describe('storage variables', () => {
   test('default: the local disk, streaming', () => {
     const config = loadConfig({})
     expect(config.storage.driver).toBe('local')
-    expect(config.storage.s3).toMatchObject({ endpoint: '', bucket: '', region: 'us-east-1', prefix: '', serve: 'stream' })
+    expect(config.storage.s3).toMatchObject({
+      endpoint: '',
+      bucket: '',
+      region: 'us-east-1',
+      prefix: '',
+      serve: 'stream',
+    })
   })
 
   test('STORAGE=s3 with every S3 variable', () => {
-    const config = loadConfig({ ...S3, S3_ENDPOINT: 'https://acc.r2.cloudflarestorage.com', S3_REGION: 'auto', S3_PREFIX: 'imghost/prod', S3_SERVE: 'redirect' })
+    const config = loadConfig({
+      ...S3,
+      S3_ENDPOINT: 'https://acc.r2.cloudflarestorage.com',
+      S3_REGION: 'auto',
+      S3_PREFIX: 'imghost/prod',
+      S3_SERVE: 'redirect',
+    })
     expect(config.storage).toEqual({
       driver: 's3',
       s3: {
@@ -62,10 +74,21 @@ describe('storage variables', () => {
   test('the real process: STORAGE=s3 without a bucket stops startup before touching the data directory', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'imghost-s3config-'))
     try {
-      const env: Record<string, string | undefined> = { ...process.env, ...S3, S3_BUCKET: '', DATA_DIR: dataDir, PORT: '0', LOG_REQUESTS: 'false' }
+      const env: Record<string, string | undefined> = {
+        ...process.env,
+        ...S3,
+        S3_BUCKET: '',
+        DATA_DIR: dataDir,
+        PORT: '0',
+        LOG_REQUESTS: 'false',
+      }
       const proc = Bun.spawn([process.execPath, 'src/index.ts'], { cwd: ROOT, env, stdout: 'pipe', stderr: 'pipe' })
       const killer = setTimeout(() => proc.kill(), 30_000)
-      const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()])
+      const [code, out, err] = await Promise.all([
+        proc.exited,
+        new Response(proc.stdout).text(),
+        new Response(proc.stderr).text(),
+      ])
       clearTimeout(killer)
       expect(proc.signalCode).toBeNull()
       expect(code).not.toBe(0)

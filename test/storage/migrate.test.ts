@@ -4,9 +4,9 @@ import { join } from 'node:path'
 import { S3Client } from 'bun'
 import { RETRY_DELAYS_MS } from '../../src/storage/s3'
 import { makeImage, makeNoisePng, uploadForm } from '../fixtures'
-import { storedKeys, userWithKey, type TestServer } from '../helpers'
+import { storedKeys, type TestServer, userWithKey } from '../helpers'
 import { startServer } from '../pages/support'
-import { S3_TEST_CREDENTIALS, spawnS3Server, type S3TestServer } from '../s3-server'
+import { S3_TEST_CREDENTIALS, type S3TestServer, spawnS3Server } from '../s3-server'
 
 const root = join(import.meta.dir, '..', '..')
 const PREFIX = 'migrated/'
@@ -24,7 +24,11 @@ beforeAll(async () => {
   const res = await t.json('/api/v1/upload', {
     method: 'POST',
     headers: user.keyHeader,
-    body: uploadForm([{ bytes: await makeImage('png', 40, 40, 1) }, { bytes: await makeImage('jpeg', 80, 60, 2), name: 'b.jpg' }, { bytes: await makeNoisePng(900) }]),
+    body: uploadForm([
+      { bytes: await makeImage('png', 40, 40, 1) },
+      { bytes: await makeImage('jpeg', 80, 60, 2), name: 'b.jpg' },
+      { bytes: await makeNoisePng(900) },
+    ]),
   })
   expect(res.status).toBe(201)
   uploaded = res.body.images
@@ -46,10 +50,13 @@ function cli(env: Record<string, string>, ...args: string[]) {
   return { code: proc.exitCode, out: proc.stdout.toString(), err: proc.stderr.toString() }
 }
 
-const localFiles = async () => (await storedKeys(t)).map((key) => ({ key, size: Bun.file(join(t.dataDir, 'files', key)).size }))
+const localFiles = async () =>
+  (await storedKeys(t)).map((key) => ({ key, size: Bun.file(join(t.dataDir, 'files', key)).size }))
 async function bucketObjects(prefix = PREFIX) {
   const listed = await bucket.list({ prefix })
-  return (listed.contents ?? []).map((o) => ({ key: o.key.slice(prefix.length), size: o.size })).sort((a, b) => (a.key < b.key ? -1 : 1))
+  return (listed.contents ?? [])
+    .map((o) => ({ key: o.key.slice(prefix.length), size: o.size }))
+    .sort((a, b) => (a.key < b.key ? -1 : 1))
 }
 
 describe('cli migrate-storage', () => {
@@ -108,7 +115,9 @@ describe('cli migrate-storage', () => {
   }, 30_000)
 
   test('after the switch the same data directory serves every image from the bucket, and check finds nothing missing', async () => {
-    const before = await Promise.all(uploaded.map(async (i) => new Uint8Array(await (await t.fetch(new URL(i.url).pathname)).arrayBuffer())))
+    const before = await Promise.all(
+      uploaded.map(async (i) => new Uint8Array(await (await t.fetch(new URL(i.url).pathname)).arrayBuffer())),
+    )
     await t.server.stop()
     stopped = true
     const onS3 = await startServer({ ...s3.env, S3_PREFIX: PREFIX, DATA_DIR: t.dataDir })
@@ -124,7 +133,12 @@ describe('cli migrate-storage', () => {
     }
     const check = cli({ STORAGE: 's3' }, 'check')
     expect(check.code).toBe(0)
-    expect(JSON.parse(check.out)).toMatchObject({ images: 3, missingOriginals: [], missingThumbnails: [], strayFiles: [] })
+    expect(JSON.parse(check.out)).toMatchObject({
+      images: 3,
+      missingOriginals: [],
+      missingThumbnails: [],
+      strayFiles: [],
+    })
   })
 
   test('without the bucket variables it stops, naming the one missing', () => {

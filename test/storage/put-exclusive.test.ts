@@ -8,10 +8,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig } from '../../src/config'
-import { StorageKeyTakenError, type Storage } from '../../src/storage'
+import { type Storage, StorageKeyTakenError } from '../../src/storage'
 import { createConfiguredStorage } from '../../src/storage/configured'
 import { makeImage, uploadForm } from '../fixtures'
-import { startTestServer, storageEnv, storedKeys, userWithKey, type TestServer } from '../helpers'
+import { startTestServer, storageEnv, storedKeys, type TestServer, userWithKey } from '../helpers'
 
 const TIMEOUT = 60_000
 const scratch = mkdtempSync(join(tmpdir(), 'imghost-put-'))
@@ -56,35 +56,49 @@ async function serverWith(prefix: 'originals/' | 'thumbs/') {
 }
 
 describe('storage.put never replaces', () => {
-  test('a taken key is refused with StorageKeyTakenError and keeps its bytes; replace (restore) is explicit', async () => {
-    const t = await startTestServer()
-    servers.push(t)
-    const storage = t.server.deps.storage
-    const key = 'originals/TakenKey.png'
-    await storage.put(key, localFile(FOREIGN))
-    const error = await storage.put(key, localFile(new Uint8Array([1, 2, 3]))).catch((e) => e)
-    expect(error).toBeInstanceOf(StorageKeyTakenError)
-    expect(await read(storage, key)).toEqual(FOREIGN)
-    await storage.put(key, localFile(new Uint8Array([4, 5, 6])), { replace: true })
-    expect(await read(storage, key)).toEqual(new Uint8Array([4, 5, 6]))
-  }, TIMEOUT)
+  test(
+    'a taken key is refused with StorageKeyTakenError and keeps its bytes; replace (restore) is explicit',
+    async () => {
+      const t = await startTestServer()
+      servers.push(t)
+      const storage = t.server.deps.storage
+      const key = 'originals/TakenKey.png'
+      await storage.put(key, localFile(FOREIGN))
+      const error = await storage.put(key, localFile(new Uint8Array([1, 2, 3]))).catch((e) => e)
+      expect(error).toBeInstanceOf(StorageKeyTakenError)
+      expect(await read(storage, key)).toEqual(FOREIGN)
+      await storage.put(key, localFile(new Uint8Array([4, 5, 6])), { replace: true })
+      expect(await read(storage, key)).toEqual(new Uint8Array([4, 5, 6]))
+    },
+    TIMEOUT,
+  )
 
   for (const prefix of ['originals/', 'thumbs/'] as const) {
-    test(`an upload whose ${prefix.slice(0, -1)} key is taken is stored under a fresh id; the other file is untouched`, async () => {
-      const { t, taken } = await serverWith(prefix)
-      const owner = await userWithKey(t)
-      const bytes = await makeImage('png', 40, 30, 2)
-      const up = await t.json('/api/v1/upload', { method: 'POST', headers: owner.keyHeader, body: uploadForm([{ bytes, name: 'collide.png' }]) })
-      expect(up.status).toBe(201)
-      expect(taken).toHaveLength(1)
-      const takenId = taken[0].slice(prefix.length, prefix.length + 8)
-      expect(up.body.id).not.toBe(takenId)
-      // The foreign object is as it was, and nothing else of the abandoned id is left (its original, when only the
-      // thumbnail's name was taken, went again).
-      expect(await read(t.server.deps.storage, taken[0])).toEqual(FOREIGN)
-      expect(await storedKeys(t)).toEqual([taken[0], `originals/${up.body.id}.png`, `thumbs/${up.body.id}.webp`].sort())
-      expect(new Uint8Array(await (await t.fetch(`/cdn/${up.body.id}.png`)).arrayBuffer())).toEqual(bytes)
-      expect((await t.fetch(`/cdn/${takenId}.png`)).status).toBe(404)
-    }, TIMEOUT)
+    test(
+      `an upload whose ${prefix.slice(0, -1)} key is taken is stored under a fresh id; the other file is untouched`,
+      async () => {
+        const { t, taken } = await serverWith(prefix)
+        const owner = await userWithKey(t)
+        const bytes = await makeImage('png', 40, 30, 2)
+        const up = await t.json('/api/v1/upload', {
+          method: 'POST',
+          headers: owner.keyHeader,
+          body: uploadForm([{ bytes, name: 'collide.png' }]),
+        })
+        expect(up.status).toBe(201)
+        expect(taken).toHaveLength(1)
+        const takenId = taken[0].slice(prefix.length, prefix.length + 8)
+        expect(up.body.id).not.toBe(takenId)
+        // The foreign object is as it was, and nothing else of the abandoned id is left (its original, when only the
+        // thumbnail's name was taken, went again).
+        expect(await read(t.server.deps.storage, taken[0])).toEqual(FOREIGN)
+        expect(await storedKeys(t)).toEqual(
+          [taken[0], `originals/${up.body.id}.png`, `thumbs/${up.body.id}.webp`].sort(),
+        )
+        expect(new Uint8Array(await (await t.fetch(`/cdn/${up.body.id}.png`)).arrayBuffer())).toEqual(bytes)
+        expect((await t.fetch(`/cdn/${takenId}.png`)).status).toBe(404)
+      },
+      TIMEOUT,
+    )
   }
 })

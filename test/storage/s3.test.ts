@@ -8,10 +8,10 @@ import sharp from 'sharp'
 import { StorageUnavailableError } from '../../src/storage'
 import { createS3Storage, PART_SIZE, RETRY_DELAYS_MS } from '../../src/storage/s3'
 import { sweepOrphans } from '../../src/storage/sweep'
-import { makeImage, svgImage, uploadForm, type Bytes } from '../fixtures'
-import { storedKeys, userWithKey, type TestServer } from '../helpers'
+import { type Bytes, makeImage, svgImage, uploadForm } from '../fixtures'
+import { storedKeys, type TestServer, userWithKey } from '../helpers'
 import { startServer } from '../pages/support'
-import { S3_TEST_CREDENTIALS, spawnS3Server, type S3TestServer } from '../s3-server'
+import { S3_TEST_CREDENTIALS, type S3TestServer, spawnS3Server } from '../s3-server'
 
 const MB = 1024 * 1024
 let s3: S3TestServer
@@ -91,7 +91,7 @@ describe('the S3 storage itself', () => {
     await s3.failNext(RETRY_DELAYS_MS.length + 1)
     await s3.clearRequests()
     const sleep = spyOn(Bun, 'sleep')
-    let error
+    let error: any
     let slept: unknown[][]
     try {
       error = await storage.stat('originals/GGGGGGGG.png').catch((e) => e)
@@ -105,9 +105,16 @@ describe('the S3 storage itself', () => {
     expect(slept).toEqual(RETRY_DELAYS_MS.map((ms) => [ms]))
 
     // Permanent errors are not retried.
-    const noBucket = createS3Storage({ endpoint: s3.endpoint, bucket: 'no-such-bucket', prefix: 'retry/', ...S3_TEST_CREDENTIALS })
+    const noBucket = createS3Storage({
+      endpoint: s3.endpoint,
+      bucket: 'no-such-bucket',
+      prefix: 'retry/',
+      ...S3_TEST_CREDENTIALS,
+    })
     await s3.clearRequests()
-    expect(await noBucket.put('originals/HHHHHHHH.png', await localFile('x')).catch((e) => e)).toBeInstanceOf(StorageUnavailableError)
+    expect(await noBucket.put('originals/HHHHHHHH.png', await localFile('x')).catch((e) => e)).toBeInstanceOf(
+      StorageUnavailableError,
+    )
     // The existence check (answered 404 without a body, read as "absent") and the PUT: neither retried.
     expect((await s3.requests()).map((r) => r.method)).toEqual(['HEAD', 'PUT'])
   })
@@ -119,7 +126,11 @@ async function bigPng(bytes: number) {
   const height = Math.ceil(bytes / (width * 3)) + 4
   const raw = Buffer.alloc(width * height * 3)
   for (let i = 0; i < raw.length; i += 997) raw[i] = i & 0xff
-  return new Uint8Array(await sharp(raw, { raw: { width, height, channels: 3 } }).png({ compressionLevel: 0, adaptiveFiltering: false }).toBuffer()) as Bytes
+  return new Uint8Array(
+    await sharp(raw, { raw: { width, height, channels: 3 } })
+      .png({ compressionLevel: 0, adaptiveFiltering: false })
+      .toBuffer(),
+  ) as Bytes
 }
 
 describe('the service on a bucket (STORAGE=s3)', () => {
@@ -140,7 +151,11 @@ describe('the service on a bucket (STORAGE=s3)', () => {
     bigBytes = await bigPng(50 * MB)
     expect(bigBytes.length).toBeGreaterThan(50 * MB)
     await s3.clearRequests()
-    const res = await t.json('/api/v1/upload', { method: 'POST', headers: owner.keyHeader, body: uploadForm([{ bytes: bigBytes, name: 'huge.png' }]) })
+    const res = await t.json('/api/v1/upload', {
+      method: 'POST',
+      headers: owner.keyHeader,
+      body: uploadForm([{ bytes: bigBytes, name: 'huge.png' }]),
+    })
     expect(res.status).toBe(201)
     big = res.body
     expect(big.size).toBe(bigBytes.length)
@@ -153,7 +168,9 @@ describe('the service on a bucket (STORAGE=s3)', () => {
     expect(parts.length).toBe(Math.ceil(bigBytes.length / PART_SIZE))
     expect(requests.filter((r) => r.method === 'POST' && r.query.uploadId)).toHaveLength(1) // CompleteMultipartUpload
     // The thumbnail is small: one plain PUT.
-    const thumb = (await s3.requests()).filter((r) => r.path === `/${s3.bucket}/app/thumbs/${big.id}.webp` && r.method === 'PUT')
+    const thumb = (await s3.requests()).filter(
+      (r) => r.path === `/${s3.bucket}/app/thumbs/${big.id}.webp` && r.method === 'PUT',
+    )
     expect(thumb).toHaveLength(1)
     expect(thumb[0].query.partNumber).toBeUndefined()
     expect(await storedKeys(t)).toEqual([`originals/${big.id}.png`, `thumbs/${big.id}.webp`])
@@ -219,8 +236,20 @@ describe('the service on a bucket (STORAGE=s3)', () => {
   })
 
   test('a bucket that is down: uploads 503 with no row and no object; reads 503, never other bytes; back when it is', async () => {
-    const kept = (await t.json('/api/v1/upload', { method: 'POST', headers: owner.keyHeader, body: uploadForm([{ bytes: await makeImage('png', 40, 30, 1) }]) })).body
-    const doomed = (await t.json('/api/v1/upload', { method: 'POST', headers: owner.keyHeader, body: uploadForm([{ bytes: await makeImage('png', 40, 30, 2) }]) })).body
+    const kept = (
+      await t.json('/api/v1/upload', {
+        method: 'POST',
+        headers: owner.keyHeader,
+        body: uploadForm([{ bytes: await makeImage('png', 40, 30, 1) }]),
+      })
+    ).body
+    const doomed = (
+      await t.json('/api/v1/upload', {
+        method: 'POST',
+        headers: owner.keyHeader,
+        body: uploadForm([{ bytes: await makeImage('png', 40, 30, 2) }]),
+      })
+    ).body
     const keptBytes = new Uint8Array(await (await t.fetch(cdnPath(kept.url))).arrayBuffer())
     const rows = () => (t.server.db.$client.query('SELECT count(*) AS n FROM images').get() as { n: number }).n
     const before = rows()
@@ -228,16 +257,27 @@ describe('the service on a bucket (STORAGE=s3)', () => {
     await s3.kill()
     try {
       // Answered (the retries are bounded: the test above), not hung.
-      const up = await t.json('/api/v1/upload', { method: 'POST', headers: owner.keyHeader, body: uploadForm([{ bytes: await makeImage('png', 40, 30, 3) }]) })
+      const up = await t.json('/api/v1/upload', {
+        method: 'POST',
+        headers: owner.keyHeader,
+        body: uploadForm([{ bytes: await makeImage('png', 40, 30, 3) }]),
+      })
       expect(up.status).toBe(503)
       expect(typeof up.body.error).toBe('string')
       expect(up.headers.get('retry-after')).toBe('5')
       expect(rows()).toBe(before)
-      const web = await t.json('/api/upload', { method: 'POST', body: uploadForm([{ bytes: await makeImage('png', 40, 30, 4) }]) })
+      const web = await t.json('/api/upload', {
+        method: 'POST',
+        body: uploadForm([{ bytes: await makeImage('png', 40, 30, 4) }]),
+      })
       expect(web.status).toBe(503)
       expect(rows()).toBe(before)
 
-      for (const [path, method] of [[cdnPath(kept.url), 'GET'], [cdnPath(kept.thumbnail), 'GET'], [cdnPath(kept.url), 'HEAD']]) {
+      for (const [path, method] of [
+        [cdnPath(kept.url), 'GET'],
+        [cdnPath(kept.thumbnail), 'GET'],
+        [cdnPath(kept.url), 'HEAD'],
+      ]) {
         const res = await t.fetch(path, { method, headers: { range: 'bytes=0-99' } })
         expect(res.status).toBe(503)
         expect(res.headers.get('cache-control')).toBe('no-store')
@@ -246,7 +286,9 @@ describe('the service on a bucket (STORAGE=s3)', () => {
       // Metadata lives in SQLite: it is still answered.
       expect((await t.json(`/api/v1/image/${kept.id}`)).status).toBe(200)
       // A delete still succeeds: the row goes, the objects are left for the sweep.
-      expect((await t.json(`/api/v1/image/${doomed.id}`, { method: 'DELETE', headers: owner.keyHeader })).status).toBe(200)
+      expect((await t.json(`/api/v1/image/${doomed.id}`, { method: 'DELETE', headers: owner.keyHeader })).status).toBe(
+        200,
+      )
     } finally {
       s3 = await spawnS3Server({ port: s3.port, dir: s3.dir })
     }
@@ -256,12 +298,25 @@ describe('the service on a bucket (STORAGE=s3)', () => {
     expect(new Uint8Array(await res.arrayBuffer())).toEqual(keptBytes)
     // The failed uploads left nothing behind; the deleted image's objects wait for the sweep, which removes them.
     expect(await storedKeys(t)).toEqual(
-      [`originals/${doomed.id}.png`, `originals/${kept.id}.png`, `thumbs/${doomed.id}.webp`, `thumbs/${kept.id}.webp`].sort(),
+      [
+        `originals/${doomed.id}.png`,
+        `originals/${kept.id}.png`,
+        `thumbs/${doomed.id}.webp`,
+        `thumbs/${kept.id}.webp`,
+      ].sort(),
     )
     // (As a sweep does once they are older than its grace period.)
     expect(await sweepOrphans(t.server.db, t.server.deps.storage, join(scratch, 'sweep-tmp'), { graceMs: 0 })).toBe(2)
     expect(await storedKeys(t)).toEqual([`originals/${kept.id}.png`, `thumbs/${kept.id}.webp`])
-    expect((await t.json('/api/v1/upload', { method: 'POST', headers: owner.keyHeader, body: uploadForm([{ bytes: await makeImage('png', 40, 30, 5) }]) })).status).toBe(201)
+    expect(
+      (
+        await t.json('/api/v1/upload', {
+          method: 'POST',
+          headers: owner.keyHeader,
+          body: uploadForm([{ bytes: await makeImage('png', 40, 30, 5) }]),
+        })
+      ).status,
+    ).toBe(201)
   }, 60_000)
 })
 
@@ -276,7 +331,9 @@ describe('S3_SERVE=redirect', () => {
 
   test('/cdn answers 302 to a short-lived presigned URL; SVGs still stream with their CSP', async () => {
     const bytes = await makeImage('png', 50, 40, 9)
-    const image = (await t.json('/api/v1/upload', { method: 'POST', headers: owner.keyHeader, body: uploadForm([{ bytes }]) })).body
+    const image = (
+      await t.json('/api/v1/upload', { method: 'POST', headers: owner.keyHeader, body: uploadForm([{ bytes }]) })
+    ).body
     const res = await t.fetch(new URL(image.url).pathname, { redirect: 'manual' })
     expect(res.status).toBe(302)
     const location = res.headers.get('location')!
@@ -293,9 +350,22 @@ describe('S3_SERVE=redirect', () => {
     expect(new Uint8Array(await ranged.arrayBuffer())).toEqual(bytes.slice(0, 8))
 
     expect((await t.fetch(new URL(image.thumbnail).pathname, { redirect: 'manual' })).status).toBe(302)
-    expect((await t.fetch(new URL(image.url).pathname, { headers: { 'if-none-match': `"${image.id}-${image.size}"` }, redirect: 'manual' })).status).toBe(304)
+    expect(
+      (
+        await t.fetch(new URL(image.url).pathname, {
+          headers: { 'if-none-match': `"${image.id}-${image.size}"` },
+          redirect: 'manual',
+        })
+      ).status,
+    ).toBe(304)
 
-    const svg = (await t.json('/api/v1/upload', { method: 'POST', headers: owner.keyHeader, body: uploadForm([{ bytes: svgImage(), name: 'logo.svg' }]) })).body
+    const svg = (
+      await t.json('/api/v1/upload', {
+        method: 'POST',
+        headers: owner.keyHeader,
+        body: uploadForm([{ bytes: svgImage(), name: 'logo.svg' }]),
+      })
+    ).body
     const svgRes = await t.fetch(new URL(svg.url).pathname, { redirect: 'manual' })
     expect(svgRes.status).toBe(200)
     expect(svgRes.headers.get('content-security-policy')).toContain('sandbox')

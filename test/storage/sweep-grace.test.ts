@@ -7,10 +7,10 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { existsSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { HOUR_MS } from '../../src/lib/time'
-import { sweepOrphans, SWEEP_GRACE_MS } from '../../src/storage/sweep'
-import { makeImage, uploadForm } from '../fixtures'
-import { startTestServer, storedKeys, userWithKey, type TestServer } from '../helpers'
+import { SWEEP_GRACE_MS, sweepOrphans } from '../../src/storage/sweep'
 import { eventually } from '../faults/support'
+import { makeImage, uploadForm } from '../fixtures'
+import { startTestServer, storedKeys, type TestServer, userWithKey } from '../helpers'
 
 const TIMEOUT = 60_000
 const servers: TestServer[] = []
@@ -22,7 +22,11 @@ async function withImage(overrides: Parameters<typeof startTestServer>[1] = {}) 
   const t = await startTestServer({}, overrides)
   servers.push(t)
   const owner = await userWithKey(t)
-  const up = await t.json('/api/v1/upload', { method: 'POST', headers: owner.keyHeader, body: uploadForm([{ bytes: await makeImage('png', 32, 32, 1), name: 'real.png' }]) })
+  const up = await t.json('/api/v1/upload', {
+    method: 'POST',
+    headers: owner.keyHeader,
+    body: uploadForm([{ bytes: await makeImage('png', 32, 32, 1), name: 'real.png' }]),
+  })
   expect(up.status).toBe(201)
   return { t, real: [`originals/${up.body.id}.png`, `thumbs/${up.body.id}.webp`] }
 }
@@ -44,44 +48,58 @@ function plantTemp(t: TestServer, name: string, ageMs = 0) {
 }
 
 describe('orphan sweep grace period', () => {
-  test('young orphans and temp files are spared; the same ones are swept once past the grace', async () => {
-    const { t, real } = await withImage()
-    const { db, storage } = t.server.deps
-    const tmpDir = join(t.dataDir, 'tmp')
-    await plantObject(t, 'originals/YoungOne.png')
-    await plantObject(t, 'thumbs/YoungOne.webp')
-    const temp = plantTemp(t, 'upload-inflight')
+  test(
+    'young orphans and temp files are spared; the same ones are swept once past the grace',
+    async () => {
+      const { t, real } = await withImage()
+      const { db, storage } = t.server.deps
+      const tmpDir = join(t.dataDir, 'tmp')
+      await plantObject(t, 'originals/YoungOne.png')
+      await plantObject(t, 'thumbs/YoungOne.webp')
+      const temp = plantTemp(t, 'upload-inflight')
 
-    expect(await sweepOrphans(db, storage, tmpDir)).toBe(0)
-    expect(await storedKeys(t)).toEqual([...real, 'originals/YoungOne.png', 'thumbs/YoungOne.webp'].sort())
-    expect(existsSync(temp)).toBe(true)
+      expect(await sweepOrphans(db, storage, tmpDir)).toBe(0)
+      expect(await storedKeys(t)).toEqual([...real, 'originals/YoungOne.png', 'thumbs/YoungOne.webp'].sort())
+      expect(existsSync(temp)).toBe(true)
 
-    // A sweep run a minute past the grace period finds them old.
-    expect(await sweepOrphans(db, storage, tmpDir, { now: Date.now() + SWEEP_GRACE_MS + 60_000 })).toBe(3)
-    expect(await storedKeys(t)).toEqual(real.toSorted())
-    expect(existsSync(temp)).toBe(false)
-  }, TIMEOUT)
+      // A sweep run a minute past the grace period finds them old.
+      expect(await sweepOrphans(db, storage, tmpDir, { now: Date.now() + SWEEP_GRACE_MS + 60_000 })).toBe(3)
+      expect(await storedKeys(t)).toEqual(real.toSorted())
+      expect(existsSync(temp)).toBe(false)
+    },
+    TIMEOUT,
+  )
 
-  test('the sweep runs on an interval too: old leftovers go without a restart, young ones stay', async () => {
-    const { t, real } = await withImage({ orphanSweep: { intervalMs: 200 } })
-    const local = t.server.deps.config.storage.driver === 'local'
-    const old = SWEEP_GRACE_MS + HOUR_MS
-    const oldTemp = plantTemp(t, 'upload-abandoned', old)
-    const youngTemp = plantTemp(t, 'upload-inflight')
-    await plantObject(t, 'originals/YoungTwo.png')
-    // On local disk an object's age is its file's mtime, which the test can set (a bucket's LastModified it cannot).
-    const oldObject = join(t.dataDir, 'files', 'originals', 'OldOrphn.png')
-    const oldPartial = join(t.dataDir, 'files', 'thumbs', 'OldOrphn.webp.partial')
-    const youngPartial = join(t.dataDir, 'files', 'thumbs', 'YoungTwo.webp.partial')
-    if (local) {
-      for (const path of [oldObject, oldPartial, youngPartial]) writeFileSync(path, 'x')
-      for (const path of [oldObject, oldPartial]) utimesSync(path, new Date(Date.now() - old), new Date(Date.now() - old))
-    }
+  test(
+    'the sweep runs on an interval too: old leftovers go without a restart, young ones stay',
+    async () => {
+      const { t, real } = await withImage({ orphanSweep: { intervalMs: 200 } })
+      const local = t.server.deps.config.storage.driver === 'local'
+      const old = SWEEP_GRACE_MS + HOUR_MS
+      const oldTemp = plantTemp(t, 'upload-abandoned', old)
+      const youngTemp = plantTemp(t, 'upload-inflight')
+      await plantObject(t, 'originals/YoungTwo.png')
+      // On local disk an object's age is its file's mtime, which the test can set (a bucket's LastModified it cannot).
+      const oldObject = join(t.dataDir, 'files', 'originals', 'OldOrphn.png')
+      const oldPartial = join(t.dataDir, 'files', 'thumbs', 'OldOrphn.webp.partial')
+      const youngPartial = join(t.dataDir, 'files', 'thumbs', 'YoungTwo.webp.partial')
+      if (local) {
+        for (const path of [oldObject, oldPartial, youngPartial]) writeFileSync(path, 'x')
+        for (const path of [oldObject, oldPartial])
+          utimesSync(path, new Date(Date.now() - old), new Date(Date.now() - old))
+      }
 
-    await eventually(() => !existsSync(oldTemp), 10_000, 'the old temp file swept')
-    if (local) await eventually(() => !existsSync(oldObject) && !existsSync(oldPartial), 10_000, 'the old object and copy swept')
-    expect(existsSync(youngTemp)).toBe(true)
-    if (local) expect(existsSync(youngPartial)).toBe(true)
-    expect(await storedKeys(t)).toEqual([...real, 'originals/YoungTwo.png'].sort())
-  }, TIMEOUT)
+      await eventually(() => !existsSync(oldTemp), 10_000, 'the old temp file swept')
+      if (local)
+        await eventually(
+          () => !existsSync(oldObject) && !existsSync(oldPartial),
+          10_000,
+          'the old object and copy swept',
+        )
+      expect(existsSync(youngTemp)).toBe(true)
+      if (local) expect(existsSync(youngPartial)).toBe(true)
+      expect(await storedKeys(t)).toEqual([...real, 'originals/YoungTwo.png'].sort())
+    },
+    TIMEOUT,
+  )
 })

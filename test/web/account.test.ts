@@ -3,7 +3,16 @@ import { readFileSync } from 'node:fs'
 import { parse } from 'node-html-parser'
 import type { Browser, Page } from 'playwright-core'
 import { launchBrowser } from '../browser'
-import { expectClean, openPage, pngFile, shoot, startWebServer, waitForImages, type WebPage, type WebServer } from './support'
+import {
+  expectClean,
+  openPage,
+  pngFile,
+  shoot,
+  startWebServer,
+  type WebPage,
+  type WebServer,
+  waitForImages,
+} from './support'
 
 // One visitor's whole journey through the account pages, step by step, in one browser context.
 setDefaultTimeout(60_000)
@@ -169,9 +178,16 @@ describe('account journey in the browser', () => {
     await page.goto(`${t.url}/`)
     await page.waitForFunction(() => document.getElementById('account-text')!.textContent!.includes('Logged in as'))
     expect(await page.textContent('#limits-text')).toContain('Up to 15 files at a time, 50 MB each')
-    await page.setInputFiles('#file-input', [await pngFile('holiday-1.png', 400, 300), await pngFile('holiday-2.png', 300, 400)])
+    await page.setInputFiles('#file-input', [
+      await pngFile('holiday-1.png', 400, 300),
+      await pngFile('holiday-2.png', 300, 400),
+    ])
     await page.click('#upload-start')
-    await page.waitForFunction(() => document.querySelectorAll('.upload-item[data-state="done"]').length === 2, undefined, { timeout: 20_000 })
+    await page.waitForFunction(
+      () => document.querySelectorAll('.upload-item[data-state="done"]').length === 2,
+      undefined,
+      { timeout: 20_000 },
+    )
     const list = await t.json('/api/images', { headers: bearer() })
     expect(list.body.total).toBe(2)
     for (const image of list.body.images) uploaded.push({ id: image.id, filename: image.filename })
@@ -204,8 +220,10 @@ describe('account journey in the browser', () => {
 
   test('dashboard images: mark both NSFW, the NSFW filter shows them, then unmark them', async () => {
     const nsfwTags = () => page.locator('#image-grid [data-id] .tag.danger').allTextContents()
-    const shown = (n: number) => page.waitForFunction((count) => document.querySelectorAll('#image-grid [data-id]').length === count, n)
-    const imageStatus = (text: string) => page.waitForFunction((expected) => document.getElementById('images-status')!.textContent === expected, text)
+    const shown = (n: number) =>
+      page.waitForFunction((count) => document.querySelectorAll('#image-grid [data-id]').length === count, n)
+    const imageStatus = (text: string) =>
+      page.waitForFunction((expected) => document.getElementById('images-status')!.textContent === expected, text)
     expect(await nsfwTags()).toEqual([])
     await page.check('#select-all')
     expect(await status('selected-count')).toBe('2 selected')
@@ -219,7 +237,11 @@ describe('account journey in the browser', () => {
     expect(await page.textContent('#image-grid .empty')).toBe('No images match these filters.')
     await page.selectOption('#filter-nsfw', 'true')
     await shown(2)
-    expect((await page.locator('#image-grid [data-id]').evaluateAll((els) => els.map((el) => el.getAttribute('data-id')))).sort()).toEqual(uploaded.map((i) => i.id).sort())
+    expect(
+      (
+        await page.locator('#image-grid [data-id]').evaluateAll((els) => els.map((el) => el.getAttribute('data-id')))
+      ).sort(),
+    ).toEqual(uploaded.map((i) => i.id).sort())
 
     await page.check('#select-all')
     await page.click('[data-bulk="sfw"]')
@@ -248,19 +270,30 @@ describe('account journey in the browser', () => {
     expect(await status('selected-count')).toBe('2 selected')
     await page.selectOption('#bulk-album', albumId)
     await page.click('[data-bulk="album"]')
-    await page.waitForFunction(() => document.getElementById('images-status')!.textContent!.includes('added to the album'))
+    await page.waitForFunction(() =>
+      document.getElementById('images-status')!.textContent!.includes('added to the album'),
+    )
     const album = await t.json(`/api/albums/${albumId}`, { headers: bearer() })
     expect(album.body.images.map((i: { id: string }) => i.id).sort()).toEqual(uploaded.map((i) => i.id).sort())
 
     await tab('albums')
-    await page.waitForFunction(() => document.querySelector('#album-list [data-album]')!.textContent!.includes('2 images'))
+    await page.waitForFunction(() =>
+      document.querySelector('#album-list [data-album]')!.textContent!.includes('2 images'),
+    )
     await page.click('#album-list [data-album] button:has-text("Edit")')
     await page.fill('#album-list form input[name="title"]', 'Summer 2026')
     await page.fill('#album-list form input[name="password"]', 'sea breeze')
     await page.click('#album-list form button[type="submit"]')
-    await page.waitForFunction(() => document.querySelector('#album-list [data-album]')!.textContent!.includes('Password'))
+    await page.waitForFunction(() =>
+      document.querySelector('#album-list [data-album]')!.textContent!.includes('Password'),
+    )
     const updated = await t.json('/api/albums', { headers: bearer() })
-    expect(updated.body.albums[0]).toMatchObject({ title: 'Summer 2026', hasPassword: true, isPublic: true, imageCount: 2 })
+    expect(updated.body.albums[0]).toMatchObject({
+      title: 'Summer 2026',
+      hasPassword: true,
+      isPublic: true,
+      imageCount: 2,
+    })
     await waitForImages(page)
     await shoot(page, 'dashboard-albums')
 
@@ -275,7 +308,7 @@ describe('account journey in the browser', () => {
     expectClean(p)
   })
 
-  test('API keys: an existing key\'s config for uploads into an album; revoking the key ends it', async () => {
+  test("API keys: an existing key's config for uploads into an album; revoking the key ends it", async () => {
     await tab('keys')
     const albumId = (await t.json('/api/albums', { headers: bearer() })).body.albums[0].id
     await page.click('#key-list [data-key] button:has-text("Uploader configs")')
@@ -310,7 +343,9 @@ describe('account journey in the browser', () => {
     expect(await page.textContent('#ep-title')).toBe(`sunset.jpg by ${username}`)
     expect(await page.textContent('#ep-site')).toBe('My photos')
     expect(await page.textContent('#ep-desc')).toMatch(/^Shot on \d{4}-\d{2}-\d{2}$/)
-    expect(await page.locator('#embed-preview').evaluate((el) => getComputedStyle(el).borderLeftColor)).toBe('rgb(255, 0, 0)')
+    expect(await page.locator('#embed-preview').evaluate((el) => getComputedStyle(el).borderLeftColor)).toBe(
+      'rgb(255, 0, 0)',
+    )
     expect(await page.inputValue('#embed-color-picker')).toBe('#ff0000')
     await shoot(page, 'dashboard-embeds')
     await page.click('#embed-submit')
@@ -337,13 +372,19 @@ describe('account journey in the browser', () => {
     expect(await page.inputValue('#embed-name')).toBe('Holidays')
     await page.fill('#embed-name', 'Holidays 2026')
     await page.click('#embed-submit')
-    await page.waitForFunction(() => document.querySelector('#embed-list [data-profile]')!.textContent!.includes('Holidays 2026'))
+    await page.waitForFunction(() =>
+      document.querySelector('#embed-list [data-profile]')!.textContent!.includes('Holidays 2026'),
+    )
     expectClean(p)
   })
 
   test('the 25-profile limit disables creating more', async () => {
     for (let i = 2; i <= 25; i++) {
-      const res = await t.json('/api/embeds', { method: 'POST', headers: { ...bearer(), 'content-type': 'application/json' }, body: JSON.stringify({ name: `p${i}` }) })
+      const res = await t.json('/api/embeds', {
+        method: 'POST',
+        headers: { ...bearer(), 'content-type': 'application/json' },
+        body: JSON.stringify({ name: `p${i}` }),
+      })
       expect(res.status).toBe(201)
     }
     await page.reload()
@@ -360,9 +401,14 @@ describe('account journey in the browser', () => {
     const storage = await status('storage-text')
     // Verified: the 10 GB limit.
     expect(storage).toMatch(/^[\d.]+ KB of 10 GB used \(<1%\) · [\d.]+ GB left$/)
-    expect(await page.locator('#storage-bar').evaluate((el: HTMLProgressElement) => [el.max, el.value > 0])).toEqual([10 * 1024 ** 3, true])
+    expect(await page.locator('#storage-bar').evaluate((el: HTMLProgressElement) => [el.max, el.value > 0])).toEqual([
+      10 * 1024 ** 3,
+      true,
+    ])
     expect(await page.textContent('#usage-stats')).toContain('50 MB')
-    expect(await status('window-text')).toMatch(/^2 of 100 uploads used in this 1 hour window · 98 left · resets in \d+ min( \d+ s)?$/)
+    expect(await status('window-text')).toMatch(
+      /^2 of 100 uploads used in this 1 hour window · 98 left · resets in \d+ min( \d+ s)?$/,
+    )
     await shoot(page, 'dashboard-usage')
     expectClean(p)
   })
@@ -378,7 +424,9 @@ describe('account journey in the browser', () => {
     await shoot(page, 'dashboard-settings')
     // The upload page says so, and offers no public choice any more.
     await page.goto(`${t.url}/`)
-    await page.waitForFunction(() => document.getElementById('account-text')!.textContent!.includes('Your account is private'))
+    await page.waitForFunction(() =>
+      document.getElementById('account-text')!.textContent!.includes('Your account is private'),
+    )
     expect(await page.isChecked('input[name="visibility"][value="private"]')).toBe(true)
     expect(await page.isDisabled('input[name="visibility"][value="public"]')).toBe(true)
     await page.goto(`${t.url}/dashboard#settings`)

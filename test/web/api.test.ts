@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { registerUser, userWithKey, type TestServer } from '../helpers'
+import { registerUser, type TestServer, userWithKey } from '../helpers'
 import { expectError, send, startServer, uploadImage } from '../pages/support'
 
 // The JWT routes the dashboard uses: GET /api/images, PATCH and DELETE /api/images/:id, GET /api/account/usage.
@@ -15,7 +15,7 @@ beforeAll(async () => {
 afterAll(() => t.stop())
 
 describe('GET /api/images (JWT)', () => {
-  test('lists the caller\'s images with the shape of GET /api/v1/images', async () => {
+  test("lists the caller's images with the shape of GET /api/v1/images", async () => {
     const a = await uploadImage(t, owner.keyHeader)
     const b = await uploadImage(t, owner.keyHeader, { visibility: 'private', nsfw: 'true' })
     await uploadImage(t, other.keyHeader)
@@ -32,7 +32,8 @@ describe('GET /api/images (JWT)', () => {
     const pub = await uploadImage(t, user.keyHeader)
     const priv = await uploadImage(t, user.keyHeader, { visibility: 'private' })
     const nsfw = await uploadImage(t, user.keyHeader, { nsfw: 'true' })
-    const ids = async (q: string) => (await t.json(`/api/images${q}`, { headers: user.bearer })).body.images.map((i: { id: string }) => i.id)
+    const ids = async (q: string) =>
+      (await t.json(`/api/images${q}`, { headers: user.bearer })).body.images.map((i: { id: string }) => i.id)
     expect(await ids('?visibility=private')).toEqual([priv.id])
     expect(await ids('?visibility=public')).toEqual([nsfw.id, pub.id])
     expect(await ids('?nsfw=true')).toEqual([nsfw.id])
@@ -53,20 +54,26 @@ describe('GET /api/images (JWT)', () => {
 })
 
 describe('PATCH /api/images/:id (JWT)', () => {
-  test('changes visibility and nsfw of the caller\'s image, like PATCH /api/v1/image/:id', async () => {
+  test("changes visibility and nsfw of the caller's image, like PATCH /api/v1/image/:id", async () => {
     const image = await uploadImage(t, owner.keyHeader)
     const res = await t.json(`/api/images/${image.id}`, send('PATCH', { visibility: 'private' }, owner.bearer))
     expect(res.status).toBe(200)
     expect(res.body).toMatchObject({ success: true, id: image.id, visibility: 'private', nsfw: false })
-    const both = await t.json(`/api/images/${image.id}`, send('PATCH', { visibility: 'public', nsfw: true }, owner.bearer))
+    const both = await t.json(
+      `/api/images/${image.id}`,
+      send('PATCH', { visibility: 'public', nsfw: true }, owner.bearer),
+    )
     expect(both.body).toMatchObject({ success: true, id: image.id, visibility: 'public', nsfw: true })
     // The same answer as the key-based route.
-    const viaKey = await t.json(`/api/v1/image/${image.id}`, send('PATCH', { visibility: 'public', nsfw: true }, owner.keyHeader))
+    const viaKey = await t.json(
+      `/api/v1/image/${image.id}`,
+      send('PATCH', { visibility: 'public', nsfw: true }, owner.keyHeader),
+    )
     expect(both.body).toEqual(viaKey.body)
     expect((await t.json(`/api/v1/image/${image.id}`)).body.data).toMatchObject({ visibility: 'public', nsfw: true })
   })
 
-  test('400 for no fields or a bad visibility; 404 for someone else\'s or unknown image; 401 without a JWT', async () => {
+  test("400 for no fields or a bad visibility; 404 for someone else's or unknown image; 401 without a JWT", async () => {
     const image = await uploadImage(t, owner.keyHeader)
     expectError(await t.json(`/api/images/${image.id}`, send('PATCH', {}, owner.bearer)), 400)
     expectError(await t.json(`/api/images/${image.id}`, send('PATCH', { visibility: 'hidden' }, owner.bearer)), 400)
@@ -81,7 +88,10 @@ describe('PATCH /api/images/:id (JWT)', () => {
   test('does not shadow the embed routes under /api/images', async () => {
     const image = await uploadImage(t, owner.keyHeader)
     const profile = (await t.json('/api/embeds', send('POST', { name: 'p' }, owner.bearer))).body.profile
-    const bulk = await t.json('/api/images/bulk-embed', send('PATCH', { image_ids: [image.id], embed_profile_id: profile.id }, owner.bearer))
+    const bulk = await t.json(
+      '/api/images/bulk-embed',
+      send('PATCH', { image_ids: [image.id], embed_profile_id: profile.id }, owner.bearer),
+    )
     expect(bulk.body).toEqual({ success: true, updated: 1 })
     const one = await t.json(`/api/images/${image.id}/embed`, send('PATCH', { embed_profile_id: null }, owner.bearer))
     expect(one.body).toEqual({ success: true, id: image.id, embed_profile_id: null })
@@ -89,7 +99,7 @@ describe('PATCH /api/images/:id (JWT)', () => {
 })
 
 describe('DELETE /api/images/:id (JWT)', () => {
-  test('deletes the caller\'s image; someone else\'s is 404 and stays; 401 without a JWT', async () => {
+  test("deletes the caller's image; someone else's is 404 and stays; 401 without a JWT", async () => {
     const image = await uploadImage(t, owner.keyHeader)
     expectError(await t.json(`/api/images/${image.id}`, { method: 'DELETE' }), 401)
     expectError(await t.json(`/api/images/${image.id}`, { method: 'DELETE', headers: owner.keyHeader }), 401)
@@ -112,7 +122,12 @@ describe('GET /api/account/usage (JWT)', () => {
     const viaKey = await t.json('/api/v1/me', { headers: user.keyHeader })
     expect(viaJwt.status).toBe(200)
     expect(viaJwt.body).toEqual(viaKey.body)
-    expect(viaJwt.body).toMatchObject({ success: true, username: user.user.username, totalImages: 1, rateLimit: { window: '1 hour', used: 1 } })
+    expect(viaJwt.body).toMatchObject({
+      success: true,
+      username: user.user.username,
+      totalImages: 1,
+      rateLimit: { window: '1 hour', used: 1 },
+    })
   })
 
   test('401 without a JWT, with a bad one, or with an API key', async () => {

@@ -4,7 +4,7 @@ import type { Browser } from 'playwright-core'
 import { launchBrowser } from '../browser'
 import { userWithKey } from '../helpers'
 import { send, uploadImage } from '../pages/support'
-import { expectClean, openPage, shoot, startWebServer, tabUntil, waitForImages, type WebServer } from './support'
+import { expectClean, openPage, shoot, startWebServer, tabUntil, type WebServer, waitForImages } from './support'
 
 setDefaultTimeout(60_000)
 
@@ -58,7 +58,9 @@ describe('gallery page', () => {
     await uploadImage(t, owner.keyHeader, {}, { name: 'lighthouse-at-dusk.png' })
     const found = await page('/gallery?q=lighthouse')
     expect(found.status).toBe(200)
-    expect(found.doc.querySelectorAll('.grid img').map((img) => img.getAttribute('alt'))).toEqual(['lighthouse-at-dusk.png'])
+    expect(found.doc.querySelectorAll('.grid img').map((img) => img.getAttribute('alt'))).toEqual([
+      'lighthouse-at-dusk.png',
+    ])
     expect(found.doc.querySelector('meta[name="robots"]')?.getAttribute('content')).toBe('noindex')
     const none = await page('/gallery?q=zebra')
     expect(none.doc.querySelector('.notice')!.text).toContain('Nothing matches')
@@ -143,10 +145,12 @@ describe('profile page', () => {
 
 describe('album page', () => {
   test('NSFW thumbnails are blurred with a Show button', async () => {
-    const album = (await t.json('/api/albums', send('POST', { title: 'Mixed', isPublic: true }, owner.bearer))).body.album
+    const album = (await t.json('/api/albums', send('POST', { title: 'Mixed', isPublic: true }, owner.bearer))).body
+      .album
     const safe = await uploadImage(t, owner.keyHeader)
     const mature = await uploadImage(t, owner.keyHeader, { nsfw: 'true' })
-    for (const image of [safe, mature]) await t.json(`/api/albums/${album.id}/images`, send('POST', { imageId: image.id }, owner.bearer))
+    for (const image of [safe, mature])
+      await t.json(`/api/albums/${album.id}/images`, send('POST', { imageId: image.id }, owner.bearer))
     const p = await openPage(browser, t, `/a/${album.id}`)
     try {
       await waitForImages(p.page)
@@ -190,7 +194,10 @@ describe('assets', () => {
     const plainText = await plain.text()
     expect(plain.headers.get('content-encoding')).toBeNull()
     expect(plain.headers.get('vary')).toBe('accept-encoding')
-    const zipped = await fetch(t.url + css, { headers: { 'accept-encoding': 'gzip' }, decompress: false } as RequestInit)
+    const zipped = await fetch(t.url + css, {
+      headers: { 'accept-encoding': 'gzip' },
+      decompress: false,
+    } as RequestInit)
     expect(zipped.headers.get('content-encoding')).toBe('gzip')
     const bytes = new Uint8Array(await zipped.arrayBuffer())
     expect(bytes.length).toBeLessThan(plainText.length / 2)

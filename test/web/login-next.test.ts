@@ -32,7 +32,10 @@ async function loginWithNext(rawNext: string) {
     await p.page.waitForSelector('#login-form button[type="submit"]:not([disabled])')
     await p.page.fill('#login-username', account.user.username)
     await p.page.fill('#login-password', account.password)
-    await Promise.all([p.page.waitForURL((url) => !url.pathname.startsWith('/login'), { timeout: 15_000 }).catch(() => {}), p.page.click('#login-form button[type="submit"]')])
+    await Promise.all([
+      p.page.waitForURL((url) => !url.pathname.startsWith('/login'), { timeout: 15_000 }).catch(() => {}),
+      p.page.click('#login-form button[type="submit"]'),
+    ])
     await p.page.waitForLoadState('load')
     return { url: new URL(p.page.url()), blocked: [...p.blocked] }
   } finally {
@@ -57,17 +60,25 @@ describe('login ?next= stays on this site', () => {
     'javascript:alert(1)',
   ]
   for (const next of hostile) {
-    test(`next=${next} lands on this site's dashboard`, async () => {
-      const { url, blocked } = await loginWithNext(next)
-      expect(url.origin).toBe(new URL(t.url).origin)
-      expect(url.pathname).toBe('/dashboard')
-      expect(blocked).toEqual([])
-    }, TIMEOUT)
+    test(
+      `next=${next} lands on this site's dashboard`,
+      async () => {
+        const { url, blocked } = await loginWithNext(next)
+        expect(url.origin).toBe(new URL(t.url).origin)
+        expect(url.pathname).toBe('/dashboard')
+        expect(blocked).toEqual([])
+      },
+      TIMEOUT,
+    )
   }
 
-  test('a path of this site is followed, with its query and fragment', async () => {
-    const { url } = await loginWithNext(encodeURIComponent('/gallery?page=1#top'))
-    expect(url.origin).toBe(new URL(t.url).origin)
-    expect(url.pathname + url.search + url.hash).toBe('/gallery?page=1#top')
-  }, TIMEOUT)
+  test(
+    'a path of this site is followed, with its query and fragment',
+    async () => {
+      const { url } = await loginWithNext(encodeURIComponent('/gallery?page=1#top'))
+      expect(url.origin).toBe(new URL(t.url).origin)
+      expect(url.pathname + url.search + url.hash).toBe('/gallery?page=1#top')
+    },
+    TIMEOUT,
+  )
 })

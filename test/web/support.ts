@@ -1,7 +1,7 @@
 import { expect } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
 import type { Classifier } from '../../src/moderation'
-import { newIsolatedPage, screenshot, type IsolatedPage } from '../browser'
+import { type IsolatedPage, newIsolatedPage, screenshot } from '../browser'
 import { makeImage } from '../fixtures'
 import { startTestServer, type TestServer } from '../helpers'
 
@@ -41,7 +41,12 @@ export type WebPage = IsolatedPage & { problems: string[] }
  * A page that can reach only the test server (every other request is blocked and recorded), with console errors and
  * page errors recorded too. `expectClean` asserts all three stayed empty.
  */
-export async function openPage(browser: Browser, t: TestServer, path: string, opts: { dark?: boolean; token?: string } = {}): Promise<WebPage> {
+export async function openPage(
+  browser: Browser,
+  t: TestServer,
+  path: string,
+  opts: { dark?: boolean; token?: string } = {},
+): Promise<WebPage> {
   const isolated = await newIsolatedPage(browser, t.url)
   const problems: string[] = []
   isolated.page.on('console', (msg) => {
@@ -49,7 +54,8 @@ export async function openPage(browser: Browser, t: TestServer, path: string, op
   })
   if (opts.dark) await isolated.page.emulateMedia({ colorScheme: 'dark' })
   await isolated.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: t.url })
-  if (opts.token) await isolated.context.addInitScript((token) => localStorage.setItem('imghost.token', token), opts.token)
+  if (opts.token)
+    await isolated.context.addInitScript((token) => localStorage.setItem('imghost.token', token), opts.token)
   await isolated.page.goto(t.url + path, { waitUntil: 'load' })
   return { ...isolated, problems }
 }
@@ -77,7 +83,10 @@ export async function waitForImages(page: Page) {
     () =>
       [...document.images]
         // Images in hidden panels, and lazy ones far below the fold, are not loaded until they are needed.
-        .filter((img) => img.checkVisibility() && (img.loading !== 'lazy' || img.getBoundingClientRect().top < innerHeight + 1000))
+        .filter(
+          (img) =>
+            img.checkVisibility() && (img.loading !== 'lazy' || img.getBoundingClientRect().top < innerHeight + 1000),
+        )
         .every((img) => !img.getAttribute('src') || img.complete),
     undefined,
     { timeout: 10_000 },

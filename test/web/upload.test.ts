@@ -12,7 +12,11 @@ let browser: Browser
 
 beforeAll(async () => {
   // Small anonymous limits so the page's own checks can be reached with small files; a roomy upload window.
-  t = await startWebServer({ ANON_MAX_FILES_PER_UPLOAD: '3', ANON_MAX_FILE_SIZE: String(200 * 1024), ANON_UPLOADS_PER_WINDOW: '100' })
+  t = await startWebServer({
+    ANON_MAX_FILES_PER_UPLOAD: '3',
+    ANON_MAX_FILE_SIZE: String(200 * 1024),
+    ANON_UPLOADS_PER_WINDOW: '100',
+  })
   browser = await launchBrowser()
 })
 afterAll(async () => {
@@ -21,7 +25,9 @@ afterAll(async () => {
 })
 
 const doneItems = (p: { page: import('playwright-core').Page }, n: number) =>
-  p.page.waitForFunction((count) => document.querySelectorAll('.upload-item[data-state="done"]').length >= count, n, { timeout: 20_000 })
+  p.page.waitForFunction((count) => document.querySelectorAll('.upload-item[data-state="done"]').length >= count, n, {
+    timeout: 20_000,
+  })
 
 describe('upload page', () => {
   test('an anonymous visitor uploads two files with the file input and gets their links, with copy buttons', async () => {
@@ -31,7 +37,10 @@ describe('upload page', () => {
       expect(await p.page.textContent('#limits-text')).toContain('Up to 3 files at a time, 200 KB each')
       await shoot(p.page, 'upload-empty')
 
-      await p.page.setInputFiles('#file-input', [await pngFile('first.png', 300, 200), await pngFile('second.png', 160, 120)])
+      await p.page.setInputFiles('#file-input', [
+        await pngFile('first.png', 300, 200),
+        await pngFile('second.png', 160, 120),
+      ])
       expect(await p.page.locator('.upload-item[data-state="queued"]').count()).toBe(2)
       await p.page.click('#upload-start')
       await doneItems(p, 2)
@@ -45,8 +54,14 @@ describe('upload page', () => {
         const viewer = await item.locator('input[id$="-viewer"]').inputValue()
         const id = /\/i\/([A-Za-z0-9]{8})$/.exec(viewer)![1]
         expect(direct).toBe(`${t.url}/cdn/${id}.png`)
-        expect(await item.locator('input[id$="-markdown"]').inputValue()).toMatch(new RegExp(`^\\[!\\[(first|second)\\.png\\]\\(${direct.replace(/[.]/g, '\\.')}\\)\\]\\(${viewer.replace(/[.]/g, '\\.')}\\)$`))
-        expect(await item.locator('input[id$="-bbcode"]').inputValue()).toBe(`[url=${viewer}][img]${direct}[/img][/url]`)
+        expect(await item.locator('input[id$="-markdown"]').inputValue()).toMatch(
+          new RegExp(
+            `^\\[!\\[(first|second)\\.png\\]\\(${direct.replace(/[.]/g, '\\.')}\\)\\]\\(${viewer.replace(/[.]/g, '\\.')}\\)$`,
+          ),
+        )
+        expect(await item.locator('input[id$="-bbcode"]').inputValue()).toBe(
+          `[url=${viewer}][img]${direct}[/img][/url]`,
+        )
         expect(await item.locator('input[id$="-html"]').inputValue()).toContain(`<img src="${direct}"`)
         // The links are real: the image is stored, public, anonymous.
         const details = await t.json(`/api/v1/image/${id}`)
@@ -60,7 +75,9 @@ describe('upload page', () => {
       // Copy buttons copy the link next to them.
       const first = items.first()
       await first.locator('button[data-copy$="-direct"]').click()
-      expect(await p.page.evaluate(() => navigator.clipboard.readText())).toBe(await first.locator('input[id$="-direct"]').inputValue())
+      expect(await p.page.evaluate(() => navigator.clipboard.readText())).toBe(
+        await first.locator('input[id$="-direct"]').inputValue(),
+      )
       expect(await first.locator('button[data-copy$="-direct"]').textContent()).toBe('Copied!')
       // With two results, all direct links together.
       expect(await p.page.isVisible('#all-links')).toBe(true)
@@ -99,7 +116,7 @@ describe('upload page', () => {
     }
   })
 
-  test('clear errors before sending: type, size and count; and the server\'s own refusals', async () => {
+  test("clear errors before sending: type, size and count; and the server's own refusals", async () => {
     const p = await openPage(browser, t, '/')
     try {
       const big = { name: 'big.png', mimeType: 'image/png', buffer: Buffer.from(await makeNoisePng(300)) }
@@ -127,7 +144,9 @@ describe('upload page', () => {
 
       // A file that looks like an image to the browser but is not: the server says so, and the page shows it.
       await p.page.click('#upload-clear')
-      await p.page.setInputFiles('#file-input', [{ name: 'fake.png', mimeType: 'image/png', buffer: Buffer.from('not really a png') }])
+      await p.page.setInputFiles('#file-input', [
+        { name: 'fake.png', mimeType: 'image/png', buffer: Buffer.from('not really a png') },
+      ])
       await p.page.click('#upload-start')
       await p.page.waitForSelector('.upload-item[data-state="failed"]')
       const failed = await p.page.textContent('.upload-item[data-state="failed"] .item-message')
@@ -147,7 +166,8 @@ describe('upload page', () => {
       const pasted = await pngFile('image.png')
       await p.page.evaluate(
         ([drop, paste]) => {
-          const file = (f: { name: string; bytes: number[] }) => new File([new Uint8Array(f.bytes)], f.name, { type: 'image/png' })
+          const file = (f: { name: string; bytes: number[] }) =>
+            new File([new Uint8Array(f.bytes)], f.name, { type: 'image/png' })
           const dt = new DataTransfer()
           dt.items.add(file(drop))
           const zone = document.getElementById('dropzone')!
@@ -156,7 +176,9 @@ describe('upload page', () => {
           zone.dispatchEvent(new DragEvent('drop', { bubbles: true, cancelable: true, dataTransfer: dt }))
           const clip = new DataTransfer()
           clip.items.add(file(paste))
-          document.body.dispatchEvent(new ClipboardEvent('paste', { bubbles: true, cancelable: true, clipboardData: clip }))
+          document.body.dispatchEvent(
+            new ClipboardEvent('paste', { bubbles: true, cancelable: true, clipboardData: clip }),
+          )
         },
         [
           { name: dropped.name, bytes: [...dropped.buffer] },
@@ -167,7 +189,9 @@ describe('upload page', () => {
       expect(names[0]).toBe('dropped.png')
       // A pasted screenshot gets a name worth keeping instead of image.png.
       expect(names[1]).toMatch(/^pasted-\d{8}-\d{6}\.png$/)
-      expect(await p.page.evaluate(() => document.getElementById('dropzone')!.classList.contains('dragging'))).toBe(false)
+      expect(await p.page.evaluate(() => document.getElementById('dropzone')!.classList.contains('dragging'))).toBe(
+        false,
+      )
       await p.page.click('#upload-start')
       await doneItems(p, 2)
       expectClean(p)
@@ -206,7 +230,9 @@ describe('upload page', () => {
       // Enter on a focused copy button copies.
       await p.page.focus('button[data-copy$="-viewer"]')
       await p.page.keyboard.press('Enter')
-      expect(await p.page.evaluate(() => navigator.clipboard.readText())).toBe(await p.page.inputValue('input[id$="-viewer"]'))
+      expect(await p.page.evaluate(() => navigator.clipboard.readText())).toBe(
+        await p.page.inputValue('input[id$="-viewer"]'),
+      )
       expectClean(p)
     } finally {
       await p.close()
@@ -239,11 +265,17 @@ describe('upload page: rate limit', () => {
     const p = await openPage(browser, limited, '/')
     try {
       expect(await p.page.textContent('#limits-text')).toContain('1 upload per 10 minutes')
-      await p.page.setInputFiles('#file-input', [await pngFile('one.png'), await pngFile('two.png'), await pngFile('three.png')])
+      await p.page.setInputFiles('#file-input', [
+        await pngFile('one.png'),
+        await pngFile('two.png'),
+        await pngFile('three.png'),
+      ])
       await p.page.click('#upload-start')
       await p.page.waitForSelector('.upload-item[data-state="failed"]', { timeout: 20_000 })
       await p.page.waitForFunction(() => document.getElementById('upload-start')!.textContent === 'Upload')
-      const states = await p.page.locator('.upload-item').evaluateAll((els) => els.map((el) => el.getAttribute('data-state')))
+      const states = await p.page
+        .locator('.upload-item')
+        .evaluateAll((els) => els.map((el) => el.getAttribute('data-state')))
       expect(states.filter((s) => s === 'done')).toHaveLength(1)
       expect(states.filter((s) => s === 'failed').length).toBeGreaterThanOrEqual(1)
       const message = await p.page.textContent('.upload-item[data-state="failed"] .item-message')

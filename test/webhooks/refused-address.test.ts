@@ -16,16 +16,30 @@ beforeAll(async () => {
 afterAll(() => t?.stop(), TIMEOUT)
 
 describe('webhook SSRF refusals', () => {
-  test('a name resolving to a private address: 400 "not allowed", without the address', async () => {
-    const res = await t.json('/api/webhooks', { method: 'POST', ...jsonBody({ url: 'http://localhost/hook', events: ['image.uploaded'] }, account.bearer) })
-    expect(res.status).toBe(400)
-    expect(res.body.error).toContain('localhost is not allowed')
-    for (const address of ['127.0.0.1', '::1', '127.']) expect(res.body.error).not.toContain(address)
-  }, TIMEOUT)
+  test(
+    'a name resolving to a private address: 400 "not allowed", without the address',
+    async () => {
+      const res = await t.json('/api/webhooks', {
+        method: 'POST',
+        ...jsonBody({ url: 'http://localhost/hook', events: ['image.uploaded'] }, account.bearer),
+      })
+      expect(res.status).toBe(400)
+      expect(res.body.error).toContain('localhost is not allowed')
+      for (const address of ['127.0.0.1', '::1', '127.']) expect(res.body.error).not.toContain(address)
+    },
+    TIMEOUT,
+  )
 
-  test('a private literal is refused the same way (naming only what the caller sent)', async () => {
-    const res = await t.json('/api/webhooks', { method: 'POST', ...jsonBody({ url: 'http://10.1.2.3/hook', events: ['image.uploaded'] }, account.bearer) })
-    expect(res.status).toBe(400)
-    expect(res.body.error).toContain('10.1.2.3 is not allowed')
-  }, TIMEOUT)
+  test(
+    'a private literal is refused the same way (naming only what the caller sent)',
+    async () => {
+      const res = await t.json('/api/webhooks', {
+        method: 'POST',
+        ...jsonBody({ url: 'http://10.1.2.3/hook', events: ['image.uploaded'] }, account.bearer),
+      })
+      expect(res.status).toBe(400)
+      expect(res.body.error).toContain('10.1.2.3 is not allowed')
+    },
+    TIMEOUT,
+  )
 })

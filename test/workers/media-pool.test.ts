@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { makeImage, uploadForm } from '../fixtures'
+import { isAlive, startTestServer, storedKeys, type TestServer, whileHealthy } from '../helpers'
 import { nestedUseSvg, oneBitBmp } from '../media/hostile-files'
-import { isAlive, startTestServer, storedKeys, whileHealthy, type TestServer } from '../helpers'
-
 
 /** This process's media worker processes, from /proc. */
 function mediaWorkers(): number[] {
@@ -13,7 +12,8 @@ function mediaWorkers(): number[] {
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, 'latin1')
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
-      if (ppid === process.pid && readFileSync(`/proc/${entry}/cmdline`, 'latin1').includes('media-worker')) pids.push(Number(entry))
+      if (ppid === process.pid && readFileSync(`/proc/${entry}/cmdline`, 'latin1').includes('media-worker'))
+        pids.push(Number(entry))
     } catch {
       // gone meanwhile
     }
@@ -32,7 +32,10 @@ describe('untrusted bytes are decoded in worker processes, under budgets', () =>
   afterAll(() => Promise.all([t.stop(), short.stop()]))
 
   test('an ordinary upload is processed in a worker process, not in the server', async () => {
-    const res = await t.json('/api/upload', { method: 'POST', body: uploadForm([{ bytes: await makeImage('png', 640, 480) }]) })
+    const res = await t.json('/api/upload', {
+      method: 'POST',
+      body: uploadForm([{ bytes: await makeImage('png', 640, 480) }]),
+    })
     expect(res.status).toBe(201)
     expect(res.body).toMatchObject({ width: 640, height: 480, mime: 'image/png' })
     // The worker that did it stays for a while (it exits when idle), a child of this process.
@@ -44,7 +47,9 @@ describe('untrusted bytes are decoded in worker processes, under budgets', () =>
     let peak = before
     const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 10)
     const bmp = oneBitBmp(10_000)
-    const result = await whileHealthy(t, () => t.json('/api/upload', { method: 'POST', body: uploadForm([{ bytes: bmp, name: 'big.bmp' }]) }))
+    const result = await whileHealthy(t, () =>
+      t.json('/api/upload', { method: 'POST', body: uploadForm([{ bytes: bmp, name: 'big.bmp' }]) }),
+    )
     clearInterval(sampler)
     expect(result.body).toMatchObject({ width: 10_000, height: 10_000, mime: 'image/bmp' })
     expect(result.status).toBe(201)
@@ -60,10 +65,15 @@ describe('untrusted bytes are decoded in worker processes, under budgets', () =>
     const svg = nestedUseSvg(6, 10)
     expect(svg.length).toBeLessThan(2048)
     const seen = new Set<number>()
-    const watcher = setInterval(() => mediaWorkers().forEach((pid) => seen.add(pid)), 20)
+    const watcher = setInterval(() => {
+      for (const pid of mediaWorkers()) seen.add(pid)
+    }, 20)
     // /healthz answers within the generous bound throughout (the tight figure is in the bench's hostile group).
     const result = await whileHealthy(short, () =>
-      short.json('/api/upload', { method: 'POST', body: uploadForm([{ bytes: new TextEncoder().encode(svg), name: 'slow.svg' }]) }),
+      short.json('/api/upload', {
+        method: 'POST',
+        body: uploadForm([{ bytes: new TextEncoder().encode(svg), name: 'slow.svg' }]),
+      }),
     )
     clearInterval(watcher)
     // The process that was rendering it was killed: its CPU is free again.
@@ -76,7 +86,10 @@ describe('untrusted bytes are decoded in worker processes, under budgets', () =>
   })
 
   test('after a kill, the next upload is processed by a live worker', async () => {
-    const res = await short.json('/api/upload', { method: 'POST', body: uploadForm([{ bytes: await makeImage('jpeg', 320, 200) }]) })
+    const res = await short.json('/api/upload', {
+      method: 'POST',
+      body: uploadForm([{ bytes: await makeImage('jpeg', 320, 200) }]),
+    })
     expect(res.status).toBe(201)
   })
 
@@ -86,7 +99,14 @@ describe('untrusted bytes are decoded in worker processes, under budgets', () =>
     const fresh = await startTestServer()
     try {
       const before = new Set(mediaWorkers())
-      expect((await fresh.json('/api/upload', { method: 'POST', body: uploadForm([{ bytes: await makeImage('png', 32, 32) }]) })).status).toBe(201)
+      expect(
+        (
+          await fresh.json('/api/upload', {
+            method: 'POST',
+            body: uploadForm([{ bytes: await makeImage('png', 32, 32) }]),
+          })
+        ).status,
+      ).toBe(201)
       const started = mediaWorkers().filter((pid) => !before.has(pid))
       expect(started.length).toBeGreaterThan(0)
       for (const pid of started) {

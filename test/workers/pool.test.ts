@@ -134,7 +134,11 @@ describe('worker processes do not outlive the server', () => {
       console.log(pid)
       await Bun.sleep(60000)
     `
-    const parent = Bun.spawn([process.execPath, '-e', parentScript], { stdout: 'pipe', stderr: 'inherit', cwd: fileURLToPath(new URL('../..', import.meta.url)) })
+    const parent = Bun.spawn([process.execPath, '-e', parentScript], {
+      stdout: 'pipe',
+      stderr: 'inherit',
+      cwd: fileURLToPath(new URL('../..', import.meta.url)),
+    })
     const reader = parent.stdout.getReader()
     let text = ''
     while (!/\d+\n/.test(text)) {

@@ -91,7 +91,8 @@ function metadataItems(b: Uint8Array, iinf: Box, cost: Cost): Map<number, ItemKi
     }
     string() // item name
     let kind: ItemKind | null = type === 'Exif' ? 'exif' : null
-    if (type === 'mime' && string() === 'application/rdf+xml') kind = at < infe.end && string() !== '' ? 'encoded-xmp' : 'xmp'
+    if (type === 'mime' && string() === 'application/rdf+xml')
+      kind = at < infe.end && string() !== '' ? 'encoded-xmp' : 'xmp'
     if (!kind) continue
     if (protection !== 0) throw unsafe('protected metadata in an AVIF file')
     items.set(id, kind)
@@ -167,12 +168,19 @@ export function stripAvif(b: Uint8Array, mode: 'gps' | 'all', cost: Cost): Uint8
     const items = metadataItems(b, iinf, cost)
     if (items.size === 0) continue
     if (!iloc) continue // declared but placed nowhere: no reader can find its bytes
-    const extents = itemExtents(b, iloc, children.find((c) => c.type === 'idat'), items, cost)
+    const extents = itemExtents(
+      b,
+      iloc,
+      children.find((c) => c.type === 'idat'),
+      items,
+      cost,
+    )
     for (const [id, ranges] of extents) {
       const kind = items.get(id)!
       if (kind === 'encoded-xmp' && mode === 'gps') throw unsafe('compressed XMP in an AVIF file')
       const sorted = [...ranges].sort((x, y) => x[0] - y[0])
-      for (let i = 1; i < sorted.length; i++) if (sorted[i]![0] < sorted[i - 1]![1]) throw unsafe('AVIF metadata that overlaps itself')
+      for (let i = 1; i < sorted.length; i++)
+        if (sorted[i]![0] < sorted[i - 1]![1]) throw unsafe('AVIF metadata that overlaps itself')
       // One extent is edited where it lies; several are put together, edited, and written back.
       const size = ranges.reduce((n, [s, e]) => n + e - s, 0)
       budget -= size
@@ -180,13 +188,19 @@ export function stripAvif(b: Uint8Array, mode: 'gps' | 'all', cost: Cost): Uint8
       const item = ranges.length === 1 ? b.subarray(...ranges[0]!) : new Uint8Array(size)
       if (ranges.length > 1) {
         let o = 0
-        for (const [s, e] of ranges) item.set(b.subarray(s, e), (o += e - s) - (e - s))
+        for (const [s, e] of ranges) {
+          item.set(b.subarray(s, e), o)
+          o += e - s
+        }
       }
       cost.add(ranges.length > 1 ? 2 * size : 0)
       const edited = cleanItem(item, kind, mode, cost)
       if (edited && ranges.length > 1) {
         let o = 0
-        for (const [s, e] of ranges) b.set(item.subarray(o, (o += e - s)), s)
+        for (const [s, e] of ranges) {
+          b.set(item.subarray(o, o + e - s), s)
+          o += e - s
+        }
       }
       changed = edited || changed
     }

@@ -42,7 +42,8 @@ function textLayout(type: string, data: Uint8Array, cost: Cost) {
   return translated < 0 ? null : { keyword, textStart: translated + 1, compressed: data[nul + 1] === 1 }
 }
 
-const hexValue = (c: number) => (c >= 0x30 && c <= 0x39 ? c - 0x30 : c >= 0x61 && c <= 0x66 ? c - 0x57 : c >= 0x41 && c <= 0x46 ? c - 0x37 : -1)
+const hexValue = (c: number) =>
+  c >= 0x30 && c <= 0x39 ? c - 0x30 : c >= 0x61 && c <= 0x66 ? c - 0x57 : c >= 0x41 && c <= 0x46 ? c - 0x37 : -1
 const HEX = [...'0123456789abcdef'].map((c) => c.charCodeAt(0))
 
 /**
@@ -108,7 +109,9 @@ export function stripPng(b: Uint8Array, mode: 'gps' | 'all', cost: Cost): Uint8A
     } catch (err) {
       const tooLarge = (err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE'
       cost.add(tooLarge ? inflateBudget : 0) // inflated up to the budget before giving up
-      throw unsafe(tooLarge ? 'compressed metadata larger than allowed when inflated' : 'compressed metadata could not be read')
+      throw unsafe(
+        tooLarge ? 'compressed metadata larger than allowed when inflated' : 'compressed metadata could not be read',
+      )
     }
   }
 

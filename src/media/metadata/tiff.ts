@@ -259,10 +259,32 @@ export function readOrientation(t: Uint8Array, cost: Cost): number | undefined {
 /** A big-endian TIFF structure whose IFD0 holds only Orientation. */
 export function orientationOnlyTiff(orientation: number): Uint8Array {
   return new Uint8Array([
-    0x4d, 0x4d, 0, 42, 0, 0, 0, 8, // header, IFD0 at 8
-    0, 1, // one entry
-    0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, orientation, 0, 0, // Orientation, SHORT, 1 value
-    0, 0, 0, 0, // no next IFD
+    0x4d,
+    0x4d,
+    0,
+    42,
+    0,
+    0,
+    0,
+    8, // header, IFD0 at 8
+    0,
+    1, // one entry
+    0x01,
+    0x12,
+    0,
+    3,
+    0,
+    0,
+    0,
+    1,
+    0,
+    orientation,
+    0,
+    0, // Orientation, SHORT, 1 value
+    0,
+    0,
+    0,
+    0, // no next IFD
   ])
 }
 

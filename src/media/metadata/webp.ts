@@ -32,7 +32,8 @@ export function stripWebp(b: Uint8Array, mode: 'gps' | 'all', cost: Cost): Uint8
   if (mode === 'gps') {
     let changed = false
     for (const { type, data } of all) {
-      if (type === 'EXIF') changed = scrubTiff(data.subarray(startsWith(data, EXIF_HEADER) ? 6 : 0), 'gps', cost) || changed
+      if (type === 'EXIF')
+        changed = scrubTiff(data.subarray(startsWith(data, EXIF_HEADER) ? 6 : 0), 'gps', cost) || changed
       if (type === 'XMP ') changed = scrubXmp(data, cost) || changed
     }
     return changed ? b : null

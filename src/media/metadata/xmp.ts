@@ -29,7 +29,12 @@ function at(b: Uint8Array, i: number, seq: readonly number[]): boolean {
 function isGpsName(b: Uint8Array, start: number, end: number): boolean {
   let local = start
   for (let i = start; i < end; i++) if (b[i] === COLON) local = i + 1
-  return end - local >= 3 && (b[local]! | 0x20) === 0x67 && (b[local + 1]! | 0x20) === 0x70 && (b[local + 2]! | 0x20) === 0x73
+  return (
+    end - local >= 3 &&
+    (b[local]! | 0x20) === 0x67 &&
+    (b[local + 1]! | 0x20) === 0x70 &&
+    (b[local + 2]! | 0x20) === 0x73
+  )
 }
 
 /**
@@ -57,7 +62,13 @@ function blankGps(b: Uint8Array, cost: Cost): boolean {
     const c = b[i]
     if (c === BANG || c === QMARK) {
       // Comments, CDATA, processing instructions and declarations are skipped whole.
-      const [close, from] = at(b, i, COMMENT) ? [COMMENT_END, i + 3] : at(b, i, CDATA) ? [CDATA_END, i + 8] : c === QMARK ? [PI_END, i + 1] : [[GT], i]
+      const [close, from] = at(b, i, COMMENT)
+        ? [COMMENT_END, i + 3]
+        : at(b, i, CDATA)
+          ? [CDATA_END, i + 8]
+          : c === QMARK
+            ? [PI_END, i + 1]
+            : [[GT], i]
       const end = findSeq(b, close, from, cost)
       if (end < 0) break
       i = end + close.length

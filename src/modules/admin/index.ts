@@ -4,8 +4,8 @@ import { errors } from '../../http/errors'
 import { pageCount, parsePage } from '../../http/pagination'
 import { Success } from '../../http/schemas'
 import { UserResponse } from '../auth/model'
-import { ImageIdParams } from '../images/model'
 import { publicUser } from '../auth/service'
+import { ImageIdParams } from '../images/model'
 import { AdminUserPatch, AdminUsersQuery, AdminUsersResponse, UserIdParams } from './model'
 import type { AdminService } from './service'
 
@@ -39,11 +39,15 @@ export function adminModule(admin: AdminService, guard: ReturnType<typeof authGu
         detail: { tags: ['Admin'], summary: 'Delete any image, files included' },
       },
     )
-    .patch('/users/:id', ({ params, body }) => ({ success: true as const, user: publicUser(admin.updateUser(params.id, body)) }), {
-      admin: true,
-      params: UserIdParams,
-      body: AdminUserPatch,
-      response: { 200: UserResponse, ...errors(400, 401, 403, 404) },
-      detail: { tags: ['Admin'], summary: 'Change role, ban or verified flag' },
-    })
+    .patch(
+      '/users/:id',
+      ({ params, body }) => ({ success: true as const, user: publicUser(admin.updateUser(params.id, body)) }),
+      {
+        admin: true,
+        params: UserIdParams,
+        body: AdminUserPatch,
+        response: { 200: UserResponse, ...errors(400, 401, 403, 404) },
+        detail: { tags: ['Admin'], summary: 'Change role, ban or verified flag' },
+      },
+    )
 }

@@ -35,7 +35,12 @@ export function createAdminService({ db, images: imageService }: { db: Db; image
         .offset((opts.page - 1) * opts.limit)
         .all()
       return {
-        users: rows.map((r) => ({ ...publicUser(r.user), banned: r.user.banned, totalImages: r.totalImages, storageUsed: r.storageUsed })),
+        users: rows.map((r) => ({
+          ...publicUser(r.user),
+          banned: r.user.banned,
+          totalImages: r.totalImages,
+          storageUsed: r.storageUsed,
+        })),
         total,
       }
     },

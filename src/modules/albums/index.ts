@@ -17,80 +17,101 @@ import {
 import type { AlbumService } from './service'
 
 export function albumsModule(albums: AlbumService, guard: ReturnType<typeof authGuard>) {
-  return new Elysia({ name: 'module-albums' }).use(guard).group('/api/albums', { detail: { tags: ['Albums'] } }, (app) =>
-    app
-      .get('', ({ user }) => ({ success: true as const, albums: albums.list(user) }), {
-        session: true,
-        response: { 200: AlbumListResponse, ...errors(401, 403) },
-        detail: { summary: 'List your albums, newest first (deleted ones left out)' },
-      })
-      .post(
-        '',
-        ({ user, body, set }) => {
-          const album = albums.create(user, body)
-          set.status = 201
-          return { success: true as const, album }
-        },
-        {
+  return new Elysia({ name: 'module-albums' })
+    .use(guard)
+    .group('/api/albums', { detail: { tags: ['Albums'] } }, (app) =>
+      app
+        .get('', ({ user }) => ({ success: true as const, albums: albums.list(user) }), {
           session: true,
-          body: AlbumCreateBody,
-          response: { 201: AlbumResponse, ...errors(400, 401, 403) },
-          detail: { summary: 'Create an album (private unless isPublic is true)' },
-        },
-      )
-      .get('/:id', ({ user, params, query, headers, clientIp }) => albums.view(user, params.id, headers['x-album-password'] ?? query.password, clientIp), {
-        optionalSession: true,
-        params: AlbumIdParams,
-        query: AlbumViewQuery,
-        headers: AlbumViewHeaders,
-        response: { 200: AlbumViewResponse, ...errors(401, 403, 404, 429) },
-        detail: {
-          summary: 'An album with its images',
-          description:
-            'The owner (JWT) sees it whole. Anyone else: public albums only (private or deleted: 404), password-protected ones ' +
-            'need X-Album-Password or ?password= (missing or wrong: 403; too many wrong ones per album or per address: 429 with ' +
-            'Retry-After), and private images are left out.',
-        },
-      })
-      .put('/:id', async ({ user, params, body }) => ({ success: true as const, album: await albums.update(user, params.id, body) }), {
-        session: true,
-        params: AlbumIdParams,
-        body: AlbumUpdateBody,
-        response: { 200: AlbumResponse, ...errors(400, 401, 403, 404) },
-        detail: { summary: 'Update title, description, visibility or password' },
-      })
-      .delete(
-        '/:id',
-        ({ user, params }) => {
-          albums.remove(user, params.id)
-          return { success: true as const }
-        },
-        {
-          session: true,
-          params: AlbumIdParams,
-          response: { 200: Success, ...errors(401, 403, 404) },
-          detail: { summary: 'Delete an album (soft delete: its images stay; the album is 404 afterwards)' },
-        },
-      )
-      .post('/:id/images', ({ user, params, body }) => ({ success: true as const, album: albums.addImage(user, params.id, body.imageId) }), {
-        session: true,
-        params: AlbumIdParams,
-        body: AddImageBody,
-        response: { 200: AlbumResponse, ...errors(400, 401, 403, 404) },
-        detail: { summary: 'Add one of your images to the album (adding it again is a no-op)' },
-      })
-      .delete(
-        '/:id/images/:imageId',
-        ({ user, params }) => {
-          albums.removeImage(user, params.id, params.imageId)
-          return { success: true as const }
-        },
-        {
-          session: true,
-          params: AlbumImageParams,
-          response: { 200: Success, ...errors(401, 403, 404) },
-          detail: { summary: 'Remove an image from the album (404 when it is not in it)' },
-        },
-      ),
-  )
+          response: { 200: AlbumListResponse, ...errors(401, 403) },
+          detail: { summary: 'List your albums, newest first (deleted ones left out)' },
+        })
+        .post(
+          '',
+          ({ user, body, set }) => {
+            const album = albums.create(user, body)
+            set.status = 201
+            return { success: true as const, album }
+          },
+          {
+            session: true,
+            body: AlbumCreateBody,
+            response: { 201: AlbumResponse, ...errors(400, 401, 403) },
+            detail: { summary: 'Create an album (private unless isPublic is true)' },
+          },
+        )
+        .get(
+          '/:id',
+          ({ user, params, query, headers, clientIp }) =>
+            albums.view(user, params.id, headers['x-album-password'] ?? query.password, clientIp),
+          {
+            optionalSession: true,
+            params: AlbumIdParams,
+            query: AlbumViewQuery,
+            headers: AlbumViewHeaders,
+            response: { 200: AlbumViewResponse, ...errors(401, 403, 404, 429) },
+            detail: {
+              summary: 'An album with its images',
+              description:
+                'The owner (JWT) sees it whole. Anyone else: public albums only (private or deleted: 404), password-protected ones ' +
+                'need X-Album-Password or ?password= (missing or wrong: 403; too many wrong ones per album or per address: 429 with ' +
+                'Retry-After), and private images are left out.',
+            },
+          },
+        )
+        .put(
+          '/:id',
+          async ({ user, params, body }) => ({
+            success: true as const,
+            album: await albums.update(user, params.id, body),
+          }),
+          {
+            session: true,
+            params: AlbumIdParams,
+            body: AlbumUpdateBody,
+            response: { 200: AlbumResponse, ...errors(400, 401, 403, 404) },
+            detail: { summary: 'Update title, description, visibility or password' },
+          },
+        )
+        .delete(
+          '/:id',
+          ({ user, params }) => {
+            albums.remove(user, params.id)
+            return { success: true as const }
+          },
+          {
+            session: true,
+            params: AlbumIdParams,
+            response: { 200: Success, ...errors(401, 403, 404) },
+            detail: { summary: 'Delete an album (soft delete: its images stay; the album is 404 afterwards)' },
+          },
+        )
+        .post(
+          '/:id/images',
+          ({ user, params, body }) => ({
+            success: true as const,
+            album: albums.addImage(user, params.id, body.imageId),
+          }),
+          {
+            session: true,
+            params: AlbumIdParams,
+            body: AddImageBody,
+            response: { 200: AlbumResponse, ...errors(400, 401, 403, 404) },
+            detail: { summary: 'Add one of your images to the album (adding it again is a no-op)' },
+          },
+        )
+        .delete(
+          '/:id/images/:imageId',
+          ({ user, params }) => {
+            albums.removeImage(user, params.id, params.imageId)
+            return { success: true as const }
+          },
+          {
+            session: true,
+            params: AlbumImageParams,
+            response: { 200: Success, ...errors(401, 403, 404) },
+            detail: { summary: 'Remove an image from the album (404 when it is not in it)' },
+          },
+        ),
+    )
 }

@@ -9,7 +9,9 @@ export const AlbumModel = t.Object({
   isPublic: t.Boolean(),
   hasPassword: t.Boolean(),
   imageCount: t.Integer({ description: 'Images the caller can see (others: public images only)' }),
-  cover: t.Union([t.String({ format: 'uri' }), t.Null()], { description: 'Thumbnail link of the image added most recently, or null' }),
+  cover: t.Union([t.String({ format: 'uri' }), t.Null()], {
+    description: 'Thumbnail link of the image added most recently, or null',
+  }),
   url: t.String({ format: 'uri', description: 'The album page, {base_url}/a/<id>' }),
   createdAt: Timestamp,
   updatedAt: Timestamp,
@@ -46,7 +48,9 @@ export const AlbumUpdateBody = t.Object(
   {
     title: t.Optional(t.String({ minLength: 1, maxLength: TITLE_MAX })),
     description: t.Optional(
-      t.Union([t.String({ maxLength: DESCRIPTION_MAX }), t.Null()], { error: `description must be at most ${DESCRIPTION_MAX} characters` }),
+      t.Union([t.String({ maxLength: DESCRIPTION_MAX }), t.Null()], {
+        error: `description must be at most ${DESCRIPTION_MAX} characters`,
+      }),
     ),
     isPublic: t.Optional(t.Boolean()),
     password: t.Optional(
@@ -65,7 +69,9 @@ export const AlbumViewResponse = t.Object({ success: t.Literal(true), album: Alb
 export const AlbumIdParams = t.Object({ id: t.String() })
 /** `:id` is the album (INTERFACE.md's `:albumId`; the router needs one name per position). */
 export const AlbumImageParams = t.Object({ id: t.String(), imageId: t.String() })
-export const AlbumViewQuery = t.Object({ password: t.Optional(t.String({ description: 'Album password (or header X-Album-Password)' })) })
+export const AlbumViewQuery = t.Object({
+  password: t.Optional(t.String({ description: 'Album password (or header X-Album-Password)' })),
+})
 /** Other headers must survive validation: the optional session reads Authorization. */
 export const AlbumViewHeaders = t.Object(
   { 'x-album-password': t.Optional(t.String({ description: 'Password of a protected public album (or ?password=)' })) },

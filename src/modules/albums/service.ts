@@ -1,13 +1,13 @@
-import { and, asc, count, desc, eq, isNull, sql, type SQL } from 'drizzle-orm'
+import { and, asc, count, desc, eq, isNull, type SQL, sql } from 'drizzle-orm'
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
-import { albumImages, albums, images, type Album, type Image, type User } from '../../db/schema'
+import { type Album, albumImages, albums, type Image, images, type User } from '../../db/schema'
 import { ipKey } from '../../http/client-ip'
 import { badRequest, forbidden, HttpError, notFound } from '../../http/errors'
 import { newPublicId } from '../../lib/crypto'
 import { iso } from '../../lib/time'
 import { refundAttempt, takeAttempt, type WindowRule } from '../images/limits'
-import { isImageId, liveImage, type ImageService } from '../images/service'
+import { type ImageService, isImageId, liveImage } from '../images/service'
 
 type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
 
@@ -31,7 +31,11 @@ const PASSWORD_HASH = { algorithm: 'argon2id', memoryCost: 19456, timeCost: 2 } 
  */
 export function resolveUploadAlbum(tx: Tx, owner: User, value: string, isPublic: boolean): string {
   const live = and(eq(albums.userId, owner.id), isNull(albums.deletedAt))
-  const byId = tx.select({ id: albums.id }).from(albums).where(and(live, eq(albums.id, value))).get()
+  const byId = tx
+    .select({ id: albums.id })
+    .from(albums)
+    .where(and(live, eq(albums.id, value)))
+    .get()
   if (byId) return byId.id
   const byTitle = tx
     .select({ id: albums.id })
@@ -40,7 +44,11 @@ export function resolveUploadAlbum(tx: Tx, owner: User, value: string, isPublic:
     .orderBy(asc(albums.createdAt))
     .get()
   if (byTitle) return byTitle.id
-  return tx.insert(albums).values({ id: newPublicId(), userId: owner.id, title: value, isPublic }).returning({ id: albums.id }).get().id
+  return tx
+    .insert(albums)
+    .values({ id: newPublicId(), userId: owner.id, title: value, isPublic })
+    .returning({ id: albums.id })
+    .get().id
 }
 
 export interface AlbumInput {
@@ -71,7 +79,8 @@ function checkTitle(raw: string): string {
 
 function checkDescription(raw: string | null): string {
   const description = (raw ?? '').trim()
-  if (description.length > DESCRIPTION_MAX) throw badRequest(`description must be at most ${DESCRIPTION_MAX} characters`)
+  if (description.length > DESCRIPTION_MAX)
+    throw badRequest(`description must be at most ${DESCRIPTION_MAX} characters`)
   return description
 }
 
@@ -105,7 +114,11 @@ export function createAlbumService(deps: {
   }
 
   const visibleIn = (albumId: string, audience: Audience): SQL =>
-    and(eq(albumImages.albumId, albumId), liveImage(), audience === 'owner' ? undefined : eq(images.visibility, 'public'))!
+    and(
+      eq(albumImages.albumId, albumId),
+      liveImage(),
+      audience === 'owner' ? undefined : eq(images.visibility, 'public'),
+    )!
 
   // Insertion order breaks ties between images added in the same millisecond (a batch upload into a folder).
   const newestAddedFirst = [desc(albumImages.addedAt), desc(sql`"album_images"."rowid"`)]
@@ -124,7 +137,13 @@ export function createAlbumService(deps: {
 
   function stats(album: Album, audience: Audience) {
     const where = visibleIn(album.id, audience)
-    const imageCount = db.select({ n: count() }).from(albumImages).innerJoin(images, eq(images.id, albumImages.imageId)).where(where).get()?.n ?? 0
+    const imageCount =
+      db
+        .select({ n: count() })
+        .from(albumImages)
+        .innerJoin(images, eq(images.id, albumImages.imageId))
+        .where(where)
+        .get()?.n ?? 0
     const cover = db
       .select({ id: images.id, ext: images.ext })
       .from(albumImages)
@@ -178,7 +197,13 @@ export function createAlbumService(deps: {
 
   /** Password guesses for an album, counted per album (across addresses) and per address. */
   function guessWindows(album: Album, ip: string): WindowRule[] {
-    const window = (key: string, limit: number, message: string): WindowRule => ({ key, limit, durationMs: guesses.windowSeconds * 1000, enforce: true, message })
+    const window = (key: string, limit: number, message: string): WindowRule => ({
+      key,
+      limit,
+      durationMs: guesses.windowSeconds * 1000,
+      enforce: true,
+      message,
+    })
     return [
       window(`album-password:${album.id}`, guesses.albumPerAlbum, 'Too many wrong passwords for this album'),
       window(`album-password-ip:${ipKey(ip)}`, guesses.albumPerIp, 'Too many wrong album passwords from this address'),
@@ -189,10 +214,16 @@ export function createAlbumService(deps: {
    * Opens an album as `caller` (null: anonymous) from `ip`, with the password they gave, if any. Password guesses are
    * throttled before the hash is verified, so a refused guess costs no hashing; a right password is not counted.
    */
-  async function access(caller: User | null, id: string, password: string | undefined, ip: string): Promise<AlbumAccess> {
+  async function access(
+    caller: User | null,
+    id: string,
+    password: string | undefined,
+    ip: string,
+  ): Promise<AlbumAccess> {
     const album = findLive(id)
     if (!album) return { kind: 'not-found' }
-    if (caller && caller.id === album.userId) return { kind: 'ok', album, audience: 'owner', images: imagesOf(album, 'owner') }
+    if (caller && caller.id === album.userId)
+      return { kind: 'ok', album, audience: 'owner', images: imagesOf(album, 'owner') }
     if (!album.isPublic) return { kind: 'not-found' }
     if (album.passwordHash !== null) {
       if (!password) return { kind: 'password', album, wrong: false }
@@ -211,7 +242,8 @@ export function createAlbumService(deps: {
     return { kind: 'ok', album, audience: 'public', images: imagesOf(album, 'public') }
   }
 
-  const touch = (tx: Tx | Db, id: string) => tx.update(albums).set({ updatedAt: new Date() }).where(eq(albums.id, id)).run()
+  const touch = (tx: Tx | Db, id: string) =>
+    tx.update(albums).set({ updatedAt: new Date() }).where(eq(albums.id, id)).run()
 
   return {
     findLive,
@@ -256,7 +288,9 @@ export function createAlbumService(deps: {
       if (result.kind === 'not-found') throw notFound('Album not found')
       if (result.kind === 'throttled') throw result.error
       if (result.kind === 'password') {
-        throw forbidden(result.wrong ? 'Wrong album password' : 'This album is password protected: send X-Album-Password')
+        throw forbidden(
+          result.wrong ? 'Wrong album password' : 'This album is password protected: send X-Album-Password',
+        )
       }
       return {
         success: true as const,
@@ -272,10 +306,12 @@ export function createAlbumService(deps: {
       if (input.isPublic !== undefined) set.isPublic = input.isPublic
       if (input.password !== undefined) {
         if (input.password === null || input.password === '') set.passwordHash = null
-        else if (input.password.length > PASSWORD_MAX) throw badRequest(`password must be at most ${PASSWORD_MAX} characters`)
+        else if (input.password.length > PASSWORD_MAX)
+          throw badRequest(`password must be at most ${PASSWORD_MAX} characters`)
         else set.passwordHash = await Bun.password.hash(input.password, PASSWORD_HASH)
       }
-      if (Object.keys(set).length === 0) throw badRequest('Supply at least one of title, description, isPublic, password')
+      if (Object.keys(set).length === 0)
+        throw badRequest('Supply at least one of title, description, isPublic, password')
       const album = findOwned(user, id)
       const updated = db
         .update(albums)
@@ -297,7 +333,12 @@ export function createAlbumService(deps: {
       const album = findOwned(user, albumId)
       const image = imageService.findOwned(user, imageId)
       db.transaction((tx) => {
-        const added = tx.insert(albumImages).values({ albumId: album.id, imageId: image.id }).onConflictDoNothing().returning().all()
+        const added = tx
+          .insert(albumImages)
+          .values({ albumId: album.id, imageId: image.id })
+          .onConflictDoNothing()
+          .returning()
+          .all()
         if (added.length > 0) touch(tx, album.id)
       })
       return present(findOwned(user, album.id), 'owner')

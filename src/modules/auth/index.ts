@@ -14,7 +14,7 @@ import {
   UserResponse,
   VerifyBody,
 } from './model'
-import { publicApiKey, publicUser, type AuthService } from './service'
+import { type AuthService, publicApiKey, publicUser } from './service'
 
 export function authModule(auth: AuthService, guard: ReturnType<typeof authGuard>) {
   return new Elysia({ name: 'module-auth' })
@@ -28,7 +28,11 @@ export function authModule(auth: AuthService, guard: ReturnType<typeof authGuard
             set.status = 201
             return { success: true as const, token: await jwt.sign({ sub: String(user.id) }), user: publicUser(user) }
           },
-          { body: RegisterBody, response: { 201: SessionResponse, ...errors(400, 409) }, detail: { summary: 'Create an account' } },
+          {
+            body: RegisterBody,
+            response: { 201: SessionResponse, ...errors(400, 409) },
+            detail: { summary: 'Create an account' },
+          },
         )
         .post(
           '/login',
@@ -39,7 +43,10 @@ export function authModule(auth: AuthService, guard: ReturnType<typeof authGuard
           {
             body: LoginBody,
             response: { 200: SessionResponse, ...errors(400, 401, 403, 429) },
-            detail: { summary: 'Log in; the JWT lasts 7 days. Failed logins are throttled per login name and per address (429 with Retry-After)' },
+            detail: {
+              summary:
+                'Log in; the JWT lasts 7 days. Failed logins are throttled per login name and per address (429 with Retry-After)',
+            },
           },
         )
         .get('/me', ({ user }) => ({ success: true as const, user: publicUser(user) }), {
@@ -53,7 +60,11 @@ export function authModule(auth: AuthService, guard: ReturnType<typeof authGuard
             await auth.verifyEmail(body.token)
             return { success: true as const }
           },
-          { body: VerifyBody, response: { 200: Success, ...errors(400) }, detail: { summary: 'Verify an email address with its token' } },
+          {
+            body: VerifyBody,
+            response: { 200: Success, ...errors(400) },
+            detail: { summary: 'Verify an email address with its token' },
+          },
         )
         .post(
           '/resend-verification',
@@ -61,15 +72,23 @@ export function authModule(auth: AuthService, guard: ReturnType<typeof authGuard
             await auth.resendVerification(user)
             return { success: true as const }
           },
-          { session: true, response: { 200: Success, ...errors(400, 401, 403) }, detail: { summary: 'Send a new verification token' } },
+          {
+            session: true,
+            response: { 200: Success, ...errors(400, 401, 403) },
+            detail: { summary: 'Send a new verification token' },
+          },
         ),
     )
-    .patch('/api/account', ({ user, body }) => ({ success: true as const, user: publicUser(auth.updateAccount(user, body)) }), {
-      session: true,
-      body: AccountBody,
-      response: { 200: UserResponse, ...errors(400, 401, 403) },
-      detail: { tags: ['Auth'], summary: 'Change account settings (privateAccount makes every upload private)' },
-    })
+    .patch(
+      '/api/account',
+      ({ user, body }) => ({ success: true as const, user: publicUser(auth.updateAccount(user, body)) }),
+      {
+        session: true,
+        body: AccountBody,
+        response: { 200: UserResponse, ...errors(400, 401, 403) },
+        detail: { tags: ['Auth'], summary: 'Change account settings (privateAccount makes every upload private)' },
+      },
+    )
     .group('/api/keys', { detail: { tags: ['API keys'] } }, (app) =>
       app
         .get('', ({ user }) => ({ success: true as const, keys: auth.listKeys(user).map(publicApiKey) }), {
@@ -84,7 +103,12 @@ export function authModule(auth: AuthService, guard: ReturnType<typeof authGuard
             set.status = 201
             return { success: true as const, key: publicApiKey(key), apiKey: secret }
           },
-          { session: true, body: KeyBody, response: { 201: KeyCreatedResponse, ...errors(400, 401, 403) }, detail: { summary: 'Create an API key' } },
+          {
+            session: true,
+            body: KeyBody,
+            response: { 201: KeyCreatedResponse, ...errors(400, 401, 403) },
+            detail: { summary: 'Create an API key' },
+          },
         )
         .delete(
           '/:id',
@@ -92,7 +116,12 @@ export function authModule(auth: AuthService, guard: ReturnType<typeof authGuard
             auth.deleteKey(user, params.id)
             return { success: true as const }
           },
-          { session: true, params: KeyIdParams, response: { 200: Success, ...errors(400, 401, 403, 404) }, detail: { summary: 'Revoke an API key' } },
+          {
+            session: true,
+            params: KeyIdParams,
+            response: { 200: Success, ...errors(400, 401, 403, 404) },
+            detail: { summary: 'Revoke an API key' },
+          },
         ),
     )
 }

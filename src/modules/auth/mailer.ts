@@ -26,7 +26,9 @@ export function createMailer(opts: { smtpUrl: string; from: string; publicUrl: s
         })
       } catch (error) {
         // A mail outage must not fail registration; the user can ask for a new token later.
-        console.error(JSON.stringify({ level: 'error', msg: 'sending verification email failed', error: String(error) }))
+        console.error(
+          JSON.stringify({ level: 'error', msg: 'sending verification email failed', error: String(error) }),
+        )
       }
     },
   }

@@ -1,7 +1,7 @@
 import { and, desc, eq, isNull, sql } from 'drizzle-orm'
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
-import { apiKeys, users, verificationTokens, type ApiKey, type User } from '../../db/schema'
+import { type ApiKey, apiKeys, type User, users, verificationTokens } from '../../db/schema'
 import { ipKey } from '../../http/client-ip'
 import { badRequest, conflict, forbidden, notFound, unauthorized } from '../../http/errors'
 import { randomAlphanumeric, randomToken, sha256Hex } from '../../lib/crypto'
@@ -56,7 +56,12 @@ const loginKey = (login: string) => `login:${login.toLowerCase().slice(0, LOGIN_
 export type AuthService = ReturnType<typeof createAuthService>
 
 /** `now` is the failed-login windows' clock (tests step it). */
-export function createAuthService(db: Db, mailer: Mailer, guesses: Config['limits']['guesses'], now: () => number = Date.now) {
+export function createAuthService(
+  db: Db,
+  mailer: Mailer,
+  guesses: Config['limits']['guesses'],
+  now: () => number = Date.now,
+) {
   // Verifying against a real hash when the account does not exist keeps login timing the same either way.
   const dummyHash = Bun.password.hashSync(randomToken(), { algorithm: 'argon2id' })
 
@@ -89,15 +94,27 @@ export function createAuthService(db: Db, mailer: Mailer, guesses: Config['limit
   return {
     findById,
 
-    async createUser(input: { username: string; email: string; password: string; role?: 'user' | 'admin'; emailVerified?: boolean }) {
+    async createUser(input: {
+      username: string
+      email: string
+      password: string
+      role?: 'user' | 'admin'
+      emailVerified?: boolean
+    }) {
       checkNewAccount(input)
       const taken = db
         .select({ username: users.username, email: users.email })
         .from(users)
-        .where(sql`lower(${users.username}) = lower(${input.username}) OR lower(${users.email}) = lower(${input.email})`)
+        .where(
+          sql`lower(${users.username}) = lower(${input.username}) OR lower(${users.email}) = lower(${input.email})`,
+        )
         .get()
       if (taken) {
-        throw conflict(taken.username.toLowerCase() === input.username.toLowerCase() ? 'username is already taken' : 'email is already registered')
+        throw conflict(
+          taken.username.toLowerCase() === input.username.toLowerCase()
+            ? 'username is already taken'
+            : 'email is already registered',
+        )
       }
       const passwordHash = await Bun.password.hash(input.password, { algorithm: 'argon2id' })
       try {
@@ -180,7 +197,11 @@ export function createAuthService(db: Db, mailer: Mailer, guesses: Config['limit
       if (keyUses.size === 0) return
       const batch = [...keyUses]
       db.transaction((tx) => {
-        for (const [id, at] of batch) tx.update(apiKeys).set({ lastUsedAt: new Date(at) }).where(eq(apiKeys.id, id)).run()
+        for (const [id, at] of batch)
+          tx.update(apiKeys)
+            .set({ lastUsedAt: new Date(at) })
+            .where(eq(apiKeys.id, id))
+            .run()
       })
       // Committed in the same synchronous step: no use was noted meanwhile.
       keyUses.clear()
@@ -188,7 +209,11 @@ export function createAuthService(db: Db, mailer: Mailer, guesses: Config['limit
 
     async verifyEmail(token: string) {
       const now = new Date()
-      const row = db.select().from(verificationTokens).where(eq(verificationTokens.tokenHash, sha256Hex(token))).get()
+      const row = db
+        .select()
+        .from(verificationTokens)
+        .where(eq(verificationTokens.tokenHash, sha256Hex(token)))
+        .get()
       if (!row || row.usedAt || row.expiresAt < now) throw badRequest('Verification token is invalid or expired')
       db.transaction((tx) => {
         // Claiming the token with a conditional update makes it single-use even under concurrent requests.
@@ -210,7 +235,12 @@ export function createAuthService(db: Db, mailer: Mailer, guesses: Config['limit
 
     updateAccount(user: User, changes: { privateAccount?: boolean }) {
       if (changes.privateAccount === undefined) return user
-      return db.update(users).set({ privateAccount: changes.privateAccount }).where(eq(users.id, user.id)).returning().get()
+      return db
+        .update(users)
+        .set({ privateAccount: changes.privateAccount })
+        .where(eq(users.id, user.id))
+        .returning()
+        .get()
     },
 
     listKeys(user: User) {
@@ -230,7 +260,11 @@ export function createAuthService(db: Db, mailer: Mailer, guesses: Config['limit
     },
 
     deleteKey(user: User, id: number) {
-      const removed = db.delete(apiKeys).where(and(eq(apiKeys.id, id), eq(apiKeys.userId, user.id))).returning({ id: apiKeys.id }).get()
+      const removed = db
+        .delete(apiKeys)
+        .where(and(eq(apiKeys.id, id), eq(apiKeys.userId, user.id)))
+        .returning({ id: apiKeys.id })
+        .get()
       if (!removed) throw notFound('API key not found')
     },
 

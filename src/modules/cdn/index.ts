@@ -1,9 +1,9 @@
 import { Elysia, t } from 'elysia'
-import { NOT_FOUND, jsonResponse } from '../../http/errors'
-import { fastRoute, type FastRouteObserver } from '../../http/fast-route'
-import { originalKey, thumbnailKey, type Storage, type StorageKey } from '../../storage'
-import type { ImageService } from '../images/service'
+import { jsonResponse, NOT_FOUND } from '../../http/errors'
+import { type FastRouteObserver, fastRoute } from '../../http/fast-route'
+import { originalKey, type Storage, type StorageKey, thumbnailKey } from '../../storage'
 import type { LiveImage } from '../images/live-cache'
+import type { ImageService } from '../images/service'
 import { createHotFiles, type HotFiles } from './hot-files'
 
 const IMMUTABLE = 'public, max-age=31536000, immutable'
@@ -40,7 +40,10 @@ export const PRESIGN_SECONDS = 600
 const REDIRECT_CACHE = `public, max-age=${PRESIGN_SECONDS / 2}`
 
 const unavailable = () =>
-  jsonResponse({ error: 'Storage temporarily unavailable, try again shortly' }, 503, { 'retry-after': '5', 'cache-control': 'no-store' })
+  jsonResponse({ error: 'Storage temporarily unavailable, try again shortly' }, 503, {
+    'retry-after': '5',
+    'cache-control': 'no-store',
+  })
 
 /**
  * Everything one file's answer needs that does not depend on the request, built once per cached image and file
@@ -65,13 +68,19 @@ export interface Delivery {
 }
 
 function delivery(key: StorageKey, headers: Record<string, string>, etag: string, redirect: boolean): Delivery {
-  const common = { ...headers, etag, 'cache-control': IMMUTABLE, 'accept-ranges': 'bytes', 'x-content-type-options': 'nosniff' }
+  const common = {
+    ...headers,
+    etag,
+    'cache-control': IMMUTABLE,
+    'accept-ranges': 'bytes',
+    'x-content-type-options': 'nosniff',
+  }
   return { key, etag, redirect, common, commonHeaders: new Headers(common) }
 }
 
 function notModified(request: Request, d: Delivery): Response | undefined {
   const ifNoneMatch = request.headers.get('if-none-match')
-  if (ifNoneMatch && ifNoneMatch.split(',').some((tag) => tag.trim() === d.etag || tag.trim() === '*')) {
+  if (ifNoneMatch?.split(',').some((tag) => tag.trim() === d.etag || tag.trim() === '*')) {
     return new Response(null, { status: 304, headers: d.commonHeaders })
   }
 }
@@ -80,10 +89,18 @@ function notModified(request: Request, d: Delivery): Response | undefined {
 function answer(request: Request, d: Delivery, size: number, file: Blob, full: Headers): Response {
   const range = parseRange(request.headers.get('range'), size)
   if (range === null) return new Response(request.method === 'HEAD' ? null : file, { status: 200, headers: full })
-  if (range === 'invalid') return new Response(null, { status: 416, headers: { ...d.common, 'content-range': `bytes */${size}` } })
+  if (range === 'invalid')
+    return new Response(null, { status: 416, headers: { ...d.common, 'content-range': `bytes */${size}` } })
   const length = range.end - range.start + 1
-  const headers = { ...d.common, 'content-range': `bytes ${range.start}-${range.end}/${size}`, 'content-length': String(length) }
-  return new Response(request.method === 'HEAD' ? null : file.slice(range.start, range.end + 1), { status: 206, headers })
+  const headers = {
+    ...d.common,
+    'content-range': `bytes ${range.start}-${range.end}/${size}`,
+    'content-length': String(length),
+  }
+  return new Response(request.method === 'HEAD' ? null : file.slice(range.start, range.end + 1), {
+    status: 206,
+    headers,
+  })
 }
 
 /**
@@ -109,7 +126,10 @@ async function serveFromStore(request: Request, storage: Storage, d: Delivery): 
     if (d.redirect && storage.presign) {
       // The bucket answers the ranges itself; the redirect must not outlive the URL it points at.
       if (!(await storage.exists(d.key))) return notFound()
-      return new Response(null, { status: 302, headers: { location: storage.presign(d.key, PRESIGN_SECONDS), 'cache-control': REDIRECT_CACHE } })
+      return new Response(null, {
+        status: 302,
+        headers: { location: storage.presign(d.key, PRESIGN_SECONDS), 'cache-control': REDIRECT_CACHE },
+      })
     }
     const stat = await storage.stat(d.key)
     if (!stat) return notFound()
@@ -124,10 +144,13 @@ async function serveFromStore(request: Request, storage: Storage, d: Delivery): 
       return answer(request, d, size, file, d.full)
     }
     const range = parseRange(request.headers.get('range'), size)
-    if (range === 'invalid') return new Response(null, { status: 416, headers: { ...d.common, 'content-range': `bytes */${size}` } })
+    if (range === 'invalid')
+      return new Response(null, { status: 416, headers: { ...d.common, 'content-range': `bytes */${size}` } })
     const part = range ? file.slice(range.start, range.end + 1) : file
     const length = range ? range.end - range.start + 1 : size
-    const headers = range ? { ...d.common, 'content-range': `bytes ${range.start}-${range.end}/${size}`, 'content-length': String(length) } : { ...d.common, 'content-length': String(length) }
+    const headers = range
+      ? { ...d.common, 'content-range': `bytes ${range.start}-${range.end}/${size}`, 'content-length': String(length) }
+      : { ...d.common, 'content-length': String(length) }
     const status = range ? 206 : 200
     if (request.method === 'HEAD') return new Response(null, { status, headers })
     const body = await storage.openBody(part, length)
@@ -156,23 +179,38 @@ export function cdnModule(deps: {
   // The answers of each cached image, kept as long as its entry: a changed or evicted image is a new entry object.
   const deliveries = new WeakMap<LiveImage, { original?: Delivery; thumbnail?: Delivery }>()
   const deliveriesOf = (image: LiveImage) => {
-    let found = deliveries.get(image)
-    if (!found) deliveries.set(image, (found = {}))
-    return found
+    const found = deliveries.get(image)
+    if (found) return found
+    const made: { original?: Delivery; thumbnail?: Delivery } = {}
+    deliveries.set(image, made)
+    return made
   }
 
   function originalDelivery(image: LiveImage): Delivery {
-    return (deliveriesOf(image).original ??= (() => {
-      const headers: Record<string, string> = { 'content-type': image.mime }
-      const svg = image.mime === 'image/svg+xml'
-      if (svg) headers['content-security-policy'] = SVG_CSP
-      // An SVG always streams through here: only this response can carry the sandboxing CSP.
-      return delivery(originalKey(image.id, image.ext), headers, `"${image.id}-${image.size}"`, redirect && !svg)
-    })())
+    const known = deliveriesOf(image)
+    if (known.original) return known.original
+    const headers: Record<string, string> = { 'content-type': image.mime }
+    const svg = image.mime === 'image/svg+xml'
+    if (svg) headers['content-security-policy'] = SVG_CSP
+    // An SVG always streams through here: only this response can carry the sandboxing CSP.
+    known.original = delivery(
+      originalKey(image.id, image.ext),
+      headers,
+      `"${image.id}-${image.size}"`,
+      redirect && !svg,
+    )
+    return known.original
   }
 
   function thumbnailDelivery(image: LiveImage): Delivery {
-    return (deliveriesOf(image).thumbnail ??= delivery(thumbnailKey(image.id), { 'content-type': 'image/webp' }, `"${image.id}-thumb"`, redirect))
+    const known = deliveriesOf(image)
+    known.thumbnail ??= delivery(
+      thumbnailKey(image.id),
+      { 'content-type': 'image/webp' },
+      `"${image.id}-thumb"`,
+      redirect,
+    )
+    return known.thumbnail
   }
 
   // Ids are validated (by the patterns, and again by the lookup) before anything is looked up.
@@ -212,7 +250,13 @@ export function cdnModule(deps: {
     },
     /** The same routes inside Elysia: for `app.handle`, and for whatever reaches the app without the Bun routes. */
     plugin: new Elysia({ name: 'module-cdn' })
-      .get(CDN_ROUTES.original, ({ params, request }) => original(request, params.file), { params, detail: { hide: true } })
-      .get(CDN_ROUTES.thumbnail, ({ params, request }) => thumbnail(request, params.file), { params, detail: { hide: true } }),
+      .get(CDN_ROUTES.original, ({ params, request }) => original(request, params.file), {
+        params,
+        detail: { hide: true },
+      })
+      .get(CDN_ROUTES.thumbnail, ({ params, request }) => thumbnail(request, params.file), {
+        params,
+        detail: { hide: true },
+      }),
   }
 }

@@ -3,11 +3,13 @@ import type { Config } from '../../config'
 import type { authGuard } from '../../http/auth'
 import { errors } from '../../http/errors'
 import { Visibility } from '../../http/schemas'
-import { attachmentName, sharexConfig, shellScript, type ClientContext } from './service'
+import { attachmentName, type ClientContext, sharexConfig, shellScript } from './service'
 
 const ClientQuery = t.Object({
   visibility: t.Optional(Visibility),
-  album: t.Optional(t.String({ minLength: 1, maxLength: 100, description: 'Album id, or a folder name created on first use' })),
+  album: t.Optional(
+    t.String({ minLength: 1, maxLength: 100, description: 'Album id, or a folder name created on first use' }),
+  ),
 })
 
 const SharexConfig = t.Object(
@@ -19,7 +21,9 @@ const SharexConfig = t.Object(
     RequestURL: t.String({ format: 'uri' }),
     Headers: t.Object({ 'X-API-Key': t.String() }),
     Body: t.Literal('MultipartFormData'),
-    Arguments: t.Optional(t.Record(t.String(), t.String(), { description: 'Extra multipart fields: visibility, album' })),
+    Arguments: t.Optional(
+      t.Record(t.String(), t.String(), { description: 'Extra multipart fields: visibility, album' }),
+    ),
     FileFormName: t.Literal('file'),
     URL: t.String(),
     ThumbnailURL: t.String(),
@@ -31,7 +35,8 @@ const SharexConfig = t.Object(
 
 const ShellScript = t.String({ description: 'A POSIX sh script (text/x-shellscript), as an attachment' })
 
-const SCRIPT_SUMMARY = 'holds your API key; uploads with curl, copies the direct link (wl-copy, xclip, xsel or pbcopy) and prints it'
+const SCRIPT_SUMMARY =
+  'holds your API key; uploads with curl, copies the direct link (wl-copy, xclip, xsel or pbcopy) and prints it'
 
 /**
  * Uploader configurations for the calling key. The secret is not stored (only its hash), so the configuration
@@ -39,9 +44,25 @@ const SCRIPT_SUMMARY = 'holds your API key; uploads with curl, copies the direct
  */
 export function clientsModule(deps: { config: Config; guard: ReturnType<typeof authGuard> }) {
   const { config } = deps
-  const context = (apiKey: string, username: string): ClientContext => ({ publicUrl: config.publicUrl, siteName: config.siteName, apiKey, username })
-  const script = (flavour: 'shell' | 'flameshot', suffix: string) =>
-    ({ headers, user, query, set }: { headers: Record<string, string | undefined>; user: { username: string }; query: typeof ClientQuery.static; set: { headers: Record<string, unknown> } }) => {
+  const context = (apiKey: string, username: string): ClientContext => ({
+    publicUrl: config.publicUrl,
+    siteName: config.siteName,
+    apiKey,
+    username,
+  })
+  const script =
+    (flavour: 'shell' | 'flameshot', suffix: string) =>
+    ({
+      headers,
+      user,
+      query,
+      set,
+    }: {
+      headers: Record<string, string | undefined>
+      user: { username: string }
+      query: typeof ClientQuery.static
+      set: { headers: Record<string, unknown> }
+    }) => {
       set.headers['content-type'] = 'text/x-shellscript; charset=utf-8'
       set.headers['content-disposition'] = `attachment; filename="${attachmentName(config.siteName, suffix)}"`
       set.headers['cache-control'] = 'no-store'
@@ -63,7 +84,9 @@ export function clientsModule(deps: { config: Config; guard: ReturnType<typeof a
             apiKey: true,
             query: ClientQuery,
             response: { 200: SharexConfig, ...errors(400, 401, 403) },
-            detail: { summary: 'ShareX custom uploader (.sxcu) for your API key; visibility and album become upload arguments' },
+            detail: {
+              summary: 'ShareX custom uploader (.sxcu) for your API key; visibility and album become upload arguments',
+            },
           },
         )
         .get('/shell', script('shell', '-upload.sh'), {

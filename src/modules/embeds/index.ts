@@ -14,11 +14,13 @@ import {
   EmbedProfileResponse,
   EmbedUpdateBody,
 } from './model'
-import { publicProfile, type EmbedService } from './service'
+import { type EmbedService, publicProfile } from './service'
 
 const BulkNotFound = t.Object(
   { error: t.String(), ids: t.Optional(t.Array(t.String(), { description: 'The ids that are not images of yours' })) },
-  { description: 'Some ids are not images of yours (named in `ids`), or the profile is not yours; nothing was changed' },
+  {
+    description: 'Some ids are not images of yours (named in `ids`), or the profile is not yours; nothing was changed',
+  },
 )
 
 export function embedsModule(embeds: EmbedService, guard: ReturnType<typeof authGuard>) {
@@ -45,13 +47,20 @@ export function embedsModule(embeds: EmbedService, guard: ReturnType<typeof auth
             detail: { summary: 'Create an embed profile (at most 25 per account; the 26th is a 400)' },
           },
         )
-        .put('/:id', ({ user, params, body }) => ({ success: true as const, profile: publicProfile(embeds.update(user, params.id, body)) }), {
-          session: true,
-          params: EmbedIdParams,
-          body: EmbedUpdateBody,
-          response: { 200: EmbedProfileResponse, ...errors(400, 401, 403, 404) },
-          detail: { summary: 'Update an embed profile (partial: omitted fields stay unchanged)' },
-        })
+        .put(
+          '/:id',
+          ({ user, params, body }) => ({
+            success: true as const,
+            profile: publicProfile(embeds.update(user, params.id, body)),
+          }),
+          {
+            session: true,
+            params: EmbedIdParams,
+            body: EmbedUpdateBody,
+            response: { 200: EmbedProfileResponse, ...errors(400, 401, 403, 404) },
+            detail: { summary: 'Update an embed profile (partial: omitted fields stay unchanged)' },
+          },
+        )
         .delete(
           '/:id',
           ({ user, params }) => {

@@ -11,18 +11,24 @@ export const EmbedProfileModel = t.Object({
   description: Nullable(t.String()),
   color: Nullable(t.String({ pattern: '^#[0-9a-fA-F]{6}$' })),
   author_name: Nullable(t.String()),
-  author_url: Nullable(t.String({ description: 'An http(s) URL, normalised (e.g. unsafe characters percent-encoded)' })),
+  author_url: Nullable(
+    t.String({ description: 'An http(s) URL, normalised (e.g. unsafe characters percent-encoded)' }),
+  ),
   site_name: Nullable(t.String()),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 })
 
-const NullableWithError = <T extends import('@sinclair/typebox').TSchema>(s: T, error: string) => t.Union([s, t.Null()], { error })
+const NullableWithError = <T extends import('@sinclair/typebox').TSchema>(s: T, error: string) =>
+  t.Union([s, t.Null()], { error })
 
 const text = (field: string, max: number, description: string) =>
   t.Optional(
     NullableWithError(
-      t.String({ maxLength: max, description: `${description} (at most ${max} characters; placeholders allowed; null or "" for the default)` }),
+      t.String({
+        maxLength: max,
+        description: `${description} (at most ${max} characters; placeholders allowed; null or "" for the default)`,
+      }),
       `${field} must be a string of at most ${max} characters, or null`,
     ),
   )
@@ -32,7 +38,10 @@ const fields = {
   description: text('description', 2048, 'og:description'),
   color: t.Optional(
     NullableWithError(
-      t.String({ pattern: '^(#[0-9a-fA-F]{6})?$', description: 'theme-color, `#rrggbb`; null or "" for the site colour' }),
+      t.String({
+        pattern: '^(#[0-9a-fA-F]{6})?$',
+        description: 'theme-color, `#rrggbb`; null or "" for the site colour',
+      }),
       'color must be a hex colour like #3b82f6, or null',
     ),
   ),
@@ -47,13 +56,19 @@ const fields = {
 }
 
 export const EmbedCreateBody = t.Object(
-  { name: t.String({ minLength: 1, maxLength: 100, description: 'Label of the profile, 1-100 characters' }), ...fields },
+  {
+    name: t.String({ minLength: 1, maxLength: 100, description: 'Label of the profile, 1-100 characters' }),
+    ...fields,
+  },
   {
     description:
       'Text fields may hold placeholders filled per image: {filename}, {id}, {width}, {height}, {size}, {mime}, {date}, {views}, {username}',
   },
 )
-export const EmbedUpdateBody = t.Object({ name: t.Optional(t.String({ minLength: 1, maxLength: 100 })), ...fields }, { description: 'Partial update: omitted fields stay unchanged' })
+export const EmbedUpdateBody = t.Object(
+  { name: t.Optional(t.String({ minLength: 1, maxLength: 100 })), ...fields },
+  { description: 'Partial update: omitted fields stay unchanged' },
+)
 
 export const EmbedProfileResponse = t.Object({ success: t.Literal(true), profile: EmbedProfileModel })
 export const EmbedProfileListResponse = t.Object({ success: t.Literal(true), profiles: t.Array(EmbedProfileModel) })
@@ -64,11 +79,22 @@ const ProfileRef = NullableWithError(
   'embed_profile_id must be a profile id (a positive integer) or null',
 )
 export const AssignBody = t.Object({ embed_profile_id: ProfileRef })
-export const AssignResponse = t.Object({ success: t.Literal(true), id: ImageId, embed_profile_id: Nullable(t.Integer()) })
+export const AssignResponse = t.Object({
+  success: t.Literal(true),
+  id: ImageId,
+  embed_profile_id: Nullable(t.Integer()),
+})
 export const AssignParams = t.Object({ id: t.String() })
 
 export const BulkAssignBody = t.Object({
-  image_ids: t.Array(t.String({ maxLength: 64 }), { minItems: 1, maxItems: MAX_BULK_EMBED, description: `1-${MAX_BULK_EMBED} image ids of yours` }),
+  image_ids: t.Array(t.String({ maxLength: 64 }), {
+    minItems: 1,
+    maxItems: MAX_BULK_EMBED,
+    description: `1-${MAX_BULK_EMBED} image ids of yours`,
+  }),
   embed_profile_id: ProfileRef,
 })
-export const BulkAssignResponse = t.Object({ success: t.Literal(true), updated: t.Integer({ description: 'Distinct images changed' }) })
+export const BulkAssignResponse = t.Object({
+  success: t.Literal(true),
+  updated: t.Integer({ description: 'Distinct images changed' }),
+})

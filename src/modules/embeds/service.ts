@@ -1,9 +1,9 @@
 import { and, asc, count, eq, inArray } from 'drizzle-orm'
 import type { Db } from '../../db/client'
-import { embedProfiles, images, type EmbedProfile, type Image, type User } from '../../db/schema'
+import { type EmbedProfile, embedProfiles, type Image, images, type User } from '../../db/schema'
 import { badRequest, notFound } from '../../http/errors'
 import { iso } from '../../lib/time'
-import { isImageId, liveImage, type ImageService } from '../images/service'
+import { type ImageService, isImageId, liveImage } from '../images/service'
 
 /** At most this many profiles per user (INTERFACE.md). */
 export const MAX_EMBED_PROFILES = 25
@@ -46,7 +46,8 @@ export function publicProfile(p: EmbedProfile) {
 }
 
 /** "" and null both mean "not set" (the default applies); anything else is kept as sent. */
-const blankToNull = (value: string | null | undefined) => (value === undefined ? undefined : value === null || value.trim() === '' ? null : value)
+const blankToNull = (value: string | null | undefined) =>
+  value === undefined ? undefined : value === null || value.trim() === '' ? null : value
 
 /** The normalised form of an http(s) URL (as `URL` serialises it), or null when it is not one. */
 function httpUrl(value: string): string | null {
@@ -81,7 +82,8 @@ function toColumns(input: ProfileInput, creating: boolean): Partial<EmbedProfile
   const authorUrl = blankToNull(input.author_url)
   if (authorUrl !== undefined) {
     const normalised = authorUrl === null ? null : httpUrl(authorUrl.trim())
-    if (authorUrl !== null && (normalised === null || normalised.length > 2048)) throw badRequest('author_url must be an http(s) URL')
+    if (authorUrl !== null && (normalised === null || normalised.length > 2048))
+      throw badRequest('author_url must be an http(s) URL')
     out.authorUrl = normalised
   }
   return out
@@ -170,7 +172,8 @@ export function resolveEmbed(
     date: image.createdAt,
     // Views cost a lookup of the buffered count; only read when a profile asks for them.
     get views() {
-      return (views ??= ctx.views())
+      views ??= ctx.views()
+      return views
     },
     username: ctx.username,
   }
@@ -216,7 +219,12 @@ export function createEmbedService(deps: { db: Db; images: ImageService }) {
     },
 
     list(user: User) {
-      return db.select().from(embedProfiles).where(eq(embedProfiles.userId, user.id)).orderBy(asc(embedProfiles.id)).all()
+      return db
+        .select()
+        .from(embedProfiles)
+        .where(eq(embedProfiles.userId, user.id))
+        .orderBy(asc(embedProfiles.id))
+        .all()
     },
 
     create(user: User, input: ProfileInput): EmbedProfile {
@@ -263,7 +271,8 @@ export function createEmbedService(deps: { db: Db; images: ImageService }) {
 
     /** All or nothing: any id that is not one of the caller's images makes it a 404 naming them, and nothing changes. */
     bulkAssign(user: User, imageIds: string[], profileId: number | null) {
-      if (imageIds.length < 1 || imageIds.length > MAX_BULK_EMBED) throw badRequest(`image_ids must hold 1-${MAX_BULK_EMBED} ids`)
+      if (imageIds.length < 1 || imageIds.length > MAX_BULK_EMBED)
+        throw badRequest(`image_ids must hold 1-${MAX_BULK_EMBED} ids`)
       const ids = [...new Set(imageIds)]
       const embedProfileId = assignable(user, profileId)
       return db.transaction((tx) => {

@@ -1,12 +1,12 @@
-import { and, count, desc, eq, inArray, isNull, or, sql, type SQL } from 'drizzle-orm'
+import { and, count, desc, eq, inArray, isNull, or, type SQL, sql } from 'drizzle-orm'
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
-import { images, users, type Image } from '../../db/schema'
+import { type Image, images, users } from '../../db/schema'
 import { badRequest, notFound } from '../../http/errors'
 import { pageCount } from '../../http/pagination'
 import { iso } from '../../lib/time'
-import { imageLinks, type LinkBase } from '../images/links'
 import { isUsername } from '../auth/service'
+import { imageLinks, type LinkBase } from '../images/links'
 import { liveImage } from '../images/service'
 
 export interface Page {
@@ -46,7 +46,13 @@ const scanShown = () => inArray(images.scanStatus, [...SHOWN])
  * Needs `users` left-joined.
  */
 const feedVisible = (scan: SQL = scanShown()) =>
-  and(eq(images.visibility, 'public'), eq(images.nsfw, false), scan, liveImage(), or(isNull(images.userId), eq(users.banned, false)))
+  and(
+    eq(images.visibility, 'public'),
+    eq(images.nsfw, false),
+    scan,
+    liveImage(),
+    or(isNull(images.userId), eq(users.banned, false)),
+  )
 
 type Row = { image: Image; username: string | null }
 
@@ -123,14 +129,15 @@ export function createGalleryService(deps: { db: Db; config: Config }) {
   /** One page of images matching `where` (users left-joined), newest first, with its totals. */
   function feedPage(where: SQL | undefined, page: Page, rowsOf: (page: Page) => Row[] = (p) => plainRows(where, p)) {
     const total =
-      db
-        .select({ n: count() })
-        .from(images)
-        .leftJoin(users, eq(users.id, images.userId))
-        .where(where)
-        .get()?.n ?? 0
+      db.select({ n: count() }).from(images).leftJoin(users, eq(users.id, images.userId)).where(where).get()?.n ?? 0
     const rows = page.offset >= total ? [] : rowsOf(page)
-    return { success: true as const, images: rows.map(element), page: page.page, totalPages: pageCount(total, page.limit), total }
+    return {
+      success: true as const,
+      images: rows.map(element),
+      page: page.page,
+      totalPages: pageCount(total, page.limit),
+      total,
+    }
   }
 
   return {
@@ -157,18 +164,9 @@ export function createGalleryService(deps: { db: Db; config: Config }) {
     profile(username: string, page: Page) {
       // A name that no account can have is not looked up at all.
       if (!isUsername(username)) throw notFound('User not found')
-      const user = db
-        .select()
-        .from(users)
-        .where(sql`lower(${users.username}) = lower(${username})`)
-        .get()
+      const user = db.select().from(users).where(sql`lower(${users.username}) = lower(${username})`).get()
       if (!user || user.banned) throw notFound('User not found')
-      const where = and(
-        eq(images.userId, user.id),
-        eq(images.visibility, 'public'),
-        scanShown(),
-        liveImage(),
-      )
+      const where = and(eq(images.userId, user.id), eq(images.visibility, 'public'), scanShown(), liveImage())
       const result = feedPage(where, page)
       return {
         success: true as const,

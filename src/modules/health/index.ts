@@ -1,7 +1,7 @@
-import { Elysia, t } from 'elysia'
-import { sql } from 'drizzle-orm'
 import { statfsSync } from 'node:fs'
 import { dirname } from 'node:path'
+import { sql } from 'drizzle-orm'
+import { Elysia, t } from 'elysia'
 import type { Db } from '../../db/client'
 import { healthProbe, images } from '../../db/schema'
 import { errors, faultAnswer, HttpError, notFound, STORAGE_FULL, unauthorized } from '../../http/errors'
@@ -61,7 +61,10 @@ export function healthModule(deps: { db: Db; metrics: Metrics; metricsToken: str
       },
       {
         response: { 200: t.Object({ status: t.Literal('ok') }), ...errors(503) },
-        detail: { tags: ['Operations'], summary: 'Liveness: the database can be written and its disk has room (checked at most once a second)' },
+        detail: {
+          tags: ['Operations'],
+          summary: 'Liveness: the database can be written and its disk has room (checked at most once a second)',
+        },
       },
     )
     .get(
@@ -70,7 +73,11 @@ export function healthModule(deps: { db: Db; metrics: Metrics; metricsToken: str
         if (!deps.metricsToken) throw notFound()
         const given = /^Bearer\s+(.+)$/i.exec(headers.authorization ?? '')?.[1] ?? ''
         if (!safeEqual(given, deps.metricsToken)) throw unauthorized('Missing or wrong metrics token')
-        const storageUsedBytes = db.select({ n: sql<number>`coalesce(sum(${images.size}), 0)` }).from(images).get()?.n ?? 0
+        const storageUsedBytes =
+          db
+            .select({ n: sql<number>`coalesce(sum(${images.size}), 0)` })
+            .from(images)
+            .get()?.n ?? 0
         set.headers['content-type'] = 'text/plain; version=0.0.4; charset=utf-8'
         return deps.metrics.render({ storageUsedBytes, queueDepth: deps.classifier.queueDepth })
       },

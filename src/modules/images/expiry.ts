@@ -58,4 +58,5 @@ export function uploadExpiry(field: string | undefined, policy: ExpiryPolicy, an
 }
 
 /** The moment `seconds` from `now` (ms), as stored. */
-export const expiryDate = (seconds: number | null, now: number) => (seconds === null ? null : new Date(now + seconds * 1000))
+export const expiryDate = (seconds: number | null, now: number) =>
+  seconds === null ? null : new Date(now + seconds * 1000)

@@ -3,7 +3,7 @@ import type { Config } from '../../config'
 import type { Image } from '../../db/schema'
 import type { authGuard } from '../../http/auth'
 import { errors, jsonResponse } from '../../http/errors'
-import { fastRoute, type FastRouteObserver } from '../../http/fast-route'
+import { type FastRouteObserver, fastRoute } from '../../http/fast-route'
 import type { Metrics } from '../../http/observability'
 import { parsePage } from '../../http/pagination'
 import type { GlobalRateLimit } from '../../http/rate-limit'
@@ -11,6 +11,7 @@ import { Success } from '../../http/schemas'
 import { accountPolicy, anonymousPolicy } from './limits'
 import {
   AccountUsage,
+  EXPIRES_DESCRIPTION,
   ImageDetailsResponse,
   ImageIdParams,
   ImageListQuery,
@@ -19,7 +20,6 @@ import {
   ImagePatchResponse,
   OwnImageListQuery,
   UploadResponse,
-  EXPIRES_DESCRIPTION,
 } from './model'
 import type { ImageService } from './service'
 import type { UploadOptions, UploadPipeline } from './upload'
@@ -34,7 +34,11 @@ function multipartBody(extra: Record<string, object> = {}) {
           type: 'object',
           required: ['file'],
           properties: {
-            file: { type: 'array', items: { type: 'string', format: 'binary' }, description: 'One or more image files (repeat the field)' },
+            file: {
+              type: 'array',
+              items: { type: 'string', format: 'binary' },
+              description: 'One or more image files (repeat the field)',
+            },
             visibility: { type: 'string', enum: ['public', 'private'], default: 'public' },
             private: { type: 'string', description: 'true, 1, yes or on: shorthand for visibility=private' },
             nsfw: { type: 'string', description: '"true" flags the upload as NSFW' },
@@ -63,7 +67,11 @@ const DETAILS_ROUTE = '/api/v1/image/:id'
  * GET /api/v1/image/:id for Bun's router, ahead of the app (src/http/fast-route.ts): the busiest API read, which needs
  * none of the app's hooks but the global rate limit. The app's own route documents it and answers `app.handle`.
  */
-export function imageDetailsRoutes(deps: { images: ImageService; observe: FastRouteObserver; admit: GlobalRateLimit['admit'] }) {
+export function imageDetailsRoutes(deps: {
+  images: ImageService
+  observe: FastRouteObserver
+  admit: GlobalRateLimit['admit']
+}) {
   const details = fastRoute(deps.observe, DETAILS_ROUTE, (request, server) => {
     deps.admit(request, server)
     return jsonResponse(detailsAnswer(deps.images, request.params.id))
@@ -81,130 +89,154 @@ export function imagesModule(deps: {
   const { config, images, pipeline, metrics } = deps
 
   /** Runs the pipeline and answers 201: one file a flat object, several `{ success, images }`. */
-  async function upload(request: Request, options: UploadOptions, set: { status?: number | string; headers: Record<string, unknown> }) {
+  async function upload(
+    request: Request,
+    options: UploadOptions,
+    set: { status?: number | string; headers: Record<string, unknown> },
+  ) {
     const result = await pipeline.upload(request, options)
-    metrics.uploaded(result.rows.length, result.rows.reduce((sum, row) => sum + row.size, 0))
+    metrics.uploaded(
+      result.rows.length,
+      result.rows.reduce((sum, row) => sum + row.size, 0),
+    )
     set.status = 201
     Object.assign(set.headers, result.headers)
     return uploadAnswer(images, result)
   }
   const uploadRoute = { parse: 'none' as const, response: { 201: UploadResponse, ...errors(400, 401, 403, 413, 429) } }
 
-  return new Elysia({ name: 'module-images' })
-    .use(deps.guard)
-    .post(
-      '/api/v1/upload',
-      ({ request, user, clientIp, set }) =>
-        upload(request, { policy: accountPolicy(config, user), scan: config.nsfw.scanApiUploads, ip: clientIp }, set),
-      {
-        ...uploadRoute,
-        apiKey: true,
-        detail: { tags: ['Images'], summary: 'Upload one or more images with an API key', requestBody: multipartBody() as never },
-      },
-    )
-    .post(
-      '/api/upload',
-      ({ request, user, clientIp, set }) =>
-        upload(request, { policy: user ? accountPolicy(config, user) : anonymousPolicy(config, clientIp), scan: true, ip: clientIp }, set),
-      {
-        ...uploadRoute,
-        optionalSession: true,
-        detail: {
-          tags: ['Images'],
-          summary: 'Web upload: anonymous or with a JWT; every image is scanned for mature content',
-          requestBody: multipartBody({
-            expires: {
-              type: 'string',
-              description:
-                EXPIRES_DESCRIPTION +
-                ' Anonymous uploads that give none expire after ANON_DEFAULT_EXPIRY seconds when it is set (never by default), and may not ask for longer.',
-              examples: ['PT10M', 'P7D', 'P1DT2H', '3600'],
+  return (
+    new Elysia({ name: 'module-images' })
+      .use(deps.guard)
+      .post(
+        '/api/v1/upload',
+        ({ request, user, clientIp, set }) =>
+          upload(request, { policy: accountPolicy(config, user), scan: config.nsfw.scanApiUploads, ip: clientIp }, set),
+        {
+          ...uploadRoute,
+          apiKey: true,
+          detail: {
+            tags: ['Images'],
+            summary: 'Upload one or more images with an API key',
+            requestBody: multipartBody() as never,
+          },
+        },
+      )
+      .post(
+        '/api/upload',
+        ({ request, user, clientIp, set }) =>
+          upload(
+            request,
+            {
+              policy: user ? accountPolicy(config, user) : anonymousPolicy(config, clientIp),
+              scan: true,
+              ip: clientIp,
             },
-          }) as never,
+            set,
+          ),
+        {
+          ...uploadRoute,
+          optionalSession: true,
+          detail: {
+            tags: ['Images'],
+            summary: 'Web upload: anonymous or with a JWT; every image is scanned for mature content',
+            requestBody: multipartBody({
+              expires: {
+                type: 'string',
+                description:
+                  EXPIRES_DESCRIPTION +
+                  ' Anonymous uploads that give none expire after ANON_DEFAULT_EXPIRY seconds when it is set (never by default), and may not ask for longer.',
+                examples: ['PT10M', 'P7D', 'P1DT2H', '3600'],
+              },
+            }) as never,
+          },
         },
-      },
-    )
-    .get(DETAILS_ROUTE, ({ params }) => detailsAnswer(images, params.id), {
-      params: ImageIdParams,
-      response: { 200: ImageDetailsResponse, ...errors(404) },
-      detail: { tags: ['Images'], summary: 'Image metadata (private images too, for whoever holds the id)' },
-    })
-    .patch('/api/v1/image/:id', ({ params, body, user }) => images.patch(user, params.id, body), {
-      apiKey: true,
-      params: ImageIdParams,
-      body: ImagePatch,
-      response: { 200: ImagePatchResponse, ...errors(400, 401, 403, 404) },
-      detail: { tags: ['Images'], summary: 'Change visibility, the NSFW flag and/or the expiry of your image' },
-    })
-    .delete(
-      '/api/v1/image/:id',
-      async ({ params, headers, user }) => {
-        await images.deleteBy({ user, deleteToken: headers['x-delete-token'] ?? null }, params.id)
-        return { success: true as const }
-      },
-      {
-        apiKeyOrDeleteToken: true,
+      )
+      .get(DETAILS_ROUTE, ({ params }) => detailsAnswer(images, params.id), {
         params: ImageIdParams,
-        response: { 200: Success, ...errors(401, 403, 404) },
-        detail: {
-          tags: ['Images'],
-          summary: 'Delete your image (X-API-Key), or an anonymous upload with its X-Delete-Token',
+        response: { 200: ImageDetailsResponse, ...errors(404) },
+        detail: { tags: ['Images'], summary: 'Image metadata (private images too, for whoever holds the id)' },
+      })
+      .patch('/api/v1/image/:id', ({ params, body, user }) => images.patch(user, params.id, body), {
+        apiKey: true,
+        params: ImageIdParams,
+        body: ImagePatch,
+        response: { 200: ImagePatchResponse, ...errors(400, 401, 403, 404) },
+        detail: { tags: ['Images'], summary: 'Change visibility, the NSFW flag and/or the expiry of your image' },
+      })
+      .delete(
+        '/api/v1/image/:id',
+        async ({ params, headers, user }) => {
+          await images.deleteBy({ user, deleteToken: headers['x-delete-token'] ?? null }, params.id)
+          return { success: true as const }
         },
-      },
-    )
-    .get('/api/v1/images', ({ query, user }) => images.list(user, parsePage(query, { limit: 20, maxLimit: 100 })), {
-      apiKey: true,
-      query: ImageListQuery,
-      response: { 200: ImageListResponse, ...errors(400, 401, 403) },
-      detail: { tags: ['Images'], summary: 'Your images, newest first (limit default 20, at most 100)' },
-    })
-    .get('/api/v1/me', ({ user }) => images.usage(user), {
-      apiKey: true,
-      response: { 200: AccountUsage, ...errors(401, 403) },
-      detail: { tags: ['Images'], summary: 'Account usage: storage, limits and the hourly upload window' },
-    })
-    // The same operations for the website's dashboard, authenticated by the session (JWT) instead of an API key.
-    // /api/v1 stays key-only, as the contract says; these reuse the same service functions and response shapes.
-    .get(
-      '/api/images',
-      ({ query, user }) =>
-        images.list(user, parsePage(query, { limit: 20, maxLimit: 100 }), {
-          visibility: query.visibility,
-          nsfw: query.nsfw === undefined ? undefined : query.nsfw === 'true',
-        }),
-      {
-        session: true,
-        query: OwnImageListQuery,
+        {
+          apiKeyOrDeleteToken: true,
+          params: ImageIdParams,
+          response: { 200: Success, ...errors(401, 403, 404) },
+          detail: {
+            tags: ['Images'],
+            summary: 'Delete your image (X-API-Key), or an anonymous upload with its X-Delete-Token',
+          },
+        },
+      )
+      .get('/api/v1/images', ({ query, user }) => images.list(user, parsePage(query, { limit: 20, maxLimit: 100 })), {
+        apiKey: true,
+        query: ImageListQuery,
         response: { 200: ImageListResponse, ...errors(400, 401, 403) },
-        detail: {
-          tags: ['Images'],
-          summary: 'Your images, for the dashboard (JWT): GET /api/v1/images plus visibility and nsfw filters',
+        detail: { tags: ['Images'], summary: 'Your images, newest first (limit default 20, at most 100)' },
+      })
+      .get('/api/v1/me', ({ user }) => images.usage(user), {
+        apiKey: true,
+        response: { 200: AccountUsage, ...errors(401, 403) },
+        detail: { tags: ['Images'], summary: 'Account usage: storage, limits and the hourly upload window' },
+      })
+      // The same operations for the website's dashboard, authenticated by the session (JWT) instead of an API key.
+      // /api/v1 stays key-only, as the contract says; these reuse the same service functions and response shapes.
+      .get(
+        '/api/images',
+        ({ query, user }) =>
+          images.list(user, parsePage(query, { limit: 20, maxLimit: 100 }), {
+            visibility: query.visibility,
+            nsfw: query.nsfw === undefined ? undefined : query.nsfw === 'true',
+          }),
+        {
+          session: true,
+          query: OwnImageListQuery,
+          response: { 200: ImageListResponse, ...errors(400, 401, 403) },
+          detail: {
+            tags: ['Images'],
+            summary: 'Your images, for the dashboard (JWT): GET /api/v1/images plus visibility and nsfw filters',
+          },
         },
-      },
-    )
-    .patch('/api/images/:id', ({ params, body, user }) => images.patch(user, params.id, body), {
-      session: true,
-      params: ImageIdParams,
-      body: ImagePatch,
-      response: { 200: ImagePatchResponse, ...errors(400, 401, 403, 404) },
-      detail: { tags: ['Images'], summary: 'Change visibility and/or the NSFW flag of your image (JWT; as PATCH /api/v1/image/:id)' },
-    })
-    .delete(
-      '/api/images/:id',
-      async ({ params, user }) => {
-        await images.deleteBy({ user, deleteToken: null }, params.id)
-        return { success: true as const }
-      },
-      {
+      )
+      .patch('/api/images/:id', ({ params, body, user }) => images.patch(user, params.id, body), {
         session: true,
         params: ImageIdParams,
-        response: { 200: Success, ...errors(401, 403, 404) },
-        detail: { tags: ['Images'], summary: 'Delete your image (JWT; as DELETE /api/v1/image/:id)' },
-      },
-    )
-    .get('/api/account/usage', ({ user }) => images.usage(user), {
-      session: true,
-      response: { 200: AccountUsage, ...errors(401, 403) },
-      detail: { tags: ['Images'], summary: 'Account usage for the dashboard (JWT): the object of GET /api/v1/me' },
-    })
+        body: ImagePatch,
+        response: { 200: ImagePatchResponse, ...errors(400, 401, 403, 404) },
+        detail: {
+          tags: ['Images'],
+          summary: 'Change visibility and/or the NSFW flag of your image (JWT; as PATCH /api/v1/image/:id)',
+        },
+      })
+      .delete(
+        '/api/images/:id',
+        async ({ params, user }) => {
+          await images.deleteBy({ user, deleteToken: null }, params.id)
+          return { success: true as const }
+        },
+        {
+          session: true,
+          params: ImageIdParams,
+          response: { 200: Success, ...errors(401, 403, 404) },
+          detail: { tags: ['Images'], summary: 'Delete your image (JWT; as DELETE /api/v1/image/:id)' },
+        },
+      )
+      .get('/api/account/usage', ({ user }) => images.usage(user), {
+        session: true,
+        response: { 200: AccountUsage, ...errors(401, 403) },
+        detail: { tags: ['Images'], summary: 'Account usage for the dashboard (JWT): the object of GET /api/v1/me' },
+      })
+  )
 }

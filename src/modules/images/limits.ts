@@ -1,7 +1,7 @@
 import { and, eq, inArray, lte, sql } from 'drizzle-orm'
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
-import { images, uploadWindows, type User } from '../../db/schema'
+import { images, type User, uploadWindows } from '../../db/schema'
 import { ipKey } from '../../http/client-ip'
 import { HttpError } from '../../http/errors'
 import { HOUR_MS } from '../../lib/time'
@@ -75,7 +75,9 @@ export function windowState(db: Db | Tx, rule: WindowRule, now: number): WindowS
     used: w.used,
     remaining: Math.max(0, rule.limit - w.used),
     // A window that has not started yet would last its full duration from the next upload.
-    resetSeconds: w.fresh ? Math.ceil(rule.durationMs / 1000) : Math.max(0, Math.ceil((w.start + rule.durationMs - now) / 1000)),
+    resetSeconds: w.fresh
+      ? Math.ceil(rule.durationMs / 1000)
+      : Math.max(0, Math.ceil((w.start + rule.durationMs - now) / 1000)),
   }
 }
 
@@ -88,7 +90,12 @@ export function rateLimitHeaders(state: WindowState): Record<string, string> {
 }
 
 export function rateLimited(state: WindowState, message: string) {
-  return new HttpError(429, message, { retryAfter: state.resetSeconds }, { 'Retry-After': String(Math.max(1, state.resetSeconds)), ...rateLimitHeaders(state) })
+  return new HttpError(
+    429,
+    message,
+    { retryAfter: state.resetSeconds },
+    { 'Retry-After': String(Math.max(1, state.resetSeconds)), ...rateLimitHeaders(state) },
+  )
 }
 
 /**
@@ -140,7 +147,14 @@ function tally(db: Db, rules: WindowRule[], delta: number, now: number) {
       for (const rule of rules) countWindow(t, rule, delta, now)
     })
   } catch (error) {
-    console.error(JSON.stringify({ level: 'warn', msg: 'could not count an attempt', keys: rules.map((r) => r.key), error: String(error) }))
+    console.error(
+      JSON.stringify({
+        level: 'warn',
+        msg: 'could not count an attempt',
+        keys: rules.map((r) => r.key),
+        error: String(error),
+      }),
+    )
   }
 }
 
@@ -174,8 +188,15 @@ export function clearWindows(db: Db, keys: string[]) {
  */
 export function sweepEndedWindows(db: Db, config: Config, now: number): number {
   const { anonymous, refused, guesses } = config.limits
-  const longestMs = Math.max(HOUR_MS, Math.max(anonymous.windowSeconds, refused.windowSeconds, guesses.windowSeconds) * 1000)
-  return db.delete(uploadWindows).where(lte(uploadWindows.windowStart, new Date(now - longestMs))).returning({ key: uploadWindows.key }).all().length
+  const longestMs = Math.max(
+    HOUR_MS,
+    Math.max(anonymous.windowSeconds, refused.windowSeconds, guesses.windowSeconds) * 1000,
+  )
+  return db
+    .delete(uploadWindows)
+    .where(lte(uploadWindows.windowStart, new Date(now - longestMs)))
+    .returning({ key: uploadWindows.key })
+    .all().length
 }
 
 /** Bytes of the owner's live images: an expired image stops counting at once, before the sweeper removes it. */
@@ -194,7 +215,10 @@ export function checkQuota(db: Db | Tx, policy: UploadPolicy, incomingBytes: num
   if (!policy.owner || policy.storageLimit === null) return
   const used = storageUsed(db, policy.owner.id) + held
   if (used + incomingBytes > policy.storageLimit) {
-    throw new HttpError(413, `Storage limit reached: ${Math.max(0, policy.storageLimit - used)} of ${policy.storageLimit} bytes left`)
+    throw new HttpError(
+      413,
+      `Storage limit reached: ${Math.max(0, policy.storageLimit - used)} of ${policy.storageLimit} bytes left`,
+    )
   }
 }
 
@@ -258,7 +282,8 @@ export function createUploadAdmission(db: Db, config: Config, now: () => number)
   function slotsOf(policy: UploadPolicy, ip: string) {
     const { perIp, perAccount } = config.limits.inFlight
     const slots = [{ key: `ip:${ipKey(ip)}`, cap: perIp, per: 'from one address' }]
-    if (policy.owner && !isAdmin(policy)) slots.push({ key: `user:${policy.owner.id}`, cap: perAccount, per: 'per account' })
+    if (policy.owner && !isAdmin(policy))
+      slots.push({ key: `user:${policy.owner.id}`, cap: perAccount, per: 'per account' })
     return slots
   }
 

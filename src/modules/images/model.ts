@@ -8,11 +8,18 @@ const links = {
   viewer: t.String({ format: 'uri' }),
 }
 /** When the image expires (it answers 404 everywhere from then on), or null: never. */
-const ExpiresAt = t.Union([Timestamp, t.Null()], { description: 'When the image expires and disappears (ISO 8601), or null: never' })
+const ExpiresAt = t.Union([Timestamp, t.Null()], {
+  description: 'When the image expires and disappears (ISO 8601), or null: never',
+})
 export const EXPIRES_DESCRIPTION =
   'Expire the image after this long: a positive number of seconds, or an ISO 8601 duration such as PT10M, P7D or P1DT2H ' +
   '(Y = 365 days, M = 30 days). At most MAX_EXPIRY seconds; an expired image answers 404 everywhere and its files are deleted.'
-const dimensions = { width: t.Integer(), height: t.Integer(), size: t.Integer({ description: 'Bytes of the stored original' }), mime: t.String() }
+const dimensions = {
+  width: t.Integer(),
+  height: t.Integer(),
+  size: t.Integer({ description: 'Bytes of the stored original' }),
+  mime: t.String(),
+}
 
 export const UploadedImage = t.Object({
   ...links,
@@ -97,7 +104,9 @@ export const ImageListQuery = PageQuery
 export const OwnImageListQuery = t.Object({
   ...PageQuery.properties,
   visibility: t.Optional(Visibility),
-  nsfw: t.Optional(t.Union([t.Literal('true'), t.Literal('false')], { description: 'true: only NSFW images, false: only the others' })),
+  nsfw: t.Optional(
+    t.Union([t.Literal('true'), t.Literal('false')], { description: 'true: only NSFW images, false: only the others' }),
+  ),
 })
 
 const Nullable = <T extends import('@sinclair/typebox').TSchema>(s: T) => t.Union([s, t.Null()])
@@ -110,7 +119,13 @@ export const AccountUsage = t.Object({
   totalImages: t.Integer(),
   storage: t.Object({ used: t.Integer(), limit: Nullable(t.Integer()), remaining: Nullable(t.Integer()) }),
   limits: t.Object({ maxFileSize: Nullable(t.Integer()), maxFilesPerUpload: Nullable(t.Integer()) }),
-  rateLimit: t.Object({ window: t.String(), limit: t.Integer(), used: t.Integer(), remaining: t.Integer(), resetSeconds: t.Integer() }),
+  rateLimit: t.Object({
+    window: t.String(),
+    limit: t.Integer(),
+    used: t.Integer(),
+    remaining: t.Integer(),
+    resetSeconds: t.Integer(),
+  }),
 })
 
 export const ImageIdParams = t.Object({ id: t.String() })

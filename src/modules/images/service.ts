@@ -1,18 +1,18 @@
 import { and, asc, count, desc, eq, isNotNull, lte, sql } from 'drizzle-orm'
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
-import { images, type Image, type User } from '../../db/schema'
+import { type Image, images, type User } from '../../db/schema'
 import { badRequest, notFound } from '../../http/errors'
 import { pageCount } from '../../http/pagination'
 import { safeEqual, sha256Hex } from '../../lib/crypto'
 import { iso } from '../../lib/time'
-import { originalKey, thumbnailKey, type Storage } from '../../storage'
-import { noImageEvents, type ImageEvents } from './events'
-import { imageLinks, type LinkBase } from './links'
+import { originalKey, type Storage, thumbnailKey } from '../../storage'
+import { type ImageEvents, noImageEvents } from './events'
 import { checkExpiryBound, expiryDate, parseExpiry } from './expiry'
 import { accountPolicy, storageUsed, windowState } from './limits'
-import { createLiveImageCache } from './live-cache'
+import { imageLinks, type LinkBase } from './links'
 import { liveImage } from './live'
+import { createLiveImageCache } from './live-cache'
 
 const ID = /^[A-Za-z0-9]{8}$/
 
@@ -39,7 +39,13 @@ export interface ImageListFilter {
  * `now`: the service's clock, which decides which images have expired (reads, the cache, the sweep, PATCH's new
  * expiry) and reads the upload window for usage; tests pass one they can move forward instead of waiting.
  */
-export function createImageService(deps: { db: Db; config: Config; storage: Storage; events?: ImageEvents; now?: () => number }) {
+export function createImageService(deps: {
+  db: Db
+  config: Config
+  storage: Storage
+  events?: ImageEvents
+  now?: () => number
+}) {
   const { db, config, storage } = deps
   const now = deps.now ?? Date.now
   const events = deps.events ?? noImageEvents
@@ -115,8 +121,16 @@ export function createImageService(deps: { db: Db; config: Config; storage: Stor
   async function removeFiles(image: Pick<Image, 'id' | 'ext'>) {
     // The row is already gone: a store that is down must not fail the delete. The files are orphans, which the
     // startup sweep (or `cli check --repair`) removes.
-    await Promise.all([storage.delete(originalKey(image.id, image.ext)), storage.delete(thumbnailKey(image.id))]).catch((error) =>
-      console.error(JSON.stringify({ level: 'warn', msg: 'image files left for the sweep: storage unavailable', id: image.id, error: String(error) })),
+    await Promise.all([storage.delete(originalKey(image.id, image.ext)), storage.delete(thumbnailKey(image.id))]).catch(
+      (error) =>
+        console.error(
+          JSON.stringify({
+            level: 'warn',
+            msg: 'image files left for the sweep: storage unavailable',
+            id: image.id,
+            error: String(error),
+          }),
+        ),
     )
   }
 
@@ -267,14 +281,22 @@ export function createImageService(deps: { db: Db; config: Config; storage: Stor
         throw badRequest('visibility must be "public" or "private"')
       }
       const expiresIn =
-        changes.expires === undefined || changes.expires === null ? changes.expires : checkExpiryBound(parseExpiry(changes.expires), config.expiry.maxSeconds)
+        changes.expires === undefined || changes.expires === null
+          ? changes.expires
+          : checkExpiryBound(parseExpiry(changes.expires), config.expiry.maxSeconds)
       const image = findOwned(user, id)
       const set: Partial<Image> = {}
       if (changes.visibility !== undefined) set.visibility = changes.visibility as Image['visibility']
       if (changes.nsfw !== undefined) set.nsfw = changes.nsfw
       if (expiresIn !== undefined) set.expiresAt = expiryDate(expiresIn, now())
       const updated = db.update(images).set(set).where(eq(images.id, image.id)).returning().get()
-      return { success: true as const, id: updated.id, visibility: updated.visibility, nsfw: updated.nsfw, expiresAt: expiresAtOf(updated.expiresAt) }
+      return {
+        success: true as const,
+        id: updated.id,
+        visibility: updated.visibility,
+        nsfw: updated.nsfw,
+        expiresAt: expiresAtOf(updated.expiresAt),
+      }
     },
 
     /** Deletes by the owner's key, or by the delete token of an anonymous upload; anything else is 404. */
@@ -282,7 +304,7 @@ export function createImageService(deps: { db: Db; config: Config; storage: Stor
       const image = find(id)
       const ownerMatches = image && caller.user && image.userId === caller.user.id
       const tokenMatches =
-        image && image.deleteTokenHash && caller.deleteToken && safeEqual(image.deleteTokenHash, sha256Hex(caller.deleteToken))
+        image?.deleteTokenHash && caller.deleteToken && safeEqual(image.deleteTokenHash, sha256Hex(caller.deleteToken))
       if (!image || !(ownerMatches || tokenMatches)) throw notFound('Image not found')
       await remove(image)
     },
@@ -332,7 +354,12 @@ export function createImageService(deps: { db: Db; config: Config; storage: Stor
     usage(user: User) {
       const policy = accountPolicy(config, user)
       const used = storageUsed(db, user.id, now())
-      const totalImages = db.select({ n: count() }).from(images).where(and(eq(images.userId, user.id), live())).get()?.n ?? 0
+      const totalImages =
+        db
+          .select({ n: count() })
+          .from(images)
+          .where(and(eq(images.userId, user.id), live()))
+          .get()?.n ?? 0
       const window = windowState(db, policy.window, now())
       return {
         success: true as const,

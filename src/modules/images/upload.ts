@@ -2,23 +2,37 @@ import { mkdirSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Config } from '../../config'
-import { retryBusy, type Db } from '../../db/client'
-import { albumImages, images, type Image } from '../../db/schema'
+import { type Db, retryBusy } from '../../db/client'
+import { albumImages, type Image, images } from '../../db/schema'
 import { badRequest, faultAnswer, HttpError, STORAGE_UNWRITABLE } from '../../http/errors'
-import { discardFiles, receiveMultipart, type ReceivedFile } from '../../http/multipart'
+import { discardFiles, type ReceivedFile, receiveMultipart } from '../../http/multipart'
 import { newPublicId, randomToken, sha256Hex } from '../../lib/crypto'
-import { MediaError, type ImageInfo, type Media } from '../../media'
+import { type ImageInfo, type Media, MediaError } from '../../media'
 import { FORMATS } from '../../media/formats'
-import { PoolBusyError } from '../../workers/pool'
 import type { Classifier, NsfwThresholds } from '../../moderation'
 import { isMature } from '../../moderation'
 import { withDeadline } from '../../moderation/deadline'
-import { originalKey, StorageKeyTakenError, StorageUnavailableError, thumbnailKey, type Storage, type StorageKey } from '../../storage'
+import {
+  originalKey,
+  type Storage,
+  type StorageKey,
+  StorageKeyTakenError,
+  StorageUnavailableError,
+  thumbnailKey,
+} from '../../storage'
+import { PoolBusyError } from '../../workers/pool'
 import { resolveUploadAlbum } from '../albums/service'
 import { refuseBlocked } from '../reports/blocklist'
+import { type ImageEvents, noImageEvents } from './events'
 import { expiryDate, uploadExpiry } from './expiry'
-import { noImageEvents, type ImageEvents } from './events'
-import { checkQuota, consumeWindow, createUploadAdmission, rateLimitHeaders, type AdmittedUpload, type UploadPolicy } from './limits'
+import {
+  type AdmittedUpload,
+  checkQuota,
+  consumeWindow,
+  createUploadAdmission,
+  rateLimitHeaders,
+  type UploadPolicy,
+} from './limits'
 
 const TRUE_FORMS = new Set(['true', '1', 'yes', 'on'])
 /** Images decoded at once per request: sharp already uses a core per image, and the machine has two. */
@@ -88,13 +102,19 @@ export function createUploadPipeline(deps: {
     try {
       // One job in a media worker, under its time and memory budget. A user's own nsfw=true stands without a scan;
       // otherwise the same decode feeds both the thumbnail and the classifier.
-      const { info, size, classifierInput } = await media.ingest(file.path, { thumbPath, classifierInput: scan && !userNsfw })
+      const { info, size, classifierInput } = await media.ingest(file.path, {
+        thumbPath,
+        classifierInput: scan && !userNsfw,
+      })
       file.size = size
-      const verdict = classifierInput ? await classify(classifierInput) : { nsfw: userNsfw, scanStatus: 'none' as const }
+      const verdict = classifierInput
+        ? await classify(classifierInput)
+        : { nsfw: userNsfw, scanStatus: 'none' as const }
       return { file, info, thumbPath, size, ...verdict }
     } catch (error) {
       if (error instanceof MediaError) throw badRequest(`${file.filename}: ${error.message}`)
-      if (error instanceof PoolBusyError) throw new HttpError(503, 'The server is busy processing images, try again shortly', {}, { 'retry-after': '5' })
+      if (error instanceof PoolBusyError)
+        throw new HttpError(503, 'The server is busy processing images, try again shortly', {}, { 'retry-after': '5' })
       throw error
     }
   }
@@ -167,7 +187,8 @@ export function createUploadPipeline(deps: {
     const fault = faultAnswer(error)
     if (fault) return fault
     console.error(JSON.stringify({ level: 'warn', msg: 'upload: storing files failed', error: String(error) }))
-    if (error instanceof StorageUnavailableError) return new HttpError(503, 'Storage temporarily unavailable, try again shortly', {}, { 'retry-after': '5' })
+    if (error instanceof StorageUnavailableError)
+      return new HttpError(503, 'Storage temporarily unavailable, try again shortly', {}, { 'retry-after': '5' })
     return new HttpError(507, STORAGE_UNWRITABLE)
   }
 
@@ -190,16 +211,29 @@ export function createUploadPipeline(deps: {
    * for an upload that `admit` let in. All or nothing; the temp files are removed either way (what was stored has its
    * own copy or link).
    */
-  async function store(files: ReceivedFile[], fields: Record<string, string>, opts: UploadOptions, admitted: AdmittedUpload) {
+  async function store(
+    files: ReceivedFile[],
+    fields: Record<string, string>,
+    opts: UploadOptions,
+    admitted: AdmittedUpload,
+  ) {
     const { policy } = opts
     const storedKeys: StorageKey[] = []
     try {
       const options = readOptions(fields, policy)
       if (files.length === 0) throw badRequest('No files: send one or more `file` fields')
       // By the hash of the bytes as sent (metadata stripping changes them later): what a re-upload sends again.
-      await refusable(opts, () => refuseBlocked(db, files.map((f) => f.sha256)))
+      await refusable(opts, () =>
+        refuseBlocked(
+          db,
+          files.map((f) => f.sha256),
+        ),
+      )
       // The real batch, beside what other admitted uploads hold: what cannot fit is refused before any decoding.
-      admitted.hold(files.length, files.reduce((sum, f) => sum + f.size, 0))
+      admitted.hold(
+        files.length,
+        files.reduce((sum, f) => sum + f.size, 0),
+      )
 
       const prepared = await refusable(opts, () => prepareAll(files, options.nsfw, opts.scan))
       // Files first, row second: a crash in between leaves orphan files (swept later), never a row without bytes.
@@ -209,38 +243,51 @@ export function createUploadPipeline(deps: {
       const now = clock()
       // Check and reserve in one synchronous transaction, so parallel batches can never overshoot a window or quota.
       // Another process holding the database's lock: tried again for about 2 s, waiting off the event loop.
-      const { rows, window } = await retryBusy(() => db.transaction((tx) => {
-        checkQuota(tx, policy, prepared.reduce((sum, p) => sum + p.size, 0))
-        const window = consumeWindow(tx, policy.window, prepared.length, now)
-        const albumId = options.album && policy.owner ? resolveUploadAlbum(tx, policy.owner, options.album, options.visibility === 'public') : null
-        const rows = tx
-          .insert(images)
-          .values(
-            prepared.map((p, i) => ({
-              id: ids[i],
-              userId: policy.owner?.id ?? null,
-              filename: p.file.filename,
-              mime: FORMATS[p.info.format].mime,
-              ext: FORMATS[p.info.format].ext,
-              width: p.info.width,
-              height: p.info.height,
-              size: p.size,
-              sha256: p.file.sha256,
-              visibility: options.visibility,
-              nsfw: p.nsfw,
-              scanStatus: p.scanStatus,
-              deleteTokenHash: deleteTokens[i] ? sha256Hex(deleteTokens[i]) : null,
-              uploaderIp: opts.ip,
-              expiresAt: expiryDate(options.expiresIn, now),
-              // Distinct, increasing times keep a batch in upload order when listed newest first.
-              createdAt: new Date(now + i),
-            })),
+      const { rows, window } = await retryBusy(() =>
+        db.transaction((tx) => {
+          checkQuota(
+            tx,
+            policy,
+            prepared.reduce((sum, p) => sum + p.size, 0),
           )
-          .returning()
-          .all()
-        if (albumId) tx.insert(albumImages).values(rows.map((r) => ({ albumId, imageId: r.id, addedAt: new Date(now) }))).onConflictDoNothing().run()
-        return { rows, window }
-      }))
+          const window = consumeWindow(tx, policy.window, prepared.length, now)
+          const albumId =
+            options.album && policy.owner
+              ? resolveUploadAlbum(tx, policy.owner, options.album, options.visibility === 'public')
+              : null
+          const rows = tx
+            .insert(images)
+            .values(
+              prepared.map((p, i) => ({
+                id: ids[i],
+                userId: policy.owner?.id ?? null,
+                filename: p.file.filename,
+                mime: FORMATS[p.info.format].mime,
+                ext: FORMATS[p.info.format].ext,
+                width: p.info.width,
+                height: p.info.height,
+                size: p.size,
+                sha256: p.file.sha256,
+                visibility: options.visibility,
+                nsfw: p.nsfw,
+                scanStatus: p.scanStatus,
+                deleteTokenHash: deleteTokens[i] ? sha256Hex(deleteTokens[i]) : null,
+                uploaderIp: opts.ip,
+                expiresAt: expiryDate(options.expiresIn, now),
+                // Distinct, increasing times keep a batch in upload order when listed newest first.
+                createdAt: new Date(now + i),
+              })),
+            )
+            .returning()
+            .all()
+          if (albumId)
+            tx.insert(albumImages)
+              .values(rows.map((r) => ({ albumId, imageId: r.id, addedAt: new Date(now) })))
+              .onConflictDoNothing()
+              .run()
+          return { rows, window }
+        }),
+      )
       admitted.committed()
       // After the commit, never before; listeners (webhooks) only queue work, they never hold the answer up.
       for (const row of rows) events.emit('image.uploaded', row)
@@ -265,7 +312,11 @@ export function createUploadPipeline(deps: {
       // having read at most maxFiles files of maxFileSize; a chunked body could skip such a check anyway.
       const admitted = admission.admit(policy, opts.ip)
       try {
-        const { files, fields } = await receiveMultipart(request, { tmpDir, maxFiles: policy.maxFiles, maxFileSize: policy.maxFileSize })
+        const { files, fields } = await receiveMultipart(request, {
+          tmpDir,
+          maxFiles: policy.maxFiles,
+          maxFileSize: policy.maxFileSize,
+        })
         return await store(files, fields, opts, admitted)
       } finally {
         admitted.release()

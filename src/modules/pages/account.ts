@@ -13,7 +13,13 @@ import { MAX_BULK_EMBED, MAX_EMBED_PROFILES } from '../embeds/service'
 const needsScript = html`<noscript><p class="error">This page needs JavaScript.</p></noscript>`
 
 function authPage(renderer: PageRenderer, config: Config, title: string, body: SafeHtml): Response {
-  return renderer.respond({ title: `${title} · ${config.siteName}`, body, scripts: ['auth.js'], bodyClass: 'auth-page', noindex: true })
+  return renderer.respond({
+    title: `${title} · ${config.siteName}`,
+    body,
+    scripts: ['auth.js'],
+    bodyClass: 'auth-page',
+    noindex: true,
+  })
 }
 
 export function renderLogin(renderer: PageRenderer, config: Config): Response {
@@ -285,5 +291,11 @@ ${clientDownloads}
 </section>
 </div>`
 
-  return renderer.respond({ title: `Dashboard · ${config.siteName}`, body, scripts: ['dashboard.js'], bodyClass: 'dashboard-page', noindex: true })
+  return renderer.respond({
+    title: `Dashboard · ${config.siteName}`,
+    body,
+    scripts: ['dashboard.js'],
+    bodyClass: 'dashboard-page',
+    noindex: true,
+  })
 }

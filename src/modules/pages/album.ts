@@ -26,8 +26,8 @@ export function renderAlbumPassword(pages: PageRenderer, album: Album, state: 'a
 <label for="album-password">Password</label>
 <input id="album-password" name="password" type="password" required autofocus autocomplete="off">
 ${state === 'wrong' ? html`<p class="error" role="alert">Wrong password, try again.</p>` : ''}${
-      throttled ? html`<p class="error" role="alert">Too many wrong passwords. Try again in ${wait}.</p>` : ''
-    }
+  throttled ? html`<p class="error" role="alert">Too many wrong passwords. Try again in ${wait}.</p>` : ''
+}
 <button type="submit">Open album</button>
 </form>`,
   })
@@ -67,7 +67,14 @@ ${
     ? thumbGrid(
         items.map((image) => {
           const links = images.links(image)
-          return { viewer: links.viewer, thumbnail: links.thumbnail, width: image.width, height: image.height, alt: image.filename, hidden: hidden(image) }
+          return {
+            viewer: links.viewer,
+            thumbnail: links.thumbnail,
+            width: image.width,
+            height: image.height,
+            alt: image.filename,
+            hidden: hidden(image),
+          }
         }),
       )
     : html`<p class="muted">This album is empty.</p>`
@@ -79,5 +86,11 @@ ${album.description ? html`<p>${album.description}</p>` : ''}
 </section>
 ${grid}`
 
-  return pages.respond({ title: `${album.title} · ${config.siteName}`, head, body, noindex: deps.protectedView, bodyClass: 'album-page' })
+  return pages.respond({
+    title: `${album.title} · ${config.siteName}`,
+    head,
+    body,
+    noindex: deps.protectedView,
+    bodyClass: 'album-page',
+  })
 }

@@ -2,7 +2,7 @@ import type { Config } from '../../config'
 import { html } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
 import type { GalleryService } from '../gallery/service'
-import { pager, thumbGrid, type Tile } from './grid'
+import { pager, type Tile, thumbGrid } from './grid'
 import type { PageService } from './service'
 
 /** Page size of the gallery and profile pages: divides evenly into rows of 2, 3, 5 and 6. */
@@ -44,7 +44,8 @@ export function renderGallery(
     // A search the API would refuse (no word in it, too long) is explained on the page instead.
     searchError = error instanceof Error ? error.message : 'Invalid search'
   }
-  if (result && opts.page > 1 && opts.page > result.totalPages) return renderer.notFound('There is no such page of the gallery.')
+  if (result && opts.page > 1 && opts.page > result.totalPages)
+    return renderer.notFound('There is no such page of the gallery.')
 
   const href = (n: number) => {
     const params = new URLSearchParams()
@@ -72,7 +73,7 @@ export function renderGallery(
 </section>
 ${searchError ? html`<p class="error" role="alert">${searchError}</p>` : ''}
 ${
-  result && result.images.length
+  result?.images.length
     ? html`${thumbGrid(tiles(deps.pages, result.images, { byline: true }))}
 ${pager(result.page, result.totalPages, href)}`
     : result
@@ -100,11 +101,16 @@ export function renderProfile(
 ): Response {
   let result: ReturnType<GalleryService['profile']>
   try {
-    result = deps.gallery.profile(username, { page: pageNumber, limit: FEED_PAGE_SIZE, offset: (pageNumber - 1) * FEED_PAGE_SIZE })
+    result = deps.gallery.profile(username, {
+      page: pageNumber,
+      limit: FEED_PAGE_SIZE,
+      offset: (pageNumber - 1) * FEED_PAGE_SIZE,
+    })
   } catch {
     return renderer.notFound('There is no user with this name.')
   }
-  if (pageNumber > 1 && pageNumber > result.totalPages) return renderer.notFound('There is no such page of this profile.')
+  if (pageNumber > 1 && pageNumber > result.totalPages)
+    return renderer.notFound('There is no such page of this profile.')
   const { user } = result
   const profileUrl = `${config.publicUrl}/u/${encodeURIComponent(user.username)}`
   const href = (n: number) => `/u/${encodeURIComponent(user.username)}${n > 1 ? `?page=${n}` : ''}`

@@ -22,7 +22,13 @@ const hidden = { detail: { hide: true } }
  * Server-rendered pages (upload, gallery, profile, viewer, album, account pages, dashboard, 404), their local assets,
  * and the oEmbed endpoint the viewer page links to.
  */
-export function pagesModule(deps: { config: Config; pages: PageService; images: ImageService; albums: AlbumService; gallery: GalleryService }) {
+export function pagesModule(deps: {
+  config: Config
+  pages: PageService
+  images: ImageService
+  albums: AlbumService
+  gallery: GalleryService
+}) {
   const { config, pages, images, albums, gallery } = deps
   const renderer = createPageRenderer(config)
 
@@ -110,7 +116,8 @@ export function pagesModule(deps: { config: Config; pages: PageService; images: 
     .post(
       '/a/:id',
       ({ params, body, clientIp }) => {
-        const password = body && typeof body === 'object' && typeof (body as { password?: unknown }).password === 'string'
+        const password =
+          body && typeof body === 'object' && typeof (body as { password?: unknown }).password === 'string'
         return albumPage(params.id, password ? (body as { password: string }).password : undefined, clientIp)
       },
       { params: t.Object({ id: t.String() }), ...hidden },
@@ -118,7 +125,8 @@ export function pagesModule(deps: { config: Config; pages: PageService; images: 
     .get(
       '/api/oembed',
       ({ query }) => {
-        if (query.format !== undefined && query.format !== 'json') throw new HttpError(501, 'Only format=json is supported')
+        if (query.format !== undefined && query.format !== 'json')
+          throw new HttpError(501, 'Only format=json is supported')
         const id = pages.viewerLinkId(query.url)
         const data = id ? pages.imagePage(id) : null
         if (!data) throw notFound('Not a viewer link of this site')
@@ -131,9 +139,9 @@ export function pagesModule(deps: { config: Config; pages: PageService; images: 
           tags: ['Embed profiles'],
           summary: 'oEmbed for a viewer link (discovered from the <link rel="alternate"> of /i/<id>)',
           description:
-            'A photo embed with the direct link and its size; title, author and provider follow the image\'s embed profile ' +
+            "A photo embed with the direct link and its size; title, author and provider follow the image's embed profile " +
             '(placeholders filled), else the defaults. NSFW images answer a link embed without the picture. ' +
-            'Anything that is not one of this site\'s viewer links: 404.',
+            "Anything that is not one of this site's viewer links: 404.",
         },
       },
     )

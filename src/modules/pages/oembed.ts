@@ -25,7 +25,10 @@ export const OEmbedPhoto = t.Object(
   },
   { description: 'A photo embed' },
 )
-export const OEmbedLink = t.Object({ ...common, type: t.Literal('link') }, { description: 'NSFW images: a link embed, without the picture' })
+export const OEmbedLink = t.Object(
+  { ...common, type: t.Literal('link') },
+  { description: 'NSFW images: a link embed, without the picture' },
+)
 export const OEmbedResponse = t.Union([OEmbedPhoto, OEmbedLink])
 
 export const OEmbedQuery = t.Object({

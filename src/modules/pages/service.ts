@@ -1,9 +1,9 @@
 import { and, eq, inArray } from 'drizzle-orm'
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
-import { embedProfiles, images, users, type EmbedProfile, type Image } from '../../db/schema'
-import { isImageId, type ImageService } from '../images/service'
-import { resolveEmbed, type ResolvedEmbed } from '../embeds/service'
+import { type EmbedProfile, embedProfiles, type Image, images, users } from '../../db/schema'
+import { type ResolvedEmbed, resolveEmbed } from '../embeds/service'
+import { type ImageService, isImageId } from '../images/service'
 
 /** Everything a viewer page or an oEmbed answer needs, read in one query. */
 export interface ImagePageData {
@@ -47,7 +47,12 @@ export function createPageService(deps: { db: Db; config: Config; images: ImageS
     let count: number | undefined
     // details() adds the views still buffered in memory, so the count is current.
     const views = () => (count ??= imageService.details(id).views)
-    const embed = resolveEmbed(row.image, row.profile, { siteName: config.siteName, siteColor: config.siteColor, username: row.username, views })
+    const embed = resolveEmbed(row.image, row.profile, {
+      siteName: config.siteName,
+      siteColor: config.siteColor,
+      username: row.username,
+      views,
+    })
     return { image: row.image, username, profile: row.profile, embed, links: imageService.links(row.image), views }
   }
 
@@ -67,14 +72,22 @@ export function createPageService(deps: { db: Db; config: Config; images: ImageS
   /** The uploader's name for a page, or null when anonymous or banned. */
   function ownerName(userId: number | null): string | null {
     if (userId === null) return null
-    const owner = db.select({ username: users.username, banned: users.banned }).from(users).where(eq(users.id, userId)).get()
+    const owner = db
+      .select({ username: users.username, banned: users.banned })
+      .from(users)
+      .where(eq(users.id, userId))
+      .get()
     return owner && !owner.banned ? owner.username : null
   }
 
   /** Original filenames by image id, for the alt text of feed thumbnails (the feed elements do not carry them). */
   function filenames(ids: string[]): Map<string, string> {
     if (ids.length === 0) return new Map()
-    const rows = db.select({ id: images.id, filename: images.filename }).from(images).where(inArray(images.id, ids)).all()
+    const rows = db
+      .select({ id: images.id, filename: images.filename })
+      .from(images)
+      .where(inArray(images.id, ids))
+      .all()
     return new Map(rows.map((r) => [r.id, r.filename]))
   }
 

@@ -5,7 +5,13 @@ import type { PageRenderer } from '../../web/page'
 import { humanSize } from '../embeds/service'
 
 /** Extensions the file picker offers (the server decides the type from the bytes; this only guides the picker). */
-const PICKER_EXTENSIONS = [...new Set(Object.values(FORMATS).flatMap((f) => (f.ext === 'jpg' ? ['jpg', 'jpeg'] : f.ext === 'tiff' ? ['tiff', 'tif'] : [f.ext])))]
+const PICKER_EXTENSIONS = [
+  ...new Set(
+    Object.values(FORMATS).flatMap((f) =>
+      f.ext === 'jpg' ? ['jpg', 'jpeg'] : f.ext === 'tiff' ? ['tiff', 'tif'] : [f.ext],
+    ),
+  ),
+]
 const ACCEPT = [...Object.values(FORMATS).map((f) => f.mime), ...PICKER_EXTENSIONS.map((e) => `.${e}`)].join(',')
 const FORMAT_NAMES = 'JPG, PNG, GIF, WebP, SVG, BMP, ICO, TIFF, AVIF'
 
@@ -16,7 +22,11 @@ const FORMAT_NAMES = 'JPG, PNG, GIF, WebP, SVG, BMP, ICO, TIFF, AVIF'
 export const TUS_THRESHOLD = 20 * 1024 * 1024
 
 const windowText = (seconds: number) =>
-  seconds % 3600 === 0 ? `${seconds / 3600} hour${seconds === 3600 ? '' : 's'}` : seconds % 60 === 0 ? `${seconds / 60} minutes` : `${seconds} seconds`
+  seconds % 3600 === 0
+    ? `${seconds / 3600} hour${seconds === 3600 ? '' : 's'}`
+    : seconds % 60 === 0
+      ? `${seconds / 60} minutes`
+      : `${seconds} seconds`
 
 /**
  * `/`: the web upload page. The markup is the whole form; upload.js adds drag and drop, paste, the per-file queue with
@@ -29,7 +39,9 @@ export function renderUploadPage(renderer: PageRenderer, config: Config): Respon
 
   const body = html`<section class="upload" id="upload"
  data-max-files="${anon.maxFiles}" data-max-size="${anon.maxFileSize}" data-tus-threshold="${TUS_THRESHOLD}"
- data-mimes="${Object.values(FORMATS).map((f) => f.mime).join(' ')}" data-extensions="${PICKER_EXTENSIONS.join(' ')}">
+ data-mimes="${Object.values(FORMATS)
+   .map((f) => f.mime)
+   .join(' ')}" data-extensions="${PICKER_EXTENSIONS.join(' ')}">
 <h1>Upload images</h1>
 <div class="dropzone" id="dropzone">
 <p class="drop-title"><strong>Drop images here</strong>, paste them (Ctrl+V), or</p>

@@ -15,11 +15,15 @@ export function shareCodes(data: Pick<ImagePageData, 'image' | 'links'>) {
     { id: 'code-direct', label: 'Direct link', value: url },
     { id: 'code-markdown', label: 'Markdown', value: `[![${markdownAlt}](${url})](${viewer})` },
     { id: 'code-bbcode', label: 'BBCode', value: `[url=${viewer}][img]${url}[/img][/url]` },
-    { id: 'code-html', label: 'HTML', value: `<a href="${escapeHtml(viewer)}"><img src="${escapeHtml(url)}" alt="${escapeHtml(alt)}"></a>` },
+    {
+      id: 'code-html',
+      label: 'HTML',
+      value: `<a href="${escapeHtml(viewer)}"><img src="${escapeHtml(url)}" alt="${escapeHtml(alt)}"></a>`,
+    },
   ]
 }
 
-const dateText = (date: Date) => date.toISOString().slice(0, 16).replace('T', ' ') + ' UTC'
+const dateText = (date: Date) => `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`
 
 /** The head of a viewer page: Open Graph, Twitter, theme colour and the oEmbed discovery link. */
 function viewerHead(config: Config, data: ImagePageData) {
@@ -70,7 +74,9 @@ ${username ? html`<div><dt>By</dt><dd><a class="uploader" href="/u/${encodeURICo
 </dl>
 <section class="share" aria-label="Share">
 ${shareCodes(data).map(
-  (code) => html`<div class="field"><label for="${code.id}">${code.label}</label><div class="copy-row"><input id="${code.id}" type="text" readonly value="${code.value}"><button type="button" class="secondary" data-copy="${code.id}">Copy</button></div></div>
+  (
+    code,
+  ) => html`<div class="field"><label for="${code.id}">${code.label}</label><div class="copy-row"><input id="${code.id}" type="text" readonly value="${code.value}"><button type="button" class="secondary" data-copy="${code.id}">Copy</button></div></div>
 `,
 )}</section>
 ${reportForm(image.id)}

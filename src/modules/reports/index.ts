@@ -43,7 +43,8 @@ export function reportsModule(reports: ReportService, guard: ReturnType<typeof a
       admin
         .get(
           '',
-          ({ query }) => reports.list({ status: query.status ?? 'open', ...parsePage(query, { limit: 20, maxLimit: 100 }) }),
+          ({ query }) =>
+            reports.list({ status: query.status ?? 'open', ...parsePage(query, { limit: 20, maxLimit: 100 }) }),
           {
             admin: true,
             query: AdminReportsQuery,

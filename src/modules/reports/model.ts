@@ -11,19 +11,29 @@ export const ReportReason = t.Union(
   [t.Literal('illegal'), t.Literal('nsfw'), t.Literal('copyright'), t.Literal('spam'), t.Literal('other')],
   { error: `reason must be one of ${REPORT_REASONS.join(', ')}`, description: 'Why the image is reported' },
 )
-export const ReportStatus = t.Union(
-  [t.Literal('open'), t.Literal('dismissed'), t.Literal('actioned')],
-  { error: `status must be one of ${REPORT_STATUSES.join(', ')}` },
-)
+export const ReportStatus = t.Union([t.Literal('open'), t.Literal('dismissed'), t.Literal('actioned')], {
+  error: `status must be one of ${REPORT_STATUSES.join(', ')}`,
+})
 
 export const ReportBody = t.Object({
   imageId: t.String({ maxLength: 64, description: 'The 8-character id of the reported image' }),
   reason: ReportReason,
-  details: t.Optional(t.String({ maxLength: DETAILS_MAX, error: `details must be at most ${DETAILS_MAX} characters`, description: 'Free text, at most 1000 characters' })),
+  details: t.Optional(
+    t.String({
+      maxLength: DETAILS_MAX,
+      error: `details must be at most ${DETAILS_MAX} characters`,
+      description: 'Free text, at most 1000 characters',
+    }),
+  ),
 })
 
 /** What the reporter gets back. */
-export const PublicReport = t.Object({ id: t.Integer(), imageId: t.String(), reason: ReportReason, createdAt: Timestamp })
+export const PublicReport = t.Object({
+  id: t.Integer(),
+  imageId: t.String(),
+  reason: ReportReason,
+  createdAt: Timestamp,
+})
 export const ReportCreatedResponse = t.Object({ success: t.Literal(true), report: PublicReport })
 
 /** The reported image as an admin sees it; null once it is gone (deleted, expired or removed by an action). */
@@ -53,7 +63,12 @@ export const AdminReport = t.Object({
   /** Open reports about the same image, this one included when open. */
   openReports: t.Integer({ description: 'Open reports about the same image' }),
   image: Nullable(ReportedImage),
-  owner: Nullable(t.Object({ id: t.Integer(), username: t.String(), banned: t.Boolean() }, { description: 'The uploader; null for anonymous uploads' })),
+  owner: Nullable(
+    t.Object(
+      { id: t.Integer(), username: t.String(), banned: t.Boolean() },
+      { description: 'The uploader; null for anonymous uploads' },
+    ),
+  ),
 })
 
 export const AdminReportsQuery = t.Composite([PageQuery, t.Object({ status: t.Optional(ReportStatus) })])

@@ -1,7 +1,7 @@
 import { aliasedTable, and, count, desc, eq, or, sql } from 'drizzle-orm'
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
-import { blockedHashes, images, reports, users, type Image, type Report, type User } from '../../db/schema'
+import { blockedHashes, type Image, images, type Report, reports, type User, users } from '../../db/schema'
 import { ipKey } from '../../http/client-ip'
 import { badRequest, conflict, notFound } from '../../http/errors'
 import { pageCount } from '../../http/pagination'
@@ -45,7 +45,12 @@ export function createReportService(deps: {
     counts: 'reports',
   })
 
-  type Row = { report: Report; image: Image | null; owner: { id: number; username: string; banned: boolean } | null; openReports: number }
+  type Row = {
+    report: Report
+    image: Image | null
+    owner: { id: number; username: string; banned: boolean } | null
+    openReports: number
+  }
 
   // Qualified by hand: inside sql`` drizzle may render a column unqualified, and a bare image_id would be r2's own.
   const openOfSameImage = sql<number>`(select count(*) from ${reports} r2 where r2.image_id = "reports"."image_id" and r2.status = 'open')`
@@ -207,7 +212,13 @@ export function createReportService(deps: {
       if (image) await imageService.remove(image, apply)
       else db.transaction(apply)
 
-      return { success: true as const, report: viewOf(id), imageDeleted: image !== null, ownerBanned: banOwner, reportsActioned }
+      return {
+        success: true as const,
+        report: viewOf(id),
+        imageDeleted: image !== null,
+        ownerBanned: banOwner,
+        reportsActioned,
+      }
     },
   }
 }

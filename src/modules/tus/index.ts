@@ -2,7 +2,7 @@ import { Elysia } from 'elysia'
 import type { Config } from '../../config'
 import type { TusUpload, User } from '../../db/schema'
 import type { authGuard } from '../../http/auth'
-import { HttpError, badRequest, jsonResponse } from '../../http/errors'
+import { badRequest, HttpError, jsonResponse } from '../../http/errors'
 import { TUS_EXTENSIONS, TUS_VERSION, TusIdParams, tusDocs } from './model'
 import type { TusCaller, TusEndpoint, TusService } from './service'
 
@@ -20,7 +20,12 @@ function integerHeader(value: string | undefined, name: string): number | null {
 
 function requireTusResumable(headers: Record<string, string | undefined>) {
   if (headers['tus-resumable'] !== TUS_VERSION) {
-    throw new HttpError(412, `Unsupported tus version: send Tus-Resumable: ${TUS_VERSION}`, {}, { 'Tus-Version': TUS_VERSION })
+    throw new HttpError(
+      412,
+      `Unsupported tus version: send Tus-Resumable: ${TUS_VERSION}`,
+      {},
+      { 'Tus-Version': TUS_VERSION },
+    )
   }
 }
 
@@ -39,7 +44,6 @@ function stateHeaders(upload: TusUpload): Record<string, string> {
   }
 }
 
-
 /**
  * tus 1.0 resumable uploads (core, creation, termination, expiration) at `/api/v1/tus` (API key) and `/api/tus`
  * (JWT or anonymous). The request bodies are streamed to disk by the service, never parsed by the framework.
@@ -47,7 +51,12 @@ function stateHeaders(upload: TusUpload): Record<string, string> {
 export function tusModule(deps: { config: Config; tus: TusService; guard: ReturnType<typeof authGuard> }) {
   const { config, tus } = deps
 
-  function routes(prefix: string, endpoint: TusEndpoint, auth: { apiKey: true } | { optionalSession: true }, authName: string) {
+  function routes(
+    prefix: string,
+    endpoint: TusEndpoint,
+    auth: { apiKey: true } | { optionalSession: true },
+    authName: string,
+  ) {
     const caller = (user: User | null, ip: string): TusCaller => ({ endpoint, user, ip })
     const uploadUrl = (id: string) => `${config.publicUrl}${prefix}/${id}`
     const tags = ['Resumable uploads']
@@ -79,14 +88,18 @@ export function tusModule(deps: { config: Config; tus: TusService; guard: Return
           const { headers, clientIp } = ctx
           const user = userOf(ctx)
           requireTusResumable(headers)
-          if (headers['upload-defer-length'] !== undefined) throw badRequest('Upload-Defer-Length is not supported: send Upload-Length')
+          if (headers['upload-defer-length'] !== undefined)
+            throw badRequest('Upload-Defer-Length is not supported: send Upload-Length')
           const length = integerHeader(headers['upload-length'], 'Upload-Length')
           if (length === null) throw badRequest('Upload-Length is required')
           if ((integerHeader(headers['content-length'], 'Content-Length') ?? 0) > 0) {
             throw badRequest('Send the data with PATCH requests (creation-with-upload is not supported)')
           }
           const upload = await tus.create(caller(user, clientIp), length, headers['upload-metadata'] ?? '')
-          return new Response(null, { status: 201, headers: { ...stateHeaders(upload), Location: uploadUrl(upload.id) } })
+          return new Response(null, {
+            status: 201,
+            headers: { ...stateHeaders(upload), Location: uploadUrl(upload.id) },
+          })
         },
         { ...auth, parse: 'none', detail: { tags, ...tusDocs.create(authName) } as never },
       )
@@ -120,7 +133,13 @@ export function tusModule(deps: { config: Config; tus: TusService; guard: Return
           const offset = integerHeader(headers['upload-offset'], 'Upload-Offset')
           if (offset === null) throw badRequest('Upload-Offset is required')
           const contentLength = integerHeader(headers['content-length'], 'Content-Length')
-          const { upload, result } = await tus.append(caller(user, clientIp), params.id, offset, contentLength, request.body)
+          const { upload, result } = await tus.append(
+            caller(user, clientIp),
+            params.id,
+            offset,
+            contentLength,
+            request.body,
+          )
           if (result) return jsonResponse(result.body, result.status, { ...result.headers, ...stateHeaders(upload) })
           return new Response(null, { status: 204, headers: stateHeaders(upload) })
         },
@@ -144,7 +163,11 @@ export function tusModule(deps: { config: Config; tus: TusService; guard: Return
           const user = userOf(ctx)
           const upload = tus.status(caller(user, clientIp), params.id)
           const result = tus.result(caller(user, clientIp), params.id)
-          return jsonResponse(result.body, result.status, { ...result.headers, 'Cache-Control': 'no-store', 'Upload-Offset': String(upload.offset) })
+          return jsonResponse(result.body, result.status, {
+            ...result.headers,
+            'Cache-Control': 'no-store',
+            'Upload-Offset': String(upload.offset),
+          })
         },
         { ...auth, params: TusIdParams, detail: { tags, ...tusDocs.result } as never },
       )

@@ -12,12 +12,14 @@ const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A
  */
 export function parseUploadMetadata(header: string | null | undefined): Record<string, string> {
   const out: Record<string, string> = Object.create(null)
-  if (!header || !header.trim()) return out
-  if (header.length > MAX_METADATA_BYTES) throw badRequest(`Upload-Metadata is too long: at most ${MAX_METADATA_BYTES} bytes`)
+  if (!header?.trim()) return out
+  if (header.length > MAX_METADATA_BYTES)
+    throw badRequest(`Upload-Metadata is too long: at most ${MAX_METADATA_BYTES} bytes`)
   for (const pair of header.split(',')) {
     const parts = pair.trim().split(' ')
     const [key, value = ''] = parts
-    if (parts.length > 2 || !key || !KEY.test(key)) throw badRequest('Malformed Upload-Metadata: expected "key base64value" pairs separated by commas')
+    if (parts.length > 2 || !key || !KEY.test(key))
+      throw badRequest('Malformed Upload-Metadata: expected "key base64value" pairs separated by commas')
     if (key in out) throw badRequest(`Upload-Metadata: duplicate key ${key}`)
     if (!BASE64.test(value)) throw badRequest(`Upload-Metadata: the value of ${key} is not base64`)
     out[key] = Buffer.from(value, 'base64').toString('utf8')

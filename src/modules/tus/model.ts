@@ -42,7 +42,11 @@ export const tusDocs = {
     responses: {
       '200': {
         description: 'The upload state, in headers only',
-        headers: { ...state, 'Upload-Length': header('Total bytes', 'integer'), 'Upload-Metadata': header('As sent at creation') },
+        headers: {
+          ...state,
+          'Upload-Length': header('Total bytes', 'integer'),
+          'Upload-Metadata': header('As sent at creation'),
+        },
       },
       ...errorResponses(401, 403, 404, 410, 412),
     },
@@ -54,7 +58,11 @@ export const tusDocs = {
       content: { 'application/offset+octet-stream': { schema: { type: 'string', format: 'binary' } } },
     },
     responses: {
-      '200': { description: 'The last chunk: the upload answer (as POST /api/v1/upload)', headers: state, content: json(UploadResponse) },
+      '200': {
+        description: 'The last chunk: the upload answer (as POST /api/v1/upload)',
+        headers: state,
+        content: json(UploadResponse),
+      },
       '204': { description: 'Chunk stored', headers: state },
       ...errorResponses(400, 401, 403, 404, 409, 410, 412, 413, 415, 423, 429),
     },
@@ -65,6 +73,9 @@ export const tusDocs = {
   },
   result: {
     summary: 'The answer of a finished resumable upload (as the last PATCH); 409 while unfinished',
-    responses: { '200': { description: 'As POST /api/v1/upload', content: json(UploadResponse) }, ...errorResponses(400, 401, 403, 404, 409, 410, 413, 429) },
+    responses: {
+      '200': { description: 'As POST /api/v1/upload', content: json(UploadResponse) },
+      ...errorResponses(400, 401, 403, 404, 409, 410, 413, 429),
+    },
   },
 }

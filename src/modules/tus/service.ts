@@ -1,18 +1,18 @@
-import { and, count, eq, gt, isNull, lte } from 'drizzle-orm'
 import { mkdirSync } from 'node:fs'
 import { open, readdir, rm, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { and, count, eq, gt, isNull, lte } from 'drizzle-orm'
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
-import { tusUploads, type TusUpload, type User } from '../../db/schema'
-import { HttpError, badRequest, notFound, tooLarge } from '../../http/errors'
-import type { Metrics } from '../../http/observability'
+import { type TusUpload, tusUploads, type User } from '../../db/schema'
+import { ipKey } from '../../http/client-ip'
+import { badRequest, HttpError, notFound, tooLarge } from '../../http/errors'
 import type { ReceivedFile } from '../../http/multipart'
+import type { Metrics } from '../../http/observability'
 import { randomAlphanumeric } from '../../lib/crypto'
 import { DAY_MS, HOUR_MS } from '../../lib/time'
 import { uploadAnswer } from '../images'
-import { ipKey } from '../../http/client-ip'
-import { accountPolicy, anonymousPolicy, type AdmittedUpload } from '../images/limits'
+import { type AdmittedUpload, accountPolicy, anonymousPolicy } from '../images/limits'
 import type { ImageService } from '../images/service'
 import type { UploadOptions, UploadPipeline } from '../images/upload'
 import { parseUploadMetadata } from './metadata'
@@ -81,13 +81,16 @@ export function createTusService(deps: {
   /** The upload, if it is the caller's: same endpoint and same account (anonymous ones: any anonymous caller holding the URL). */
   function find(caller: TusCaller, id: string, now = Date.now()): TusUpload {
     const row = ID.test(id) ? db.select().from(tusUploads).where(eq(tusUploads.id, id)).get() : undefined
-    if (!row || row.endpoint !== caller.endpoint || row.userId !== (caller.user?.id ?? null)) throw notFound('Upload not found')
+    if (!row || row.endpoint !== caller.endpoint || row.userId !== (caller.user?.id ?? null))
+      throw notFound('Upload not found')
     if (row.expiresAt.getTime() <= now) throw new HttpError(410, 'Upload expired')
     return row
   }
 
   function openCount(caller: TusCaller, now: number) {
-    const owner = caller.user ? eq(tusUploads.userId, caller.user.id) : and(isNull(tusUploads.userId), eq(tusUploads.ip, ipKey(caller.ip)))
+    const owner = caller.user
+      ? eq(tusUploads.userId, caller.user.id)
+      : and(isNull(tusUploads.userId), eq(tusUploads.ip, ipKey(caller.ip)))
     return db
       .select({ n: count() })
       .from(tusUploads)
@@ -113,19 +116,34 @@ export function createTusService(deps: {
     let result: TusResult
     try {
       const stored = await pipeline.store([file], fields, options, admitted)
-      deps.metrics?.uploaded(stored.rows.length, stored.rows.reduce((sum, r) => sum + r.size, 0))
+      deps.metrics?.uploaded(
+        stored.rows.length,
+        stored.rows.reduce((sum, r) => sum + r.size, 0),
+      )
       result = { status: 200, body: uploadAnswer(images, stored), headers: stored.headers }
     } catch (error) {
       if (error instanceof HttpError) {
         result = { status: error.status, body: { error: error.message, ...error.extra }, headers: error.headers }
       } else {
-        console.error(JSON.stringify({ level: 'error', msg: 'tus: finishing an upload failed', id: row.id, error: String((error as Error)?.stack ?? error) }))
+        console.error(
+          JSON.stringify({
+            level: 'error',
+            msg: 'tus: finishing an upload failed',
+            id: row.id,
+            error: String((error as Error)?.stack ?? error),
+          }),
+        )
         result = { status: 500, body: { error: 'Internal server error' }, headers: {} }
       }
     }
     // The pipeline consumed the file (stored or removed); the answer stays until the upload expires.
     db.update(tusUploads)
-      .set({ offset: row.length, finishedAt: new Date(), resultStatus: result.status, result: JSON.stringify({ body: result.body, headers: result.headers }) })
+      .set({
+        offset: row.length,
+        finishedAt: new Date(),
+        resultStatus: result.status,
+        result: JSON.stringify({ body: result.body, headers: result.headers }),
+      })
       .where(eq(tusUploads.id, row.id))
       .run()
     return result
@@ -133,14 +151,20 @@ export function createTusService(deps: {
 
   function storedResult(row: TusUpload): TusResult {
     const saved = JSON.parse(row.result ?? '{}') as { body?: Record<string, unknown>; headers?: Record<string, string> }
-    return { status: row.resultStatus ?? 500, body: saved.body ?? { error: 'Upload result missing' }, headers: saved.headers ?? {} }
+    return {
+      status: row.resultStatus ?? 500,
+      body: saved.body ?? { error: 'Upload result missing' },
+      headers: saved.headers ?? {},
+    }
   }
 
   return {
     ttlMs,
     /** Largest Upload-Length an endpoint may accept from anyone but an admin (Tus-Max-Size). */
     maxSize(endpoint: TusEndpoint): number {
-      return endpoint === 'api' ? config.limits.user.maxFileSize : Math.max(config.limits.user.maxFileSize, config.limits.anonymous.maxFileSize)
+      return endpoint === 'api'
+        ? config.limits.user.maxFileSize
+        : Math.max(config.limits.user.maxFileSize, config.limits.anonymous.maxFileSize)
     },
 
     /**
@@ -148,7 +172,8 @@ export function createTusService(deps: {
      * size limit (413), a full quota (413), an exhausted rate window (429), bad options in the metadata (400).
      */
     async create(caller: TusCaller, length: number, metadataHeader: string, now = Date.now()): Promise<TusUpload> {
-      if (!Number.isSafeInteger(length) || length < 1) throw badRequest('Upload-Length must be a whole number of bytes, at least 1')
+      if (!Number.isSafeInteger(length) || length < 1)
+        throw badRequest('Upload-Length must be a whole number of bytes, at least 1')
       const fields = parseUploadMetadata(metadataHeader)
       const options = policyFor(caller.endpoint, caller.user, caller.ip)
       checkCreation(options, length, fields)
@@ -198,10 +223,20 @@ export function createTusService(deps: {
       if (row.finishedAt) {
         // The last answer was lost: a client that resends the final offset with no data gets it again.
         if (offset === row.length && !contentLength) return { upload: row, result: storedResult(row) }
-        throw new HttpError(409, 'Upload already finished', { offset: row.offset }, { 'Upload-Offset': String(row.offset) })
+        throw new HttpError(
+          409,
+          'Upload already finished',
+          { offset: row.offset },
+          { 'Upload-Offset': String(row.offset) },
+        )
       }
       if (offset !== row.offset) {
-        throw new HttpError(409, `Upload-Offset mismatch: the upload is at ${row.offset}`, { offset: row.offset }, { 'Upload-Offset': String(row.offset) })
+        throw new HttpError(
+          409,
+          `Upload-Offset mismatch: the upload is at ${row.offset}`,
+          { offset: row.offset },
+          { 'Upload-Offset': String(row.offset) },
+        )
       }
       if (contentLength !== null && offset + contentLength > row.length) {
         throw tooLarge(`The chunk passes Upload-Length (${row.length} bytes)`)
@@ -218,7 +253,12 @@ export function createTusService(deps: {
           const actual = Math.max(0, onDisk)
           if (onDisk < 0) await writeFile(pathOf(id), new Uint8Array(0))
           db.update(tusUploads).set({ offset: actual }).where(eq(tusUploads.id, id)).run()
-          throw new HttpError(409, `Upload data lost: the upload is at ${actual}`, { offset: actual }, { 'Upload-Offset': String(actual) })
+          throw new HttpError(
+            409,
+            `Upload data lost: the upload is at ${actual}`,
+            { offset: actual },
+            { 'Upload-Offset': String(actual) },
+          )
         }
 
         let written = 0
@@ -261,7 +301,10 @@ export function createTusService(deps: {
     result(caller: TusCaller, id: string): TusResult {
       const row = find(caller, id)
       if (!row.finishedAt) {
-        throw new HttpError(409, `Upload not finished: ${row.offset} of ${row.length} bytes received`, { offset: row.offset, length: row.length })
+        throw new HttpError(409, `Upload not finished: ${row.offset} of ${row.length} bytes received`, {
+          offset: row.offset,
+          length: row.length,
+        })
       }
       return storedResult(row)
     },
@@ -276,7 +319,11 @@ export function createTusService(deps: {
 
     /** Removes expired uploads with their data, and data files that have no upload (older than an hour). */
     async sweep(now = Date.now()): Promise<number> {
-      const due = db.select({ id: tusUploads.id }).from(tusUploads).where(lte(tusUploads.expiresAt, new Date(now))).all()
+      const due = db
+        .select({ id: tusUploads.id })
+        .from(tusUploads)
+        .where(lte(tusUploads.expiresAt, new Date(now)))
+        .all()
       let removed = 0
       for (const { id } of due) {
         if (busy.has(id)) continue
@@ -286,7 +333,11 @@ export function createTusService(deps: {
       }
       for (const name of await readdir(dir).catch(() => [] as string[])) {
         const id = name.split('.')[0]
-        if (busy.has(id) || (ID.test(id) && db.select({ id: tusUploads.id }).from(tusUploads).where(eq(tusUploads.id, id)).get())) continue
+        if (
+          busy.has(id) ||
+          (ID.test(id) && db.select({ id: tusUploads.id }).from(tusUploads).where(eq(tusUploads.id, id)).get())
+        )
+          continue
         const info = await stat(join(dir, name)).catch(() => null)
         if (info && info.mtimeMs <= now - ORPHAN_AGE_MS) await rm(join(dir, name), { force: true })
       }

@@ -44,7 +44,10 @@ function v4Blocked(n: number): boolean {
 
 /** Eight 16-bit groups, or null. Accepts `::` shorthand, an embedded dotted IPv4 tail, and a zone (`%eth0`, ignored). */
 function parseIPv6(text: string): number[] | null {
-  let s = text.replace(/^\[|\]$/g, '').split('%')[0].toLowerCase()
+  let s = text
+    .replace(/^\[|\]$/g, '')
+    .split('%')[0]
+    .toLowerCase()
   const lastColon = s.lastIndexOf(':')
   if (lastColon < 0) return null
   if (s.slice(lastColon + 1).includes('.')) {
@@ -111,7 +114,10 @@ export async function resolvePublic(hostname: string, allowPrivate: boolean): Pr
     addresses = [{ address: host, family: isIP(host) as 4 | 6 }]
   } else {
     try {
-      addresses = (await lookup(host, { all: true, verbatim: true })).map((a) => ({ address: a.address, family: a.family as 4 | 6 }))
+      addresses = (await lookup(host, { all: true, verbatim: true })).map((a) => ({
+        address: a.address,
+        family: a.family as 4 | 6,
+      }))
     } catch {
       throw new RefusedAddressError(`cannot resolve ${host}`)
     }
@@ -121,7 +127,11 @@ export async function resolvePublic(hostname: string, allowPrivate: boolean): Pr
     const refused = addresses.find((a) => isPrivateAddress(a.address))
     if (refused) {
       // The address itself is never named: it would tell a caller what internal names resolve to.
-      throw new RefusedAddressError(isIP(host) ? `${host} is not allowed (a private or reserved address)` : `${host} is not allowed (it resolves to a private or reserved address)`)
+      throw new RefusedAddressError(
+        isIP(host)
+          ? `${host} is not allowed (a private or reserved address)`
+          : `${host} is not allowed (it resolves to a private or reserved address)`,
+      )
     }
   }
   return addresses

@@ -2,7 +2,13 @@ import { Elysia } from 'elysia'
 import type { authGuard } from '../../http/auth'
 import { errors } from '../../http/errors'
 import { Success } from '../../http/schemas'
-import { WEBHOOKS_DESCRIPTION, WebhookCreateBody, WebhookCreatedResponse, WebhookIdParams, WebhookListResponse } from './model'
+import {
+  WEBHOOKS_DESCRIPTION,
+  WebhookCreateBody,
+  WebhookCreatedResponse,
+  WebhookIdParams,
+  WebhookListResponse,
+} from './model'
 import type { WebhookService } from './service'
 
 /** Per-account webhook endpoints (JWT). */
@@ -27,7 +33,10 @@ export function webhooksModule(webhooks: WebhookService, guard: ReturnType<typeo
             session: true,
             body: WebhookCreateBody,
             response: { 201: WebhookCreatedResponse, ...errors(400, 401, 403) },
-            detail: { summary: 'Add a webhook: image.uploaded and/or image.deleted events; the secret is shown once', description: WEBHOOKS_DESCRIPTION },
+            detail: {
+              summary: 'Add a webhook: image.uploaded and/or image.deleted events; the secret is shown once',
+              description: WEBHOOKS_DESCRIPTION,
+            },
           },
         )
         .delete('/:id', ({ user, params }) => webhooks.remove(user, params.id), {

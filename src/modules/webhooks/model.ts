@@ -13,7 +13,9 @@ export const WebhookModel = t.Object({
   lastDelivery: t.Union([
     t.Object({
       at: Timestamp,
-      status: t.Union([t.Integer(), t.Null()], { description: 'HTTP status of the last attempt; 0: no answer (network error, refused address)' }),
+      status: t.Union([t.Integer(), t.Null()], {
+        description: 'HTTP status of the last attempt; 0: no answer (network error, refused address)',
+      }),
       error: t.Union([t.String(), t.Null()]),
     }),
     t.Null(),
@@ -21,11 +23,25 @@ export const WebhookModel = t.Object({
 })
 
 export const WebhookCreateBody = t.Object({
-  url: t.String({ minLength: 1, maxLength: 2048, description: 'http(s) URL; private, loopback and link-local addresses are refused' }),
+  url: t.String({
+    minLength: 1,
+    maxLength: 2048,
+    description: 'http(s) URL; private, loopback and link-local addresses are refused',
+  }),
   secret: t.Optional(
-    t.String({ minLength: 16, maxLength: 256, description: 'HMAC-SHA256 signing key; generated when absent', error: 'secret must be 16-256 characters' }),
+    t.String({
+      minLength: 16,
+      maxLength: 256,
+      description: 'HMAC-SHA256 signing key; generated when absent',
+      error: 'secret must be 16-256 characters',
+    }),
   ),
-  events: t.Array(Event, { minItems: 1, maxItems: 2, description: 'Events to deliver', error: 'events must list image.uploaded and/or image.deleted' }),
+  events: t.Array(Event, {
+    minItems: 1,
+    maxItems: 2,
+    description: 'Events to deliver',
+    error: 'events must list image.uploaded and/or image.deleted',
+  }),
 })
 
 export const WebhookCreatedResponse = t.Object({

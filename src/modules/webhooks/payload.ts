@@ -45,9 +45,19 @@ export interface PayloadContext {
  * The JSON body of one delivery. Generic: `{ id, event, timestamp, image }`. Discord: an embed with the viewer link,
  * the image itself (not for NSFW images, which Discord would show unblurred) and its size.
  */
-export function deliveryBody(ctx: PayloadContext, url: string, delivery: { id: string; event: ImageEventType; at: number }, image: Image): string {
+export function deliveryBody(
+  ctx: PayloadContext,
+  url: string,
+  delivery: { id: string; event: ImageEventType; at: number },
+  image: Image,
+): string {
   if (!isDiscordUrl(url)) {
-    return JSON.stringify({ id: delivery.id, event: delivery.event, timestamp: iso(delivery.at), image: imagePayload(ctx.base, image) })
+    return JSON.stringify({
+      id: delivery.id,
+      event: delivery.event,
+      timestamp: iso(delivery.at),
+      image: imagePayload(ctx.base, image),
+    })
   }
   const links = imageLinks(ctx.base, image)
   const color = parseInt(ctx.siteColor.slice(1), 16)

@@ -1,15 +1,15 @@
-import { and, count, eq } from 'drizzle-orm'
 import { createHmac, randomUUID } from 'node:crypto'
 import http from 'node:http'
 import https from 'node:https'
 import { isIP, type LookupFunction } from 'node:net'
+import { and, count, eq } from 'drizzle-orm'
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
-import { webhooks, type Image, type User, type Webhook } from '../../db/schema'
+import { type Image, type User, type Webhook, webhooks } from '../../db/schema'
 import { badRequest, notFound } from '../../http/errors'
 import { randomAlphanumeric } from '../../lib/crypto'
 import { iso } from '../../lib/time'
-import { IMAGE_EVENTS, type ImageEventType, type ImageEvents } from '../images/events'
+import { IMAGE_EVENTS, type ImageEvents, type ImageEventType } from '../images/events'
 import { RefusedAddressError, resolvePublic } from './address'
 import { deliveryBody, isDiscordUrl } from './payload'
 
@@ -41,7 +41,8 @@ interface Job {
 export type WebhookService = ReturnType<typeof createWebhookService>
 
 /** `sha256=<hex>`: HMAC-SHA256 of the raw body with the endpoint's secret. */
-export const signBody = (secret: string, body: string) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`
+export const signBody = (secret: string, body: string) =>
+  `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`
 
 function view(hook: Webhook) {
   return {
@@ -50,7 +51,9 @@ function view(hook: Webhook) {
     events: JSON.parse(hook.events) as ImageEventType[],
     discord: isDiscordUrl(hook.url),
     createdAt: iso(hook.createdAt),
-    lastDelivery: hook.lastDeliveryAt ? { at: iso(hook.lastDeliveryAt), status: hook.lastStatus, error: hook.lastError } : null,
+    lastDelivery: hook.lastDeliveryAt
+      ? { at: iso(hook.lastDeliveryAt), status: hook.lastStatus, error: hook.lastError }
+      : null,
   }
 }
 
@@ -64,7 +67,11 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
   const retryDelays = deps.options?.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS
   const timeoutMs = deps.options?.timeoutMs ?? 10_000
   const concurrency = deps.options?.concurrency ?? 4
-  const payloadContext = { base: { publicUrl: config.publicUrl, cdnBase: config.cdnUrl }, siteName: config.siteName, siteColor: config.siteColor }
+  const payloadContext = {
+    base: { publicUrl: config.publicUrl, cdnBase: config.cdnUrl },
+    siteName: config.siteName,
+    siteColor: config.siteColor,
+  }
 
   const ready: Job[] = []
   const timers = new Set<ReturnType<typeof setTimeout>>()
@@ -101,7 +108,10 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
   const checkedLookup: LookupFunction = (hostname, options, callback) => {
     resolvePublic(hostname, allowPrivate).then(
       (addresses) => {
-        const wanted = options?.family === 4 || options?.family === 6 ? addresses.filter((a) => a.family === options.family) : addresses
+        const wanted =
+          options?.family === 4 || options?.family === 6
+            ? addresses.filter((a) => a.family === options.family)
+            : addresses
         const list = wanted.length ? wanted : addresses
         if (options?.all) (callback as (e: null, a: typeof list) => void)(null, list)
         else callback(null, list[0].address, list[0].family)
@@ -166,12 +176,24 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
       error = (e as Error)?.message ?? String(e)
       permanent = e instanceof RefusedAddressError
     }
-    db.update(webhooks).set({ lastDeliveryAt: new Date(), lastStatus: status, lastError: error }).where(eq(webhooks.id, hook.id)).run()
+    db.update(webhooks)
+      .set({ lastDeliveryAt: new Date(), lastStatus: status, lastError: error })
+      .where(eq(webhooks.id, hook.id))
+      .run()
     if (!error) return
     if (!permanent && job.attempt < retryDelays.length && !stopped) {
       schedule({ ...job, attempt: job.attempt + 1 }, retryDelays[job.attempt])
     } else if (!stopped) {
-      console.error(JSON.stringify({ level: 'warn', msg: 'webhook delivery failed', webhook: hook.id, delivery: job.deliveryId, attempts: job.attempt + 1, error }))
+      console.error(
+        JSON.stringify({
+          level: 'warn',
+          msg: 'webhook delivery failed',
+          webhook: hook.id,
+          delivery: job.deliveryId,
+          attempts: job.attempt + 1,
+          error,
+        }),
+      )
     }
   }
 
@@ -180,7 +202,9 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
       const job = ready.shift()!
       active++
       const run = attempt(job)
-        .catch((error) => console.error(JSON.stringify({ level: 'error', msg: 'webhook delivery crashed', error: String(error) })))
+        .catch((error) =>
+          console.error(JSON.stringify({ level: 'error', msg: 'webhook delivery crashed', error: String(error) })),
+        )
         .finally(() => {
           active--
           inFlight.delete(run)
@@ -207,11 +231,19 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
     for (const hook of hooks) {
       if (!(JSON.parse(hook.events) as string[]).includes(type)) continue
       if (pendingCount() >= MAX_PENDING) {
-        console.error(JSON.stringify({ level: 'warn', msg: 'webhook queue full; event dropped', webhook: hook.id, event: type }))
+        console.error(
+          JSON.stringify({ level: 'warn', msg: 'webhook queue full; event dropped', webhook: hook.id, event: type }),
+        )
         continue
       }
       const deliveryId = randomUUID()
-      ready.push({ webhookId: hook.id, deliveryId, event: type, attempt: 0, body: deliveryBody(payloadContext, hook.url, { id: deliveryId, event: type, at }, image) })
+      ready.push({
+        webhookId: hook.id,
+        deliveryId,
+        event: type,
+        attempt: 0,
+        body: deliveryBody(payloadContext, hook.url, { id: deliveryId, event: type, at }, image),
+      })
     }
     pump()
   }
@@ -253,13 +285,21 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
         if (tx.select({ n: count() }).from(webhooks).where(eq(webhooks.userId, user.id)).get()!.n >= MAX_WEBHOOKS) {
           throw badRequest(`At most ${MAX_WEBHOOKS} webhooks per account`)
         }
-        return tx.insert(webhooks).values({ userId: user.id, url: url.href, secret, events: JSON.stringify(events) }).returning().get()
+        return tx
+          .insert(webhooks)
+          .values({ userId: user.id, url: url.href, secret, events: JSON.stringify(events) })
+          .returning()
+          .get()
       })
       return { success: true as const, webhook: view(row), secret }
     },
 
     remove(user: User, id: number) {
-      const deleted = db.delete(webhooks).where(and(eq(webhooks.id, id), eq(webhooks.userId, user.id))).returning().get()
+      const deleted = db
+        .delete(webhooks)
+        .where(and(eq(webhooks.id, id), eq(webhooks.userId, user.id)))
+        .returning()
+        .get()
       if (!deleted) throw notFound('Webhook not found')
       return { success: true as const }
     },

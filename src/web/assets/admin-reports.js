@@ -44,12 +44,13 @@
       else node.setAttribute(key, value === true ? '' : String(value))
     }
     for (const child of children.flat()) {
-      if (child !== null && child !== undefined && child !== false) node.append(child instanceof Node ? child : document.createTextNode(String(child)))
+      if (child !== null && child !== undefined && child !== false)
+        node.append(child instanceof Node ? child : document.createTextNode(String(child)))
     }
     return node
   }
 
-  const when = (iso) => (iso ? new Date(iso).toISOString().slice(0, 16).replace('T', ' ') + ' UTC' : '')
+  const when = (iso) => (iso ? `${new Date(iso).toISOString().slice(0, 16).replace('T', ' ')} UTC` : '')
 
   function say(text, isError) {
     message.textContent = text
@@ -59,7 +60,7 @@
   function signOut(text) {
     app.hidden = true
     signedOut.hidden = false
-    if (text) signedOut.firstChild.textContent = text + ' '
+    if (text) signedOut.firstChild.textContent = `${text} `
   }
 
   async function act(report, kind) {
@@ -74,8 +75,11 @@
       : `Delete image ${report.imageId} and block its bytes from being uploaded again?`
     if (!window.confirm(question)) return
     const res = await api(`/api/admin/reports/${report.id}/action`, 'POST', { deleteImage: true, banOwner: ban })
-    const closed = res.data && res.data.reportsActioned
-    done(res, `Image ${report.imageId} deleted${ban ? ` and ${owner} banned` : ''}; ${closed} report${closed === 1 ? '' : 's'} closed.`)
+    const closed = res.data?.reportsActioned
+    done(
+      res,
+      `Image ${report.imageId} deleted${ban ? ` and ${owner} banned` : ''}; ${closed} report${closed === 1 ? '' : 's'} closed.`,
+    )
   }
 
   async function done(res, success) {
@@ -87,14 +91,34 @@
   function item(report) {
     const image = report.image
     const preview = image
-      ? el('a', { href: image.viewer, target: '_blank', rel: 'noopener' }, el('img', { class: image.nsfw ? 'report-thumb nsfw-thumb' : 'report-thumb', src: image.thumbnail, alt: image.filename, loading: 'lazy' }))
+      ? el(
+          'a',
+          { href: image.viewer, target: '_blank', rel: 'noopener' },
+          el('img', {
+            class: image.nsfw ? 'report-thumb nsfw-thumb' : 'report-thumb',
+            src: image.thumbnail,
+            alt: image.filename,
+            loading: 'lazy',
+          }),
+        )
       : el('div', { class: 'gone', text: 'Image gone' })
-    const owner = report.owner ? el('span', {}, el('a', { href: `/u/${encodeURIComponent(report.owner.username)}`, text: report.owner.username }), report.owner.banned ? ' (banned)' : '') : 'anonymous'
+    const owner = report.owner
+      ? el(
+          'span',
+          {},
+          el('a', { href: `/u/${encodeURIComponent(report.owner.username)}`, text: report.owner.username }),
+          report.owner.banned ? ' (banned)' : '',
+        )
+      : 'anonymous'
     const actions = el('div', { class: 'actions' })
-    if (report.status === 'open') actions.append(el('button', { type: 'button', class: 'secondary', 'data-act': 'dismiss', text: 'Dismiss' }))
+    if (report.status === 'open')
+      actions.append(el('button', { type: 'button', class: 'secondary', 'data-act': 'dismiss', text: 'Dismiss' }))
     if (report.status !== 'actioned') {
       actions.append(el('button', { type: 'button', class: 'danger', 'data-act': 'delete', text: 'Delete image' }))
-      if (report.owner && !report.owner.banned) actions.append(el('button', { type: 'button', class: 'danger', 'data-act': 'ban', text: 'Delete image and ban owner' }))
+      if (report.owner && !report.owner.banned)
+        actions.append(
+          el('button', { type: 'button', class: 'danger', 'data-act': 'ban', text: 'Delete image and ban owner' }),
+        )
     }
     actions.addEventListener('click', (event) => {
       const button = event.target instanceof Element ? event.target.closest('[data-act]') : null
@@ -112,8 +136,16 @@
         'div',
         {},
         el('h2', {}, `#${report.id} · ${report.reason}`),
-        el('p', { class: 'muted' }, `Image ${report.imageId}${image ? ` (${image.filename}, ${image.visibility}${image.nsfw ? ', NSFW' : ''})` : ''} · by `, owner),
-        el('p', { class: 'muted', text: `Reported ${when(report.createdAt)}${report.openReports > 1 ? ` · ${report.openReports} open reports about this image` : ''}${report.resolvedAt ? ` · ${report.status} ${when(report.resolvedAt)}` : ''}` }),
+        el(
+          'p',
+          { class: 'muted' },
+          `Image ${report.imageId}${image ? ` (${image.filename}, ${image.visibility}${image.nsfw ? ', NSFW' : ''})` : ''} · by `,
+          owner,
+        ),
+        el('p', {
+          class: 'muted',
+          text: `Reported ${when(report.createdAt)}${report.openReports > 1 ? ` · ${report.openReports} open reports about this image` : ''}${report.resolvedAt ? ` · ${report.status} ${when(report.resolvedAt)}` : ''}`,
+        }),
         report.details ? el('p', { text: report.details }) : null,
         actions,
       ),
@@ -133,7 +165,10 @@
     }
     state.pages = pages
     list.replaceChildren(...reports.map(item))
-    say(total === 0 ? `No ${state.status} reports.` : `${total} ${state.status} report${total === 1 ? '' : 's'}.`, false)
+    say(
+      total === 0 ? `No ${state.status} reports.` : `${total} ${state.status} report${total === 1 ? '' : 's'}.`,
+      false,
+    )
     prev.disabled = state.page <= 1
     next.disabled = state.page >= pages
     pageLabel.textContent = pages > 1 ? `Page ${state.page} of ${pages}` : ''
@@ -144,7 +179,8 @@
     button.addEventListener('click', () => {
       state.status = button.getAttribute('data-status-filter')
       state.page = 1
-      for (const b of root.querySelectorAll('[data-status-filter]')) b.setAttribute('aria-pressed', String(b === button))
+      for (const b of root.querySelectorAll('[data-status-filter]'))
+        b.setAttribute('aria-pressed', String(b === button))
       load()
     })
   }

@@ -12,6 +12,7 @@
    */
   function nextPath() {
     const next = new URLSearchParams(location.search).get('next') || ''
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what this refuses
     if (!/^\/(?![/\\])/.test(next) || /[\u0000-\u001f\u007f-\u009f\s]/.test(next)) return '/dashboard'
     const target = new URL(next, location.origin)
     return target.origin === location.origin ? target.pathname + target.search + target.hash : '/dashboard'
@@ -44,7 +45,11 @@
   const login = document.querySelector('[data-auth-form="login"]')
   if (login) {
     wire(login, async (data) => {
-      const res = await api('/api/auth/login', { method: 'POST', auth: false, body: { username: data.get('username'), password: data.get('password') } })
+      const res = await api('/api/auth/login', {
+        method: 'POST',
+        auth: false,
+        body: { username: data.get('username'), password: data.get('password') },
+      })
       if (!res.ok) return showError(login, res.data.error)
       setToken(res.data.token)
       location.assign(nextPath())
@@ -76,7 +81,10 @@
         return true
       }
       status.textContent = 'This token did not work.'
-      showError(verify, `${res.data.error}. It may be mistyped, used already, or older than 48 hours: request a new one from your dashboard.`)
+      showError(
+        verify,
+        `${res.data.error}. It may be mistyped, used already, or older than 48 hours: request a new one from your dashboard.`,
+      )
       return false
     }
     wire(verify, (data) => check(String(data.get('token') || '').trim()))
@@ -91,6 +99,7 @@
 
   if (document.getElementById('logout')) {
     setToken(null)
-    for (const link of document.querySelectorAll('.site-header [data-auth]')) link.hidden = link.getAttribute('data-auth') === 'in'
+    for (const link of document.querySelectorAll('.site-header [data-auth]'))
+      link.hidden = link.getAttribute('data-auth') === 'in'
   }
 })()

@@ -7,7 +7,7 @@
   const { api, token, size, duration, el } = window.imghost
 
   if (!token()) {
-    location.replace(`/login?next=${encodeURIComponent('/dashboard' + location.hash)}`)
+    location.replace(`/login?next=${encodeURIComponent(`/dashboard${location.hash}`)}`)
     return
   }
 
@@ -31,7 +31,7 @@
   async function call(path, opts) {
     const res = await api(path, opts)
     if (res.status === 401) {
-      location.replace(`/login?next=${encodeURIComponent('/dashboard' + location.hash)}`)
+      location.replace(`/login?next=${encodeURIComponent(`/dashboard${location.hash}`)}`)
       // The page is going away: whatever waited for this answer never continues.
       return new Promise(() => {})
     }
@@ -52,7 +52,8 @@
     return results
   }
 
-  const dateText = (iso) => (iso ? new Date(iso).toLocaleDateString(undefined, { year: 'numeric', month: 'short', day: 'numeric' }) : '')
+  const dateText = (iso) =>
+    iso ? new Date(iso).toLocaleDateString(undefined, { year: 'numeric', month: 'short', day: 'numeric' }) : ''
   const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`
 
   /** Shows a status message in the element (or the element with that id). */
@@ -164,7 +165,11 @@
           { class: 'tile dash-tile', 'data-id': image.id },
           el('label', { class: 'pick' }, box),
           // The owner's own dashboard shows mature thumbnails unblurred.
-          el('a', { class: 'thumb', href: image.viewer }, el('img', { src: image.thumbnail, alt: image.filename, loading: 'lazy', width: 250, height: 250 })),
+          el(
+            'a',
+            { class: 'thumb', href: image.viewer },
+            el('img', { src: image.thumbnail, alt: image.filename, loading: 'lazy', width: 250, height: 250 }),
+          ),
           el('p', { class: 'tile-meta' }, el('span', { class: 'name', title: image.filename }, image.filename)),
           tags,
         )
@@ -173,7 +178,12 @@
     const filtered = img.filter.visibility || img.filter.nsfw
     if (!img.items.length) {
       grid.append(
-        el('li', { class: 'empty muted' }, filtered ? 'No images match these filters.' : 'No images yet. ', filtered ? null : el('a', { href: '/' }, 'Upload some')),
+        el(
+          'li',
+          { class: 'empty muted' },
+          filtered ? 'No images match these filters.' : 'No images yet. ',
+          filtered ? null : el('a', { href: '/' }, 'Upload some'),
+        ),
       )
     }
     say('images-status', img.total ? `${plural(img.total, 'image')}${filtered ? ' match' : ''}` : '')
@@ -202,7 +212,8 @@
     const all = $('select-all')
     all.checked = n > 0 && n === state.images.items.length
     all.indeterminate = n > 0 && n < state.images.items.length
-    for (const tile of grid.querySelectorAll('[data-id]')) tile.classList.toggle('selected', state.selected.has(tile.dataset.id))
+    for (const tile of grid.querySelectorAll('[data-id]'))
+      tile.classList.toggle('selected', state.selected.has(tile.dataset.id))
   }
 
   $('select-all').addEventListener('change', (event) => {
@@ -221,7 +232,12 @@
     })
   }
 
-  const BULK_PATCH = { public: { visibility: 'public' }, private: { visibility: 'private' }, nsfw: { nsfw: true }, sfw: { nsfw: false } }
+  const BULK_PATCH = {
+    public: { visibility: 'public' },
+    private: { visibility: 'private' },
+    nsfw: { nsfw: true },
+    sfw: { nsfw: false },
+  }
 
   async function bulk(action) {
     const ids = [...state.selected]
@@ -229,18 +245,25 @@
     const what = plural(ids.length, 'image')
     let results
     if (BULK_PATCH[action]) {
-      results = await eachLimited(ids, 4, (id) => call(`/api/images/${id}`, { method: 'PATCH', body: BULK_PATCH[action] }))
+      results = await eachLimited(ids, 4, (id) =>
+        call(`/api/images/${id}`, { method: 'PATCH', body: BULK_PATCH[action] }),
+      )
     } else if (action === 'delete') {
       if (!confirm(`Delete ${what}? Their links stop working at once. This cannot be undone.`)) return
       results = await eachLimited(ids, 4, (id) => call(`/api/images/${id}`, { method: 'DELETE' }))
     } else if (action === 'album') {
       const albumId = $('bulk-album').value
       if (!albumId) return say('images-status', 'Choose an album first.', true)
-      results = await eachLimited(ids, 4, (id) => call(`/api/albums/${albumId}/images`, { method: 'POST', body: { imageId: id } }))
+      results = await eachLimited(ids, 4, (id) =>
+        call(`/api/albums/${albumId}/images`, { method: 'POST', body: { imageId: id } }),
+      )
       loadAlbums()
     } else if (action === 'embed') {
       const value = $('bulk-embed').value
-      const res = await call('/api/images/bulk-embed', { method: 'PATCH', body: { image_ids: ids.slice(0, config.maxBulk), embed_profile_id: value ? Number(value) : null } })
+      const res = await call('/api/images/bulk-embed', {
+        method: 'PATCH',
+        body: { image_ids: ids.slice(0, config.maxBulk), embed_profile_id: value ? Number(value) : null },
+      })
       results = ids.map(() => res)
     } else return
     const failed = results.filter((r) => !r.ok)
@@ -253,7 +276,9 @@
       album: 'added to the album',
       embed: 'given the embed profile',
     }[action]
-    const message = failed.length ? `${ids.length - failed.length} of ${what} ${done}; ${failed.length} failed: ${failed[0].data.error}` : `${what} ${done}.`
+    const message = failed.length
+      ? `${ids.length - failed.length} of ${what} ${done}; ${failed.length} failed: ${failed[0].data.error}`
+      : `${what} ${done}.`
     await loadImages()
     say('images-status', message, failed.length > 0)
   }
@@ -283,7 +308,10 @@
   /** Fills an album <select> with the albums after an option for none, keeping the choice while it still exists. */
   function albumOptions(select, noneLabel) {
     const current = select.value
-    select.replaceChildren(el('option', { value: '' }, noneLabel), ...state.albums.map((a) => el('option', { value: a.id }, a.title)))
+    select.replaceChildren(
+      el('option', { value: '' }, noneLabel),
+      ...state.albums.map((a) => el('option', { value: a.id }, a.title)),
+    )
     select.value = state.albums.some((a) => a.id === current) ? current : ''
   }
 
@@ -296,7 +324,11 @@
         const row = el(
           'li',
           { class: 'row', 'data-album': album.id },
-          el('a', { class: 'row-thumb', href: album.url, tabindex: -1, 'aria-hidden': 'true' }, album.cover ? el('img', { src: album.cover, alt: '', loading: 'lazy' }) : null),
+          el(
+            'a',
+            { class: 'row-thumb', href: album.url, tabindex: -1, 'aria-hidden': 'true' },
+            album.cover ? el('img', { src: album.cover, alt: '', loading: 'lazy' }) : null,
+          ),
           el(
             'div',
             { class: 'row-main' },
@@ -335,7 +367,11 @@
     form.querySelector('[data-cancel]').addEventListener('click', () => form.remove())
     form.addEventListener('submit', async (event) => {
       event.preventDefault()
-      const body = { title: form.elements.title.value, description: form.elements.description.value, isPublic: form.elements.isPublic.checked }
+      const body = {
+        title: form.elements.title.value,
+        description: form.elements.description.value,
+        isPublic: form.elements.isPublic.checked,
+      }
       if (form.elements.removePassword.checked) body.password = null
       else if (form.elements.password.value) body.password = form.elements.password.value
       const res = await call(`/api/albums/${album.id}`, { method: 'PUT', body })
@@ -349,7 +385,11 @@
     event.preventDefault()
     const form = event.target
     formError(form, '')
-    const body = { title: form.elements.title.value, description: form.elements.description.value, isPublic: form.elements.isPublic.checked }
+    const body = {
+      title: form.elements.title.value,
+      description: form.elements.description.value,
+      isPublic: form.elements.isPublic.checked,
+    }
     const res = await call('/api/albums', { method: 'POST', body })
     if (!res.ok) return formError(form, res.data.error)
     form.reset()
@@ -386,7 +426,9 @@
     let res
     try {
       // Plain fetch, not api(): the key is the credential here, and its refusal must not end the dashboard session.
-      res = await fetch(`/api/v1/clients/${kind}${String(query) ? `?${query}` : ''}`, { headers: { 'x-api-key': secret } })
+      res = await fetch(`/api/v1/clients/${kind}${String(query) ? `?${query}` : ''}`, {
+        headers: { 'x-api-key': secret },
+      })
     } catch {
       return say(status, 'Network error: check your connection and try again.', true)
     }
@@ -449,14 +491,21 @@
         // The secret is never stored: configs for an existing key need its secret pasted (checked against the prefix).
         configs.addEventListener('click', () => {
           if (row.querySelector('.key-configs')) return
-          const field = el('input', { type: 'password', autocomplete: 'off', 'aria-label': `Secret of the key ${key.name}`, placeholder: 'Paste this key’s secret' })
+          const field = el('input', {
+            type: 'password',
+            autocomplete: 'off',
+            'aria-label': `Secret of the key ${key.name}`,
+            placeholder: 'Paste this key’s secret',
+          })
           const error = el('p', { class: 'error small', role: 'alert', hidden: true })
           const block = $('client-downloads-template').content.firstElementChild.cloneNode(true)
           albumOptions(block.querySelector('select[name="album"]'), 'No album')
           wireDownloads(block, () => {
             const secret = field.value.trim()
             const wrong = !secret.startsWith(key.prefix) || secret.length < 32
-            error.textContent = wrong ? 'That is not the secret of this key. Secrets are shown only once: create a new key if it is lost.' : ''
+            error.textContent = wrong
+              ? 'That is not the secret of this key. Secrets are shown only once: create a new key if it is lost.'
+              : ''
             error.hidden = !wrong
             return wrong ? null : secret
           })
@@ -501,7 +550,15 @@
   const FIELDS = ['name', 'site_name', 'author_name', 'author_url', 'title', 'description', 'color']
   let editing = null // the profile being edited, or null when creating
 
-  const SAMPLE = { filename: 'sunset.jpg', id: 'AbC123xY', width: 1920, height: 1080, size: 2516582, mime: 'image/jpeg', views: 42 }
+  const SAMPLE = {
+    filename: 'sunset.jpg',
+    id: 'AbC123xY',
+    width: 1920,
+    height: 1080,
+    size: 2516582,
+    mime: 'image/jpeg',
+    views: 42,
+  }
   function fill(text) {
     if (!text) return ''
     const values = {
@@ -510,7 +567,9 @@
       date: new Date().toISOString().slice(0, 10),
       username: state.user ? state.user.username : 'you',
     }
-    return text.replace(/\{(filename|id|width|height|size|mime|date|views|username)\}/g, (_, name) => String(values[name]))
+    return text.replace(/\{(filename|id|width|height|size|mime|date|views|username)\}/g, (_, name) =>
+      String(values[name]),
+    )
   }
 
   function updatePreview() {
@@ -529,7 +588,8 @@
   }
   embedForm.addEventListener('input', (event) => {
     if (event.target.id === 'embed-color-picker') embedForm.elements.color.value = event.target.value
-    if (event.target.id === 'embed-color' && /^#[0-9a-fA-F]{6}$/.test(event.target.value)) $('embed-color-picker').value = event.target.value.toLowerCase()
+    if (event.target.id === 'embed-color' && /^#[0-9a-fA-F]{6}$/.test(event.target.value))
+      $('embed-color-picker').value = event.target.value.toLowerCase()
     updatePreview()
   })
 
@@ -550,7 +610,11 @@
     $('embed-count').textContent = `${n} of ${config.maxEmbeds} profiles used.`
     const full = !editing && n >= config.maxEmbeds
     $('embed-submit').disabled = full
-    if (full) formError(embedForm, `You have ${config.maxEmbeds} profiles, the most allowed. Delete one to create another, or edit one.`)
+    if (full)
+      formError(
+        embedForm,
+        `You have ${config.maxEmbeds} profiles, the most allowed. Delete one to create another, or edit one.`,
+      )
   }
 
   async function loadProfiles() {
@@ -577,7 +641,8 @@
           embedForm.elements.name.focus()
         })
         del.addEventListener('click', async () => {
-          if (!confirm(`Delete the embed profile “${profile.name}”? Images using it go back to the default embed.`)) return
+          if (!confirm(`Delete the embed profile “${profile.name}”? Images using it go back to the default embed.`))
+            return
           const r = await call(`/api/embeds/${profile.id}`, { method: 'DELETE' })
           say('embeds-status', r.ok ? `Profile “${profile.name}” deleted.` : r.data.error, !r.ok)
           if (editing && editing.id === profile.id) resetEmbedForm()
@@ -591,16 +656,24 @@
             'div',
             { class: 'row-main' },
             el('span', { class: 'row-title' }, profile.name),
-            el('p', { class: 'muted small' }, [profile.site_name, profile.title, profile.author_name].filter(Boolean).join(' · ') || 'Default texts'),
+            el(
+              'p',
+              { class: 'muted small' },
+              [profile.site_name, profile.title, profile.author_name].filter(Boolean).join(' · ') || 'Default texts',
+            ),
           ),
           el('div', { class: 'row-actions' }, edit, del),
         )
       }),
     )
-    if (!state.profiles.length) list.append(el('li', { class: 'empty muted' }, 'No embed profiles yet: links use the default embed.'))
+    if (!state.profiles.length)
+      list.append(el('li', { class: 'empty muted' }, 'No embed profiles yet: links use the default embed.'))
     const select = $('bulk-embed')
     const current = select.value
-    select.replaceChildren(el('option', { value: '' }, 'Default embed'), ...state.profiles.map((p) => el('option', { value: String(p.id) }, p.name)))
+    select.replaceChildren(
+      el('option', { value: '' }, 'Default embed'),
+      ...state.profiles.map((p) => el('option', { value: String(p.id) }, p.name)),
+    )
     select.value = state.profiles.some((p) => String(p.id) === current) ? current : ''
     updateLimit()
   }
@@ -613,9 +686,14 @@
       const value = embedForm.elements[name].value.trim()
       body[name] = name === 'name' ? value : value || null
     }
-    const res = editing ? await call(`/api/embeds/${editing.id}`, { method: 'PUT', body }) : await call('/api/embeds', { method: 'POST', body })
+    const res = editing
+      ? await call(`/api/embeds/${editing.id}`, { method: 'PUT', body })
+      : await call('/api/embeds', { method: 'POST', body })
     if (!res.ok) return formError(embedForm, res.data.error)
-    say('embeds-status', `Profile “${res.data.profile.name}” ${editing ? 'saved' : 'created'}. Assign it to images from the Images tab.`)
+    say(
+      'embeds-status',
+      `Profile “${res.data.profile.name}” ${editing ? 'saved' : 'created'}. Assign it to images from the Images tab.`,
+    )
     resetEmbedForm()
     loadProfiles()
   })
@@ -627,7 +705,10 @@
   let countdown = null
   async function loadUsage() {
     const res = await call('/api/account/usage')
-    if (!res.ok) return ($('storage-text').textContent = res.data.error)
+    if (!res.ok) {
+      $('storage-text').textContent = res.data.error
+      return
+    }
     const u = res.data
     const bar = $('storage-bar')
     if (u.storage.limit === null) {
@@ -638,13 +719,17 @@
       bar.max = u.storage.limit
       bar.value = u.storage.used
       const pct = u.storage.limit ? Math.min(100, (u.storage.used / u.storage.limit) * 100) : 0
-      $('storage-text').textContent = `${size(u.storage.used)} of ${size(u.storage.limit)} used (${pct < 1 && pct > 0 ? '<1' : Math.round(pct)}%) · ${size(u.storage.remaining)} left`
+      $('storage-text').textContent =
+        `${size(u.storage.used)} of ${size(u.storage.limit)} used (${pct < 1 && pct > 0 ? '<1' : Math.round(pct)}%) · ${size(u.storage.remaining)} left`
     }
     const stat = (label, value) => [el('div', {}, el('dt', {}, label), el('dd', {}, value))]
     $('usage-stats').replaceChildren(
       ...stat('Images', String(u.totalImages)),
       ...stat('Largest file', u.limits.maxFileSize === null ? 'unlimited' : size(u.limits.maxFileSize)),
-      ...stat('Files per upload', u.limits.maxFilesPerUpload === null ? 'unlimited' : String(u.limits.maxFilesPerUpload)),
+      ...stat(
+        'Files per upload',
+        u.limits.maxFilesPerUpload === null ? 'unlimited' : String(u.limits.maxFilesPerUpload),
+      ),
       ...stat('Email', u.emailVerified ? 'verified' : 'not verified'),
     )
     const rate = u.rateLimit
@@ -686,7 +771,12 @@
     if (!res.ok) return say('settings-status', res.data.error, true)
     state.user = res.data.user
     renderSettings()
-    say('settings-status', state.user.privateAccount ? 'Saved: every upload is now private.' : 'Saved: uploads follow the visibility you choose.')
+    say(
+      'settings-status',
+      state.user.privateAccount
+        ? 'Saved: every upload is now private.'
+        : 'Saved: uploads follow the visibility you choose.',
+    )
   })
   $('resend-verification').addEventListener('click', async () => {
     const res = await call('/api/auth/resend-verification', { method: 'POST' })

@@ -39,6 +39,9 @@
     button.disabled = false
     if (!res) return show('Network error: check your connection and try again.', true)
     if (res.status === 429) return show('Too many reports from your address: please try again later.', true)
-    show((answer && typeof answer.error === 'string' && answer.error) || `The report could not be sent (${res.status}).`, true)
+    show(
+      (answer && typeof answer.error === 'string' && answer.error) || `The report could not be sent (${res.status}).`,
+      true,
+    )
   })
 })()

@@ -36,7 +36,12 @@ window.imghost = (() => {
     try {
       res = await fetch(path, { method: opts.method || 'GET', headers, body })
     } catch {
-      return { ok: false, status: 0, data: { error: 'Network error: check your connection and try again.' }, headers: new Headers() }
+      return {
+        ok: false,
+        status: 0,
+        data: { error: 'Network error: check your connection and try again.' },
+        headers: new Headers(),
+      }
     }
     let data = null
     try {
@@ -76,14 +81,19 @@ window.imghost = (() => {
   /** The share codes of an image, as on its viewer page. */
   function shareCodes(image) {
     const alt = image.filename || image.id
-    const escapeHtml = (v) => v.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c])
+    const escapeHtml = (v) =>
+      v.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c])
     const mdAlt = alt.replace(/[\\[\]]/g, (c) => `\\${c}`)
     return [
       { key: 'direct', label: 'Direct link', value: image.url },
       { key: 'viewer', label: 'Viewer link', value: image.viewer },
       { key: 'markdown', label: 'Markdown', value: `[![${mdAlt}](${image.url})](${image.viewer})` },
       { key: 'bbcode', label: 'BBCode', value: `[url=${image.viewer}][img]${image.url}[/img][/url]` },
-      { key: 'html', label: 'HTML', value: `<a href="${escapeHtml(image.viewer)}"><img src="${escapeHtml(image.url)}" alt="${escapeHtml(alt)}"></a>` },
+      {
+        key: 'html',
+        label: 'HTML',
+        value: `<a href="${escapeHtml(image.viewer)}"><img src="${escapeHtml(image.url)}" alt="${escapeHtml(alt)}"></a>`,
+      },
     ]
   }
 
@@ -151,7 +161,8 @@ window.imghost = (() => {
   // Mature images are not in the markup (so link previews never show them): <img data-preview> gets its blurred
   // thumbnail here, and <button data-reveal> inside a .nsfw container swaps in the original (data-src) and unblurs it.
   function loadPreviews() {
-    for (const img of document.querySelectorAll('img[data-preview]:not([src])')) img.src = img.getAttribute('data-preview')
+    for (const img of document.querySelectorAll('img[data-preview]:not([src])'))
+      img.src = img.getAttribute('data-preview')
   }
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', loadPreviews)
   else loadPreviews()

@@ -40,7 +40,7 @@
   /** One request; resolves with { status, header(name), text } (status 0: no answer), or rejects when aborted. */
   function request(method, url, headers, body, signal, onUploadProgress) {
     return new Promise((resolve, reject) => {
-      if (signal && signal.aborted) return reject(abortError())
+      if (signal?.aborted) return reject(abortError())
       const xhr = new XMLHttpRequest()
       xhr.open(method, url)
       for (const [name, value] of Object.entries(headers)) xhr.setRequestHeader(name, value)
@@ -51,7 +51,8 @@
         if (signal) signal.removeEventListener('abort', onAbort)
         resolve(result)
       }
-      xhr.onload = () => done({ status: xhr.status, header: (name) => xhr.getResponseHeader(name), text: xhr.responseText })
+      xhr.onload = () =>
+        done({ status: xhr.status, header: (name) => xhr.getResponseHeader(name), text: xhr.responseText })
       xhr.onerror = () => done({ status: 0, header: () => null, text: '' })
       xhr.onabort = () => {
         if (signal) signal.removeEventListener('abort', onAbort)
@@ -66,16 +67,25 @@
     try {
       body = JSON.parse(response.text)
     } catch {}
-    const message = body && typeof body.error === 'string' ? body.error : `${fallback} (HTTP ${response.status || 'no answer'})`
+    const message =
+      body && typeof body.error === 'string' ? body.error : `${fallback} (HTTP ${response.status || 'no answer'})`
     return Object.assign(new Error(message), { status: response.status, body })
   }
 
   const retryable = (status) => status === 0 || status === 409 || status === 423 || status >= 500
   const sleep = (ms, signal) =>
     new Promise((resolve, reject) => {
-      if (signal && signal.aborted) return reject(abortError())
+      if (signal?.aborted) return reject(abortError())
       const timer = setTimeout(resolve, ms)
-      if (signal) signal.addEventListener('abort', () => (clearTimeout(timer), reject(abortError())), { once: true })
+      if (signal)
+        signal.addEventListener(
+          'abort',
+          () => {
+            clearTimeout(timer)
+            reject(abortError())
+          },
+          { once: true },
+        )
     })
 
   async function tusUpload(file, options = {}) {
@@ -86,7 +96,7 @@
     const retryDelays = options.retryDelays || [1000, 3000, 5000]
     const storage = options.storage || window.localStorage
     const metadata = { ...(options.metadata || {}), filename: file.name || 'image' }
-    const report = (sent) => options.onProgress && options.onProgress(Math.min(sent, file.size), file.size)
+    const report = (sent) => options.onProgress?.(Math.min(sent, file.size), file.size)
     // The same file with the same options resumes; anything else starts afresh.
     const key = `tus-upload:${endpoint}:${file.name}:${file.size}:${file.lastModified}:${file.type}:${JSON.stringify(options.metadata || {})}`
 
@@ -103,7 +113,7 @@
     const recall = () => {
       try {
         const saved = JSON.parse(storage.getItem(key) || 'null')
-        if (saved && saved.url && !(saved.expires && Date.parse(saved.expires) <= Date.now())) return saved.url
+        if (saved?.url && !(saved.expires && Date.parse(saved.expires) <= Date.now())) return saved.url
       } catch {}
       forget()
       return null
@@ -132,7 +142,13 @@
     let offset = url ? await offsetOf(url) : null
     if (offset === null) {
       forget()
-      const res = await request('POST', endpoint, { ...TUS, ...extraHeaders, 'Upload-Length': String(file.size), 'Upload-Metadata': encodeMetadata(metadata) }, undefined, signal)
+      const res = await request(
+        'POST',
+        endpoint,
+        { ...TUS, ...extraHeaders, 'Upload-Length': String(file.size), 'Upload-Metadata': encodeMetadata(metadata) },
+        undefined,
+        signal,
+      )
       if (res.status !== 201) throw failure(res, 'Could not start the upload')
       url = new URL(res.header('Location'), endpoint).href
       offset = 0
@@ -165,7 +181,13 @@
         report(file.size)
         return JSON.parse(res.text)
       }
-      if (end === file.size && res.status >= 400 && res.status < 500 && ![409, 423].includes(res.status) && res.header('Upload-Offset') === String(file.size)) {
+      if (
+        end === file.size &&
+        res.status >= 400 &&
+        res.status < 500 &&
+        ![409, 423].includes(res.status) &&
+        res.header('Upload-Offset') === String(file.size)
+      ) {
         // The whole file arrived and was refused (quota, rate, not an image): that answer is final.
         forget()
         throw failure(res, 'Upload failed')

@@ -43,7 +43,11 @@
     const res = await api('/api/account/usage')
     if (!res.ok) {
       if (res.status === 401) {
-        accountText.replaceChildren('Your session has expired, so uploads are anonymous. ', el('a', { href: '/login?next=/' }, 'Log in again'), '.')
+        accountText.replaceChildren(
+          'Your session has expired, so uploads are anonymous. ',
+          el('a', { href: '/login?next=/' }, 'Log in again'),
+          '.',
+        )
       }
       return
     }
@@ -69,7 +73,11 @@
       // The server makes every upload of a private account private: say so instead of offering a choice it ignores.
       document.querySelector('input[name="visibility"][value="private"]').checked = true
       document.querySelector('input[name="visibility"][value="public"]').disabled = true
-      accountText.append(' Your account is private, so every upload is private (change it in ', el('a', { href: '/dashboard#settings' }, 'settings'), ').')
+      accountText.append(
+        ' Your account is private, so every upload is private (change it in ',
+        el('a', { href: '/dashboard#settings' }, 'settings'),
+        ').',
+      )
     }
     if (albums.ok && albums.data.albums.length) {
       for (const album of albums.data.albums) albumSelect.append(el('option', { value: album.id }, album.title))
@@ -86,9 +94,11 @@
   }
 
   function problemOf(file) {
-    if (!mimes.has(file.type) && !extensions.has(extensionOf(file.name))) return `Not a supported image type. Supported: ${FORMAT_NAMES}.`
+    if (!mimes.has(file.type) && !extensions.has(extensionOf(file.name)))
+      return `Not a supported image type. Supported: ${FORMAT_NAMES}.`
     if (file.size === 0) return 'The file is empty.'
-    if (file.size > limits.maxSize) return `Too large: ${size(file.size)}, the limit is ${size(limits.maxSize)} per file.`
+    if (file.size > limits.maxSize)
+      return `Too large: ${size(file.size)}, the limit is ${size(limits.maxSize)} per file.`
     return null
   }
 
@@ -104,7 +114,11 @@
         setState(entry, 'invalid', problem)
         entry.countRefused = false
       } else if (room <= 0) {
-        setState(entry, 'invalid', `Too many files: at most ${limits.maxFiles} at a time. Upload these first, then add more.`)
+        setState(
+          entry,
+          'invalid',
+          `Too many files: at most ${limits.maxFiles} at a time. Upload these first, then add more.`,
+        )
         entry.countRefused = true
       } else {
         room--
@@ -172,7 +186,13 @@
     return el(
       'li',
       { class: 'upload-item', 'data-state': 'queued' },
-      el('div', { class: 'item-head' }, el('span', { class: 'item-name' }, name), el('span', { class: 'item-size muted' }, size(entry.file.size)), entry.actions),
+      el(
+        'div',
+        { class: 'item-head' },
+        el('span', { class: 'item-name' }, name),
+        el('span', { class: 'item-size muted' }, size(entry.file.size)),
+        entry.actions,
+      ),
       entry.bar,
       entry.message,
     )
@@ -192,7 +212,8 @@
     entry.message.setAttribute('role', state === 'failed' ? 'alert' : 'status')
     const name = entry.file.name || 'pasted image'
     entry.actions.replaceChildren()
-    if (state === 'queued' || state === 'invalid') entry.actions.append(actionButton('Remove', name, () => removeEntry(entry)))
+    if (state === 'queued' || state === 'invalid')
+      entry.actions.append(actionButton('Remove', name, () => removeEntry(entry)))
     if (state === 'failed') {
       entry.actions.append(
         actionButton('Retry', name, () => {
@@ -212,9 +233,21 @@
     entry.result = image
     const prefix = `r${entry.id}`
     const thumb = el('img', { src: image.thumbnail, alt: image.filename || 'Uploaded image', loading: 'lazy' })
-    const thumbLink = el('a', { class: image.nsfw ? 'thumb nsfw-thumb' : 'thumb', href: image.viewer }, thumb, image.nsfw ? el('span', { class: 'badge' }, 'NSFW') : null)
+    const thumbLink = el(
+      'a',
+      { class: image.nsfw ? 'thumb nsfw-thumb' : 'thumb', href: image.viewer },
+      thumb,
+      image.nsfw ? el('span', { class: 'badge' }, 'NSFW') : null,
+    )
     const preview = el('div', { class: image.nsfw ? 'result-thumb nsfw is-hidden' : 'result-thumb' }, thumbLink)
-    if (image.nsfw) preview.append(el('button', { type: 'button', class: 'reveal', 'data-reveal': true, 'aria-label': `Show mature image ${image.filename}` }, 'Show'))
+    if (image.nsfw)
+      preview.append(
+        el(
+          'button',
+          { type: 'button', class: 'reveal', 'data-reveal': true, 'aria-label': `Show mature image ${image.filename}` },
+          'Show',
+        ),
+      )
 
     const fields = shareCodes(image).map((code) =>
       el(
@@ -225,7 +258,16 @@
           'div',
           { class: 'copy-row' },
           el('input', { id: `${prefix}-${code.key}`, type: 'text', readonly: true, value: code.value }),
-          el('button', { type: 'button', class: 'secondary', 'data-copy': `${prefix}-${code.key}`, 'aria-label': `Copy ${code.label}` }, 'Copy'),
+          el(
+            'button',
+            {
+              type: 'button',
+              class: 'secondary',
+              'data-copy': `${prefix}-${code.key}`,
+              'aria-label': `Copy ${code.label}`,
+            },
+            'Copy',
+          ),
         ),
       ),
     )
@@ -244,7 +286,11 @@
     button.disabled = true
     const image = entry.result
     const res = image.deleteToken
-      ? await api(`/api/v1/image/${image.id}`, { method: 'DELETE', headers: { 'x-delete-token': image.deleteToken }, auth: false })
+      ? await api(`/api/v1/image/${image.id}`, {
+          method: 'DELETE',
+          headers: { 'x-delete-token': image.deleteToken },
+          auth: false,
+        })
       : await api(`/api/images/${image.id}`, { method: 'DELETE' })
     if (!res.ok) {
       button.disabled = false
@@ -262,7 +308,11 @@
 
   function options() {
     const visibility = document.querySelector('input[name="visibility"]:checked')
-    return { visibility: visibility ? visibility.value : 'public', nsfw: nsfwBox.checked, album: session ? albumSelect.value : '' }
+    return {
+      visibility: visibility ? visibility.value : 'public',
+      nsfw: nsfwBox.checked,
+      album: session ? albumSelect.value : '',
+    }
   }
 
   function showProgress(entry, sent, total) {
@@ -316,7 +366,12 @@
       })
       return { ok: true, status: 200, data, retryAfter: null }
     } catch (error) {
-      return { ok: false, status: typeof error.status === 'number' ? error.status : 0, data: error.body || null, retryAfter: null }
+      return {
+        ok: false,
+        status: typeof error.status === 'number' ? error.status : 0,
+        data: error.body || null,
+        retryAfter: null,
+      }
     }
   }
 
@@ -334,7 +389,7 @@
       case 413:
         return error || 'The file is too large, or your storage is full.'
       case 429: {
-        const seconds = Number(res.retryAfter ?? (res.data && res.data.retryAfter))
+        const seconds = Number(res.retryAfter ?? res.data?.retryAfter)
         return `Upload limit reached. Try again in ${Number.isFinite(seconds) && seconds > 0 ? duration(seconds) : 'a while'}.`
       }
       default:
@@ -349,7 +404,11 @@
     if (res.ok && res.data) {
       const image = res.data.images ? res.data.images[0] : res.data
       const flagged = image.nsfw && !opts.nsfw ? ' · flagged as mature content by the automatic check' : ''
-      setState(entry, 'done', `Uploaded · ${image.width}×${image.height} · ${size(image.size)} · ${image.visibility}${flagged}`)
+      setState(
+        entry,
+        'done',
+        `Uploaded · ${image.width}×${image.height} · ${size(image.size)} · ${image.visibility}${flagged}`,
+      )
       renderResult(entry, image)
       return
     }
@@ -365,7 +424,10 @@
   async function start() {
     if (running) return
     if (!waiting().length) {
-      announce(entries.length ? 'Nothing left to upload: add more images first.' : 'Choose, drop or paste some images first.', true)
+      announce(
+        entries.length ? 'Nothing left to upload: add more images first.' : 'Choose, drop or paste some images first.',
+        true,
+      )
       return
     }
     running = true
@@ -428,7 +490,7 @@
     event.dataTransfer.dropEffect = 'copy'
   })
   document.addEventListener('drop', (event) => {
-    if (!event.dataTransfer || !event.dataTransfer.files.length) return
+    if (!event.dataTransfer?.files.length) return
     event.preventDefault()
     dragDepth = 0
     dropzone.classList.remove('dragging')

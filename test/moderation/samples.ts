@@ -25,14 +25,24 @@ export async function drawingPng(): Promise<Uint8Array<ArrayBuffer>> {
     '....KSSSSSSK....',
     '.....KKKKKK.....',
   ]
-  const colours: Record<string, number[]> = { '.': [120, 190, 255], K: [0, 0, 0], R: [230, 40, 40], W: [255, 255, 255], S: [250, 220, 180] }
+  const colours: Record<string, number[]> = {
+    '.': [120, 190, 255],
+    K: [0, 0, 0],
+    R: [230, 40, 40],
+    W: [255, 255, 255],
+    S: [250, 220, 180],
+  }
   const cell = 25
   const side = rows.length * cell
   const pixels = new Uint8Array(side * side * 3)
   for (let y = 0; y < side; y++) {
     for (let x = 0; x < side; x++) pixels.set(colours[rows[(y / cell) | 0][(x / cell) | 0]], (y * side + x) * 3)
   }
-  return new Uint8Array(await sharp(pixels, { raw: { width: side, height: side, channels: 3 } }).png().toBuffer())
+  return new Uint8Array(
+    await sharp(pixels, { raw: { width: side, height: side, channels: 3 } })
+      .png()
+      .toBuffer(),
+  )
 }
 
 /** Photo-like landscape (sky gradient over noisy grass, deterministic noise) as a JPEG file: Neutral (~0.99) to the model. */
@@ -49,9 +59,17 @@ export async function landscapeJpeg(): Promise<Uint8Array<ArrayBuffer>> {
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) {
       const i = (y * width + x) * 3
-      const rgb = y < horizon ? [90 + (y / horizon) * 100, 150 + (y / horizon) * 70, 235] : [30 + noise(20), 130 + noise(40), 30 + noise(15)]
+      const rgb =
+        y < horizon
+          ? [90 + (y / horizon) * 100, 150 + (y / horizon) * 70, 235]
+          : [30 + noise(20), 130 + noise(40), 30 + noise(15)]
       for (let c = 0; c < 3; c++) pixels[i + c] = Math.max(0, Math.min(255, rgb[c] + noise(8)))
     }
   }
-  return new Uint8Array(await sharp(pixels, { raw: { width, height, channels: 3 } }).blur(0.8).jpeg({ quality: 90 }).toBuffer())
+  return new Uint8Array(
+    await sharp(pixels, { raw: { width, height, channels: 3 } })
+      .blur(0.8)
+      .jpeg({ quality: 90 })
+      .toBuffer(),
+  )
 }

@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, spyOn, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { images } from '../../src/db/schema'
-import { DEFAULT_NSFW_THRESHOLDS, isMature, type Classifier, type NsfwScores } from '../../src/moderation'
-import { makeImage, uploadForm, type UploadPart } from '../fixtures'
-import { registerUser, startTestServer, userWithKey, type TestServer } from '../helpers'
+import { type Classifier, DEFAULT_NSFW_THRESHOLDS, isMature, type NsfwScores } from '../../src/moderation'
+import { makeImage, type UploadPart, uploadForm } from '../fixtures'
+import { registerUser, startTestServer, type TestServer, userWithKey } from '../helpers'
+import { fakeClassifier } from '../moderation/fake-classifier'
 import { CLEAR_TOP, topClass, uploadClassifierInput } from '../moderation/images'
+import { drawingPng, landscapeJpeg } from '../moderation/samples'
 import { sharedClassifier } from '../shared-classifier'
-import { fakeClassifier } from './fake-classifier'
-import { drawingPng, landscapeJpeg } from './images'
 
 // The verdict tests use the real nsfwjs model in its worker: the run's one shared instance. Thresholds are applied by
 // the app to the scores it gets back, so a server with NSFW_PORN_HENTAI_THRESHOLD=0 can share it too. The rule itself
@@ -16,9 +16,15 @@ import { drawingPng, landscapeJpeg } from './images'
 const METRICS_TOKEN = 'scan-metrics-token'
 const row = (t: TestServer, id: string) => t.server.db.select().from(images).where(eq(images.id, id)).get()
 const scanStatus = (t: TestServer, id: string) => row(t, id)?.scanStatus
-const galleryIds = async (t: TestServer) => (await t.json('/api/gallery?limit=40')).body.images.map((i: { id: string }) => i.id) as string[]
+const galleryIds = async (t: TestServer) =>
+  (await t.json('/api/gallery?limit=40')).body.images.map((i: { id: string }) => i.id) as string[]
 
-function webUpload(t: TestServer, parts: UploadPart[], fields: Record<string, string> = {}, headers: Record<string, string> = {}) {
+function webUpload(
+  t: TestServer,
+  parts: UploadPart[],
+  fields: Record<string, string> = {},
+  headers: Record<string, string> = {},
+) {
   return t.json('/api/upload', { method: 'POST', headers, body: uploadForm(parts, fields) })
 }
 
@@ -67,7 +73,7 @@ describe('web uploads are classified by the real model', () => {
     const drawing = await drawingPng()
     const landscape = await landscapeJpeg()
     const logged = spyOn(console, 'error')
-    let res
+    let res: Awaited<ReturnType<typeof webUpload>>
     let errorLog: string
     try {
       res = await webUpload(t, [
@@ -152,7 +158,11 @@ describe('SCAN_API_UPLOADS: API-key uploads are scanned only when it is on', () 
     const t = await startTestServer(env, { classifier: fake.classifier })
     try {
       const user = await userWithKey(t)
-      const res = await t.json('/api/v1/upload', { method: 'POST', headers: user.keyHeader, body: uploadForm([{ bytes: await drawingPng() }]) })
+      const res = await t.json('/api/v1/upload', {
+        method: 'POST',
+        headers: user.keyHeader,
+        body: uploadForm([{ bytes: await drawingPng() }]),
+      })
       expect(res.status).toBe(201)
       return { calls: fake.state.calls, nsfw: res.body.nsfw, scanStatus: scanStatus(t, res.body.id) }
     } finally {
@@ -175,7 +185,10 @@ describe('the rule, end to end, on scores injected at the classifier boundary (d
   const fake = fakeClassifier('neutral')
   let t: TestServer
   beforeAll(async () => {
-    t = await startTestServer({ ANON_UPLOADS_PER_WINDOW: '100' }, { classifier: fake.classifier, rescan: { intervalMs: 3_600_000 } })
+    t = await startTestServer(
+      { ANON_UPLOADS_PER_WINDOW: '100' },
+      { classifier: fake.classifier, rescan: { intervalMs: 3_600_000 } },
+    )
   })
   afterAll(() => t.stop())
 
@@ -187,7 +200,11 @@ describe('the rule, end to end, on scores injected at the classifier boundary (d
     ['Porn + Hentai just below 0.5', scores({ Porn: 0.25, Hentai: 0.2499, Neutral: 0.5001 }), false],
     ['Sexy exactly at 0.8', scores({ Sexy: 0.8, Neutral: 0.2 }), true],
     ['Sexy just below 0.8', scores({ Sexy: 0.7999, Neutral: 0.2001 }), false],
-    ['Porn and Sexy high but neither rule reached (Sexy is not in the sum)', scores({ Porn: 0.45, Sexy: 0.45, Neutral: 0.1 }), false],
+    [
+      'Porn and Sexy high but neither rule reached (Sexy is not in the sum)',
+      scores({ Porn: 0.45, Sexy: 0.45, Neutral: 0.1 }),
+      false,
+    ],
     ['all Drawing', scores({ Drawing: 1 }), false],
   ]
   for (const [name, given, flagged] of cases) {

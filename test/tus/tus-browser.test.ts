@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Browser, Page, Request } from 'playwright-core'
 import { TUS_THRESHOLD } from '../../src/modules/pages/upload'
-import { launchBrowser, newIsolatedPage, type IsolatedPage } from '../browser'
+import { type IsolatedPage, launchBrowser, newIsolatedPage } from '../browser'
 import { makeNoisePng } from '../fixtures'
 import { eventually, registerUser } from '../helpers'
 import { expectClean, openPage, pngFile, shoot, startWebServer, type WebPage, type WebServer } from '../web/support'
@@ -74,7 +74,8 @@ describe('tus-upload.js', () => {
     expect(stored).toHaveLength(1)
     const { url } = JSON.parse((await page.evaluate((k) => localStorage.getItem(k), stored[0]))!)
     // Once the server has seen the aborted PATCH end, it answers with what it kept.
-    const offsetNow = async () => Number((await fetch(url, { method: 'HEAD', headers: { 'tus-resumable': '1.0.0' } })).headers.get('upload-offset'))
+    const offsetNow = async () =>
+      Number((await fetch(url, { method: 'HEAD', headers: { 'tus-resumable': '1.0.0' } })).headers.get('upload-offset'))
     await eventually(async () => (await offsetNow()) >= 512 * KB, undefined, 'the aborted PATCH to end')
     const offset = await offsetNow()
     expect(offset).toBeLessThan(png.length)
@@ -90,7 +91,15 @@ describe('tus-upload.js', () => {
     })
     expect(second.progress[0]).toBeGreaterThanOrEqual(offset / png.length)
     expect(second.progress.at(-1)).toBe(1)
-    expect(second.answer).toMatchObject({ success: true, size: png.length, width: 600, height: 600, visibility: 'private', nsfw: false, filename: 'noise.png' })
+    expect(second.answer).toMatchObject({
+      success: true,
+      size: png.length,
+      width: 600,
+      height: 600,
+      visibility: 'private',
+      nsfw: false,
+      filename: 'noise.png',
+    })
     expect(typeof second.answer.deleteToken).toBe('string')
     expect(await storedUploads()).toEqual([])
     const original = new Uint8Array(await (await fetch(second.answer.url)).arrayBuffer())
@@ -101,7 +110,11 @@ describe('tus-upload.js', () => {
   test('a logged-in upload sends the bearer token; refusals reject with the status and the server message', async () => {
     const user = await registerUser(t)
     const answer = await page.evaluate(
-      async (token) => (window as any).tusUpload((window as any).testFile, { headers: { Authorization: `Bearer ${token}` }, metadata: { album: 'Browser' } }),
+      async (token) =>
+        (window as any).tusUpload((window as any).testFile, {
+          headers: { Authorization: `Bearer ${token}` },
+          metadata: { album: 'Browser' },
+        }),
       user.token,
     )
     expect(answer.size).toBe(png.length)
@@ -132,7 +145,6 @@ describe('tus-upload.js', () => {
   })
 })
 
-
 /** The API requests the page sends, as "METHOD /path" with the tus Upload-Offset when there is one. */
 function recordApi(page: Page) {
   const sent: { call: string; offset: number | null }[] = []
@@ -140,7 +152,10 @@ function recordApi(page: Page) {
     const url = new URL(r.url())
     if (!url.pathname.startsWith('/api/')) return
     const offset = r.headers()['upload-offset']
-    sent.push({ call: `${r.method()} ${url.pathname.replace(/\/api\/tus\/\w+$/, '/api/tus/:id')}`, offset: offset === undefined ? null : Number(offset) })
+    sent.push({
+      call: `${r.method()} ${url.pathname.replace(/\/api\/tus\/\w+$/, '/api/tus/:id')}`,
+      offset: offset === undefined ? null : Number(offset),
+    })
   })
   return sent
 }
@@ -182,7 +197,8 @@ describe('upload page: large files go through tus', () => {
       // Every value the progress bar takes on the way.
       await w.page.evaluate(() => {
         const bar = document.querySelector('.upload-item progress') as HTMLProgressElement
-        const seen: number[] = ((window as any).progressSeen = [])
+        const seen: number[] = []
+        ;(window as any).progressSeen = seen
         new MutationObserver(() => seen.push(bar.value)).observe(bar, { attributes: true, attributeFilter: ['value'] })
       })
       await w.page.click('#upload-start')
@@ -195,11 +211,18 @@ describe('upload page: large files go through tus', () => {
       expect(seen.some((v) => v > 0 && v < 100)).toBe(true)
       expect(seen).toEqual([...seen].sort((a, b) => a - b))
       expect(seen.at(-1)).toBe(100)
-      expect(await w.page.textContent('.upload-item .item-message')).toStartWith(`Uploaded · ${big.side}×${big.side} · `)
+      expect(await w.page.textContent('.upload-item .item-message')).toStartWith(
+        `Uploaded · ${big.side}×${big.side} · `,
+      )
 
       const id = await expectSameBytes(w, big.bytes)
       expect(await w.page.inputValue('.upload-item input[id$="-viewer"]')).toBe(`${t.url}/i/${id}`)
-      expect((await t.json(`/api/v1/image/${id}`)).body.data).toMatchObject({ visibility: 'private', nsfw: true, size: big.bytes.length, width: big.side })
+      expect((await t.json(`/api/v1/image/${id}`)).body.data).toMatchObject({
+        visibility: 'private',
+        nsfw: true,
+        size: big.bytes.length,
+        width: big.side,
+      })
       // The anonymous upload's delete token came back too: the page can delete it.
       expect(await w.page.isVisible('.upload-item button:has-text("Delete this image")')).toBe(true)
       await shoot(w.page, 'upload-tus')
@@ -211,7 +234,11 @@ describe('upload page: large files go through tus', () => {
 
   test('logged in, into an album: the connection drops mid-upload and the upload resumes by itself', async () => {
     const user = await registerUser(t)
-    const album = await t.json('/api/albums', { method: 'POST', headers: { ...user.bearer, 'content-type': 'application/json' }, body: JSON.stringify({ title: 'Large' }) })
+    const album = await t.json('/api/albums', {
+      method: 'POST',
+      headers: { ...user.bearer, 'content-type': 'application/json' },
+      body: JSON.stringify({ title: 'Large' }),
+    })
     expect(album.status).toBe(201)
     const w = await openPage(browser, t, '/', { token: user.token })
     try {
@@ -220,11 +247,17 @@ describe('upload page: large files go through tus', () => {
       const sent = recordApi(w.page)
       await w.page.setInputFiles('#file-input', big.path)
       // Offline once the first chunk is stored, online again once a request has failed.
-      const firstChunk = w.page.waitForEvent('requestfinished', { predicate: (r) => r.method() === 'PATCH', timeout: 20_000 })
+      const firstChunk = w.page.waitForEvent('requestfinished', {
+        predicate: (r) => r.method() === 'PATCH',
+        timeout: 20_000,
+      })
       await w.page.click('#upload-start')
       await firstChunk
       await w.context.setOffline(true)
-      await w.page.waitForEvent('requestfailed', { predicate: (r) => new URL(r.url()).pathname.startsWith('/api/tus/'), timeout: 20_000 })
+      await w.page.waitForEvent('requestfailed', {
+        predicate: (r) => new URL(r.url()).pathname.startsWith('/api/tus/'),
+        timeout: 20_000,
+      })
       await w.context.setOffline(false)
       expect(await doneOrFailed(w)).toBe('done')
 
@@ -255,7 +288,11 @@ describe('upload page: large files go through tus', () => {
 describe('upload page: tus refusals', () => {
   let limited: WebServer
   beforeAll(async () => {
-    limited = await startWebServer({ ANON_MAX_FILE_SIZE: String(ANON_MAX), ANON_UPLOADS_PER_WINDOW: '1', ANON_WINDOW_SECONDS: '600' })
+    limited = await startWebServer({
+      ANON_MAX_FILE_SIZE: String(ANON_MAX),
+      ANON_UPLOADS_PER_WINDOW: '1',
+      ANON_WINDOW_SECONDS: '600',
+    })
   })
   afterAll(() => limited?.stop())
 

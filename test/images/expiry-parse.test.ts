@@ -33,7 +33,28 @@ describe('parseExpiry', () => {
   })
 
   test('malformed values, zero and negatives: 400', () => {
-    for (const bad of ['', 'abc', 'P', 'PT', 'P1DT', 'P1H', 'PT1D', 'T1H', '1.5', 'PT1.5S', '1e3', '0x10', '10m', 'P-1D', '5 days', '+5', null, true, {}, 1.5]) {
+    for (const bad of [
+      '',
+      'abc',
+      'P',
+      'PT',
+      'P1DT',
+      'P1H',
+      'PT1D',
+      'T1H',
+      '1.5',
+      'PT1.5S',
+      '1e3',
+      '0x10',
+      '10m',
+      'P-1D',
+      '5 days',
+      '+5',
+      null,
+      true,
+      {},
+      1.5,
+    ]) {
       expect([bad, status(() => parseExpiry(bad))]).toEqual([bad, 400])
     }
     for (const zeroish of ['0', 'PT0S', 'P0D', 0, -5, '-5']) {

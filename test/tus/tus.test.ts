@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import sharp from 'sharp'
-import { Upload, type PreviousUpload, type UrlStorage } from 'tus-js-client'
+import { type PreviousUpload, Upload, type UrlStorage } from 'tus-js-client'
 import { makeImage, makeNoisePng } from '../fixtures'
-import { eventually, registerUser, startTestServer, userWithKey, type TestServer } from '../helpers'
-import { fakeClassifier } from '../webupload/fake-classifier'
+import { eventually, registerUser, startTestServer, type TestServer, userWithKey } from '../helpers'
+import { fakeClassifier } from '../moderation/fake-classifier'
 
 const MB = 1024 * 1024
 const TUS = { 'tus-resumable': '1.0.0' }
@@ -21,10 +21,17 @@ const metadata = (fields: Record<string, string>) =>
 function tusClient(t: TestServer, endpoint: string, auth: Record<string, string> = {}) {
   return {
     create: (length: number | string, fields: Record<string, string> = {}, extra: Record<string, string> = {}) =>
-      t.fetch(endpoint, { method: 'POST', headers: { ...TUS, ...auth, 'upload-length': String(length), 'upload-metadata': metadata(fields), ...extra } }),
+      t.fetch(endpoint, {
+        method: 'POST',
+        headers: { ...TUS, ...auth, 'upload-length': String(length), 'upload-metadata': metadata(fields), ...extra },
+      }),
     head: (url: string, headers = auth) => fetch(url, { method: 'HEAD', headers: { ...TUS, ...headers } }),
     patch: (url: string, offset: number, bytes: Uint8Array, headers = auth) =>
-      fetch(url, { method: 'PATCH', headers: { ...TUS, ...OCTETS, ...headers, 'upload-offset': String(offset) }, body: bytes as Uint8Array<ArrayBuffer> }),
+      fetch(url, {
+        method: 'PATCH',
+        headers: { ...TUS, ...OCTETS, ...headers, 'upload-offset': String(offset) },
+        body: bytes as Uint8Array<ArrayBuffer>,
+      }),
     remove: (url: string, headers = auth) => fetch(url, { method: 'DELETE', headers: { ...TUS, ...headers } }),
     result: (url: string, headers = auth) => fetch(url, { headers }),
     /** Creates and sends the file in one PATCH; returns the last answer. */
@@ -45,7 +52,8 @@ function memoryUrlStorage(): UrlStorage & { entries: Map<string, PreviousUpload>
   return {
     entries,
     findAllUploads: async () => [...entries.values()],
-    findUploadsByFingerprint: async (fp: string) => [...entries.entries()].filter(([key]) => key.startsWith(`${fp}::`)).map(([, v]) => v),
+    findUploadsByFingerprint: async (fp: string) =>
+      [...entries.entries()].filter(([key]) => key.startsWith(`${fp}::`)).map(([, v]) => v),
     removeUpload: async (key: string) => void entries.delete(key),
     addUpload: async (fp: string, upload: PreviousUpload) => {
       const key = `${fp}::${n++}`
@@ -68,7 +76,9 @@ describe('tus-js-client: a 60 MB image in 5 MB chunks, interrupted and resumed',
     // Noise, stored uncompressed: about 3 bytes a pixel, so 4600x4600 is just over 60 MB.
     const side = 4600
     const noise = Buffer.from(crypto.getRandomValues(new Uint8Array(side * side * 3)).buffer)
-    const file = await sharp(noise, { raw: { width: side, height: side, channels: 3 } }).png({ compressionLevel: 0 }).toBuffer()
+    const file = await sharp(noise, { raw: { width: side, height: side, channels: 3 } })
+      .png({ compressionLevel: 0 })
+      .toBuffer()
     expect(file.length).toBeGreaterThan(60 * MB)
 
     const urlStorage = memoryUrlStorage()
@@ -123,23 +133,34 @@ describe('tus-js-client: a 60 MB image in 5 MB chunks, interrupted and resumed',
 
     // Second attempt: a new client instance finds the upload by its fingerprint and resumes it.
     let lowest = Infinity
-    const result = await new Promise<{ body: string; status: number }>(async (resolve, reject) => {
-      const second = new Upload(file, {
-        ...options,
-        onProgress: (sent) => void (lowest = Math.min(lowest, sent)),
-        onSuccess: ({ lastResponse }) => resolve({ body: lastResponse.getBody(), status: lastResponse.getStatus() }),
-        onError: reject,
-      })
-      const previous = await second.findPreviousUploads()
-      expect(previous.length).toBe(1)
-      second.resumeFromPreviousUpload(previous[0])
-      second.start()
+    const finished = Promise.withResolvers<{ body: string; status: number }>()
+    const second = new Upload(file, {
+      ...options,
+      onProgress: (sent) => {
+        lowest = Math.min(lowest, sent)
+      },
+      onSuccess: ({ lastResponse }) =>
+        finished.resolve({ body: lastResponse.getBody(), status: lastResponse.getStatus() }),
+      onError: finished.reject,
     })
+    const previous = await second.findPreviousUploads()
+    expect(previous.length).toBe(1)
+    second.resumeFromPreviousUpload(previous[0])
+    second.start()
+    const result = await finished.promise
     // It went on from the offset the server had, never from the start.
     expect(lowest).toBeGreaterThanOrEqual(offset)
     expect(result.status).toBe(200)
     const answer = JSON.parse(result.body)
-    expect(answer).toMatchObject({ success: true, width: side, height: side, size: file.length, mime: 'image/png', visibility: 'private', filename: 'big-noise.png' })
+    expect(answer).toMatchObject({
+      success: true,
+      width: side,
+      height: side,
+      size: file.length,
+      mime: 'image/png',
+      visibility: 'private',
+      filename: 'big-noise.png',
+    })
     expect(answer.url).toBe(`${t.url}/cdn/${answer.id}.png`)
 
     // The image exists with the right size, and the bytes are the ones sent.
@@ -224,9 +245,31 @@ describe('the protocol', () => {
     expect(last.headers.get('ratelimit-remaining')).toBe('99')
     const body = await last.json()
     expect(Object.keys(body).sort()).toEqual(
-      ['success', 'id', 'url', 'thumbnail', 'viewer', 'delete', 'width', 'height', 'size', 'mime', 'visibility', 'nsfw', 'filename', 'expiresAt'].sort(),
+      [
+        'success',
+        'id',
+        'url',
+        'thumbnail',
+        'viewer',
+        'delete',
+        'width',
+        'height',
+        'size',
+        'mime',
+        'visibility',
+        'nsfw',
+        'filename',
+        'expiresAt',
+      ].sort(),
     )
-    expect(body).toMatchObject({ success: true, width: 120, height: 90, size: png.length, nsfw: true, filename: 'parts.png' })
+    expect(body).toMatchObject({
+      success: true,
+      width: 120,
+      height: 90,
+      size: png.length,
+      nsfw: true,
+      filename: 'parts.png',
+    })
     // A client that lost that answer: HEAD says finished, resending the final offset (or GET) gives it again.
     expect((await tus.head(url)).headers.get('upload-offset')).toBe(String(png.length))
     const replay = await tus.patch(url, png.length, new Uint8Array(0))
@@ -250,7 +293,13 @@ describe('the protocol', () => {
         stream.enqueue(png.slice(0, sent))
       },
     })
-    const cut = fetch(url, { method: 'PATCH', headers: { ...TUS, ...OCTETS, ...user.keyHeader, 'upload-offset': '0' }, body, signal: controller.signal, duplex: 'half' } as RequestInit)
+    const cut = fetch(url, {
+      method: 'PATCH',
+      headers: { ...TUS, ...OCTETS, ...user.keyHeader, 'upload-offset': '0' },
+      body,
+      signal: controller.signal,
+      duplex: 'half',
+    } as RequestInit)
     // The client gives up once the server has the 100 KB (in the upload's data file).
     const data = join(t.dataDir, 'tus', new URL(url).pathname.split('/').pop()!)
     await eventually(() => existsSync(data) && statSync(data).size === sent, undefined, 'the 100 KB to arrive')
@@ -271,36 +320,59 @@ describe('the protocol', () => {
   test('every upload field works through Upload-Metadata: private shorthand, album, expires', async () => {
     const user = await userWithKey(t)
     const tus = tusClient(t, '/api/v1/tus', user.keyHeader)
-    const res = await tus.upload(await makeImage('png', 10, 10), { filename: 'meta.png', private: 'yes', folder: 'Tus album', expires: 'PT1H' })
+    const res = await tus.upload(await makeImage('png', 10, 10), {
+      filename: 'meta.png',
+      private: 'yes',
+      folder: 'Tus album',
+      expires: 'PT1H',
+    })
     expect(res.status).toBe(200)
     const body = await res.json()
     expect(body).toMatchObject({ visibility: 'private', filename: 'meta.png' })
     expect(Date.parse(body.expiresAt) - Date.now()).toBeGreaterThan(3500_000)
     const albums = (await t.json('/api/albums', { headers: user.bearer })).body.albums
-    expect(albums.map((a: { title: string; imageCount: number }) => [a.title, a.imageCount])).toEqual([['Tus album', 1]])
+    expect(albums.map((a: { title: string; imageCount: number }) => [a.title, a.imageCount])).toEqual([
+      ['Tus album', 1],
+    ])
     expect((await tus.create(10, { expires: 'forever' })).status).toBe(400)
   })
 
   test('protocol errors: 412 without Tus-Resumable, 415 for another content type, 400 for bad headers, 413 past the length', async () => {
     const user = await userWithKey(t)
     const tus = tusClient(t, '/api/v1/tus', user.keyHeader)
-    const noVersion = await t.fetch('/api/v1/tus', { method: 'POST', headers: { ...user.keyHeader, 'upload-length': '10' } })
+    const noVersion = await t.fetch('/api/v1/tus', {
+      method: 'POST',
+      headers: { ...user.keyHeader, 'upload-length': '10' },
+    })
     expect(noVersion.status).toBe(412)
     expect(noVersion.headers.get('tus-version')).toBe('1.0.0')
     expect(typeof (await noVersion.json()).error).toBe('string')
     expect((await tus.create('abc')).status).toBe(400)
     expect((await tus.create(0)).status).toBe(400)
     expect((await t.fetch('/api/v1/tus', { method: 'POST', headers: { ...TUS, ...user.keyHeader } })).status).toBe(400)
-    expect((await t.fetch('/api/v1/tus', { method: 'POST', headers: { ...TUS, ...user.keyHeader, 'upload-defer-length': '1' } })).status).toBe(400)
+    expect(
+      (
+        await t.fetch('/api/v1/tus', {
+          method: 'POST',
+          headers: { ...TUS, ...user.keyHeader, 'upload-defer-length': '1' },
+        })
+      ).status,
+    ).toBe(400)
     expect((await tus.create(10, {}, { 'upload-metadata': 'filename ***' })).status).toBe(400)
-    expect((await tus.create(10, {}, { 'upload-metadata': `filename ${b64('a')},filename ${b64('b')}` })).status).toBe(400)
+    expect((await tus.create(10, {}, { 'upload-metadata': `filename ${b64('a')},filename ${b64('b')}` })).status).toBe(
+      400,
+    )
     // Upload fields are checked at creation, as the pipeline would check them.
     const badVisibility = await tus.create(10, { visibility: 'secret' })
     expect(badVisibility.status).toBe(400)
     expect((await badVisibility.json()).error).toContain('visibility')
 
     const url = (await tus.create(10)).headers.get('location')!
-    const wrongType = await fetch(url, { method: 'PATCH', headers: { ...TUS, ...user.keyHeader, 'content-type': 'application/octet-stream', 'upload-offset': '0' }, body: 'x' })
+    const wrongType = await fetch(url, {
+      method: 'PATCH',
+      headers: { ...TUS, ...user.keyHeader, 'content-type': 'application/octet-stream', 'upload-offset': '0' },
+      body: 'x',
+    })
     expect(wrongType.status).toBe(415)
     const noOffset = await fetch(url, { method: 'PATCH', headers: { ...TUS, ...OCTETS, ...user.keyHeader }, body: 'x' })
     expect(noOffset.status).toBe(400)
@@ -489,7 +561,10 @@ describe('limits apply to resumable uploads', () => {
     expect(withAlbum.status).toBe(201)
     expect((await tus.create(10, { album: 'x' })).status).toBe(400)
     // The delete token works.
-    const removed = await t.fetch(`/api/v1/image/${body.id}`, { method: 'DELETE', headers: { 'x-delete-token': body.deleteToken } })
+    const removed = await t.fetch(`/api/v1/image/${body.id}`, {
+      method: 'DELETE',
+      headers: { 'x-delete-token': body.deleteToken },
+    })
     expect(removed.status).toBe(200)
   })
 })
@@ -510,7 +585,10 @@ describe('web resumable uploads are scanned like POST /api/upload', () => {
     expect((await web.json()).nsfw).toBe(true)
     expect(fake.state.calls).toBe(before + 1)
     const user = await userWithKey(t)
-    const api = await tusClient(t, '/api/v1/tus', user.keyHeader).upload(png, { visibility: 'private', album: 'Holiday' })
+    const api = await tusClient(t, '/api/v1/tus', user.keyHeader).upload(png, {
+      visibility: 'private',
+      album: 'Holiday',
+    })
     expect(api.status).toBe(200)
     expect(await api.json()).toMatchObject({ nsfw: false, visibility: 'private' })
     expect(fake.state.calls).toBe(before + 1)

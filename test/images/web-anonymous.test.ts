@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import sharp from 'sharp'
 import { loadConfig } from '../../src/config'
-import { makeImage, uploadForm, type UploadPart } from '../fixtures'
-import { registerUser, startTestServer, storedKeys, testClock, type TestServer, userWithKey } from '../helpers'
+import { makeImage, type UploadPart, uploadForm } from '../fixtures'
+import { registerUser, startTestServer, storedKeys, type TestServer, testClock, userWithKey } from '../helpers'
+import { fakeClassifier } from '../moderation/fake-classifier'
 import { expectWindowResets } from '../windows'
-import { fakeClassifier } from './fake-classifier'
 
 // The classifier is faked here (its verdicts are not what these tests are about); scan.test.ts uses the real model.
 let t: TestServer
@@ -12,7 +12,10 @@ const fake = fakeClassifier('neutral')
 const clock = testClock(Date.now())
 
 beforeAll(async () => {
-  t = await startTestServer({ TRUST_PROXY: 'true' }, { classifier: fake.classifier, rescan: { intervalMs: 3_600_000 }, now: clock.now })
+  t = await startTestServer(
+    { TRUST_PROXY: 'true' },
+    { classifier: fake.classifier, rescan: { intervalMs: 3_600_000 }, now: clock.now },
+  )
 })
 afterAll(() => t.stop())
 
@@ -22,14 +25,36 @@ const newIp = () => `203.0.113.${ipCounter++}`
 
 const png = (seed = 0) => makeImage('png', 32, 24, seed)
 
-function webUpload(parts: UploadPart[], fields: Record<string, string> = {}, headers: Record<string, string> = {}, ip = newIp()) {
-  return t.json('/api/upload', { method: 'POST', headers: { 'x-forwarded-for': ip, ...headers }, body: uploadForm(parts, fields) })
+function webUpload(
+  parts: UploadPart[],
+  fields: Record<string, string> = {},
+  headers: Record<string, string> = {},
+  ip = newIp(),
+) {
+  return t.json('/api/upload', {
+    method: 'POST',
+    headers: { 'x-forwarded-for': ip, ...headers },
+    body: uploadForm(parts, fields),
+  })
 }
 
 const storedFiles = async (server = t) => (await storedKeys(server)).length
 const ids = (feed: { body: { images: { id: string }[] } }) => feed.body.images.map((i) => i.id)
 
-const UPLOADED_KEYS = ['delete', 'deleteToken', 'height', 'id', 'mime', 'nsfw', 'size', 'thumbnail', 'url', 'viewer', 'visibility', 'width']
+const UPLOADED_KEYS = [
+  'delete',
+  'deleteToken',
+  'height',
+  'id',
+  'mime',
+  'nsfw',
+  'size',
+  'thumbnail',
+  'url',
+  'viewer',
+  'visibility',
+  'width',
+]
 
 describe('anonymous web upload: responses', () => {
   test('one file: 201, the flat shape of /api/v1/upload, plus a delete token', async () => {
@@ -38,7 +63,14 @@ describe('anonymous web upload: responses', () => {
     expect(res.status).toBe(201)
     expect(res.body.success).toBe(true)
     for (const key of UPLOADED_KEYS) expect(res.body).toHaveProperty(key)
-    expect(res.body).toMatchObject({ mime: 'image/png', width: 32, height: 24, size: bytes.length, visibility: 'public', nsfw: false })
+    expect(res.body).toMatchObject({
+      mime: 'image/png',
+      width: 32,
+      height: 24,
+      size: bytes.length,
+      visibility: 'public',
+      nsfw: false,
+    })
     expect(res.body.id).toMatch(/^[A-Za-z0-9]{8}$/)
     expect(res.body.url).toBe(`${t.url}/cdn/${res.body.id}.png`)
     expect(res.body.thumbnail).toBe(`${t.url}/cdn/medium/${res.body.id}.webp`)
@@ -72,7 +104,8 @@ describe('anonymous web upload: responses', () => {
   test('DELETE with X-Delete-Token removes it; a wrong or foreign token is 404; no credential is 401', async () => {
     const a = (await webUpload([{ bytes: await png(5) }])).body
     const b = (await webUpload([{ bytes: await png(6) }])).body
-    const del = (id: string, headers: Record<string, string>) => t.json(`/api/v1/image/${id}`, { method: 'DELETE', headers })
+    const del = (id: string, headers: Record<string, string>) =>
+      t.json(`/api/v1/image/${id}`, { method: 'DELETE', headers })
 
     const wrong = await del(a.id, { 'x-delete-token': 'not-the-token' })
     expect(wrong.status).toBe(404)
@@ -103,12 +136,22 @@ describe('anonymous web upload: request rules', () => {
     const ip = newIp()
     const before = await storedFiles()
     const small = await png(8)
-    const res = await webUpload(Array.from({ length: 6 }, () => ({ bytes: small })), {}, {}, ip)
+    const res = await webUpload(
+      Array.from({ length: 6 }, () => ({ bytes: small })),
+      {},
+      {},
+      ip,
+    )
     expect(res.status).toBe(400)
     expect(typeof res.body.error).toBe('string')
     expect(await storedFiles()).toBe(before)
     // The window is untouched: 5 files still fit.
-    const five = await webUpload(Array.from({ length: 5 }, (_, i) => ({ bytes: small, name: `f${i}.png` })), {}, {}, ip)
+    const five = await webUpload(
+      Array.from({ length: 5 }, (_, i) => ({ bytes: small, name: `f${i}.png` })),
+      {},
+      {},
+      ip,
+    )
     expect(five.status).toBe(201)
     expect(five.headers.get('ratelimit-remaining')).toBe('5')
   })
@@ -135,7 +178,9 @@ describe('anonymous web upload: request rules', () => {
   })
 
   test('not an image: 400', async () => {
-    const res = await webUpload([{ bytes: new TextEncoder().encode('plain text, not an image'), name: 'x.png', type: 'image/png' }])
+    const res = await webUpload([
+      { bytes: new TextEncoder().encode('plain text, not an image'), name: 'x.png', type: 'image/png' },
+    ])
     expect(res.status).toBe(400)
     expect(typeof res.body.error).toBe('string')
   })
@@ -170,7 +215,13 @@ describe('anonymous rate limit: 10 uploads per 10 minutes per IP', () => {
   test('a batch that does not fit in what is left: 429, and a smaller one still fits', async () => {
     const ip = newIp()
     const bytes = await png(14)
-    const batch = (n: number) => webUpload(Array.from({ length: n }, (_, i) => ({ bytes, name: `b${i}.png` })), {}, {}, ip)
+    const batch = (n: number) =>
+      webUpload(
+        Array.from({ length: n }, (_, i) => ({ bytes, name: `b${i}.png` })),
+        {},
+        {},
+        ip,
+      )
     expect((await batch(5)).status).toBe(201)
     expect((await batch(3)).status).toBe(201)
     expect((await batch(3)).status).toBe(429)
@@ -189,7 +240,15 @@ describe('anonymous rate limit: 10 uploads per 10 minutes per IP', () => {
       // In batches of at most 5 files (the anonymous cap): the window counts files.
       async use(n) {
         const answers = []
-        for (let left = n; left > 0; left -= 5) answers.push(await webUpload(Array.from({ length: Math.min(5, left) }, () => ({ bytes })), {}, {}, ip))
+        for (let left = n; left > 0; left -= 5)
+          answers.push(
+            await webUpload(
+              Array.from({ length: Math.min(5, left) }, () => ({ bytes })),
+              {},
+              {},
+              ip,
+            ),
+          )
         return answers
       },
     })
@@ -198,7 +257,8 @@ describe('anonymous rate limit: 10 uploads per 10 minutes per IP', () => {
   test('the per-IP key is the last X-Forwarded-For address (the one the proxy appended)', async () => {
     const ip = newIp()
     const bytes = await png(15)
-    for (let i = 0; i < 10; i++) expect((await webUpload([{ bytes }], {}, {}, `198.51.100.${i}, ${ip}`)).status).toBe(201)
+    for (let i = 0; i < 10; i++)
+      expect((await webUpload([{ bytes }], {}, {}, `198.51.100.${i}, ${ip}`)).status).toBe(201)
     expect((await webUpload([{ bytes }], {}, {}, `198.51.100.99, ${ip}`)).status).toBe(429)
   })
 })
@@ -207,7 +267,14 @@ describe('logged-in web upload (JWT)', () => {
   test('counts in the same hourly window GET /api/v1/me reports', async () => {
     const user = await userWithKey(t)
     const bytes = await png(16)
-    const res = await webUpload([{ bytes, name: 'a.png' }, { bytes, name: 'b.png' }], {}, user.bearer)
+    const res = await webUpload(
+      [
+        { bytes, name: 'a.png' },
+        { bytes, name: 'b.png' },
+      ],
+      {},
+      user.bearer,
+    )
     expect(res.status).toBe(201)
     expect(res.headers.get('ratelimit-limit')).toBe('100')
     expect(res.headers.get('ratelimit-remaining')).toBe('98')
@@ -218,7 +285,11 @@ describe('logged-in web upload (JWT)', () => {
     expect(me.body.totalImages).toBe(2)
 
     // An API upload uses the same window.
-    const api = await t.json('/api/v1/upload', { method: 'POST', headers: user.keyHeader, body: uploadForm([{ bytes }]) })
+    const api = await t.json('/api/v1/upload', {
+      method: 'POST',
+      headers: user.keyHeader,
+      body: uploadForm([{ bytes }]),
+    })
     expect(api.status).toBe(201)
     expect((await t.json('/api/v1/me', { headers: user.keyHeader })).body.rateLimit.used).toBe(3)
 
@@ -245,20 +316,30 @@ describe('logged-in web upload (JWT)', () => {
     expect(tooMany.status).toBe(400)
     expect(typeof tooMany.body.error).toBe('string')
     expect(await storedFiles()).toBe(before)
-    expect((await t.json('/api/account/usage', { headers: user.bearer })).body).toMatchObject({ totalImages: 0, rateLimit: { used: 0 } })
+    expect((await t.json('/api/account/usage', { headers: user.bearer })).body).toMatchObject({
+      totalImages: 0,
+      rateLimit: { used: 0 },
+    })
 
     const fifteen = await webUpload(parts.slice(0, 15), {}, user.bearer)
     expect(fifteen.status).toBe(201)
     expect(fifteen.body.images).toHaveLength(15)
     expect(await storedFiles()).toBe(before + 30) // an original and a thumbnail each
-    expect((await t.json('/api/account/usage', { headers: user.bearer })).body).toMatchObject({ totalImages: 15, rateLimit: { used: 15 } })
+    expect((await t.json('/api/account/usage', { headers: user.bearer })).body).toMatchObject({
+      totalImages: 15,
+      rateLimit: { used: 15 },
+    })
   })
 
   test('privateAccount makes every web upload private, whatever the request asks', async () => {
     const user = await registerUser(t)
     const before = await webUpload([{ bytes: await png(20) }], { visibility: 'public' }, user.bearer)
     expect(before.body.visibility).toBe('public')
-    const patch = await t.json('/api/account', { method: 'PATCH', headers: { ...user.bearer, 'content-type': 'application/json' }, body: JSON.stringify({ privateAccount: true }) })
+    const patch = await t.json('/api/account', {
+      method: 'PATCH',
+      headers: { ...user.bearer, 'content-type': 'application/json' },
+      body: JSON.stringify({ privateAccount: true }),
+    })
     expect(patch.status).toBe(200)
     expect(patch.body.user.privateAccount).toBe(true)
     for (const fields of [{}, { visibility: 'public' }] as Record<string, string>[]) {
@@ -291,7 +372,11 @@ describe('logged-in web upload (JWT)', () => {
 
   test('an invalid or malformed bearer token: 401, never treated as anonymous', async () => {
     const before = await storedFiles()
-    for (const authorization of ['Bearer not-a-jwt', 'Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.AAAA', 'Basic dXNlcjpwYXNz']) {
+    for (const authorization of [
+      'Bearer not-a-jwt',
+      'Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.AAAA',
+      'Basic dXNlcjpwYXNz',
+    ]) {
       const res = await webUpload([{ bytes: await png(19) }], {}, { authorization })
       expect(res.status).toBe(401)
       expect(typeof res.body.error).toBe('string')
@@ -318,7 +403,11 @@ describe('anonymous file size limit', () => {
     // Random pixels do not compress, so this PNG is well over the limit.
     const side = 64
     const noise = new Uint8Array(side * side * 3).map(() => Math.floor(Math.random() * 256))
-    const big = new Uint8Array(await sharp(noise, { raw: { width: side, height: side, channels: 3 } }).png().toBuffer())
+    const big = new Uint8Array(
+      await sharp(noise, { raw: { width: side, height: side, channels: 3 } })
+        .png()
+        .toBuffer(),
+    )
     expect(big.length).toBeGreaterThan(LIMIT)
     const before = await storedFiles(small)
     const res = await small.json('/api/upload', { method: 'POST', body: uploadForm([{ bytes: big }]) })
@@ -327,7 +416,11 @@ describe('anonymous file size limit', () => {
     expect(await storedFiles(small)).toBe(before)
 
     const user = await registerUser(small)
-    const logged = await small.json('/api/upload', { method: 'POST', headers: user.bearer, body: uploadForm([{ bytes: big }]) })
+    const logged = await small.json('/api/upload', {
+      method: 'POST',
+      headers: user.bearer,
+      body: uploadForm([{ bytes: big }]),
+    })
     expect(logged.status).toBe(201)
   })
 })

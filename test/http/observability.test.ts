@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, spyOn, test } from 'bun:test'
 import { makeImage, uploadForm } from '../fixtures'
-import { eventually, startTestServer, userWithKey, type TestServer } from '../helpers'
+import { eventually, startTestServer, type TestServer, userWithKey } from '../helpers'
 
 const TOKEN = 'metrics-token-for-tests'
 let t: TestServer
-let logs: string[] = []
+const logs: string[] = []
 
 beforeAll(async () => {
   // SCAN_API_UPLOADS: the upload below is classified too, so the scan histogram has an observation.
@@ -22,7 +22,8 @@ function parsePrometheus(text: string) {
   const samples: Sample[] = []
   for (const line of text.split('\n')) {
     if (line === '' || line.startsWith('# HELP ') || line.startsWith('# TYPE ')) continue
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? ([+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?|NaN|[+-]Inf)$/i.exec(line)
+    const match =
+      /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? ([+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?|NaN|[+-]Inf)$/i.exec(line)
     if (!match) throw new Error(`not Prometheus text: ${line}`)
     const labels: Record<string, string> = {}
     for (const pair of (match[2] ?? '').match(/[a-zA-Z_]+="(?:[^"\\]|\\.)*"/g) ?? []) {
@@ -62,7 +63,11 @@ describe('metrics', () => {
   })
   test('are valid Prometheus text with requests, uploads, storage and queue depth', async () => {
     const user = await userWithKey(t)
-    const upload = await t.json('/api/v1/upload', { method: 'POST', headers: user.keyHeader, body: uploadForm([{ bytes: await makeImage('png') }]) })
+    const upload = await t.json('/api/v1/upload', {
+      method: 'POST',
+      headers: user.keyHeader,
+      body: uploadForm([{ bytes: await makeImage('png') }]),
+    })
     const res = await t.fetch('/metrics', { headers: { authorization: `Bearer ${TOKEN}` } })
     expect(res.status).toBe(200)
     expect(res.headers.get('content-type')).toStartWith('text/plain')
@@ -106,7 +111,9 @@ describe('request log', () => {
     let missingBytes = 0
     try {
       const user = await userWithKey(t)
-      listBytes = (await (await t.fetch(`/api/v1/images?page=1&secret=${user.apiKey}`, { headers: user.keyHeader })).arrayBuffer()).byteLength
+      listBytes = (
+        await (await t.fetch(`/api/v1/images?page=1&secret=${user.apiKey}`, { headers: user.keyHeader })).arrayBuffer()
+      ).byteLength
       missingBytes = (await (await t.fetch('/api/v1/image/AAAAAAAA')).arrayBuffer()).byteLength
       const logged = (route: string) => logs.some((l) => l.includes(`"route":"${route}"`))
       await eventually(() => logged('/api/v1/images') && logged('/api/v1/image/:id'), undefined, 'the two log lines')

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHmac } from 'node:crypto'
-import { webhooks as webhooksTable, type Image } from '../../src/db/schema'
+import { type Image, webhooks as webhooksTable } from '../../src/db/schema'
 import { isPrivateAddress } from '../../src/modules/webhooks/address'
 import { deliveryBody, isDiscordUrl } from '../../src/modules/webhooks/payload'
 import { makeImage, uploadForm } from '../fixtures'
-import { eventually, jsonBody, registerUser, startTestServer, userWithKey, type TestServer } from '../helpers'
+import { eventually, jsonBody, registerUser, startTestServer, type TestServer, userWithKey } from '../helpers'
 
 interface Hit {
   path: string
@@ -20,7 +20,12 @@ function receiver(answer: (hit: Hit, n: number) => Response | Promise<Response> 
     hostname: '127.0.0.1',
     port: 0,
     async fetch(request) {
-      const hit = { path: new URL(request.url).pathname, headers: Object.fromEntries(request.headers), body: await request.text(), at: Date.now() }
+      const hit = {
+        path: new URL(request.url).pathname,
+        headers: Object.fromEntries(request.headers),
+        body: await request.text(),
+        at: Date.now(),
+      }
       hits.push(hit)
       return answer(hit, hits.length)
     },
@@ -44,7 +49,11 @@ async function addWebhook(t: TestServer, bearer: Record<string, string>, body: R
 }
 
 async function upload(t: TestServer, keyHeader: Record<string, string>, name = 'a.png') {
-  const res = await t.json('/api/v1/upload', { method: 'POST', headers: keyHeader, body: uploadForm([{ bytes: await makeImage('png', 16, 16), name }]) })
+  const res = await t.json('/api/v1/upload', {
+    method: 'POST',
+    headers: keyHeader,
+    body: uploadForm([{ bytes: await makeImage('png', 16, 16), name }]),
+  })
   expect(res.status).toBe(201)
   return res.body
 }
@@ -53,7 +62,8 @@ async function upload(t: TestServer, keyHeader: Record<string, string>, name = '
  * Waits until the server has no delivery queued, in flight or waiting for a retry: after the event's first delivery
  * was seen, every delivery it will ever make has been made (so "no other delivery" is a fact, not a short sleep).
  */
-const settled = (t: TestServer) => eventually(() => t.server.services.webhooks.pending() === 0, undefined, 'the deliveries to settle')
+const settled = (t: TestServer) =>
+  eventually(() => t.server.services.webhooks.pending() === 0, undefined, 'the deliveries to settle')
 
 const RETRIES = [100, 200, 300]
 
@@ -61,7 +71,10 @@ describe('webhooks (WEBHOOK_ALLOW_PRIVATE=true, so a local receiver can be used)
   let t: TestServer
   beforeAll(async () => {
     // A delivery times out after 20 s, longer than any test here holds one (see the slow receiver).
-    t = await startTestServer({ WEBHOOK_ALLOW_PRIVATE: 'true' }, { webhookOptions: { retryDelaysMs: RETRIES, timeoutMs: 20_000 } })
+    t = await startTestServer(
+      { WEBHOOK_ALLOW_PRIVATE: 'true' },
+      { webhookOptions: { retryDelaysMs: RETRIES, timeoutMs: 20_000 } },
+    )
   })
   afterAll(() => t.stop())
 
@@ -70,8 +83,17 @@ describe('webhooks (WEBHOOK_ALLOW_PRIVATE=true, so a local receiver can be used)
     const created = await addWebhook(t, user.bearer, { url: 'http://127.0.0.1:9/hook', events: ['image.uploaded'] })
     expect(created.status).toBe(201)
     expect(created.body.secret).toMatch(/^whsec_[A-Za-z0-9]{40}$/)
-    expect(created.body.webhook).toMatchObject({ url: 'http://127.0.0.1:9/hook', events: ['image.uploaded'], discord: false, lastDelivery: null })
-    const own = await addWebhook(t, user.bearer, { url: 'https://discord.com/api/webhooks/1/abc', secret: 'my own secret value', events: ['image.deleted', 'image.uploaded'] })
+    expect(created.body.webhook).toMatchObject({
+      url: 'http://127.0.0.1:9/hook',
+      events: ['image.uploaded'],
+      discord: false,
+      lastDelivery: null,
+    })
+    const own = await addWebhook(t, user.bearer, {
+      url: 'https://discord.com/api/webhooks/1/abc',
+      secret: 'my own secret value',
+      events: ['image.deleted', 'image.uploaded'],
+    })
     expect(own.status).toBe(201)
     expect(own.body.secret).toBe('my own secret value')
     expect(own.body.webhook.discord).toBe(true)
@@ -83,12 +105,17 @@ describe('webhooks (WEBHOOK_ALLOW_PRIVATE=true, so a local receiver can be used)
     const removed = await t.json(`/api/webhooks/${created.body.webhook.id}`, { method: 'DELETE', headers: user.bearer })
     expect(removed).toMatchObject({ status: 200, body: { success: true } })
     expect((await t.json('/api/webhooks', { headers: user.bearer })).body.webhooks).toHaveLength(1)
-    expect((await t.json(`/api/webhooks/${created.body.webhook.id}`, { method: 'DELETE', headers: user.bearer })).status).toBe(404)
+    expect(
+      (await t.json(`/api/webhooks/${created.body.webhook.id}`, { method: 'DELETE', headers: user.bearer })).status,
+    ).toBe(404)
   })
 
   test('at most 5 per account; bad bodies are 400; no JWT is 401', async () => {
     const user = await registerUser(t)
-    for (let i = 0; i < 5; i++) expect((await addWebhook(t, user.bearer, { url: `http://127.0.0.1:9/${i}`, events: ['image.uploaded'] })).status).toBe(201)
+    for (let i = 0; i < 5; i++)
+      expect(
+        (await addWebhook(t, user.bearer, { url: `http://127.0.0.1:9/${i}`, events: ['image.uploaded'] })).status,
+      ).toBe(201)
     const sixth = await addWebhook(t, user.bearer, { url: 'http://127.0.0.1:9/6', events: ['image.uploaded'] })
     expect(sixth.status).toBe(400)
     expect(sixth.body.error).toContain('5')
@@ -106,13 +133,21 @@ describe('webhooks (WEBHOOK_ALLOW_PRIVATE=true, so a local receiver can be used)
       expect(typeof res.body.error).toBe('string')
     }
     expect((await t.json('/api/webhooks')).status).toBe(401)
-    expect((await t.json('/api/webhooks', { method: 'POST', ...jsonBody({ url: 'http://127.0.0.1:9/', events: ['image.uploaded'] }) })).status).toBe(401)
+    expect(
+      (
+        await t.json('/api/webhooks', {
+          method: 'POST',
+          ...jsonBody({ url: 'http://127.0.0.1:9/', events: ['image.uploaded'] }),
+        })
+      ).status,
+    ).toBe(401)
   })
 
   test("another account's webhooks: 404, and not listed", async () => {
     const alice = await registerUser(t)
     const bob = await registerUser(t)
-    const hook = (await addWebhook(t, alice.bearer, { url: 'http://127.0.0.1:9/', events: ['image.uploaded'] })).body.webhook
+    const hook = (await addWebhook(t, alice.bearer, { url: 'http://127.0.0.1:9/', events: ['image.uploaded'] })).body
+      .webhook
     expect((await t.json(`/api/webhooks/${hook.id}`, { method: 'DELETE', headers: bob.bearer })).status).toBe(404)
     expect((await t.json('/api/webhooks', { headers: bob.bearer })).body.webhooks).toEqual([])
     expect((await t.json('/api/webhooks', { headers: alice.bearer })).body.webhooks).toHaveLength(1)
@@ -122,7 +157,10 @@ describe('webhooks (WEBHOOK_ALLOW_PRIVATE=true, so a local receiver can be used)
     const rx = receiver()
     try {
       const user = await userWithKey(t)
-      const both = await addWebhook(t, user.bearer, { url: `${rx.url}/both`, events: ['image.uploaded', 'image.deleted'] })
+      const both = await addWebhook(t, user.bearer, {
+        url: `${rx.url}/both`,
+        events: ['image.uploaded', 'image.deleted'],
+      })
       const deletesOnly = await addWebhook(t, user.bearer, { url: `${rx.url}/deletes`, events: ['image.deleted'] })
       const sentFrom = Math.floor(Date.now() / 1000)
       const image = await upload(t, user.keyHeader, 'hello.png')
@@ -140,13 +178,27 @@ describe('webhooks (WEBHOOK_ALLOW_PRIVATE=true, so a local receiver can be used)
       expect(verify(deletesOnly.body.secret, hit)).toBe(false)
       const payload = JSON.parse(hit.body)
       expect(payload).toMatchObject({ id: hit.headers['x-webhook-delivery'], event: 'image.uploaded' })
-      expect(payload.image).toMatchObject({ id: image.id, url: image.url, thumbnail: image.thumbnail, viewer: image.viewer, filename: 'hello.png', width: 16, height: 16, size: image.size, mime: 'image/png', visibility: 'public', nsfw: false })
+      expect(payload.image).toMatchObject({
+        id: image.id,
+        url: image.url,
+        thumbnail: image.thumbnail,
+        viewer: image.viewer,
+        filename: 'hello.png',
+        width: 16,
+        height: 16,
+        size: image.size,
+        mime: 'image/png',
+        visibility: 'public',
+        nsfw: false,
+      })
       expect(Date.parse(payload.timestamp)).toBeGreaterThan(0)
 
       // A tampered body does not verify.
       expect(verify(both.body.secret, { ...hit, body: hit.body.replace('hello', 'hellO') })).toBe(false)
 
-      expect((await t.json(`/api/v1/image/${image.id}`, { method: 'DELETE', headers: user.keyHeader })).status).toBe(200)
+      expect((await t.json(`/api/v1/image/${image.id}`, { method: 'DELETE', headers: user.keyHeader })).status).toBe(
+        200,
+      )
       const hits = await rx.waitFor(3)
       const deleted = hits.slice(1).sort((a, b) => a.path.localeCompare(b.path))
       expect(deleted.map((h) => h.path)).toEqual(['/both', '/deletes'])
@@ -167,13 +219,25 @@ describe('webhooks (WEBHOOK_ALLOW_PRIVATE=true, so a local receiver can be used)
     try {
       const user = await userWithKey(t)
       await addWebhook(t, user.bearer, { url: rx.url, events: ['image.uploaded'] })
-      const web = await t.json('/api/upload', { method: 'POST', headers: user.bearer, body: uploadForm([{ bytes: await makeImage('png', 8, 8) }]) })
+      const web = await t.json('/api/upload', {
+        method: 'POST',
+        headers: user.bearer,
+        body: uploadForm([{ bytes: await makeImage('png', 8, 8) }]),
+      })
       expect(web.status).toBe(201)
       const png = await makeImage('png', 9, 9)
-      const created = await t.fetch('/api/v1/tus', { method: 'POST', headers: { ...user.keyHeader, 'tus-resumable': '1.0.0', 'upload-length': String(png.length) } })
+      const created = await t.fetch('/api/v1/tus', {
+        method: 'POST',
+        headers: { ...user.keyHeader, 'tus-resumable': '1.0.0', 'upload-length': String(png.length) },
+      })
       const done = await fetch(created.headers.get('location')!, {
         method: 'PATCH',
-        headers: { ...user.keyHeader, 'tus-resumable': '1.0.0', 'upload-offset': '0', 'content-type': 'application/offset+octet-stream' },
+        headers: {
+          ...user.keyHeader,
+          'tus-resumable': '1.0.0',
+          'upload-offset': '0',
+          'content-type': 'application/offset+octet-stream',
+        },
         body: png,
       })
       const tusImage = await done.json()
@@ -260,7 +324,8 @@ describe('webhooks (WEBHOOK_ALLOW_PRIVATE=true, so a local receiver can be used)
       await upload(t, user.keyHeader)
       await upload(t, user.keyHeader)
       await rx.waitFor(1)
-      const lastDelivery = async () => (await t.json('/api/webhooks', { headers: user.bearer })).body.webhooks[0].lastDelivery
+      const lastDelivery = async () =>
+        (await t.json('/api/webhooks', { headers: user.bearer })).body.webhooks[0].lastDelivery
       expect(await lastDelivery()).toBeNull() // answered while every delivery was still out
       release()
       await settled(t)
@@ -312,12 +377,33 @@ describe('SSRF: private targets are refused (WEBHOOK_ALLOW_PRIVATE unset)', () =
     try {
       const user = await userWithKey(t)
       // As if it had been public at creation and its name now resolved to this machine (DNS rebinding).
-      t.server.db.insert(webhooksTable).values({ userId: user.user.id, url: `http://localhost:${new URL(rx.url).port}/hook`, secret: 'x'.repeat(32), events: '["image.uploaded"]' }).run()
-      t.server.db.insert(webhooksTable).values({ userId: user.user.id, url: `${rx.url}/literal`, secret: 'x'.repeat(32), events: '["image.uploaded"]' }).run()
+      t.server.db
+        .insert(webhooksTable)
+        .values({
+          userId: user.user.id,
+          url: `http://localhost:${new URL(rx.url).port}/hook`,
+          secret: 'x'.repeat(32),
+          events: '["image.uploaded"]',
+        })
+        .run()
+      t.server.db
+        .insert(webhooksTable)
+        .values({
+          userId: user.user.id,
+          url: `${rx.url}/literal`,
+          secret: 'x'.repeat(32),
+          events: '["image.uploaded"]',
+        })
+        .run()
       await upload(t, user.keyHeader)
       // Both refusals are recorded (permanent: no retry), and by then nothing has reached the receiver.
-      const listed = async () => (await t.json('/api/webhooks', { headers: user.bearer })).body.webhooks as { lastDelivery: unknown }[]
-      await eventually(async () => (await listed()).every((hook) => hook.lastDelivery !== null), undefined, 'both refusals recorded')
+      const listed = async () =>
+        (await t.json('/api/webhooks', { headers: user.bearer })).body.webhooks as { lastDelivery: unknown }[]
+      await eventually(
+        async () => (await listed()).every((hook) => hook.lastDelivery !== null),
+        undefined,
+        'both refusals recorded',
+      )
       await settled(t)
       expect(rx.hits).toHaveLength(0)
       expect(await listed()).toHaveLength(2)
@@ -333,20 +419,73 @@ describe('SSRF: private targets are refused (WEBHOOK_ALLOW_PRIVATE unset)', () =
 
 describe('addresses and payloads', () => {
   test('isPrivateAddress', () => {
-    const refused = ['127.0.0.1', '127.255.255.254', '10.0.0.1', '172.16.0.1', '172.31.255.255', '192.168.0.1', '169.254.169.254', '0.0.0.0', '100.64.0.1',
-      '224.0.0.1', '255.255.255.255', '::1', '::', 'fc00::1', 'fdff::1', 'fe80::1', 'fe80::1%eth0', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:10.0.0.1',
-      '::ffff:a9fe:a9fe', '64:ff9b::7f00:1', '2002:7f00:1::', '2002:c0a8:101::1', 'ff02::1', 'not-an-address']
-    const allowed = ['8.8.8.8', '1.1.1.1', '172.32.0.1', '192.169.0.1', '2606:4700:4700::1111', '2a00:1450:4001:80b::200e', '::ffff:8.8.8.8', '64:ff9b::808:808']
+    const refused = [
+      '127.0.0.1',
+      '127.255.255.254',
+      '10.0.0.1',
+      '172.16.0.1',
+      '172.31.255.255',
+      '192.168.0.1',
+      '169.254.169.254',
+      '0.0.0.0',
+      '100.64.0.1',
+      '224.0.0.1',
+      '255.255.255.255',
+      '::1',
+      '::',
+      'fc00::1',
+      'fdff::1',
+      'fe80::1',
+      'fe80::1%eth0',
+      '::ffff:127.0.0.1',
+      '::ffff:7f00:1',
+      '::ffff:10.0.0.1',
+      '::ffff:a9fe:a9fe',
+      '64:ff9b::7f00:1',
+      '2002:7f00:1::',
+      '2002:c0a8:101::1',
+      'ff02::1',
+      'not-an-address',
+    ]
+    const allowed = [
+      '8.8.8.8',
+      '1.1.1.1',
+      '172.32.0.1',
+      '192.169.0.1',
+      '2606:4700:4700::1111',
+      '2a00:1450:4001:80b::200e',
+      '::ffff:8.8.8.8',
+      '64:ff9b::808:808',
+    ]
     expect(refused.filter((a) => !isPrivateAddress(a))).toEqual([])
     expect(allowed.filter((a) => isPrivateAddress(a))).toEqual([])
   })
 
   const image = {
-    id: 'AbCdEf12', userId: 1, filename: 'cat.png', mime: 'image/png', ext: 'png', width: 640, height: 480, size: 123456, sha256: 'x',
-    visibility: 'public', nsfw: false, scanStatus: 'done', views: 0, deleteTokenHash: null, embedProfileId: null, uploaderIp: null,
-    createdAt: new Date('2026-11-22T10:00:00.000Z'), expiresAt: null,
+    id: 'AbCdEf12',
+    userId: 1,
+    filename: 'cat.png',
+    mime: 'image/png',
+    ext: 'png',
+    width: 640,
+    height: 480,
+    size: 123456,
+    sha256: 'x',
+    visibility: 'public',
+    nsfw: false,
+    scanStatus: 'done',
+    views: 0,
+    deleteTokenHash: null,
+    embedProfileId: null,
+    uploaderIp: null,
+    createdAt: new Date('2026-11-22T10:00:00.000Z'),
+    expiresAt: null,
   } as unknown as Image
-  const ctx = { base: { publicUrl: 'https://img.example', cdnBase: 'https://cdn.example' }, siteName: 'imghost', siteColor: '#3b82f6' }
+  const ctx = {
+    base: { publicUrl: 'https://img.example', cdnBase: 'https://cdn.example' },
+    siteName: 'imghost',
+    siteColor: '#3b82f6',
+  }
 
   test('Discord webhook URLs get an embed with the viewer link and the image', () => {
     expect(isDiscordUrl('https://discord.com/api/webhooks/123/token')).toBe(true)
@@ -354,7 +493,14 @@ describe('addresses and payloads', () => {
     expect(isDiscordUrl('https://ptb.discord.com/api/v10/webhooks/123/token')).toBe(true)
     expect(isDiscordUrl('https://discord.com.evil.example/api/webhooks/1/t')).toBe(false)
     expect(isDiscordUrl('http://discord.com/api/webhooks/1/t')).toBe(false)
-    const body = JSON.parse(deliveryBody(ctx, 'https://discord.com/api/webhooks/1/t', { id: 'd1', event: 'image.uploaded', at: Date.parse('2026-11-22T10:00:01.000Z') }, image))
+    const body = JSON.parse(
+      deliveryBody(
+        ctx,
+        'https://discord.com/api/webhooks/1/t',
+        { id: 'd1', event: 'image.uploaded', at: Date.parse('2026-11-22T10:00:01.000Z') },
+        image,
+      ),
+    )
     expect(body.embeds).toHaveLength(1)
     expect(body.embeds[0]).toMatchObject({
       title: 'cat.png',
@@ -365,22 +511,43 @@ describe('addresses and payloads', () => {
     })
     expect(body.allowed_mentions).toEqual({ parse: [] })
     // NSFW images are not shown in the channel; deletions are described, without an image.
-    const nsfw = JSON.parse(deliveryBody(ctx, 'https://discord.com/api/webhooks/1/t', { id: 'd2', event: 'image.uploaded', at: 0 }, { ...image, nsfw: true }))
+    const nsfw = JSON.parse(
+      deliveryBody(
+        ctx,
+        'https://discord.com/api/webhooks/1/t',
+        { id: 'd2', event: 'image.uploaded', at: 0 },
+        { ...image, nsfw: true },
+      ),
+    )
     expect(nsfw.embeds[0].image).toBeUndefined()
-    const deleted = JSON.parse(deliveryBody(ctx, 'https://discord.com/api/webhooks/1/t', { id: 'd3', event: 'image.deleted', at: 0 }, image))
+    const deleted = JSON.parse(
+      deliveryBody(ctx, 'https://discord.com/api/webhooks/1/t', { id: 'd3', event: 'image.deleted', at: 0 }, image),
+    )
     expect(deleted.embeds[0].title).toContain('cat.png')
     expect(deleted.embeds[0].image).toBeUndefined()
   })
 
   test('other URLs get the generic body', () => {
-    const body = JSON.parse(deliveryBody(ctx, 'https://hooks.example/x', { id: 'd1', event: 'image.uploaded', at: 0 }, image))
+    const body = JSON.parse(
+      deliveryBody(ctx, 'https://hooks.example/x', { id: 'd1', event: 'image.uploaded', at: 0 }, image),
+    )
     expect(body).toEqual({
       id: 'd1',
       event: 'image.uploaded',
       timestamp: '1970-01-01T00:00:00.000Z',
       image: {
-        id: 'AbCdEf12', url: 'https://cdn.example/cdn/AbCdEf12.png', thumbnail: 'https://cdn.example/cdn/medium/AbCdEf12.webp', viewer: 'https://img.example/i/AbCdEf12',
-        filename: 'cat.png', width: 640, height: 480, size: 123456, mime: 'image/png', visibility: 'public', nsfw: false, created_at: '2026-11-22T10:00:00.000Z',
+        id: 'AbCdEf12',
+        url: 'https://cdn.example/cdn/AbCdEf12.png',
+        thumbnail: 'https://cdn.example/cdn/medium/AbCdEf12.webp',
+        viewer: 'https://img.example/i/AbCdEf12',
+        filename: 'cat.png',
+        width: 640,
+        height: 480,
+        size: 123456,
+        mime: 'image/png',
+        visibility: 'public',
+        nsfw: false,
+        created_at: '2026-11-22T10:00:00.000Z',
       },
     })
   })

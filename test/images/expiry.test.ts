@@ -2,9 +2,17 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test
 import { eq } from 'drizzle-orm'
 import { images } from '../../src/db/schema'
 import { originalKey, thumbnailKey } from '../../src/storage'
-import { makeImage, makeNoisePng, uploadForm, type UploadPart } from '../fixtures'
-import { eventually, jsonBody, registerUser, startTestServer, testClock, userWithKey, type TestServer } from '../helpers'
-import { fakeClassifier } from '../webupload/fake-classifier'
+import { makeImage, makeNoisePng, type UploadPart, uploadForm } from '../fixtures'
+import {
+  eventually,
+  jsonBody,
+  registerUser,
+  startTestServer,
+  type TestServer,
+  testClock,
+  userWithKey,
+} from '../helpers'
+import { fakeClassifier } from '../moderation/fake-classifier'
 
 type Account = Awaited<ReturnType<typeof userWithKey>>
 
@@ -22,7 +30,12 @@ beforeAll(async () => {
     { TRUST_PROXY: 'true', MAX_EXPIRY: String(MAX_EXPIRY), UNVERIFIED_STORAGE_LIMIT: String(QUOTA) },
     // The sweeper runs here only when a test calls it (its timer is tested on the second server, below), so a 404 in
     // these tests comes from the read-time rule, never from a sweep that happened to run first.
-    { classifier: fakeClassifier('neutral').classifier, rescan: { intervalMs: 3_600_000 }, expirySweep: { intervalMs: 3_600_000 }, now: clock.now },
+    {
+      classifier: fakeClassifier('neutral').classifier,
+      rescan: { intervalMs: 3_600_000 },
+      expirySweep: { intervalMs: 3_600_000 },
+      now: clock.now,
+    },
   )
   alice = await userWithKey(t)
 })
@@ -33,7 +46,11 @@ let seed = 1
 const png = () => makeImage('png', 16, 12, seed++)
 
 async function upload(user: Account, fields: Record<string, string> = {}, parts?: UploadPart[]) {
-  return t.json('/api/v1/upload', { method: 'POST', headers: user.keyHeader, body: uploadForm(parts ?? [{ bytes: await png() }], fields) })
+  return t.json('/api/v1/upload', {
+    method: 'POST',
+    headers: user.keyHeader,
+    body: uploadForm(parts ?? [{ bytes: await png() }], fields),
+  })
 }
 async function uploaded(user: Account, fields: Record<string, string> = {}, parts?: UploadPart[]) {
   const res = await upload(user, fields, parts)
@@ -45,7 +62,10 @@ async function uploaded(user: Account, fields: Record<string, string> = {}, part
  * Runs `request` and checks the `expiresAt` it answered is exactly `seconds` after a moment the request was handled:
  * between the time just before and just after it (no tolerance to tune, nothing to race; the clocks are running).
  */
-async function expectExpiresIn<T extends { body: { expiresAt: string } }>(seconds: number, request: () => Promise<T>): Promise<T> {
+async function expectExpiresIn<T extends { body: { expiresAt: string } }>(
+  seconds: number,
+  request: () => Promise<T>,
+): Promise<T> {
   const before = Date.now()
   const res = await request()
   const after = Date.now()
@@ -58,7 +78,11 @@ async function expectExpiresIn<T extends { body: { expiresAt: string } }>(second
 
 /** Moves an image's expiry into the past, as if time had passed; the sweeper has not run yet. */
 function expireNow(id: string) {
-  t.server.db.update(images).set({ expiresAt: new Date(Date.now() - 1000) }).where(eq(images.id, id)).run()
+  t.server.db
+    .update(images)
+    .set({ expiresAt: new Date(Date.now() - 1000) })
+    .where(eq(images.id, id))
+    .run()
 }
 
 const me = async (user: Account) => (await t.json('/api/v1/me', { headers: user.keyHeader })).body
@@ -94,7 +118,20 @@ describe('expires on upload', () => {
 
   test('malformed, zero, negative and above MAX_EXPIRY: 400, nothing stored or counted', async () => {
     const before = await me(alice)
-    for (const bad of ['abc', 'P', 'PT', 'P1H', '1.5', '-5', '0', 'PT0S', String(MAX_EXPIRY + 1), 'P31D', 'P1Y', '9'.repeat(30)]) {
+    for (const bad of [
+      'abc',
+      'P',
+      'PT',
+      'P1H',
+      '1.5',
+      '-5',
+      '0',
+      'PT0S',
+      String(MAX_EXPIRY + 1),
+      'P31D',
+      'P1Y',
+      '9'.repeat(30),
+    ]) {
       const res = await upload(alice, { expires: bad })
       expect([bad, res.status]).toEqual([bad, 400])
       expect(typeof res.body.error).toBe('string')
@@ -107,12 +144,22 @@ describe('expires on upload', () => {
   test('the web upload takes the same field', async () => {
     const account = await registerUser(t)
     const form = uploadForm([{ bytes: await png() }], { expires: 'PT30M' })
-    const res = await expectExpiresIn(1800, () => t.json('/api/upload', { method: 'POST', headers: account.bearer, body: form }))
+    const res = await expectExpiresIn(1800, () =>
+      t.json('/api/upload', { method: 'POST', headers: account.bearer, body: form }),
+    )
     expect(res.status).toBe(201)
-    const anon = await t.json('/api/upload', { method: 'POST', headers: { 'x-forwarded-for': '198.51.100.7' }, body: uploadForm([{ bytes: await png() }]) })
+    const anon = await t.json('/api/upload', {
+      method: 'POST',
+      headers: { 'x-forwarded-for': '198.51.100.7' },
+      body: uploadForm([{ bytes: await png() }]),
+    })
     expect(anon.status).toBe(201)
     expect(anon.body.expiresAt).toBeNull() // ANON_DEFAULT_EXPIRY is 0 (never) by default
-    const bad = await t.json('/api/upload', { method: 'POST', headers: { 'x-forwarded-for': '198.51.100.7' }, body: uploadForm([{ bytes: await png() }], { expires: 'soon' }) })
+    const bad = await t.json('/api/upload', {
+      method: 'POST',
+      headers: { 'x-forwarded-for': '198.51.100.7' },
+      body: uploadForm([{ bytes: await png() }], { expires: 'soon' }),
+    })
     expect(bad.status).toBe(400)
   })
 })
@@ -121,28 +168,39 @@ describe('an expired image is gone everywhere at once, before the sweeper runs',
   test('API, /cdn, thumbnail, viewer, oEmbed, album, gallery, search, profile, list and /me', async () => {
     const owner = await userWithKey(t)
     const word = `expiring${Date.now().toString(36)}`
-    const up = await uploaded(owner, { expires: 'P1D', folder: `${word} album` }, [{ bytes: await png(), name: `${word}.png` }])
+    const up = await uploaded(owner, { expires: 'P1D', folder: `${word} album` }, [
+      { bytes: await png(), name: `${word}.png` },
+    ])
     const album = (await t.json('/api/albums', { headers: owner.bearer })).body.albums[0]
     expect(album.isPublic).toBe(true)
 
-    const inFeed = async (feed: string) => ((await t.json(feed)).body.images as { id: string }[]).some((i) => i.id === up.id)
+    const inFeed = async (feed: string) =>
+      ((await t.json(feed)).body.images as { id: string }[]).some((i) => i.id === up.id)
     const checks = {
       details: async () => (await t.fetch(`/api/v1/image/${up.id}`)).status === 200,
       direct: async () => (await t.fetch(path(up.url))).status === 200,
       thumbnail: async () => (await t.fetch(path(up.thumbnail))).status === 200,
       viewer: async () => (await t.fetch(`/i/${up.id}`)).status === 200,
       oembed: async () => (await t.fetch(`/api/oembed?url=${encodeURIComponent(up.viewer)}`)).status === 200,
-      albumApi: async () => ((await t.json(`/api/albums/${album.id}`)).body.images as { id: string }[]).some((i) => i.id === up.id),
-      albumApiOwner: async () => ((await t.json(`/api/albums/${album.id}`, { headers: owner.bearer })).body.images as { id: string }[]).some((i) => i.id === up.id),
+      albumApi: async () =>
+        ((await t.json(`/api/albums/${album.id}`)).body.images as { id: string }[]).some((i) => i.id === up.id),
+      albumApiOwner: async () =>
+        ((await t.json(`/api/albums/${album.id}`, { headers: owner.bearer })).body.images as { id: string }[]).some(
+          (i) => i.id === up.id,
+        ),
       albumPage: async () => (await (await t.fetch(`/a/${album.id}`)).text()).includes(up.id),
       gallery: () => inFeed('/api/gallery?limit=40'),
       search: () => inFeed(`/api/search?q=${word}`),
       profile: () => inFeed(`/api/users/${owner.user.username}`),
-      list: async () => ((await t.json('/api/v1/images', { headers: owner.keyHeader })).body.images as { id: string }[]).some((i) => i.id === up.id),
+      list: async () =>
+        ((await t.json('/api/v1/images', { headers: owner.keyHeader })).body.images as { id: string }[]).some(
+          (i) => i.id === up.id,
+        ),
       me: async () => (await me(owner)).totalImages === 1,
       storage: async () => (await me(owner)).storage.used === up.size,
     }
-    const run = async () => Object.fromEntries(await Promise.all(Object.entries(checks).map(async ([k, check]) => [k, await check()])))
+    const run = async () =>
+      Object.fromEntries(await Promise.all(Object.entries(checks).map(async ([k, check]) => [k, await check()])))
     const all = (value: boolean) => Object.fromEntries(Object.keys(checks).map((k) => [k, value]))
 
     expect(await run()).toEqual(all(true))
@@ -151,7 +209,10 @@ describe('an expired image is gone everywhere at once, before the sweeper runs',
     expect((await t.json(`/api/v1/image/${up.id}`)).status).toBe(404)
     expect((await t.json(`/api/albums/${album.id}`)).body.album.imageCount).toBe(0)
     // Neither the owner's key nor a delete can touch it any more.
-    expect((await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ expires: null }, owner.keyHeader) })).status).toBe(404)
+    expect(
+      (await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ expires: null }, owner.keyHeader) }))
+        .status,
+    ).toBe(404)
     expect((await t.json(`/api/v1/image/${up.id}`, { method: 'DELETE', headers: owner.keyHeader })).status).toBe(404)
   })
 
@@ -223,7 +284,11 @@ describe('the sweeper', () => {
 
   test('works through many expired images in chunks', async () => {
     const user = await userWithKey(t)
-    const batch = await uploaded(user, {}, await Promise.all(Array.from({ length: 12 }, async () => ({ bytes: await png() }))))
+    const batch = await uploaded(
+      user,
+      {},
+      await Promise.all(Array.from({ length: 12 }, async () => ({ bytes: await png() }))),
+    )
     const ids: string[] = batch.images.map((i: { id: string }) => i.id)
     for (const id of ids) expireNow(id)
     await t.server.services.images.sweepExpired()
@@ -235,7 +300,8 @@ describe('the sweeper', () => {
 describe('PATCH /api/v1/image/:id expires', () => {
   test('sets an expiry from now (duration or seconds), and null clears it', async () => {
     const up = await uploaded(alice)
-    const patch = (expires: unknown) => t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ expires }, alice.keyHeader) })
+    const patch = (expires: unknown) =>
+      t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ expires }, alice.keyHeader) })
     let res = await expectExpiresIn(86400, () => patch('P1D'))
     expect(res.status).toBe(200)
     expect(res.body).toMatchObject({ success: true, id: up.id, visibility: 'public', nsfw: false })
@@ -252,24 +318,35 @@ describe('PATCH /api/v1/image/:id expires', () => {
 
   test('other fields are left alone, and expires alone is enough', async () => {
     const up = await uploaded(alice, { visibility: 'private', expires: 'PT1H' })
-    const res = await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ nsfw: true }, alice.keyHeader) })
+    const res = await t.json(`/api/v1/image/${up.id}`, {
+      method: 'PATCH',
+      ...jsonBody({ nsfw: true }, alice.keyHeader),
+    })
     expect(res.body).toEqual({ success: true, id: up.id, visibility: 'private', nsfw: true, expiresAt: up.expiresAt })
   })
 
   test('bad values and above MAX_EXPIRY: 400 and nothing changes; not the owner: 404', async () => {
     const up = await uploaded(alice, { expires: 'PT1H' })
     for (const bad of ['soon', 0, -1, 1.5, 'P', MAX_EXPIRY + 1, 'P1Y', true, {}]) {
-      const res = await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ expires: bad }, alice.keyHeader) })
+      const res = await t.json(`/api/v1/image/${up.id}`, {
+        method: 'PATCH',
+        ...jsonBody({ expires: bad }, alice.keyHeader),
+      })
       expect([bad, res.status]).toEqual([bad, 400])
     }
     expect((await t.json(`/api/v1/image/${up.id}`)).body.data.expiresAt).toBe(up.expiresAt)
     const bob = await userWithKey(t)
-    expect((await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ expires: null }, bob.keyHeader) })).status).toBe(404)
+    expect(
+      (await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ expires: null }, bob.keyHeader) }))
+        .status,
+    ).toBe(404)
   })
 
   test('shortening the expiry to one second makes the image disappear a second later', async () => {
     const up = await uploaded(alice)
-    const res = await expectExpiresIn(1, () => t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ expires: 1 }, alice.keyHeader) }))
+    const res = await expectExpiresIn(1, () =>
+      t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ expires: 1 }, alice.keyHeader) }),
+    )
     clock.set(Date.parse(res.body.expiresAt) - 1)
     expect((await t.fetch(path(up.url))).status).toBe(200)
     clock.set(Date.parse(res.body.expiresAt))
@@ -283,7 +360,12 @@ describe('ANON_DEFAULT_EXPIRY; the sweeper on its timer', () => {
   beforeAll(async () => {
     anonServer = await startTestServer(
       { TRUST_PROXY: 'true', ANON_DEFAULT_EXPIRY: '600' },
-      { classifier: fakeClassifier('neutral').classifier, rescan: { intervalMs: 3_600_000 }, expirySweep: { intervalMs: 250 }, now: anonClock.now },
+      {
+        classifier: fakeClassifier('neutral').classifier,
+        rescan: { intervalMs: 3_600_000 },
+        expirySweep: { intervalMs: 250 },
+        now: anonClock.now,
+      },
     )
   })
   afterAll(() => anonServer.stop())
@@ -291,7 +373,11 @@ describe('ANON_DEFAULT_EXPIRY; the sweeper on its timer', () => {
 
   let ip = 1
   const anon = async (fields: Record<string, string> = {}) =>
-    anonServer.json('/api/upload', { method: 'POST', headers: { 'x-forwarded-for': `203.0.113.${ip++}` }, body: uploadForm([{ bytes: await png() }], fields) })
+    anonServer.json('/api/upload', {
+      method: 'POST',
+      headers: { 'x-forwarded-for': `203.0.113.${ip++}` },
+      body: uploadForm([{ bytes: await png() }], fields),
+    })
 
   test('anonymous uploads that give none get it; shorter ones are allowed, longer ones are 400', async () => {
     const plain = await expectExpiresIn(600, () => anon())
@@ -304,16 +390,26 @@ describe('ANON_DEFAULT_EXPIRY; the sweeper on its timer', () => {
 
   test('accounts are not affected', async () => {
     const user = await userWithKey(anonServer)
-    const res = await anonServer.json('/api/v1/upload', { method: 'POST', headers: user.keyHeader, body: uploadForm([{ bytes: await png() }]) })
+    const res = await anonServer.json('/api/v1/upload', {
+      method: 'POST',
+      headers: user.keyHeader,
+      body: uploadForm([{ bytes: await png() }]),
+    })
     expect(res.body.expiresAt).toBeNull()
     const form = uploadForm([{ bytes: await png() }], { expires: 'P2D' })
-    const web = await expectExpiresIn(2 * 86400, () => anonServer.json('/api/upload', { method: 'POST', headers: user.bearer, body: form }))
+    const web = await expectExpiresIn(2 * 86400, () =>
+      anonServer.json('/api/upload', { method: 'POST', headers: user.bearer, body: form }),
+    )
     expect(web.status).toBe(201)
   })
 
   test('the server sweeps on its own timer: once an image has expired, its files and row go without a call', async () => {
     const user = await userWithKey(anonServer)
-    const res = await anonServer.json('/api/v1/upload', { method: 'POST', headers: user.keyHeader, body: uploadForm([{ bytes: await png() }], { expires: '60' }) })
+    const res = await anonServer.json('/api/v1/upload', {
+      method: 'POST',
+      headers: user.keyHeader,
+      body: uploadForm([{ bytes: await png() }], { expires: '60' }),
+    })
     expect(res.status).toBe(201)
     const key = originalKey(res.body.id, 'png')
     expect(await anonServer.server.deps.storage.exists(key)).toBe(true)

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import exifReader from 'exif-reader'
 import sharp from 'sharp'
 import { uploadForm } from '../fixtures'
-import { startTestServer, userWithKey, type TestServer } from '../helpers'
-import { fakeClassifier } from '../webupload/fake-classifier'
+import { startTestServer, type TestServer, userWithKey } from '../helpers'
+import { fakeClassifier } from '../moderation/fake-classifier'
 
 // End to end: what an uploader sends with location data, and what the world then gets from the direct link.
 
@@ -20,15 +20,34 @@ type Account = Awaited<ReturnType<typeof userWithKey>>
 
 /** Random pixels: any decoding difference would show. */
 function photo(width = 96, height = 64) {
-  return sharp(Buffer.from(crypto.getRandomValues(new Uint8Array(width * height * 3))), { raw: { width, height, channels: 3 } })
+  return sharp(Buffer.from(crypto.getRandomValues(new Uint8Array(width * height * 3))), {
+    raw: { width, height, channels: 3 },
+  })
 }
 
 const bytesOf = async (image: ReturnType<typeof sharp>): Promise<Bytes> => new Uint8Array(await image.toBuffer())
 
 /** A phone photo: Exif with a camera make, GPS and a sideways orientation, and XMP with GPS too. */
-const jpegWithGps = () => bytesOf(photo().jpeg({ quality: 85 }).withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }).withMetadata({ orientation: 6 }).withXmp(XMP_WITH_GPS))
-const pngWithGps = () => bytesOf(photo().png().withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }))
-const webpWithGps = () => bytesOf(photo().webp({ quality: 80 }).withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }))
+const jpegWithGps = () =>
+  bytesOf(
+    photo()
+      .jpeg({ quality: 85 })
+      .withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS })
+      .withMetadata({ orientation: 6 })
+      .withXmp(XMP_WITH_GPS),
+  )
+const pngWithGps = () =>
+  bytesOf(
+    photo()
+      .png()
+      .withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }),
+  )
+const webpWithGps = () =>
+  bytesOf(
+    photo()
+      .webp({ quality: 80 })
+      .withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS }),
+  )
 
 /** The Exif of a file as exif-reader reads it (from sharp's metadata), or null when there is none. */
 async function exifOf(bytes: Uint8Array) {
@@ -54,7 +73,11 @@ async function serverFor(mode: 'gps' | 'all' | 'none' | undefined) {
 }
 
 async function uploadVia(t: TestServer, user: Account, bytes: Bytes, name: string) {
-  const res = await t.json('/api/v1/upload', { method: 'POST', headers: user.keyHeader, body: uploadForm([{ bytes, name }]) })
+  const res = await t.json('/api/v1/upload', {
+    method: 'POST',
+    headers: user.keyHeader,
+    body: uploadForm([{ bytes, name }]),
+  })
   if (res.status !== 201) throw new Error(`upload failed: ${res.status} ${JSON.stringify(res.body)}`)
   return res.body
 }
@@ -143,7 +166,11 @@ describe('STRIP_METADATA=gps (the default)', () => {
 
   test('the web upload (anonymous) strips the same way', async () => {
     const original = await jpegWithGps()
-    const res = await t.json('/api/upload', { method: 'POST', headers: { 'x-forwarded-for': '192.0.2.10' }, body: uploadForm([{ bytes: original, name: 'anon.jpg' }]) })
+    const res = await t.json('/api/upload', {
+      method: 'POST',
+      headers: { 'x-forwarded-for': '192.0.2.10' },
+      body: uploadForm([{ bytes: original, name: 'anon.jpg' }]),
+    })
     expect(res.status).toBe(201)
     const bytes = await served(t, res.body.url)
     expect((await exifOf(bytes))?.GPSInfo).toBeUndefined()
@@ -152,7 +179,11 @@ describe('STRIP_METADATA=gps (the default)', () => {
   })
 
   test('a file without location is stored byte for byte', async () => {
-    const original = await bytesOf(photo().jpeg().withExif({ IFD0: { Make: 'Acme' } }))
+    const original = await bytesOf(
+      photo()
+        .jpeg()
+        .withExif({ IFD0: { Make: 'Acme' } }),
+    )
     const up = await uploadVia(t, user, original, 'plain.jpg')
     expect(await served(t, up.url)).toEqual(original)
     expect(up.size).toBe(original.length)

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import { images } from '../../src/db/schema'
-import { makeImage, uploadForm, type UploadPart } from '../fixtures'
+import { makeImage, type UploadPart, uploadForm } from '../fixtures'
 import { eventually, registerUser, startTestServer, type TestServer } from '../helpers'
-import { fakeClassifier } from './fake-classifier'
+import { fakeClassifier } from '../moderation/fake-classifier'
 
 // A classifier that fails or never answers must never lose an upload: the image is stored, hidden from the public
 // feeds while its scan is pending, and the background rescan publishes (or flags) it once the classifier works again.
@@ -21,12 +21,18 @@ afterAll(() => t.stop())
 
 let ipCounter = 1
 function webUpload(parts: UploadPart[], headers: Record<string, string> = {}) {
-  return t.json('/api/upload', { method: 'POST', headers: { 'x-forwarded-for': `192.0.2.${ipCounter++}`, ...headers }, body: uploadForm(parts) })
+  return t.json('/api/upload', {
+    method: 'POST',
+    headers: { 'x-forwarded-for': `192.0.2.${ipCounter++}`, ...headers },
+    body: uploadForm(parts),
+  })
 }
 
 const row = (id: string) => t.server.db.select().from(images).where(eq(images.id, id)).get()
-const galleryIds = async () => (await t.json('/api/gallery?limit=40')).body.images.map((i: { id: string }) => i.id) as string[]
-const searchIds = async (q: string) => (await t.json(`/api/search?q=${encodeURIComponent(q)}`)).body.images.map((i: { id: string }) => i.id) as string[]
+const galleryIds = async () =>
+  (await t.json('/api/gallery?limit=40')).body.images.map((i: { id: string }) => i.id) as string[]
+const searchIds = async (q: string) =>
+  (await t.json(`/api/search?q=${encodeURIComponent(q)}`)).body.images.map((i: { id: string }) => i.id) as string[]
 
 const waitFor = (condition: () => Promise<boolean> | boolean) => eventually(condition, undefined, 'the rescan')
 
@@ -96,7 +102,10 @@ describe('a failing classifier', () => {
     fake.state.mode = 'throw'
     const res = await webUpload([{ bytes: await makeImage('png', 40, 30, 4), name: 'gone.png' }])
     expect(row(res.body.id)?.scanStatus).toBe('pending')
-    const del = await t.json(`/api/v1/image/${res.body.id}`, { method: 'DELETE', headers: { 'x-delete-token': res.body.deleteToken } })
+    const del = await t.json(`/api/v1/image/${res.body.id}`, {
+      method: 'DELETE',
+      headers: { 'x-delete-token': res.body.deleteToken },
+    })
     expect(del.status).toBe(200)
     fake.state.mode = 'neutral'
     await t.server.rescanner.runOnce()
