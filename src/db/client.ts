@@ -41,6 +41,8 @@ export function openDatabase(path: string, opts: { busyTimeoutMs?: number } = {}
 }
 
 export type Db = ReturnType<typeof openDatabase>
+/** The handle a `db.transaction` callback gets: writes that must commit together take it. */
+export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
 
 export function closeDatabase(db: Db) {
   db.$client.close()

@@ -1,6 +1,6 @@
 import { and, asc, count, desc, eq, isNull, type SQL, sql } from 'drizzle-orm'
 import type { Config } from '../../config'
-import type { Db } from '../../db/client'
+import type { Db, Tx } from '../../db/client'
 import { type Album, albumImages, albums, type Image, images, type User } from '../../db/schema'
 import { ipKey } from '../../http/client-ip'
 import { badRequest, forbidden, HttpError, notFound } from '../../http/errors'
@@ -8,8 +8,6 @@ import { newPublicId } from '../../lib/crypto'
 import { iso } from '../../lib/time'
 import { refundAttempt, takeAttempt, type WindowRule } from '../images/limits'
 import { type ImageService, isImageId, liveImage } from '../images/service'
-
-type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
 
 const ALBUM_ID = /^[A-Za-z0-9]{8}$/
 export const isAlbumId = (id: string) => ALBUM_ID.test(id)

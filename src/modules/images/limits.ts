@@ -1,13 +1,11 @@
 import { and, eq, inArray, lte, sql } from 'drizzle-orm'
 import type { Config } from '../../config'
-import type { Db } from '../../db/client'
+import type { Db, Tx } from '../../db/client'
 import { images, type User, uploadWindows } from '../../db/schema'
 import { ipKey } from '../../http/client-ip'
 import { HttpError } from '../../http/errors'
 import { HOUR_MS } from '../../lib/time'
 import { liveImage } from './live'
-
-type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
 
 /** A fixed upload window: it starts at the first upload after the previous one ended. */
 export interface WindowRule {

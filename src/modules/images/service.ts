@@ -1,6 +1,6 @@
 import { and, asc, count, desc, eq, isNotNull, lte, sql } from 'drizzle-orm'
 import type { Config } from '../../config'
-import type { Db } from '../../db/client'
+import type { Db, Tx } from '../../db/client'
 import { type Image, images, type User } from '../../db/schema'
 import { badRequest, notFound } from '../../http/errors'
 import { pageCount } from '../../http/pagination'
@@ -21,8 +21,6 @@ export const isImageId = (id: string) => ID.test(id)
 export { liveImage }
 
 export type ImageService = ReturnType<typeof createImageService>
-
-type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
 
 /** The API form of an image's expiry: ISO 8601, or null when it never expires. */
 const expiresAtOf = (expiresAt: Date | number | null) => (expiresAt === null ? null : iso(expiresAt))

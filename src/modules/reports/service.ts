@@ -1,6 +1,6 @@
 import { aliasedTable, and, count, desc, eq, or, sql } from 'drizzle-orm'
 import type { Config } from '../../config'
-import type { Db } from '../../db/client'
+import type { Db, Tx } from '../../db/client'
 import { blockedHashes, type Image, images, type Report, reports, type User, users } from '../../db/schema'
 import { ipKey } from '../../http/client-ip'
 import { badRequest, conflict, notFound } from '../../http/errors'
@@ -196,7 +196,7 @@ export function createReportService(deps: {
       }
 
       let reportsActioned = 0
-      const apply = (tx: Parameters<Parameters<Db['transaction']>[0]>[0]) => {
+      const apply = (tx: Tx) => {
         tx.insert(blockedHashes)
           .values([...hashes].map((sha256) => ({ sha256, imageId: report.imageId, reportId: report.id })))
           .onConflictDoNothing()
