@@ -10,8 +10,10 @@ import { createNsfwClassifier } from './moderation'
 import { createRescanner, type RescanOptions } from './moderation/rescan'
 import { createMailer } from './modules/auth/mailer'
 import { sweepEndedWindows } from './modules/images/limits'
+import { sweepOrphans } from './modules/images/orphans'
+import { pendingScans, recordScan } from './modules/images/repository'
 import { createConfiguredStorage } from './storage/configured'
-import { SWEEP_INTERVAL_MS, type SweepOptions, sweepOrphans } from './storage/sweep'
+import { SWEEP_INTERVAL_MS, type SweepOptions } from './storage/sweep'
 import { mediaPoolFor } from './workers/media-pool'
 
 export type ServerOverrides = Partial<Omit<AppDeps, 'config' | 'db'>> & {
@@ -110,7 +112,7 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
   }, VIEW_FLUSH_MS)
   const rescanner = createRescanner(
     {
-      db,
+      scans: { pending: () => pendingScans(db), record: (id, mature) => recordScan(db, id, mature) },
       storage: deps.storage,
       media: deps.media,
       classifier: deps.classifier,

@@ -1,12 +1,8 @@
 import { mkdirSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import { and, asc, eq } from 'drizzle-orm'
-import type { Db } from '../db/client'
-import { images } from '../db/schema'
 import { randomToken } from '../lib/crypto'
 import type { Media } from '../media'
-import { liveImage } from '../modules/images/live'
 import { originalKey, type Storage } from '../storage'
 import type { Classifier } from './classifier'
 import { withDeadline } from './deadline'
@@ -21,8 +17,16 @@ export interface RescanOptions {
   timeoutMs?: number
 }
 
+/** The images awaiting a verdict and where verdicts go: the images feature's rows, which this module never reads. */
+export interface ScanQueue {
+  /** Live images whose scan is pending, oldest first. */
+  pending(): { id: string; ext: string }[]
+  /** Stores the verdict of a still-pending image; a user's own NSFW flag is never cleared. */
+  record(id: string, mature: boolean): void
+}
+
 export interface RescanDeps {
-  db: Db
+  scans: ScanQueue
   storage: Storage
   media: Media
   classifier: Classifier
@@ -30,8 +34,6 @@ export interface RescanDeps {
   /** Where originals are copied for decoding. */
   tmpDir: string
 }
-
-export type Rescanner = ReturnType<typeof createRescanner>
 
 const log = (level: 'info' | 'warn' | 'error', msg: string, extra: Record<string, unknown> = {}) =>
   console[level === 'info' ? 'log' : level](JSON.stringify({ level, msg, ...extra }))
@@ -48,7 +50,7 @@ export function createRescanner(deps: RescanDeps, opts: RescanOptions = {}) {
   const intervalMs = opts.intervalMs ?? 30_000
   const maxIntervalMs = Math.max(intervalMs, opts.maxIntervalMs ?? 30 * 60_000)
   const timeoutMs = opts.timeoutMs ?? 15_000
-  const { db, storage, media, classifier } = deps
+  const { scans, storage, media, classifier } = deps
 
   const backoff = new Map<string, { failures: number; nextAt: number }>()
   let timer: ReturnType<typeof setTimeout> | undefined
@@ -87,11 +89,7 @@ export function createRescanner(deps: RescanDeps, opts: RescanOptions = {}) {
     }
     // Checked right before the synchronous write: after stop() the database may be closed.
     if (stopped) return 'classifier'
-    // Only a still-pending row changes; a user's own NSFW flag is never cleared.
-    db.update(images)
-      .set(mature ? { nsfw: true, scanStatus: 'done' } : { scanStatus: 'done' })
-      .where(and(eq(images.id, image.id), eq(images.scanStatus, 'pending')))
-      .run()
+    scans.record(image.id, mature)
     log('info', 'rescan: verdict', { id: image.id, nsfw: mature })
     return 'done'
   }
@@ -106,12 +104,7 @@ export function createRescanner(deps: RescanDeps, opts: RescanOptions = {}) {
     const result: PassResult = { scanned: 0, failed: 0 }
     if (stopped) return result
     const now = Date.now()
-    const pending = db
-      .select({ id: images.id, ext: images.ext })
-      .from(images)
-      .where(and(eq(images.scanStatus, 'pending'), liveImage()))
-      .orderBy(asc(images.createdAt))
-      .all()
+    const pending = scans.pending()
     const pendingIds = new Set(pending.map((p) => p.id))
     for (const id of backoff.keys()) if (!pendingIds.has(id)) backoff.delete(id)
 

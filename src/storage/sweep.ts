@@ -1,9 +1,7 @@
 import { readdir, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import type { Db } from '../db/client'
-import { images } from '../db/schema'
 import { HOUR_MS } from '../lib/time'
-import { originalKey, type Storage, thumbnailKey } from './index'
+import type { Storage } from './index'
 
 /**
  * Files written less than this long ago are never swept: they may belong to an upload still under way (its temp
@@ -22,21 +20,20 @@ export interface SweepOptions {
 }
 
 /**
- * Uploads write files before their row, so a crash (or a failed delete) can leave files without a row. Those, and
- * leftover temp files, are removed once older than the grace period; rows are never touched here. Runs at startup
- * and every SWEEP_INTERVAL_MS, beside uploads in progress, which the grace period keeps safe.
+ * Removes stored keys not in `keep` (read before the store is listed) and leftover temp files, once older than the
+ * grace period. Knows no table: the images feature says which keys are kept (images/orphans.ts).
  */
-export async function sweepOrphans(db: Db, storage: Storage, tmpDir: string, opts: SweepOptions = {}) {
+export async function removeStrayFiles(
+  storage: Storage,
+  tmpDir: string,
+  keep: ReadonlySet<string>,
+  opts: SweepOptions = {},
+) {
   const writtenBefore = (opts.now ?? Date.now()) - (opts.graceMs ?? SWEEP_GRACE_MS)
-  const known = new Set<string>()
-  for (const row of db.select({ id: images.id, ext: images.ext }).from(images).all()) {
-    known.add(originalKey(row.id, row.ext))
-    known.add(thumbnailKey(row.id))
-  }
   let removed = (await storage.removeLeftovers?.(writtenBefore)) ?? 0
   try {
     for await (const key of storage.list()) {
-      if (known.has(key)) continue
+      if (keep.has(key)) continue
       // Listed after the rows were read: a young file may be an upload's whose row has just been committed.
       const info = await storage.stat(key)
       if (!info || info.modifiedAt >= writtenBefore) continue

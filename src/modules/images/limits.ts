@@ -1,11 +1,10 @@
-import { and, eq, inArray, lte, sql } from 'drizzle-orm'
 import type { Config } from '../../config'
 import type { Db, Tx } from '../../db/client'
-import { images, type User, uploadWindows } from '../../db/schema'
+import type { User } from '../../db/schema'
 import { ipKey } from '../../http/client-ip'
 import { HttpError } from '../../http/errors'
 import { HOUR_MS } from '../../lib/time'
-import { liveImage } from './live'
+import { deleteWindows, deleteWindowsStartedBefore, findWindow, saveWindow, storageUsed } from './repository'
 
 /** A fixed upload window: it starts at the first upload after the previous one ended. */
 export interface WindowRule {
@@ -61,7 +60,7 @@ export interface WindowState {
 }
 
 function currentWindow(db: Db | Tx, rule: WindowRule, now: number) {
-  const row = db.select().from(uploadWindows).where(eq(uploadWindows.key, rule.key)).get()
+  const row = findWindow(db, rule.key)
   if (!row || row.windowStart.getTime() + rule.durationMs <= now) return { start: now, used: 0, fresh: true }
   return { start: row.windowStart.getTime(), used: row.used, fresh: false }
 }
@@ -122,10 +121,7 @@ function countWindow(db: Db | Tx, rule: WindowRule, delta: number, now: number) 
   // Taking back from a window that has already ended has nothing to undo.
   if (w.fresh && delta <= 0) return
   const used = Math.max(0, w.used + delta)
-  db.insert(uploadWindows)
-    .values({ key: rule.key, windowStart: new Date(w.start), used })
-    .onConflictDoUpdate({ target: uploadWindows.key, set: { windowStart: new Date(w.start), used } })
-    .run()
+  saveWindow(db, rule.key, new Date(w.start), used)
 }
 
 /** Checks and counts a batch in one step; must run inside the transaction that stores the batch. */
@@ -173,7 +169,7 @@ export function refundAttempt(db: Db, rules: WindowRule[], now: number) {
 /** Forgets a window (a successful login starts its account's count over). */
 export function clearWindows(db: Db, keys: string[]) {
   try {
-    db.delete(uploadWindows).where(inArray(uploadWindows.key, keys)).run()
+    deleteWindows(db, keys)
   } catch (error) {
     console.error(JSON.stringify({ level: 'warn', msg: 'could not clear a window', keys, error: String(error) }))
   }
@@ -190,28 +186,13 @@ export function sweepEndedWindows(db: Db, config: Config, now: number): number {
     HOUR_MS,
     Math.max(anonymous.windowSeconds, refused.windowSeconds, guesses.windowSeconds) * 1000,
   )
-  return db
-    .delete(uploadWindows)
-    .where(lte(uploadWindows.windowStart, new Date(now - longestMs)))
-    .returning({ key: uploadWindows.key })
-    .all().length
-}
-
-/** Bytes of the owner's live images: an expired image stops counting at once, before the sweeper removes it. */
-export function storageUsed(db: Db | Tx, userId: number, now = Date.now()): number {
-  return (
-    db
-      .select({ used: sql<number>`coalesce(sum(${images.size}), 0)` })
-      .from(images)
-      .where(and(eq(images.userId, userId), liveImage(now)))
-      .get()?.used ?? 0
-  )
+  return deleteWindowsStartedBefore(db, now - longestMs)
 }
 
 /** Refuses a batch that would take the owner past their storage limit, `held` bytes of admitted uploads set aside. */
 export function checkQuota(db: Db | Tx, policy: UploadPolicy, incomingBytes: number, held = 0) {
   if (!policy.owner || policy.storageLimit === null) return
-  const used = storageUsed(db, policy.owner.id) + held
+  const used = storageUsed(db, { userId: policy.owner.id, now: Date.now() }) + held
   if (used + incomingBytes > policy.storageLimit) {
     throw new HttpError(
       413,

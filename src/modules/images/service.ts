@@ -1,7 +1,6 @@
-import { and, asc, count, desc, eq, isNotNull, lte, sql } from 'drizzle-orm'
 import type { Config } from '../../config'
 import type { Db, Tx } from '../../db/client'
-import { type Image, images, type User } from '../../db/schema'
+import type { Image, User } from '../../db/schema'
 import { badRequest, notFound } from '../../http/errors'
 import { pageCount } from '../../http/pagination'
 import { safeEqual, sha256Hex } from '../../lib/crypto'
@@ -9,10 +8,22 @@ import { iso } from '../../lib/time'
 import { originalKey, type Storage, thumbnailKey } from '../../storage'
 import { type ImageEvents, noImageEvents } from './events'
 import { checkExpiryBound, expiryDate, parseExpiry } from './expiry'
-import { accountPolicy, storageUsed, windowState } from './limits'
+import { accountPolicy, windowState } from './limits'
 import { imageLinks, type LinkBase } from './links'
 import { liveImage } from './live'
 import { createLiveImageCache } from './live-cache'
+import {
+  countOwned,
+  deleteImage,
+  dueToExpire,
+  type ImageListFilter,
+  ownedPage,
+  prepareAddViews,
+  prepareFindLive,
+  prepareFindLiveRow,
+  storageUsed,
+  updateImage,
+} from './repository'
 
 const ID = /^[A-Za-z0-9]{8}$/
 
@@ -27,11 +38,6 @@ const expiresAtOf = (expiresAt: Date | number | null) => (expiresAt === null ? n
 
 /** Expired images removed per transaction by the sweeper: short writes, so uploads never wait long behind it. */
 const SWEEP_CHUNK = 100
-
-export interface ImageListFilter {
-  visibility?: Image['visibility']
-  nsfw?: boolean
-}
 
 /**
  * `now`: the service's clock, which decides which images have expired (reads, the cache, the sweep, PATCH's new
@@ -52,10 +58,7 @@ export function createImageService(deps: {
   /** The SQL condition of an image not expired at this service's time. */
   const live = () => liveImage(now())
 
-  // The live image with the id `id` at the time `now`: placeholders bound per call, so lookups are prepared once
-  // (building the query per call cost ~60-90 us, most of a /cdn request's budget: bench/README.md).
-  const liveById = and(eq(images.id, sql.placeholder('id')), liveImage(sql.placeholder('now') as unknown as number))
-  const findLive = db.select().from(images).where(liveById).prepare()
+  const findLive = prepareFindLive(db)
 
   /** Finds a live image by id; malformed ids are refused before any lookup. */
   function find(id: string): Image | undefined {
@@ -63,26 +66,8 @@ export function createImageService(deps: {
     return findLive.get({ id, now: now() })
   }
 
-  // What the hot read routes show of a live image, and its rowid, which the cache's invalidation keys on. Only read on a
-  // cache miss (and by details() of an image the cache dropped).
-  const findLiveRow = db
-    .select({
-      rowid: sql<number>`rowid`,
-      id: images.id,
-      ext: images.ext,
-      mime: images.mime,
-      size: images.size,
-      width: images.width,
-      height: images.height,
-      views: images.views,
-      visibility: images.visibility,
-      nsfw: images.nsfw,
-      createdAt: sql<number>`${images.createdAt}`,
-      expiresAt: sql<number | null>`${images.expiresAt}`,
-    })
-    .from(images)
-    .where(liveById)
-    .prepare()
+  // Only read on a cache miss (and by details() of an image the cache dropped).
+  const findLiveRow = prepareFindLiveRow(db)
 
   // Row listeners, told synchronously by SQLite itself (the connection's update hook) of every UPDATE and DELETE of an
   // images row made through this connection, whoever makes it (this service, the sweeper, embeds, the rescanner,
@@ -139,7 +124,7 @@ export function createImageService(deps: {
   async function remove(image: Pick<Image, 'id' | 'ext'>, within?: (tx: Tx) => void) {
     const deleted = db.transaction((tx) => {
       within?.(tx)
-      return tx.delete(images).where(eq(images.id, image.id)).returning().get()
+      return deleteImage(tx, image.id)
     })
     pendingViews.delete(image.id)
     await removeFiles(image)
@@ -156,13 +141,7 @@ export function createImageService(deps: {
     sweeping ??= (async () => {
       let removed = 0
       for (;;) {
-        const due = db
-          .select({ id: images.id, ext: images.ext })
-          .from(images)
-          .where(and(isNotNull(images.expiresAt), lte(images.expiresAt, new Date(at))))
-          .orderBy(asc(images.expiresAt))
-          .limit(SWEEP_CHUNK)
-          .all()
+        const due = dueToExpire(db, at, SWEEP_CHUNK)
         for (const image of due) {
           await remove(image)
           removed++
@@ -178,7 +157,7 @@ export function createImageService(deps: {
   // Views are counted in memory and written in batches: an UPDATE per view would cut read throughput severalfold.
   const pendingViews = new Map<string, number>()
   const FLUSH_CHUNK = 500
-  const addViews = db.$client.prepare('UPDATE images SET views = views + ?1 WHERE id = ?2')
+  const addViews = prepareAddViews(db)
   const writeViewsTransaction = db.$client.transaction((batch: [string, number][]) => {
     writingViews = true
     try {
@@ -287,7 +266,7 @@ export function createImageService(deps: {
       if (changes.visibility !== undefined) set.visibility = changes.visibility as Image['visibility']
       if (changes.nsfw !== undefined) set.nsfw = changes.nsfw
       if (expiresIn !== undefined) set.expiresAt = expiryDate(expiresIn, now())
-      const updated = db.update(images).set(set).where(eq(images.id, image.id)).returning().get()
+      const updated = updateImage(db, image.id, set)
       return {
         success: true as const,
         id: updated.id,
@@ -309,21 +288,9 @@ export function createImageService(deps: {
 
     /** The caller's images, newest first; the dashboard (JWT) may narrow them by visibility and NSFW flag. */
     list(user: User, page: { page: number; limit: number; offset: number }, filter: ImageListFilter = {}) {
-      const mine = and(
-        eq(images.userId, user.id),
-        live(),
-        filter.visibility ? eq(images.visibility, filter.visibility) : undefined,
-        filter.nsfw === undefined ? undefined : eq(images.nsfw, filter.nsfw),
-      )
-      const total = db.select({ n: count() }).from(images).where(mine).get()?.n ?? 0
-      const rows = db
-        .select()
-        .from(images)
-        .where(mine)
-        .orderBy(desc(images.createdAt), desc(sql`rowid`))
-        .limit(page.limit)
-        .offset(page.offset)
-        .all()
+      const at = now()
+      const total = countOwned(db, user.id, at, filter)
+      const rows = ownedPage(db, user.id, at, filter, page)
       return {
         success: true as const,
         images: rows.map((image) => ({
@@ -351,13 +318,8 @@ export function createImageService(deps: {
 
     usage(user: User) {
       const policy = accountPolicy(config, user)
-      const used = storageUsed(db, user.id, now())
-      const totalImages =
-        db
-          .select({ n: count() })
-          .from(images)
-          .where(and(eq(images.userId, user.id), live()))
-          .get()?.n ?? 0
+      const used = storageUsed(db, { userId: user.id, now: now() })
+      const totalImages = countOwned(db, user.id, now())
       const window = windowState(db, policy.window, now())
       return {
         success: true as const,

@@ -1,0 +1,181 @@
+import { and, asc, count, desc, eq, inArray, isNotNull, lte, type SQL, sql } from 'drizzle-orm'
+import type { Db, Tx } from '../../db/client'
+import { type Image, images, uploadWindows } from '../../db/schema'
+import { liveImage } from './live'
+
+/**
+ * Every query of the images table (and of the upload windows, which images owns). Other features call these and never
+ * the table; the few queries of theirs that join an image take its columns from here.
+ */
+
+type Reader = Db | Tx
+
+export interface ImageListFilter {
+  visibility?: Image['visibility']
+  nsfw?: boolean
+}
+
+// The live image with the id `id` at the time `now`: placeholders bound per call, so lookups are prepared once
+// (building the query per call cost ~60-90 us, most of a /cdn request's budget: bench/README.md).
+const liveById = () => and(eq(images.id, sql.placeholder('id')), liveImage(sql.placeholder('now') as unknown as number))
+
+/** The live image with an id at a time, as a prepared statement: `.get({ id, now })`. */
+export const prepareFindLive = (db: Db) => db.select().from(images).where(liveById()).prepare()
+
+/**
+ * What the hot read routes show of a live image, and its rowid, which the cache's invalidation keys on, as a prepared
+ * statement: `.get({ id, now })`.
+ */
+export const prepareFindLiveRow = (db: Db) =>
+  db
+    .select({
+      rowid: sql<number>`rowid`,
+      id: images.id,
+      ext: images.ext,
+      mime: images.mime,
+      size: images.size,
+      width: images.width,
+      height: images.height,
+      views: images.views,
+      visibility: images.visibility,
+      nsfw: images.nsfw,
+      createdAt: sql<number>`${images.createdAt}`,
+      expiresAt: sql<number | null>`${images.expiresAt}`,
+    })
+    .from(images)
+    .where(liveById())
+    .prepare()
+
+/** Adds `n` views to an image: `.run(n, id)`. Raw SQL, prepared once: the flush writes hundreds per transaction. */
+export const prepareAddViews = (db: Db) => db.$client.prepare('UPDATE images SET views = views + ?1 WHERE id = ?2')
+
+/** Any row with this id, live or expired-but-not-yet-swept. */
+export const anyImage = (db: Reader, id: string): Image | undefined =>
+  db.select().from(images).where(eq(images.id, id)).get()
+
+export function insertImages(tx: Tx, rows: (typeof images.$inferInsert)[]): Image[] {
+  return tx.insert(images).values(rows).returning().all()
+}
+
+export const updateImage = (db: Reader, id: string, set: Partial<Image>): Image =>
+  db.update(images).set(set).where(eq(images.id, id)).returning().get()!
+
+export const deleteImage = (tx: Tx, id: string): Image | undefined =>
+  tx.delete(images).where(eq(images.id, id)).returning().get()
+
+/** Images expired by `at`, the earliest first, at most `limit`. */
+export function dueToExpire(db: Db, at: number, limit: number) {
+  return db
+    .select({ id: images.id, ext: images.ext })
+    .from(images)
+    .where(and(isNotNull(images.expiresAt), lte(images.expiresAt, new Date(at))))
+    .orderBy(asc(images.expiresAt))
+    .limit(limit)
+    .all()
+}
+
+/** Every row's id and extension: what the files of the store should be. */
+export const storedImages = (db: Db) => db.select({ id: images.id, ext: images.ext }).from(images).all()
+
+/** Live images whose upload-time scan gave no verdict, oldest first. */
+export function pendingScans(db: Db) {
+  return db
+    .select({ id: images.id, ext: images.ext })
+    .from(images)
+    .where(and(eq(images.scanStatus, 'pending'), liveImage()))
+    .orderBy(asc(images.createdAt))
+    .all()
+}
+
+/** Only a still-pending row changes; a user's own NSFW flag is never cleared. */
+export function recordScan(db: Db, id: string, mature: boolean) {
+  db.update(images)
+    .set(mature ? { nsfw: true, scanStatus: 'done' } : { scanStatus: 'done' })
+    .where(and(eq(images.id, id), eq(images.scanStatus, 'pending')))
+    .run()
+}
+
+const ownedWhere = (userId: number, now: number, filter: ImageListFilter = {}) =>
+  and(
+    eq(images.userId, userId),
+    liveImage(now),
+    filter.visibility ? eq(images.visibility, filter.visibility) : undefined,
+    filter.nsfw === undefined ? undefined : eq(images.nsfw, filter.nsfw),
+  )
+
+/** How many live images the user owns (narrowed by `filter`). */
+export const countOwned = (db: Reader, userId: number, now: number, filter?: ImageListFilter) =>
+  db
+    .select({ n: count() })
+    .from(images)
+    .where(ownedWhere(userId, now, filter))
+    .get()?.n ?? 0
+
+/** One page of the user's live images (narrowed by `filter`), newest first. */
+export function ownedPage(
+  db: Db,
+  userId: number,
+  now: number,
+  filter: ImageListFilter,
+  page: { limit: number; offset: number },
+) {
+  return db
+    .select()
+    .from(images)
+    .where(ownedWhere(userId, now, filter))
+    .orderBy(desc(images.createdAt), desc(sql`rowid`))
+    .limit(page.limit)
+    .offset(page.offset)
+    .all()
+}
+
+const bytesStored = sql<number>`coalesce(sum(${images.size}), 0)`
+
+/**
+ * Bytes stored: of one owner's live images (what their quota counts: an expired image stops counting at once, before
+ * the sweeper removes it), or of every row when no owner is given (the metrics).
+ */
+export function storageUsed(db: Reader, owner?: { userId: number; now: number }): number {
+  return (
+    db
+      .select({ used: bytesStored })
+      .from(images)
+      .where(owner && and(eq(images.userId, owner.userId), liveImage(owner.now)))
+      .get()?.used ?? 0
+  )
+}
+
+/**
+ * For a query over users: the count and bytes of the live images of the user whose id is `ownerId`, as correlated
+ * subqueries. Qualified by hand: drizzle renders columns inside sql`` unqualified, and a bare "id" in the subquery
+ * would be images.id.
+ */
+export function liveTotalsOf(ownerId: SQL, now: number) {
+  const owned = sql`${images}.${sql.identifier(images.userId.name)} = ${ownerId} and ${liveImage(now)}`
+  return {
+    totalImages: sql<number>`(select count(*) from ${images} where ${owned})`,
+    storageUsed: sql<number>`(select ${bytesStored} from ${images} where ${owned})`,
+  }
+}
+
+/** An upload window's row. */
+export const findWindow = (db: Reader, key: string) =>
+  db.select().from(uploadWindows).where(eq(uploadWindows.key, key)).get()
+
+export function saveWindow(db: Reader, key: string, windowStart: Date, used: number) {
+  db.insert(uploadWindows)
+    .values({ key, windowStart, used })
+    .onConflictDoUpdate({ target: uploadWindows.key, set: { windowStart, used } })
+    .run()
+}
+
+export const deleteWindows = (db: Db, keys: string[]) =>
+  db.delete(uploadWindows).where(inArray(uploadWindows.key, keys)).run()
+
+/** Removes the windows that started before `startedBefore`; returns how many went. */
+export const deleteWindowsStartedBefore = (db: Db, startedBefore: number): number =>
+  db
+    .delete(uploadWindows)
+    .where(lte(uploadWindows.windowStart, new Date(startedBefore)))
+    .returning({ key: uploadWindows.key })
+    .all().length
