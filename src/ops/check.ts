@@ -2,9 +2,9 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Db } from '../db/client'
-import { images } from '../db/schema'
 import type { Media } from '../media'
 import { formatFromExt } from '../media/formats'
+import { storedImages } from '../modules/images/repository'
 import { originalKey, type Storage, thumbnailKey } from '../storage'
 
 export interface CheckReport {
@@ -27,7 +27,7 @@ export async function checkIntegrity(opts: {
   repair: boolean
 }): Promise<CheckReport> {
   const { storage } = opts
-  const rows = opts.db.select({ id: images.id, ext: images.ext }).from(images).all()
+  const rows = storedImages(opts.db)
   const report: CheckReport = {
     images: rows.length,
     missingOriginals: [],

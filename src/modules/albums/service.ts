@@ -1,13 +1,22 @@
-import { and, asc, count, desc, eq, isNull, type SQL, sql } from 'drizzle-orm'
 import type { Config } from '../../config'
-import type { Db, Tx } from '../../db/client'
-import { type Album, albumImages, albums, type Image, images, type User } from '../../db/schema'
+import type { Db } from '../../db/client'
+import type { Album, Image, User } from '../../db/schema'
 import { ipKey } from '../../http/client-ip'
 import { badRequest, forbidden, HttpError, notFound } from '../../http/errors'
 import { newPublicId } from '../../lib/crypto'
 import { iso } from '../../lib/time'
 import { refundAttempt, takeAttempt, type WindowRule } from '../images/limits'
-import { type ImageService, isImageId, liveImage } from '../images/service'
+import { albumImagesOf, albumStats } from '../images/repository'
+import { type ImageService, isImageId } from '../images/service'
+import {
+  addAlbumImage,
+  albumsOf,
+  findLiveAlbum,
+  insertAlbum,
+  removeAlbumImage,
+  setAlbumFields,
+  updateAlbum,
+} from './repository'
 
 const ALBUM_ID = /^[A-Za-z0-9]{8}$/
 export const isAlbumId = (id: string) => ALBUM_ID.test(id)
@@ -21,33 +30,6 @@ export const PASSWORD_MAX = 256
  * argon2id with OWASP's minimum parameters keeps them hashed without letting visitors pin 64 MiB per request.
  */
 const PASSWORD_HASH = { algorithm: 'argon2id', memoryCost: 19456, timeCost: 2 } as const
-
-/**
- * Upload's `album`/`folder`: an id of one of the caller's albums selects it; any other value names a folder,
- * the caller's live album with exactly that title, created on first use with the upload's visibility.
- * When several live albums share the title, the oldest one is used.
- */
-export function resolveUploadAlbum(tx: Tx, owner: User, value: string, isPublic: boolean): string {
-  const live = and(eq(albums.userId, owner.id), isNull(albums.deletedAt))
-  const byId = tx
-    .select({ id: albums.id })
-    .from(albums)
-    .where(and(live, eq(albums.id, value)))
-    .get()
-  if (byId) return byId.id
-  const byTitle = tx
-    .select({ id: albums.id })
-    .from(albums)
-    .where(and(live, eq(albums.title, value)))
-    .orderBy(asc(albums.createdAt))
-    .get()
-  if (byTitle) return byTitle.id
-  return tx
-    .insert(albums)
-    .values({ id: newPublicId(), userId: owner.id, title: value, isPublic })
-    .returning({ id: albums.id })
-    .get().id
-}
 
 export interface AlbumInput {
   title?: string
@@ -97,11 +79,7 @@ export function createAlbumService(deps: {
 
   function findLive(id: string): Album | undefined {
     if (!isAlbumId(id)) return undefined
-    return db
-      .select()
-      .from(albums)
-      .where(and(eq(albums.id, id), isNull(albums.deletedAt)))
-      .get()
+    return findLiveAlbum(db, id)
   }
 
   /** The caller's live album, else 404 (someone else's album is indistinguishable from a missing one). */
@@ -111,44 +89,13 @@ export function createAlbumService(deps: {
     return album
   }
 
-  const visibleIn = (albumId: string, audience: Audience): SQL =>
-    and(
-      eq(albumImages.albumId, albumId),
-      liveImage(),
-      audience === 'owner' ? undefined : eq(images.visibility, 'public'),
-    )!
-
-  // Insertion order breaks ties between images added in the same millisecond (a batch upload into a folder).
-  const newestAddedFirst = [desc(albumImages.addedAt), desc(sql`"album_images"."rowid"`)]
-
   /** Images of an album, the most recently added first. */
   function imagesOf(album: Album, audience: Audience): Image[] {
-    return db
-      .select({ image: images })
-      .from(albumImages)
-      .innerJoin(images, eq(images.id, albumImages.imageId))
-      .where(visibleIn(album.id, audience))
-      .orderBy(...newestAddedFirst)
-      .all()
-      .map((r) => r.image)
+    return albumImagesOf(db, album.id, audience)
   }
 
   function stats(album: Album, audience: Audience) {
-    const where = visibleIn(album.id, audience)
-    const imageCount =
-      db
-        .select({ n: count() })
-        .from(albumImages)
-        .innerJoin(images, eq(images.id, albumImages.imageId))
-        .where(where)
-        .get()?.n ?? 0
-    const cover = db
-      .select({ id: images.id, ext: images.ext })
-      .from(albumImages)
-      .innerJoin(images, eq(images.id, albumImages.imageId))
-      .where(where)
-      .orderBy(...newestAddedFirst)
-      .get()
+    const { imageCount, cover } = albumStats(db, album.id, audience)
     return { imageCount, cover: cover ? imageService.links(cover).thumbnail : null }
   }
 
@@ -240,8 +187,8 @@ export function createAlbumService(deps: {
     return { kind: 'ok', album, audience: 'public', images: imagesOf(album, 'public') }
   }
 
-  const touch = (tx: Tx | Db, id: string) =>
-    tx.update(albums).set({ updatedAt: new Date() }).where(eq(albums.id, id)).run()
+  const touch = (tx: Parameters<typeof setAlbumFields>[0], id: string) =>
+    setAlbumFields(tx, id, { updatedAt: new Date() })
 
   return {
     findLive,
@@ -253,27 +200,17 @@ export function createAlbumService(deps: {
     albumUrl,
 
     list(user: User) {
-      return db
-        .select()
-        .from(albums)
-        .where(and(eq(albums.userId, user.id), isNull(albums.deletedAt)))
-        .orderBy(desc(albums.createdAt), desc(albums.id))
-        .all()
-        .map((album) => present(album, 'owner'))
+      return albumsOf(db, user.id).map((album) => present(album, 'owner'))
     },
 
     create(user: User, input: { title: string; description?: string | null; isPublic?: boolean }) {
-      const album = db
-        .insert(albums)
-        .values({
-          id: newPublicId(),
-          userId: user.id,
-          title: checkTitle(input.title),
-          description: checkDescription(input.description ?? null),
-          isPublic: input.isPublic ?? false,
-        })
-        .returning()
-        .get()
+      const album = insertAlbum(db, {
+        id: newPublicId(),
+        userId: user.id,
+        title: checkTitle(input.title),
+        description: checkDescription(input.description ?? null),
+        isPublic: input.isPublic ?? false,
+      })
       return present(album, 'owner', [])
     },
 
@@ -311,19 +248,14 @@ export function createAlbumService(deps: {
       if (Object.keys(set).length === 0)
         throw badRequest('Supply at least one of title, description, isPublic, password')
       const album = findOwned(user, id)
-      const updated = db
-        .update(albums)
-        .set({ ...set, updatedAt: new Date() })
-        .where(eq(albums.id, album.id))
-        .returning()
-        .get()
+      const updated = updateAlbum(db, album.id, { ...set, updatedAt: new Date() })
       return present(updated, 'owner')
     },
 
     /** Soft delete: the images stay; the album leaves every listing and is 404 to everyone, its owner included. */
     remove(user: User, id: string) {
       const album = findOwned(user, id)
-      db.update(albums).set({ deletedAt: new Date() }).where(eq(albums.id, album.id)).run()
+      setAlbumFields(db, album.id, { deletedAt: new Date() })
     },
 
     /** Adds one of the caller's images; adding it again changes nothing. */
@@ -331,13 +263,7 @@ export function createAlbumService(deps: {
       const album = findOwned(user, albumId)
       const image = imageService.findOwned(user, imageId)
       db.transaction((tx) => {
-        const added = tx
-          .insert(albumImages)
-          .values({ albumId: album.id, imageId: image.id })
-          .onConflictDoNothing()
-          .returning()
-          .all()
-        if (added.length > 0) touch(tx, album.id)
+        if (addAlbumImage(tx, album.id, image.id)) touch(tx, album.id)
       })
       return present(findOwned(user, album.id), 'owner')
     },
@@ -346,12 +272,7 @@ export function createAlbumService(deps: {
       const album = findOwned(user, albumId)
       if (!isImageId(imageId)) throw notFound('Image not in album')
       db.transaction((tx) => {
-        const removed = tx
-          .delete(albumImages)
-          .where(and(eq(albumImages.albumId, album.id), eq(albumImages.imageId, imageId)))
-          .returning()
-          .all()
-        if (removed.length === 0) throw notFound('Image not in album')
+        if (!removeAlbumImage(tx, album.id, imageId)) throw notFound('Image not in album')
         touch(tx, album.id)
       })
     },

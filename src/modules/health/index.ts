@@ -1,13 +1,13 @@
 import { statfsSync } from 'node:fs'
 import { dirname } from 'node:path'
-import { sql } from 'drizzle-orm'
 import { Elysia, t } from 'elysia'
 import type { Db } from '../../db/client'
-import { healthProbe, images } from '../../db/schema'
+import { healthProbe } from '../../db/schema'
 import { errors, faultAnswer, HttpError, notFound, STORAGE_FULL, unauthorized } from '../../http/errors'
 import type { Metrics } from '../../http/observability'
 import { safeEqual } from '../../lib/crypto'
 import type { Classifier } from '../../moderation'
+import { storageUsed } from '../images/repository'
 
 /** How long a check's verdict stands: a flood of health checks costs one small write a second at most. */
 const CHECK_TTL_MS = 1000
@@ -73,11 +73,7 @@ export function healthModule(deps: { db: Db; metrics: Metrics; metricsToken: str
         if (!deps.metricsToken) throw notFound()
         const given = /^Bearer\s+(.+)$/i.exec(headers.authorization ?? '')?.[1] ?? ''
         if (!safeEqual(given, deps.metricsToken)) throw unauthorized('Missing or wrong metrics token')
-        const storageUsedBytes =
-          db
-            .select({ n: sql<number>`coalesce(sum(${images.size}), 0)` })
-            .from(images)
-            .get()?.n ?? 0
+        const storageUsedBytes = storageUsed(db)
         set.headers['content-type'] = 'text/plain; version=0.0.4; charset=utf-8'
         return deps.metrics.render({ storageUsedBytes, queueDepth: deps.classifier.queueDepth })
       },

@@ -1,6 +1,7 @@
 import { and, asc, count, desc, eq, inArray, isNotNull, lte, type SQL, sql } from 'drizzle-orm'
 import type { Db, Tx } from '../../db/client'
 import { type Image, images, uploadWindows } from '../../db/schema'
+import { membership } from '../albums/repository'
 import { liveImage } from './live'
 
 /**
@@ -179,3 +180,39 @@ export const deleteWindowsStartedBefore = (db: Db, startedBefore: number): numbe
     .where(lte(uploadWindows.windowStart, new Date(startedBefore)))
     .returning({ key: uploadWindows.key })
     .all().length
+
+/** An album's live images as `audience` may see them (the owner all, others only public ones). */
+const inAlbum = (albumId: string, audience: 'owner' | 'public'): SQL =>
+  and(membership.of(albumId), liveImage(), audience === 'owner' ? undefined : eq(images.visibility, 'public'))!
+
+/** Images of an album, the most recently added first. */
+export function albumImagesOf(db: Db, albumId: string, audience: 'owner' | 'public'): Image[] {
+  return db
+    .select({ image: images })
+    .from(membership.table)
+    .innerJoin(images, eq(images.id, membership.imageId))
+    .where(inAlbum(albumId, audience))
+    .orderBy(...membership.newestAddedFirst)
+    .all()
+    .map((r) => r.image)
+}
+
+/** How many images of an album the audience sees, and the most recently added one (the cover). */
+export function albumStats(db: Db, albumId: string, audience: 'owner' | 'public') {
+  const where = inAlbum(albumId, audience)
+  const imageCount =
+    db
+      .select({ n: count() })
+      .from(membership.table)
+      .innerJoin(images, eq(images.id, membership.imageId))
+      .where(where)
+      .get()?.n ?? 0
+  const cover = db
+    .select({ id: images.id, ext: images.ext })
+    .from(membership.table)
+    .innerJoin(images, eq(images.id, membership.imageId))
+    .where(where)
+    .orderBy(...membership.newestAddedFirst)
+    .get()
+  return { imageCount, cover }
+}

@@ -3,7 +3,7 @@ import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Config } from '../../config'
 import { type Db, retryBusy } from '../../db/client'
-import { albumImages, type Image, images } from '../../db/schema'
+import type { Image } from '../../db/schema'
 import { badRequest, faultAnswer, HttpError, STORAGE_UNWRITABLE } from '../../http/errors'
 import { discardFiles, type ReceivedFile, receiveMultipart } from '../../http/multipart'
 import { newPublicId, randomToken, sha256Hex } from '../../lib/crypto'
@@ -21,7 +21,7 @@ import {
   thumbnailKey,
 } from '../../storage'
 import { PoolBusyError } from '../../workers/pool'
-import { resolveUploadAlbum } from '../albums/service'
+import { addToAlbum, resolveUploadAlbum } from '../albums/repository'
 import { refuseBlocked } from '../reports/blocklist'
 import { type ImageEvents, noImageEvents } from './events'
 import { expiryDate, uploadExpiry } from './expiry'
@@ -33,6 +33,7 @@ import {
   rateLimitHeaders,
   type UploadPolicy,
 } from './limits'
+import { insertImages } from './repository'
 
 const TRUE_FORMS = new Set(['true', '1', 'yes', 'on'])
 /** Images decoded at once per request: sharp already uses a core per image, and the machine has two. */
@@ -255,36 +256,35 @@ export function createUploadPipeline(deps: {
             options.album && policy.owner
               ? resolveUploadAlbum(tx, policy.owner, options.album, options.visibility === 'public')
               : null
-          const rows = tx
-            .insert(images)
-            .values(
-              prepared.map((p, i) => ({
-                id: ids[i],
-                userId: policy.owner?.id ?? null,
-                filename: p.file.filename,
-                mime: FORMATS[p.info.format].mime,
-                ext: FORMATS[p.info.format].ext,
-                width: p.info.width,
-                height: p.info.height,
-                size: p.size,
-                sha256: p.file.sha256,
-                visibility: options.visibility,
-                nsfw: p.nsfw,
-                scanStatus: p.scanStatus,
-                deleteTokenHash: deleteTokens[i] ? sha256Hex(deleteTokens[i]) : null,
-                uploaderIp: opts.ip,
-                expiresAt: expiryDate(options.expiresIn, now),
-                // Distinct, increasing times keep a batch in upload order when listed newest first.
-                createdAt: new Date(now + i),
-              })),
-            )
-            .returning()
-            .all()
+          const rows = insertImages(
+            tx,
+            prepared.map((p, i) => ({
+              id: ids[i],
+              userId: policy.owner?.id ?? null,
+              filename: p.file.filename,
+              mime: FORMATS[p.info.format].mime,
+              ext: FORMATS[p.info.format].ext,
+              width: p.info.width,
+              height: p.info.height,
+              size: p.size,
+              sha256: p.file.sha256,
+              visibility: options.visibility,
+              nsfw: p.nsfw,
+              scanStatus: p.scanStatus,
+              deleteTokenHash: deleteTokens[i] ? sha256Hex(deleteTokens[i]) : null,
+              uploaderIp: opts.ip,
+              expiresAt: expiryDate(options.expiresIn, now),
+              // Distinct, increasing times keep a batch in upload order when listed newest first.
+              createdAt: new Date(now + i),
+            })),
+          )
           if (albumId)
-            tx.insert(albumImages)
-              .values(rows.map((r) => ({ albumId, imageId: r.id, addedAt: new Date(now) })))
-              .onConflictDoNothing()
-              .run()
+            addToAlbum(
+              tx,
+              albumId,
+              rows.map((r) => r.id),
+              now,
+            )
           return { rows, window }
         }),
       )
