@@ -1,12 +1,12 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { eq, sql } from 'drizzle-orm'
 import { ConfigError, loadConfig } from './config'
 import { closeDatabase, openDatabase } from './db/client'
 import { DataDirLockedError } from './db/lock'
-import { users } from './db/schema'
+import type { User } from './db/schema'
 import { HttpError } from './http/errors'
 import { localMedia } from './media'
+import { findUserByName, setUserFields } from './modules/auth/repository'
 import { createAuthService } from './modules/auth/service'
 import { backup, restore } from './ops/backup'
 import { checkIntegrity } from './ops/check'
@@ -51,14 +51,11 @@ async function main(argv: string[]) {
   const storage = () => createConfiguredStorage(config)
   const byName = (name: string | undefined) => {
     if (!name) fail(USAGE)
-    return (
-      db.select().from(users).where(sql`lower(${users.username}) = lower(${name})`).get() ??
-      fail(`No account named ${name}`)
-    )
+    return findUserByName(db, name) ?? fail(`No account named ${name}`)
   }
-  const update = (name: string | undefined, changes: Partial<typeof users.$inferInsert>) => {
+  const update = (name: string | undefined, changes: Partial<User>) => {
     const user = byName(name)
-    db.update(users).set(changes).where(eq(users.id, user.id)).run()
+    setUserFields(db, user.id, changes)
     console.log(`${user.username}: ${JSON.stringify(changes)}`)
   }
 

@@ -1,13 +1,28 @@
-import { and, desc, eq, isNull, sql } from 'drizzle-orm'
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
-import { type ApiKey, apiKeys, type User, users, verificationTokens } from '../../db/schema'
+import type { ApiKey, User } from '../../db/schema'
 import { ipKey } from '../../http/client-ip'
 import { badRequest, conflict, forbidden, notFound, unauthorized } from '../../http/errors'
 import { randomAlphanumeric, randomToken, sha256Hex } from '../../lib/crypto'
 import { DAY_MS, iso } from '../../lib/time'
 import { clearWindows, refundAttempt, takeAttempt, type WindowRule } from '../images/limits'
 import type { Mailer } from './mailer'
+import {
+  claimVerification,
+  deleteKey,
+  findKeyOwner,
+  findTaken,
+  findUserById,
+  findUserByLogin,
+  findVerification,
+  insertKey,
+  insertUser,
+  insertVerification,
+  keysOf,
+  setUserFields,
+  updateUser,
+  writeKeyUses,
+} from './repository'
 
 const VERIFICATION_TTL_MS = 2 * DAY_MS
 const KEY_PREFIX = 'ihk_'
@@ -65,14 +80,9 @@ export function createAuthService(
   // Verifying against a real hash when the account does not exist keeps login timing the same either way.
   const dummyHash = Bun.password.hashSync(randomToken(), { algorithm: 'argon2id' })
 
-  const findByLogin = (login: string) =>
-    db
-      .select()
-      .from(users)
-      .where(sql`lower(${users.username}) = lower(${login}) OR lower(${users.email}) = lower(${login})`)
-      .get()
+  const findByLogin = (login: string) => findUserByLogin(db, login)
 
-  const findById = (id: number) => db.select().from(users).where(eq(users.id, id)).get()
+  const findById = (id: number) => findUserById(db, id)
 
   // API key uses (key id -> time of the last use), kept in memory and written in batches by flushKeyUses: a write on
   // every request would make each one fail, or wait, whenever the database cannot be written.
@@ -85,9 +95,11 @@ export function createAuthService(
 
   async function issueVerification(user: User) {
     const token = randomToken()
-    db.insert(verificationTokens)
-      .values({ tokenHash: sha256Hex(token), userId: user.id, expiresAt: new Date(Date.now() + VERIFICATION_TTL_MS) })
-      .run()
+    insertVerification(db, {
+      tokenHash: sha256Hex(token),
+      userId: user.id,
+      expiresAt: new Date(Date.now() + VERIFICATION_TTL_MS),
+    })
     await mailer.sendVerification(user.email, token)
   }
 
@@ -102,13 +114,7 @@ export function createAuthService(
       emailVerified?: boolean
     }) {
       checkNewAccount(input)
-      const taken = db
-        .select({ username: users.username, email: users.email })
-        .from(users)
-        .where(
-          sql`lower(${users.username}) = lower(${input.username}) OR lower(${users.email}) = lower(${input.email})`,
-        )
-        .get()
+      const taken = findTaken(db, input.username, input.email)
       if (taken) {
         throw conflict(
           taken.username.toLowerCase() === input.username.toLowerCase()
@@ -118,17 +124,13 @@ export function createAuthService(
       }
       const passwordHash = await Bun.password.hash(input.password, { algorithm: 'argon2id' })
       try {
-        return db
-          .insert(users)
-          .values({
-            username: input.username,
-            email: input.email,
-            passwordHash,
-            role: input.role ?? 'user',
-            emailVerified: input.emailVerified ?? false,
-          })
-          .returning()
-          .get()
+        return insertUser(db, {
+          username: input.username,
+          email: input.email,
+          passwordHash,
+          role: input.role ?? 'user',
+          emailVerified: input.emailVerified ?? false,
+        })
       } catch (error) {
         // Two registrations racing past the check above: the unique indexes decide.
         if (String(error).includes('UNIQUE')) throw conflict('username or email is already registered')
@@ -177,12 +179,7 @@ export function createAuthService(
     /** The user behind an API key secret; notes the key's use (lastUsedAt, written by flushKeyUses). */
     keyUser(secret: string) {
       if (!secret.startsWith(KEY_PREFIX)) throw unauthorized('Invalid API key')
-      const row = db
-        .select({ user: users, keyId: apiKeys.id })
-        .from(apiKeys)
-        .innerJoin(users, eq(users.id, apiKeys.userId))
-        .where(eq(apiKeys.secretHash, sha256Hex(secret)))
-        .get()
+      const row = findKeyOwner(db, sha256Hex(secret))
       if (!row) throw unauthorized('Invalid API key')
       assertActive(row.user)
       keyUses.set(row.keyId, Date.now())
@@ -196,35 +193,18 @@ export function createAuthService(
     flushKeyUses() {
       if (keyUses.size === 0) return
       const batch = [...keyUses]
-      db.transaction((tx) => {
-        for (const [id, at] of batch)
-          tx.update(apiKeys)
-            .set({ lastUsedAt: new Date(at) })
-            .where(eq(apiKeys.id, id))
-            .run()
-      })
+      writeKeyUses(db, batch)
       // Committed in the same synchronous step: no use was noted meanwhile.
       keyUses.clear()
     },
 
     async verifyEmail(token: string) {
       const now = new Date()
-      const row = db
-        .select()
-        .from(verificationTokens)
-        .where(eq(verificationTokens.tokenHash, sha256Hex(token)))
-        .get()
+      const row = findVerification(db, sha256Hex(token))
       if (!row || row.usedAt || row.expiresAt < now) throw badRequest('Verification token is invalid or expired')
       db.transaction((tx) => {
-        // Claiming the token with a conditional update makes it single-use even under concurrent requests.
-        const claimed = tx
-          .update(verificationTokens)
-          .set({ usedAt: now })
-          .where(and(eq(verificationTokens.tokenHash, row.tokenHash), isNull(verificationTokens.usedAt)))
-          .returning({ userId: verificationTokens.userId })
-          .get()
-        if (!claimed) throw badRequest('Verification token is invalid or expired')
-        tx.update(users).set({ emailVerified: true }).where(eq(users.id, row.userId)).run()
+        if (!claimVerification(tx, row.tokenHash, now)) throw badRequest('Verification token is invalid or expired')
+        setUserFields(tx, row.userId, { emailVerified: true })
       })
     },
 
@@ -235,37 +215,23 @@ export function createAuthService(
 
     updateAccount(user: User, changes: { privateAccount?: boolean }) {
       if (changes.privateAccount === undefined) return user
-      return db
-        .update(users)
-        .set({ privateAccount: changes.privateAccount })
-        .where(eq(users.id, user.id))
-        .returning()
-        .get()
+      return updateUser(db, user.id, { privateAccount: changes.privateAccount })!
     },
 
     listKeys(user: User) {
-      const keys = db.select().from(apiKeys).where(eq(apiKeys.userId, user.id)).orderBy(desc(apiKeys.id)).all()
+      const keys = keysOf(db, user.id)
       // Uses not yet flushed count already.
       return keys.map((key) => (keyUses.has(key.id) ? { ...key, lastUsedAt: new Date(keyUses.get(key.id)!) } : key))
     },
 
     createKey(user: User, name: string) {
       const secret = KEY_PREFIX + randomAlphanumeric(KEY_RANDOM_LENGTH)
-      const key = db
-        .insert(apiKeys)
-        .values({ userId: user.id, name, prefix: secret.slice(0, 8), secretHash: sha256Hex(secret) })
-        .returning()
-        .get()
+      const key = insertKey(db, { userId: user.id, name, prefix: secret.slice(0, 8), secretHash: sha256Hex(secret) })
       return { key, secret }
     },
 
     deleteKey(user: User, id: number) {
-      const removed = db
-        .delete(apiKeys)
-        .where(and(eq(apiKeys.id, id), eq(apiKeys.userId, user.id)))
-        .returning({ id: apiKeys.id })
-        .get()
-      if (!removed) throw notFound('API key not found')
+      if (!deleteKey(db, id, user.id)) throw notFound('API key not found')
     },
 
     /** Creates the first admin from config, once: an existing account with that name is left alone. */

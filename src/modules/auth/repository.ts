@@ -1,0 +1,125 @@
+import { and, count, desc, eq, isNull, type SQL, sql } from 'drizzle-orm'
+import type { Db, Tx } from '../../db/client'
+import { type ApiKey, apiKeys, type User, users, verificationTokens } from '../../db/schema'
+
+/** Every query of the users, api_keys and verification_tokens tables. */
+
+type Reader = Db | Tx
+
+/**
+ * What other features' queries join of an account (an image's or a report's owner: name and ban, by id); they read
+ * accounts only through these columns.
+ */
+export const accounts = { table: users, id: users.id, username: users.username, banned: users.banned }
+
+export const findUserById = (db: Reader, id: number): User | undefined =>
+  db.select().from(users).where(eq(users.id, id)).get()
+
+/** The account with this username, in any case. */
+export const findUserByName = (db: Reader, name: string): User | undefined =>
+  db.select().from(users).where(sql`lower(${users.username}) = lower(${name})`).get()
+
+/** The account that answers to `login` as its username or email, in any case. */
+export const findUserByLogin = (db: Reader, login: string): User | undefined =>
+  db
+    .select()
+    .from(users)
+    .where(sql`lower(${users.username}) = lower(${login}) OR lower(${users.email}) = lower(${login})`)
+    .get()
+
+/** The account, if any, that already has this username or this email (in any case). */
+export const findTaken = (db: Reader, username: string, email: string) =>
+  db
+    .select({ username: users.username, email: users.email })
+    .from(users)
+    .where(sql`lower(${users.username}) = lower(${username}) OR lower(${users.email}) = lower(${email})`)
+    .get()
+
+export const insertUser = (db: Reader, values: typeof users.$inferInsert): User =>
+  db.insert(users).values(values).returning().get()
+
+/** Changes an account and reads it back; undefined when there is none. */
+export const updateUser = (db: Reader, id: number, set: Partial<User>): User | undefined =>
+  db.update(users).set(set).where(eq(users.id, id)).returning().get()
+
+/** As updateUser, without reading the row back. */
+export const setUserFields = (db: Reader, id: number, set: Partial<User>) =>
+  db.update(users).set(set).where(eq(users.id, id)).run()
+
+/**
+ * One page of accounts, newest first, and how many match: `q` narrows to usernames and emails containing it.
+ * `columnsOf` adds columns computed from the account's id (other features' totals, as correlated subqueries).
+ */
+export function usersPage<E extends Record<string, SQL>>(
+  db: Db,
+  opts: { q?: string; limit: number; offset: number },
+  columnsOf: (userId: SQL) => E,
+) {
+  const pattern = opts.q ? `%${opts.q.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null
+  const filter = pattern
+    ? sql`(lower(${users.username}) LIKE ${pattern} ESCAPE '\\' OR lower(${users.email}) LIKE ${pattern} ESCAPE '\\')`
+    : undefined
+  const total = db.select({ n: count() }).from(users).where(filter).get()?.n ?? 0
+  const rows = db
+    .select({ user: users, ...columnsOf(sql`${users}.${sql.identifier(users.id.name)}`) })
+    .from(users)
+    .where(filter)
+    .orderBy(desc(users.id))
+    .limit(opts.limit)
+    .offset(opts.offset)
+    .all()
+  return { rows, total }
+}
+
+/** The account behind an API key's secret hash, and the key's id. */
+export const findKeyOwner = (db: Db, secretHash: string) =>
+  db
+    .select({ user: users, keyId: apiKeys.id })
+    .from(apiKeys)
+    .innerJoin(users, eq(users.id, apiKeys.userId))
+    .where(eq(apiKeys.secretHash, secretHash))
+    .get()
+
+/** Writes the keys' last-use times in one transaction. */
+export function writeKeyUses(db: Db, batch: [id: number, at: number][]) {
+  db.transaction((tx) => {
+    for (const [id, at] of batch)
+      tx.update(apiKeys)
+        .set({ lastUsedAt: new Date(at) })
+        .where(eq(apiKeys.id, id))
+        .run()
+  })
+}
+
+/** The user's API keys, newest first. */
+export const keysOf = (db: Db, userId: number): ApiKey[] =>
+  db.select().from(apiKeys).where(eq(apiKeys.userId, userId)).orderBy(desc(apiKeys.id)).all()
+
+export const insertKey = (db: Db, values: typeof apiKeys.$inferInsert): ApiKey =>
+  db.insert(apiKeys).values(values).returning().get()
+
+/** Deletes one of the user's keys; returns whether there was one. */
+export const deleteKey = (db: Db, id: number, userId: number): boolean =>
+  db
+    .delete(apiKeys)
+    .where(and(eq(apiKeys.id, id), eq(apiKeys.userId, userId)))
+    .returning({ id: apiKeys.id })
+    .get() !== undefined
+
+export const insertVerification = (db: Db, values: typeof verificationTokens.$inferInsert) =>
+  db.insert(verificationTokens).values(values).run()
+
+export const findVerification = (db: Db, tokenHash: string) =>
+  db.select().from(verificationTokens).where(eq(verificationTokens.tokenHash, tokenHash)).get()
+
+/**
+ * Claims an unused token with a conditional update, which makes it single-use even under concurrent requests;
+ * returns its account's id, or undefined when it was already used.
+ */
+export const claimVerification = (tx: Tx, tokenHash: string, usedAt: Date) =>
+  tx
+    .update(verificationTokens)
+    .set({ usedAt })
+    .where(and(eq(verificationTokens.tokenHash, tokenHash), isNull(verificationTokens.usedAt)))
+    .returning({ userId: verificationTokens.userId })
+    .get()
