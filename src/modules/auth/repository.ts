@@ -15,6 +15,10 @@ export const accounts = { table: users, id: users.id, username: users.username, 
 export const findUserById = (db: Reader, id: number): User | undefined =>
   db.select().from(users).where(eq(users.id, id)).get()
 
+/** An account's name and whether it is banned. */
+export const findAccountName = (db: Reader, id: number) =>
+  db.select({ username: users.username, banned: users.banned }).from(users).where(eq(users.id, id)).get()
+
 /** The account with this username, in any case. */
 export const findUserByName = (db: Reader, name: string): User | undefined =>
   db.select().from(users).where(sql`lower(${users.username}) = lower(${name})`).get()

@@ -1,9 +1,17 @@
-import { and, asc, count, eq, inArray } from 'drizzle-orm'
 import type { Db } from '../../db/client'
-import { type EmbedProfile, embedProfiles, type Image, images, type User } from '../../db/schema'
+import type { EmbedProfile, Image, User } from '../../db/schema'
 import { badRequest, notFound } from '../../http/errors'
 import { iso } from '../../lib/time'
-import { type ImageService, isImageId, liveImage } from '../images/service'
+import { ownedLiveIds, setEmbedProfile } from '../images/repository'
+import { type ImageService, isImageId } from '../images/service'
+import {
+  deleteProfile,
+  findOwnedProfile,
+  findProfile,
+  insertProfileWithin,
+  profilesOf,
+  updateProfile,
+} from './repository'
 
 /** At most this many profiles per user (INTERFACE.md). */
 export const MAX_EMBED_PROFILES = 25
@@ -194,11 +202,7 @@ export function createEmbedService(deps: { db: Db; images: ImageService }) {
   const { db, images: imageService } = deps
 
   function findOwned(user: User, id: number): EmbedProfile {
-    const profile = db
-      .select()
-      .from(embedProfiles)
-      .where(and(eq(embedProfiles.id, id), eq(embedProfiles.userId, user.id)))
-      .get()
+    const profile = findOwnedProfile(db, user.id, id)
     if (!profile) throw notFound('Embed profile not found')
     return profile
   }
@@ -215,32 +219,17 @@ export function createEmbedService(deps: { db: Db; images: ImageService }) {
     /** The profile of an image, for its pages (null when it has none). */
     find(id: number | null): EmbedProfile | null {
       if (id === null) return null
-      return db.select().from(embedProfiles).where(eq(embedProfiles.id, id)).get() ?? null
+      return findProfile(db, id) ?? null
     },
 
     list(user: User) {
-      return db
-        .select()
-        .from(embedProfiles)
-        .where(eq(embedProfiles.userId, user.id))
-        .orderBy(asc(embedProfiles.id))
-        .all()
+      return profilesOf(db, user.id)
     },
 
     create(user: User, input: ProfileInput): EmbedProfile {
       const values = toColumns(input, true)
-      // Count and insert in one synchronous IMMEDIATE transaction: parallel creates can never pass the limit together.
-      return db.transaction(
-        (tx) => {
-          const n = tx.select({ n: count() }).from(embedProfiles).where(eq(embedProfiles.userId, user.id)).get()?.n ?? 0
-          if (n >= MAX_EMBED_PROFILES) throw badRequest(`At most ${MAX_EMBED_PROFILES} embed profiles per account`)
-          return tx
-            .insert(embedProfiles)
-            .values({ ...values, name: values.name!, userId: user.id })
-            .returning()
-            .get()
-        },
-        { behavior: 'immediate' },
+      return insertProfileWithin(db, { ...values, name: values.name!, userId: user.id }, MAX_EMBED_PROFILES, () =>
+        badRequest(`At most ${MAX_EMBED_PROFILES} embed profiles per account`),
       )
     },
 
@@ -248,24 +237,18 @@ export function createEmbedService(deps: { db: Db; images: ImageService }) {
       const values = toColumns(input, false)
       if (Object.keys(values).length === 0) throw badRequest('Supply at least one profile field')
       const profile = findOwned(user, id)
-      return db
-        .update(embedProfiles)
-        .set({ ...values, updatedAt: new Date() })
-        .where(eq(embedProfiles.id, profile.id))
-        .returning()
-        .get()
+      return updateProfile(db, profile.id, { ...values, updatedAt: new Date() })
     },
 
-    /** Images that used the profile revert to the default embed through the ON DELETE SET NULL foreign key. */
     remove(user: User, id: number) {
       const profile = findOwned(user, id)
-      db.delete(embedProfiles).where(eq(embedProfiles.id, profile.id)).run()
+      deleteProfile(db, profile.id)
     },
 
     assign(user: User, imageId: string, profileId: number | null) {
       const image = imageService.findOwned(user, imageId)
       const embedProfileId = assignable(user, profileId)
-      db.update(images).set({ embedProfileId }).where(eq(images.id, image.id)).run()
+      setEmbedProfile(db, [image.id], embedProfileId)
       return { success: true as const, id: image.id, embed_profile_id: embedProfileId }
     },
 
@@ -277,19 +260,10 @@ export function createEmbedService(deps: { db: Db; images: ImageService }) {
       const embedProfileId = assignable(user, profileId)
       return db.transaction((tx) => {
         const wellFormed = ids.filter(isImageId)
-        const owned = new Set(
-          wellFormed.length === 0
-            ? []
-            : tx
-                .select({ id: images.id })
-                .from(images)
-                .where(and(inArray(images.id, wellFormed), eq(images.userId, user.id), liveImage()))
-                .all()
-                .map((r) => r.id),
-        )
+        const owned = new Set(wellFormed.length === 0 ? [] : ownedLiveIds(tx, user.id, wellFormed))
         const missing = ids.filter((id) => !owned.has(id))
         if (missing.length > 0) throw notFound(`Images not found: ${missing.join(', ')}`, { ids: missing })
-        tx.update(images).set({ embedProfileId }).where(inArray(images.id, ids)).run()
+        setEmbedProfile(tx, ids, embedProfileId)
         return { success: true as const, updated: ids.length }
       })
     },

@@ -1,13 +1,13 @@
-import { and, count, desc, eq, inArray, isNull, or, type SQL, sql } from 'drizzle-orm'
+import type { SQL } from 'drizzle-orm'
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
-import { type Image, images, users } from '../../db/schema'
 import { badRequest, notFound } from '../../http/errors'
 import { pageCount } from '../../http/pagination'
 import { iso } from '../../lib/time'
+import { findUserByName } from '../auth/repository'
 import { isUsername } from '../auth/service'
 import { imageLinks, type LinkBase } from '../images/links'
-import { liveImage } from '../images/service'
+import { type FeedRow, feedRows, feeds, feedTotal, galleryRows } from '../images/repository'
 
 export interface Page {
   page: number
@@ -37,32 +37,13 @@ export function searchExpression(q: string): string | null {
   return words.map((w) => `"${w}"*`).join(' ')
 }
 
-/** Scan states a feed may show: no scan needed, or scanned. 'pending' images stay hidden until a rescan decides. */
-const SHOWN = ['none', 'done'] as const
-const scanShown = () => inArray(images.scanStatus, [...SHOWN])
-
-/**
- * Images the gallery may show: public, live, not NSFW, scanned or exempt from scanning, not from a banned account.
- * Needs `users` left-joined.
- */
-const feedVisible = (scan: SQL = scanShown()) =>
-  and(
-    eq(images.visibility, 'public'),
-    eq(images.nsfw, false),
-    scan,
-    liveImage(),
-    or(isNull(images.userId), eq(users.banned, false)),
-  )
-
-type Row = { image: Image; username: string | null }
-
 export type GalleryService = ReturnType<typeof createGalleryService>
 
 export function createGalleryService(deps: { db: Db; config: Config }) {
   const { db, config } = deps
   const base: LinkBase = { publicUrl: config.publicUrl, cdnBase: config.cdnUrl }
 
-  function element(row: Row) {
+  function element(row: FeedRow) {
     const { image } = row
     const links = imageLinks(base, image)
     return {
@@ -80,56 +61,13 @@ export function createGalleryService(deps: { db: Db; config: Config }) {
     }
   }
 
-  const newestFirst = [desc(images.createdAt), desc(sql`${images}.rowid`)]
-
-  /** The rows of one page matching `where` (users left-joined), newest first. */
-  function plainRows(where: SQL | undefined, page: Page): Row[] {
-    return db
-      .select({ image: images, username: users.username })
-      .from(images)
-      .leftJoin(users, eq(users.id, images.userId))
-      .where(where)
-      .orderBy(...newestFirst)
-      .limit(page.limit)
-      .offset(page.offset)
-      .all()
-  }
-
-  /**
-   * The gallery's rows, without sorting the whole gallery: the images_feed index (visibility, nsfw, scan_status,
-   * created_at) yields each shown scan state newest first, so each state is walked only as deep as the page reaches
-   * and the two runs are merged. A plain ORDER BY over `scan_status IN (...)` sorts every public image on each request.
-   */
-  function galleryRows(page: Page): Row[] {
-    const run = (state: (typeof SHOWN)[number]) =>
-      db
-        .select({ id: images.id, created_at: images.createdAt, rid: sql<number>`${images}.rowid`.as('rid') })
-        .from(images)
-        .leftJoin(users, eq(users.id, images.userId))
-        .where(feedVisible(eq(images.scanStatus, state)))
-        .orderBy(...newestFirst)
-        .limit(page.offset + page.limit)
-    const ids = db
-      .all<{ id: string }>(
-        sql`SELECT id FROM (SELECT * FROM (${run('none')}) UNION ALL SELECT * FROM (${run('done')}))
-            ORDER BY created_at DESC, rid DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
-      )
-      .map((r) => r.id)
-    if (ids.length === 0) return []
-    const rows = db
-      .select({ image: images, username: users.username })
-      .from(images)
-      .leftJoin(users, eq(users.id, images.userId))
-      .where(inArray(images.id, ids))
-      .all()
-    const byId = new Map(rows.map((r) => [r.image.id, r]))
-    return ids.flatMap((id) => byId.get(id) ?? [])
-  }
-
   /** One page of images matching `where` (users left-joined), newest first, with its totals. */
-  function feedPage(where: SQL | undefined, page: Page, rowsOf: (page: Page) => Row[] = (p) => plainRows(where, p)) {
-    const total =
-      db.select({ n: count() }).from(images).leftJoin(users, eq(users.id, images.userId)).where(where).get()?.n ?? 0
+  function feedPage(
+    where: SQL | undefined,
+    page: Page,
+    rowsOf: (page: Page) => FeedRow[] = (p) => feedRows(db, where, p),
+  ) {
+    const total = feedTotal(db, where)
     const rows = page.offset >= total ? [] : rowsOf(page)
     return {
       success: true as const,
@@ -143,7 +81,7 @@ export function createGalleryService(deps: { db: Db; config: Config }) {
   return {
     /** The public gallery. */
     gallery(page: Page) {
-      return feedPage(feedVisible(), page, galleryRows)
+      return feedPage(feeds.gallery(), page, (p) => galleryRows(db, p))
     },
 
     /** Gallery images whose filename, or the title of a public album holding them, matches every word of `q`. */
@@ -153,21 +91,16 @@ export function createGalleryService(deps: { db: Db; config: Config }) {
       if (text.length > MAX_QUERY_LENGTH) throw badRequest(`q must be at most ${MAX_QUERY_LENGTH} characters`)
       const expression = searchExpression(text)
       if (expression === null) throw badRequest('q must contain at least one letter or digit')
-      // Each document is one filename or one public album title (see migration 0001_search_fts).
-      const matches = sql`${images.id} IN (
-        SELECT d.image_id FROM image_search JOIN search_docs d ON d.docid = image_search.rowid
-        WHERE image_search MATCH ${expression})`
-      return feedPage(and(feedVisible(), matches), page)
+      return feedPage(feeds.search(expression), page)
     },
 
     /** A user's public profile: their public images, NSFW ones included (flagged), pending scans left out. */
     profile(username: string, page: Page) {
       // A name that no account can have is not looked up at all.
       if (!isUsername(username)) throw notFound('User not found')
-      const user = db.select().from(users).where(sql`lower(${users.username}) = lower(${username})`).get()
+      const user = findUserByName(db, username)
       if (!user || user.banned) throw notFound('User not found')
-      const where = and(eq(images.userId, user.id), eq(images.visibility, 'public'), scanShown(), liveImage())
-      const result = feedPage(where, page)
+      const result = feedPage(feeds.profile(user.id), page)
       return {
         success: true as const,
         user: { username: user.username, createdAt: iso(user.createdAt), publicImages: result.total },

@@ -1,7 +1,10 @@
-import { and, asc, count, desc, eq, inArray, isNotNull, lte, type SQL, sql } from 'drizzle-orm'
+import { and, asc, count, desc, eq, inArray, isNotNull, isNull, lte, or, type SQL, sql } from 'drizzle-orm'
+import type { SQLiteColumn } from 'drizzle-orm/sqlite-core'
 import type { Db, Tx } from '../../db/client'
-import { type Image, images, uploadWindows } from '../../db/schema'
+import { type EmbedProfile, type Image, images, uploadWindows } from '../../db/schema'
 import { membership } from '../albums/repository'
+import { accounts } from '../auth/repository'
+import { profiles } from '../embeds/repository'
 import { liveImage } from './live'
 
 /**
@@ -63,6 +66,49 @@ export const updateImage = (db: Reader, id: string, set: Partial<Image>): Image 
 
 export const deleteImage = (tx: Tx, id: string): Image | undefined =>
   tx.delete(images).where(eq(images.id, id)).returning().get()
+
+/** What the reports repository joins of an image: the image while live, by id, and its owner's id. */
+export const liveImageJoin = {
+  table: images,
+  userId: images.userId,
+  on: (imageId: SQLiteColumn) => and(eq(images.id, imageId), liveImage()),
+}
+
+/** Which of `ids` are live images of the user. */
+export const ownedLiveIds = (db: Reader, userId: number, ids: string[]): string[] =>
+  db
+    .select({ id: images.id })
+    .from(images)
+    .where(and(inArray(images.id, ids), eq(images.userId, userId), liveImage()))
+    .all()
+    .map((r) => r.id)
+
+/** Sets the embed profile (null: the default embed) of these images. */
+export const setEmbedProfile = (db: Reader, ids: string[], embedProfileId: number | null) =>
+  db.update(images).set({ embedProfileId }).where(inArray(images.id, ids)).run()
+
+/**
+ * A live image at `now` with its owner's name and ban and its embed profile, in one query: everything a viewer page
+ * or an oEmbed answer needs.
+ */
+export const imagePageRow = (
+  db: Db,
+  id: string,
+  now: number,
+): { image: Image; username: string | null; banned: boolean | null; profile: EmbedProfile | null } | undefined =>
+  db
+    .select({ image: images, username: accounts.username, banned: accounts.banned, profile: profiles.table })
+    .from(images)
+    .leftJoin(accounts.table, eq(accounts.id, images.userId))
+    .leftJoin(profiles.table, eq(profiles.id, images.embedProfileId))
+    .where(and(eq(images.id, id), liveImage(now)))
+    .get()
+
+/** Original filenames by image id. */
+export function filenamesOf(db: Db, ids: string[]): Map<string, string> {
+  const rows = db.select({ id: images.id, filename: images.filename }).from(images).where(inArray(images.id, ids)).all()
+  return new Map(rows.map((r) => [r.id, r.filename]))
+}
 
 /** Images expired by `at`, the earliest first, at most `limit`. */
 export function dueToExpire(db: Db, at: number, limit: number) {
@@ -215,4 +261,94 @@ export function albumStats(db: Db, albumId: string, audience: 'owner' | 'public'
     .orderBy(...membership.newestAddedFirst)
     .get()
   return { imageCount, cover }
+}
+
+/** Scan states a feed may show: no scan needed, or scanned. 'pending' images stay hidden until a rescan decides. */
+const SHOWN = ['none', 'done'] as const
+const scanShown = () => inArray(images.scanStatus, [...SHOWN])
+
+/**
+ * Images the gallery may show: public, live, not NSFW, scanned or exempt from scanning, not from a banned account.
+ * Needs `users` left-joined.
+ */
+const feedVisible = (scan: SQL = scanShown()) =>
+  and(
+    eq(images.visibility, 'public'),
+    eq(images.nsfw, false),
+    scan,
+    liveImage(),
+    or(isNull(images.userId), eq(accounts.banned, false)),
+  )
+
+/** The feeds' conditions (each query of a feed left-joins the owner's account). */
+export const feeds = {
+  gallery: () => feedVisible(),
+  /**
+   * Gallery images whose filename, or the title of a public album holding them, matches the FTS5 expression. Each
+   * document is one filename or one public album title (see migration 0001_search_fts).
+   */
+  search: (expression: string) =>
+    and(
+      feedVisible(),
+      sql`${images.id} IN (
+        SELECT d.image_id FROM image_search JOIN search_docs d ON d.docid = image_search.rowid
+        WHERE image_search MATCH ${expression})`,
+    ),
+  /** A user's public images, NSFW ones included (flagged), pending scans left out. */
+  profile: (userId: number) =>
+    and(eq(images.userId, userId), eq(images.visibility, 'public'), scanShown(), liveImage()),
+}
+
+/** A feed's image and its owner's name (null for anonymous uploads). */
+export type FeedRow = { image: Image; username: string | null }
+
+const newestFirst = [desc(images.createdAt), desc(sql`${images}.rowid`)]
+
+/** How many images a feed holds. */
+export const feedTotal = (db: Db, where: SQL | undefined) =>
+  db.select({ n: count() }).from(images).leftJoin(accounts.table, eq(accounts.id, images.userId)).where(where).get()
+    ?.n ?? 0
+
+/** The rows of one page matching `where` (users left-joined), newest first. */
+export function feedRows(db: Db, where: SQL | undefined, page: { limit: number; offset: number }): FeedRow[] {
+  return db
+    .select({ image: images, username: accounts.username })
+    .from(images)
+    .leftJoin(accounts.table, eq(accounts.id, images.userId))
+    .where(where)
+    .orderBy(...newestFirst)
+    .limit(page.limit)
+    .offset(page.offset)
+    .all()
+}
+
+/**
+ * The gallery's rows, without sorting the whole gallery: the images_feed index (visibility, nsfw, scan_status,
+ * created_at) yields each shown scan state newest first, so each state is walked only as deep as the page reaches
+ * and the two runs are merged. A plain ORDER BY over `scan_status IN (...)` sorts every public image on each request.
+ */
+export function galleryRows(db: Db, page: { limit: number; offset: number }): FeedRow[] {
+  const run = (state: (typeof SHOWN)[number]) =>
+    db
+      .select({ id: images.id, created_at: images.createdAt, rid: sql<number>`${images}.rowid`.as('rid') })
+      .from(images)
+      .leftJoin(accounts.table, eq(accounts.id, images.userId))
+      .where(feedVisible(eq(images.scanStatus, state)))
+      .orderBy(...newestFirst)
+      .limit(page.offset + page.limit)
+  const ids = db
+    .all<{ id: string }>(
+      sql`SELECT id FROM (SELECT * FROM (${run('none')}) UNION ALL SELECT * FROM (${run('done')}))
+          ORDER BY created_at DESC, rid DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
+    )
+    .map((r) => r.id)
+  if (ids.length === 0) return []
+  const rows = db
+    .select({ image: images, username: accounts.username })
+    .from(images)
+    .leftJoin(accounts.table, eq(accounts.id, images.userId))
+    .where(inArray(images.id, ids))
+    .all()
+  const byId = new Map(rows.map((r) => [r.image.id, r]))
+  return ids.flatMap((id) => byId.get(id) ?? [])
 }

@@ -10,7 +10,6 @@ import { type ImageEvents, noImageEvents } from './events'
 import { checkExpiryBound, expiryDate, parseExpiry } from './expiry'
 import { accountPolicy, windowState } from './limits'
 import { imageLinks, type LinkBase } from './links'
-import { liveImage } from './live'
 import { createLiveImageCache } from './live-cache'
 import {
   countOwned,
@@ -28,8 +27,6 @@ import {
 const ID = /^[A-Za-z0-9]{8}$/
 
 export const isImageId = (id: string) => ID.test(id)
-
-export { liveImage }
 
 export type ImageService = ReturnType<typeof createImageService>
 
@@ -55,8 +52,6 @@ export function createImageService(deps: {
   const events = deps.events ?? noImageEvents
   const base: LinkBase = { publicUrl: config.publicUrl, cdnBase: config.cdnUrl }
   const links = (image: Pick<Image, 'id' | 'ext'>) => imageLinks(base, image)
-  /** The SQL condition of an image not expired at this service's time. */
-  const live = () => liveImage(now())
 
   const findLive = prepareFindLive(db)
 
@@ -207,7 +202,8 @@ export function createImageService(deps: {
     removeFiles,
     remove,
     sweepExpired,
-    live,
+    /** The service's clock: reads at this time agree with the service on what has expired. */
+    now,
 
     uploadedView(image: Image, deleteToken?: string) {
       return {

@@ -1,8 +1,9 @@
-import { and, eq, inArray } from 'drizzle-orm'
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
-import { type EmbedProfile, embedProfiles, type Image, images, users } from '../../db/schema'
+import type { EmbedProfile, Image } from '../../db/schema'
+import { findAccountName } from '../auth/repository'
 import { type ResolvedEmbed, resolveEmbed } from '../embeds/service'
+import { filenamesOf, imagePageRow } from '../images/repository'
 import { type ImageService, isImageId } from '../images/service'
 
 /** Everything a viewer page or an oEmbed answer needs, read in one query. */
@@ -33,14 +34,8 @@ export function createPageService(deps: { db: Db; config: Config; images: ImageS
   /** A viewer page's data; `countView` counts this load first, so the page shows a count that includes it. */
   function imagePage(id: string, opts: { countView?: boolean } = {}): ImagePageData | null {
     if (!isImageId(id)) return null
-    const row = db
-      .select({ image: images, username: users.username, banned: users.banned, profile: embedProfiles })
-      .from(images)
-      .leftJoin(users, eq(users.id, images.userId))
-      .leftJoin(embedProfiles, eq(embedProfiles.id, images.embedProfileId))
-      // At the image service's time, so the page and its view count (details(), below) agree on what has expired.
-      .where(and(eq(images.id, id), imageService.live()))
-      .get()
+    // At the image service's time, so the page and its view count (details(), below) agree on what has expired.
+    const row = imagePageRow(db, id, imageService.now())
     if (!row) return null
     if (opts.countView) imageService.countView(id)
     const username = row.username && !row.banned ? row.username : null
@@ -72,23 +67,14 @@ export function createPageService(deps: { db: Db; config: Config; images: ImageS
   /** The uploader's name for a page, or null when anonymous or banned. */
   function ownerName(userId: number | null): string | null {
     if (userId === null) return null
-    const owner = db
-      .select({ username: users.username, banned: users.banned })
-      .from(users)
-      .where(eq(users.id, userId))
-      .get()
+    const owner = findAccountName(db, userId)
     return owner && !owner.banned ? owner.username : null
   }
 
   /** Original filenames by image id, for the alt text of feed thumbnails (the feed elements do not carry them). */
   function filenames(ids: string[]): Map<string, string> {
     if (ids.length === 0) return new Map()
-    const rows = db
-      .select({ id: images.id, filename: images.filename })
-      .from(images)
-      .where(inArray(images.id, ids))
-      .all()
-    return new Map(rows.map((r) => [r.id, r.filename]))
+    return filenamesOf(db, ids)
   }
 
   return { imagePage, viewerLinkId, ownerName, filenames }

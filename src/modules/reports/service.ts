@@ -1,16 +1,26 @@
-import { aliasedTable, and, count, desc, eq, or, sql } from 'drizzle-orm'
 import type { Config } from '../../config'
 import type { Db, Tx } from '../../db/client'
-import { blockedHashes, type Image, images, type Report, reports, type User, users } from '../../db/schema'
+import type { Report, User } from '../../db/schema'
 import { ipKey } from '../../http/client-ip'
 import { badRequest, conflict, notFound } from '../../http/errors'
 import { pageCount } from '../../http/pagination'
 import { HOUR_MS, iso } from '../../lib/time'
 import { originalKey, type Storage } from '../../storage'
+import { setUserFields } from '../auth/repository'
 import { checkWindow, consumeWindow, rateLimitHeaders, type WindowRule } from '../images/limits'
-import { liveImage } from '../images/live'
+import { anyImage } from '../images/repository'
 import type { ImageService } from '../images/service'
 import type { REPORT_REASONS, REPORT_STATUSES } from './model'
+import {
+  actionReports,
+  blockHashes,
+  countReports,
+  dismissReport,
+  findReport,
+  insertReport,
+  type ReportRow,
+  reportRows,
+} from './repository'
 
 export type ReportReason = (typeof REPORT_REASONS)[number]
 export type ReportStatus = (typeof REPORT_STATUSES)[number]
@@ -34,7 +44,6 @@ export function createReportService(deps: {
 }) {
   const { db, config, storage, images: imageService } = deps
   const windowNow = deps.now ?? Date.now
-  const owners = aliasedTable(users, 'owner')
 
   /** Reports share the persisted fixed windows of uploads, keyed per IP. */
   const window = (ip: string): WindowRule => ({
@@ -45,34 +54,7 @@ export function createReportService(deps: {
     counts: 'reports',
   })
 
-  type Row = {
-    report: Report
-    image: Image | null
-    owner: { id: number; username: string; banned: boolean } | null
-    openReports: number
-  }
-
-  // Qualified by hand: inside sql`` drizzle may render a column unqualified, and a bare image_id would be r2's own.
-  const openOfSameImage = sql<number>`(select count(*) from ${reports} r2 where r2.image_id = "reports"."image_id" and r2.status = 'open')`
-
-  function rows(where: ReturnType<typeof and>, page?: { limit: number; offset: number }): Row[] {
-    const query = db
-      .select({
-        report: reports,
-        image: images,
-        owner: { id: owners.id, username: owners.username, banned: owners.banned },
-        openReports: openOfSameImage,
-      })
-      .from(reports)
-      // Only a live image is shown: an expired one is as gone to admins as to everyone else.
-      .leftJoin(images, and(eq(images.id, reports.imageId), liveImage()))
-      .leftJoin(owners, eq(owners.id, sql`coalesce(${images.userId}, ${reports.imageOwnerId})`))
-      .where(where)
-      .orderBy(desc(reports.createdAt), desc(reports.id))
-    return (page ? query.limit(page.limit).offset(page.offset) : query).all() as Row[]
-  }
-
-  function adminView(row: Row) {
+  function adminView(row: ReportRow) {
     const { report, image } = row
     const links = image ? imageService.links(image) : null
     return {
@@ -106,13 +88,13 @@ export function createReportService(deps: {
   }
 
   function viewOf(id: number) {
-    const row = rows(eq(reports.id, id))[0]
+    const row = reportRows(db, { id })[0]
     if (!row) throw notFound('Report not found')
     return adminView(row)
   }
 
   function get(id: number): Report {
-    const report = db.select().from(reports).where(eq(reports.id, id)).get()
+    const report = findReport(db, id)
     if (!report) throw notFound('Report not found')
     return report
   }
@@ -128,18 +110,14 @@ export function createReportService(deps: {
       const details = input.details?.trim() || null
       const { report, state } = db.transaction((tx) => {
         const state = consumeWindow(tx, rule, 1, now)
-        const report = tx
-          .insert(reports)
-          .values({
-            imageId: image.id,
-            imageOwnerId: image.userId,
-            imageSha256: image.sha256,
-            reason: input.reason,
-            details,
-            reporterIp: ip,
-          })
-          .returning()
-          .get()
+        const report = insertReport(tx, {
+          imageId: image.id,
+          imageOwnerId: image.userId,
+          imageSha256: image.sha256,
+          reason: input.reason,
+          details,
+          reporterIp: ip,
+        })
         return { report, state }
       })
       return {
@@ -149,11 +127,10 @@ export function createReportService(deps: {
     },
 
     list(opts: { status: ReportStatus; page: number; limit: number; offset: number }) {
-      const where = eq(reports.status, opts.status)
-      const total = db.select({ n: count() }).from(reports).where(where).get()?.n ?? 0
+      const total = countReports(db, opts.status)
       return {
         success: true as const,
-        reports: rows(where, opts).map(adminView),
+        reports: reportRows(db, { status: opts.status }, opts).map(adminView),
         total,
         page: opts.page,
         limit: opts.limit,
@@ -165,10 +142,7 @@ export function createReportService(deps: {
     dismiss(admin: User, id: number) {
       const report = get(id)
       if (report.status !== 'open') throw conflict(`Report is already ${report.status}`)
-      db.update(reports)
-        .set({ status: 'dismissed', resolvedAt: new Date(), resolvedBy: admin.id })
-        .where(and(eq(reports.id, id), eq(reports.status, 'open')))
-        .run()
+      dismissReport(db, id, admin.id)
       return { success: true as const, report: viewOf(id) }
     },
 
@@ -181,7 +155,7 @@ export function createReportService(deps: {
       const report = get(id)
       if (report.status === 'actioned') throw conflict('Report is already actioned')
       // Any row, live or expired-but-not-yet-swept: either way its files go now.
-      const image = db.select().from(images).where(eq(images.id, report.imageId)).get() ?? null
+      const image = anyImage(db, report.imageId) ?? null
       const ownerId = image ? image.userId : report.imageOwnerId
       const banOwner = (opts.banOwner ?? false) && ownerId !== null
       if (banOwner && ownerId === admin.id) throw badRequest('You cannot ban yourself')
@@ -197,17 +171,9 @@ export function createReportService(deps: {
 
       let reportsActioned = 0
       const apply = (tx: Tx) => {
-        tx.insert(blockedHashes)
-          .values([...hashes].map((sha256) => ({ sha256, imageId: report.imageId, reportId: report.id })))
-          .onConflictDoNothing()
-          .run()
-        reportsActioned = tx
-          .update(reports)
-          .set({ status: 'actioned', resolvedAt: new Date(), resolvedBy: admin.id })
-          .where(or(eq(reports.id, report.id), and(eq(reports.imageId, report.imageId), eq(reports.status, 'open'))))
-          .returning({ id: reports.id })
-          .all().length
-        if (banOwner) tx.update(users).set({ banned: true }).where(eq(users.id, ownerId!)).run()
+        blockHashes(tx, [...hashes], report)
+        reportsActioned = actionReports(tx, report, admin.id)
+        if (banOwner) setUserFields(tx, ownerId!, { banned: true })
       }
       if (image) await imageService.remove(image, apply)
       else db.transaction(apply)

@@ -1,0 +1,84 @@
+import { aliasedTable, and, count, desc, eq, inArray, or, sql } from 'drizzle-orm'
+import type { Db, Tx } from '../../db/client'
+import { blockedHashes, type Image, type Report, reports } from '../../db/schema'
+import { accounts } from '../auth/repository'
+import { liveImageJoin } from '../images/repository'
+
+/** Every query of the reports and blocked_hashes tables. */
+
+/** A report, its image while live, that image's owner (or the owner at report time), and the image's open reports. */
+export type ReportRow = {
+  report: Report
+  image: Image | null
+  owner: { id: number; username: string; banned: boolean } | null
+  openReports: number
+}
+
+const owners = aliasedTable(accounts.table, 'owner')
+
+// Qualified by hand: inside sql`` drizzle may render a column unqualified, and a bare image_id would be r2's own.
+const openOfSameImage = sql<number>`(select count(*) from ${reports} r2 where r2.image_id = "reports"."image_id" and r2.status = 'open')`
+
+/** The rows of one report by id, or of the reports with a status, newest first. */
+export function reportRows(
+  db: Db,
+  which: { id: number } | { status: Report['status'] },
+  page?: { limit: number; offset: number },
+): ReportRow[] {
+  const query = db
+    .select({
+      report: reports,
+      image: liveImageJoin.table,
+      owner: { id: owners.id, username: owners.username, banned: owners.banned },
+      openReports: openOfSameImage,
+    })
+    .from(reports)
+    // Only a live image is shown: an expired one is as gone to admins as to everyone else.
+    .leftJoin(liveImageJoin.table, liveImageJoin.on(reports.imageId))
+    .leftJoin(owners, eq(owners.id, sql`coalesce(${liveImageJoin.userId}, ${reports.imageOwnerId})`))
+    .where('id' in which ? eq(reports.id, which.id) : eq(reports.status, which.status))
+    .orderBy(desc(reports.createdAt), desc(reports.id))
+  return (page ? query.limit(page.limit).offset(page.offset) : query).all() as ReportRow[]
+}
+
+export const countReports = (db: Db, status: Report['status']) =>
+  db.select({ n: count() }).from(reports).where(eq(reports.status, status)).get()?.n ?? 0
+
+export const findReport = (db: Db, id: number): Report | undefined =>
+  db.select().from(reports).where(eq(reports.id, id)).get()
+
+export const insertReport = (tx: Tx, values: typeof reports.$inferInsert): Report =>
+  tx.insert(reports).values(values).returning().get()
+
+/** Closes a report if it is still open. */
+export const dismissReport = (db: Db, id: number, adminId: number) =>
+  db
+    .update(reports)
+    .set({ status: 'dismissed', resolvedAt: new Date(), resolvedBy: adminId })
+    .where(and(eq(reports.id, id), eq(reports.status, 'open')))
+    .run()
+
+/** Marks the report and every open report of its image actioned; returns how many changed. */
+export const actionReports = (tx: Tx, report: Report, adminId: number): number =>
+  tx
+    .update(reports)
+    .set({ status: 'actioned', resolvedAt: new Date(), resolvedBy: adminId })
+    .where(or(eq(reports.id, report.id), and(eq(reports.imageId, report.imageId), eq(reports.status, 'open'))))
+    .returning({ id: reports.id })
+    .all().length
+
+/** Blocks these hashes from being uploaded again (those already blocked stay as they are). */
+export const blockHashes = (tx: Tx, hashes: string[], report: Report) =>
+  tx
+    .insert(blockedHashes)
+    .values(hashes.map((sha256) => ({ sha256, imageId: report.imageId, reportId: report.id })))
+    .onConflictDoNothing()
+    .run()
+
+/** Whether any of these hashes is blocked. */
+export const anyBlocked = (db: Db, sha256s: string[]): boolean =>
+  db
+    .select({ sha256: blockedHashes.sha256 })
+    .from(blockedHashes)
+    .where(inArray(blockedHashes.sha256, sha256s))
+    .get() !== undefined
