@@ -6,7 +6,7 @@ import { badRequest, forbidden, HttpError, notFound } from '../../http/errors'
 import { newPublicId } from '../../lib/crypto'
 import { iso } from '../../lib/time'
 import { refundAttempt, takeAttempt, type WindowRule } from '../images/limits'
-import { albumImagesOf, albumStats } from '../images/repository'
+import { albumImagesOf, albumStats, pickImage } from '../images/repository'
 import { type ImageService, isImageId } from '../images/service'
 import {
   addAlbumImage,
@@ -122,22 +122,21 @@ export function createAlbumService(deps: {
   }
 
   function imageItem(image: Image) {
-    const { url, thumbnail, viewer } = imageService.links(image)
-    return {
-      id: image.id,
-      url,
-      thumbnail,
-      viewer,
-      filename: image.filename,
-      width: image.width,
-      height: image.height,
-      size: image.size,
-      mime: image.mime,
-      views: image.views,
-      visibility: image.visibility,
-      nsfw: image.nsfw,
-      created_at: iso(image.createdAt),
-    }
+    return pickImage(imageService.fields(image), [
+      'id',
+      'url',
+      'thumbnail',
+      'viewer',
+      'filename',
+      'width',
+      'height',
+      'size',
+      'mime',
+      'views',
+      'visibility',
+      'nsfw',
+      'created_at',
+    ])
   }
 
   /** Password guesses for an album, counted per album (across addresses) and per address. */

@@ -6,8 +6,8 @@ import { pageCount } from '../../http/pagination'
 import { iso } from '../../lib/time'
 import { findUserByName } from '../auth/repository'
 import { isUsername } from '../auth/service'
-import { imageLinks, type LinkBase } from '../images/links'
-import { type FeedRow, feedRows, feeds, feedTotal, galleryRows } from '../images/repository'
+import type { LinkBase } from '../images/links'
+import { type FeedRow, feedRows, feeds, feedTotal, galleryRows, imageFields, pickImage } from '../images/repository'
 
 export interface Page {
   page: number
@@ -44,20 +44,11 @@ export function createGalleryService(deps: { db: Db; config: Config }) {
   const base: LinkBase = { publicUrl: config.publicUrl, cdnBase: config.cdnUrl }
 
   function element(row: FeedRow) {
-    const { image } = row
-    const links = imageLinks(base, image)
+    const fields = imageFields(base, row.image)
     return {
-      id: image.id,
-      url: links.url,
-      thumbnail: links.thumbnail,
-      viewer: links.viewer,
-      width: image.width,
-      height: image.height,
-      mime: image.mime,
-      views: image.views,
-      created_at: iso(image.createdAt),
+      ...pickImage(fields, ['id', 'url', 'thumbnail', 'viewer', 'width', 'height', 'mime', 'views', 'created_at']),
       username: row.username,
-      nsfw: image.nsfw,
+      nsfw: fields.nsfw,
     }
   }
 

@@ -2,12 +2,12 @@ import { statfsSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { Elysia, t } from 'elysia'
 import type { Db } from '../../db/client'
-import { healthProbe } from '../../db/schema'
 import { errors, faultAnswer, HttpError, notFound, STORAGE_FULL, unauthorized } from '../../http/errors'
 import type { Metrics } from '../../http/observability'
 import { safeEqual } from '../../lib/crypto'
 import type { Classifier } from '../../moderation'
 import { storageUsed } from '../images/repository'
+import { writeProbe } from './repository'
 
 /** How long a check's verdict stands: a flood of health checks costs one small write a second at most. */
 const CHECK_TTL_MS = 1000
@@ -27,10 +27,7 @@ function writeCheck(db: Db) {
   let checked = { at: -Infinity, failure: null as HttpError | null }
   const check = (now: number): HttpError | null => {
     try {
-      db.insert(healthProbe)
-        .values({ id: 1, checkedAt: new Date(now) })
-        .onConflictDoUpdate({ target: healthProbe.id, set: { checkedAt: new Date(now) } })
-        .run()
+      writeProbe(db, now)
     } catch (error) {
       return faultAnswer(error) ?? new HttpError(503, 'Database unavailable')
     }

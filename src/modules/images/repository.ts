@@ -2,9 +2,11 @@ import { and, asc, count, desc, eq, inArray, isNotNull, isNull, lte, or, type SQ
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core'
 import type { Db, Tx } from '../../db/client'
 import { type EmbedProfile, type Image, images, uploadWindows } from '../../db/schema'
+import { iso } from '../../lib/time'
 import { membership } from '../albums/repository'
 import { accounts } from '../auth/repository'
 import { profiles } from '../embeds/repository'
+import { imageLinks, type LinkBase } from './links'
 import { liveImage } from './live'
 
 /**
@@ -13,6 +15,45 @@ import { liveImage } from './live'
  */
 
 type Reader = Db | Tx
+
+/** What a response may show of an image: a row, or a cached live image (which carries no filename). */
+type ShownImage = Pick<Image, 'id' | 'ext' | 'mime' | 'size' | 'width' | 'height' | 'views' | 'visibility' | 'nsfw'> & {
+  filename?: string
+  createdAt: Date | number
+  expiresAt: Date | number | null
+}
+
+/**
+ * An image under every name the API's image shapes give its fields (INTERFACE.md), mapped once: each response picks
+ * its own with pickImage. `views` is the count to show (with views still buffered in memory, where the answer has them).
+ */
+export function imageFields<I extends ShownImage>(base: LinkBase, image: I, views = image.views) {
+  const uploaded = iso(image.createdAt)
+  return {
+    id: image.id,
+    ...imageLinks(base, image),
+    filename: image.filename as I['filename'],
+    width: image.width,
+    height: image.height,
+    size: image.size,
+    mime: image.mime,
+    views,
+    visibility: image.visibility,
+    nsfw: image.nsfw,
+    created_at: uploaded,
+    createdAt: uploaded,
+    uploadedAt: uploaded,
+    /** ISO 8601, or null when it never expires. */
+    expiresAt: image.expiresAt === null ? null : iso(image.expiresAt),
+  }
+}
+
+/** The fields `keys` of an image, in that order. */
+export function pickImage<F extends object, K extends keyof F>(fields: F, keys: readonly K[]) {
+  const picked = {} as Pick<F, K>
+  for (const key of keys) picked[key] = fields[key]
+  return picked
+}
 
 export interface ImageListFilter {
   visibility?: Image['visibility']

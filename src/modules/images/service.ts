@@ -4,7 +4,6 @@ import type { Image, User } from '../../db/schema'
 import { badRequest, notFound } from '../../http/errors'
 import { pageCount } from '../../http/pagination'
 import { safeEqual, sha256Hex } from '../../lib/crypto'
-import { iso } from '../../lib/time'
 import { originalKey, type Storage, thumbnailKey } from '../../storage'
 import { type ImageEvents, noImageEvents } from './events'
 import { checkExpiryBound, expiryDate, parseExpiry } from './expiry'
@@ -16,7 +15,9 @@ import {
   deleteImage,
   dueToExpire,
   type ImageListFilter,
+  imageFields,
   ownedPage,
+  pickImage,
   prepareAddViews,
   prepareFindLive,
   prepareFindLiveRow,
@@ -29,9 +30,6 @@ const ID = /^[A-Za-z0-9]{8}$/
 export const isImageId = (id: string) => ID.test(id)
 
 export type ImageService = ReturnType<typeof createImageService>
-
-/** The API form of an image's expiry: ISO 8601, or null when it never expires. */
-const expiresAtOf = (expiresAt: Date | number | null) => (expiresAt === null ? null : iso(expiresAt))
 
 /** Expired images removed per transaction by the sweeper: short writes, so uploads never wait long behind it. */
 const SWEEP_CHUNK = 100
@@ -52,6 +50,8 @@ export function createImageService(deps: {
   const events = deps.events ?? noImageEvents
   const base: LinkBase = { publicUrl: config.publicUrl, cdnBase: config.cdnUrl }
   const links = (image: Pick<Image, 'id' | 'ext'>) => imageLinks(base, image)
+  /** Every field the API shows of an image; `views`: the count with those still buffered, where an answer has them. */
+  const fields = (image: Image, views?: number) => imageFields(base, image, views)
 
   const findLive = prepareFindLive(db)
 
@@ -205,18 +205,25 @@ export function createImageService(deps: {
     /** The service's clock: reads at this time agree with the service on what has expired. */
     now,
 
+    fields,
+
     uploadedView(image: Image, deleteToken?: string) {
       return {
-        id: image.id,
-        ...links(image),
-        width: image.width,
-        height: image.height,
-        size: image.size,
-        mime: image.mime,
-        visibility: image.visibility,
-        nsfw: image.nsfw,
-        filename: image.filename,
-        expiresAt: expiresAtOf(image.expiresAt),
+        ...pickImage(fields(image), [
+          'id',
+          'url',
+          'thumbnail',
+          'viewer',
+          'delete',
+          'width',
+          'height',
+          'size',
+          'mime',
+          'visibility',
+          'nsfw',
+          'filename',
+          'expiresAt',
+        ]),
         ...(deleteToken ? { deleteToken } : {}),
       }
     },
@@ -229,20 +236,21 @@ export function createImageService(deps: {
     details(id: string) {
       const image = liveCache.get(id)
       if (!image) throw notFound('Image not found')
-      const { delete: _delete, ...imageLinksOnly } = links(image)
-      return {
-        id: image.id,
-        ...imageLinksOnly,
-        width: image.width,
-        height: image.height,
-        size: image.size,
-        mime: image.mime,
-        views: image.views + (pendingViews.get(image.id) ?? 0),
-        visibility: image.visibility,
-        nsfw: image.nsfw,
-        uploadedAt: iso(image.createdAt),
-        expiresAt: expiresAtOf(image.expiresAt),
-      }
+      return pickImage(imageFields(base, image, image.views + (pendingViews.get(image.id) ?? 0)), [
+        'id',
+        'url',
+        'thumbnail',
+        'viewer',
+        'width',
+        'height',
+        'size',
+        'mime',
+        'views',
+        'visibility',
+        'nsfw',
+        'uploadedAt',
+        'expiresAt',
+      ])
     },
 
     /** `expires`: seconds or an ISO 8601 duration from now, or null to never expire. */
@@ -263,13 +271,7 @@ export function createImageService(deps: {
       if (changes.nsfw !== undefined) set.nsfw = changes.nsfw
       if (expiresIn !== undefined) set.expiresAt = expiryDate(expiresIn, now())
       const updated = updateImage(db, image.id, set)
-      return {
-        success: true as const,
-        id: updated.id,
-        visibility: updated.visibility,
-        nsfw: updated.nsfw,
-        expiresAt: expiresAtOf(updated.expiresAt),
-      }
+      return { success: true as const, ...pickImage(fields(updated), ['id', 'visibility', 'nsfw', 'expiresAt']) }
     },
 
     /** Deletes by the owner's key, or by the delete token of an anonymous upload; anything else is 404. */
@@ -289,22 +291,24 @@ export function createImageService(deps: {
       const rows = ownedPage(db, user.id, at, filter, page)
       return {
         success: true as const,
-        images: rows.map((image) => ({
-          id: image.id,
-          url: links(image).url,
-          thumbnail: links(image).thumbnail,
-          viewer: links(image).viewer,
-          filename: image.filename,
-          size: image.size,
-          width: image.width,
-          height: image.height,
-          mime: image.mime,
-          views: image.views + (pendingViews.get(image.id) ?? 0),
-          visibility: image.visibility,
-          nsfw: image.nsfw,
-          created_at: iso(image.createdAt),
-          expiresAt: expiresAtOf(image.expiresAt),
-        })),
+        images: rows.map((image) =>
+          pickImage(fields(image, image.views + (pendingViews.get(image.id) ?? 0)), [
+            'id',
+            'url',
+            'thumbnail',
+            'viewer',
+            'filename',
+            'size',
+            'width',
+            'height',
+            'mime',
+            'views',
+            'visibility',
+            'nsfw',
+            'created_at',
+            'expiresAt',
+          ]),
+        ),
         total,
         page: page.page,
         limit: page.limit,

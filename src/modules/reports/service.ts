@@ -8,7 +8,7 @@ import { HOUR_MS, iso } from '../../lib/time'
 import { originalKey, type Storage } from '../../storage'
 import { setUserFields } from '../auth/repository'
 import { checkWindow, consumeWindow, rateLimitHeaders, type WindowRule } from '../images/limits'
-import { anyImage } from '../images/repository'
+import { anyImage, pickImage } from '../images/repository'
 import type { ImageService } from '../images/service'
 import type { REPORT_REASONS, REPORT_STATUSES } from './model'
 import {
@@ -56,7 +56,6 @@ export function createReportService(deps: {
 
   function adminView(row: ReportRow) {
     const { report, image } = row
-    const links = image ? imageService.links(image) : null
     return {
       id: report.id,
       imageId: report.imageId,
@@ -66,23 +65,22 @@ export function createReportService(deps: {
       createdAt: iso(report.createdAt),
       resolvedAt: report.resolvedAt ? iso(report.resolvedAt) : null,
       openReports: row.openReports,
-      image:
-        image && links
-          ? {
-              id: image.id,
-              url: links.url,
-              thumbnail: links.thumbnail,
-              viewer: links.viewer,
-              filename: image.filename,
-              mime: image.mime,
-              width: image.width,
-              height: image.height,
-              visibility: image.visibility,
-              nsfw: image.nsfw,
-              createdAt: iso(image.createdAt),
-              expiresAt: image.expiresAt ? iso(image.expiresAt) : null,
-            }
-          : null,
+      image: image
+        ? pickImage(imageService.fields(image), [
+            'id',
+            'url',
+            'thumbnail',
+            'viewer',
+            'filename',
+            'mime',
+            'width',
+            'height',
+            'visibility',
+            'nsfw',
+            'createdAt',
+            'expiresAt',
+          ])
+        : null,
       owner: row.owner && row.owner.id !== null ? row.owner : null,
     }
   }

@@ -1,10 +1,9 @@
 import { mkdirSync } from 'node:fs'
 import { open, readdir, rm, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { and, count, eq, gt, isNull, lte } from 'drizzle-orm'
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
-import { type TusUpload, tusUploads, type User } from '../../db/schema'
+import type { TusUpload, User } from '../../db/schema'
 import { ipKey } from '../../http/client-ip'
 import { badRequest, HttpError, notFound, tooLarge } from '../../http/errors'
 import type { ReceivedFile } from '../../http/multipart'
@@ -16,6 +15,16 @@ import { type AdmittedUpload, accountPolicy, anonymousPolicy } from '../images/l
 import type { ImageService } from '../images/service'
 import type { UploadOptions, UploadPipeline } from '../images/upload'
 import { parseUploadMetadata } from './metadata'
+import {
+  countOpenUploads,
+  deleteTusUpload,
+  expiredTusUploads,
+  findTusUpload,
+  insertTusUpload,
+  setTusUploadFields,
+  tusUploadExists,
+  updateTusUpload,
+} from './repository'
 
 export type TusEndpoint = TusUpload['endpoint']
 
@@ -80,7 +89,7 @@ export function createTusService(deps: {
 
   /** The upload, if it is the caller's: same endpoint and same account (anonymous ones: any anonymous caller holding the URL). */
   function find(caller: TusCaller, id: string, now = Date.now()): TusUpload {
-    const row = ID.test(id) ? db.select().from(tusUploads).where(eq(tusUploads.id, id)).get() : undefined
+    const row = ID.test(id) ? findTusUpload(db, id) : undefined
     if (!row || row.endpoint !== caller.endpoint || row.userId !== (caller.user?.id ?? null))
       throw notFound('Upload not found')
     if (row.expiresAt.getTime() <= now) throw new HttpError(410, 'Upload expired')
@@ -88,14 +97,7 @@ export function createTusService(deps: {
   }
 
   function openCount(caller: TusCaller, now: number) {
-    const owner = caller.user
-      ? eq(tusUploads.userId, caller.user.id)
-      : and(isNull(tusUploads.userId), eq(tusUploads.ip, ipKey(caller.ip)))
-    return db
-      .select({ n: count() })
-      .from(tusUploads)
-      .where(and(owner, isNull(tusUploads.finishedAt), gt(tusUploads.expiresAt, new Date(now))))
-      .get()!.n
+    return countOpenUploads(db, caller.user ? { userId: caller.user.id } : { ipKey: ipKey(caller.ip) }, now)
   }
 
   async function hashFile(path: string) {
@@ -137,15 +139,12 @@ export function createTusService(deps: {
       }
     }
     // The pipeline consumed the file (stored or removed); the answer stays until the upload expires.
-    db.update(tusUploads)
-      .set({
-        offset: row.length,
-        finishedAt: new Date(),
-        resultStatus: result.status,
-        result: JSON.stringify({ body: result.body, headers: result.headers }),
-      })
-      .where(eq(tusUploads.id, row.id))
-      .run()
+    setTusUploadFields(db, row.id, {
+      offset: row.length,
+      finishedAt: new Date(),
+      resultStatus: result.status,
+      result: JSON.stringify({ body: result.body, headers: result.headers }),
+    })
     return result
   }
 
@@ -183,22 +182,18 @@ export function createTusService(deps: {
       const id = randomAlphanumeric(ID_LENGTH)
       // File first, row second: a crash in between leaves a file without a row, which the sweep removes.
       await writeFile(pathOf(id), new Uint8Array(0), { flag: 'wx' })
-      return db
-        .insert(tusUploads)
-        .values({
-          id,
-          userId: caller.user?.id ?? null,
-          endpoint: caller.endpoint,
-          // The key of the per-IP limits (an IPv6 address by its /64): what the upload is counted under when it ends.
-          ip: ipKey(caller.ip),
-          length,
-          offset: 0,
-          metadata: metadataHeader.trim(),
-          createdAt: new Date(now),
-          expiresAt: new Date(now + ttlMs),
-        })
-        .returning()
-        .get()
+      return insertTusUpload(db, {
+        id,
+        userId: caller.user?.id ?? null,
+        endpoint: caller.endpoint,
+        // The key of the per-IP limits (an IPv6 address by its /64): what the upload is counted under when it ends.
+        ip: ipKey(caller.ip),
+        length,
+        offset: 0,
+        metadata: metadataHeader.trim(),
+        createdAt: new Date(now),
+        expiresAt: new Date(now + ttlMs),
+      })
     },
 
     /** The upload's state (HEAD). */
@@ -252,7 +247,7 @@ export function createTusService(deps: {
           // The data went missing (disk trouble): resume from what is really there.
           const actual = Math.max(0, onDisk)
           if (onDisk < 0) await writeFile(pathOf(id), new Uint8Array(0))
-          db.update(tusUploads).set({ offset: actual }).where(eq(tusUploads.id, id)).run()
+          setTusUploadFields(db, id, { offset: actual })
           throw new HttpError(
             409,
             `Upload data lost: the upload is at ${actual}`,
@@ -286,11 +281,11 @@ export function createTusService(deps: {
           }
         }
         const newOffset = failure?.status === 413 ? offset : offset + written
-        row = db.update(tusUploads).set({ offset: newOffset }).where(eq(tusUploads.id, id)).returning().get()!
+        row = updateTusUpload(db, id, { offset: newOffset })
         if (failure) throw failure
         if (row.offset < row.length) return { upload: row, result: null }
         const result = await finish(row, options, admitted)
-        return { upload: db.select().from(tusUploads).where(eq(tusUploads.id, id)).get()!, result }
+        return { upload: findTusUpload(db, id)!, result }
       } finally {
         busy.delete(id)
         admitted.release()
@@ -313,31 +308,23 @@ export function createTusService(deps: {
     async terminate(caller: TusCaller, id: string) {
       find(caller, id)
       if (busy.has(id)) throw new HttpError(423, 'Upload is busy: another request is writing to it')
-      db.delete(tusUploads).where(eq(tusUploads.id, id)).run()
+      deleteTusUpload(db, id)
       await rm(pathOf(id), { force: true })
     },
 
     /** Removes expired uploads with their data, and data files that have no upload (older than an hour). */
     async sweep(now = Date.now()): Promise<number> {
-      const due = db
-        .select({ id: tusUploads.id })
-        .from(tusUploads)
-        .where(lte(tusUploads.expiresAt, new Date(now)))
-        .all()
+      const due = expiredTusUploads(db, now)
       let removed = 0
       for (const { id } of due) {
         if (busy.has(id)) continue
-        db.delete(tusUploads).where(eq(tusUploads.id, id)).run()
+        deleteTusUpload(db, id)
         await rm(pathOf(id), { force: true })
         removed++
       }
       for (const name of await readdir(dir).catch(() => [] as string[])) {
         const id = name.split('.')[0]
-        if (
-          busy.has(id) ||
-          (ID.test(id) && db.select({ id: tusUploads.id }).from(tusUploads).where(eq(tusUploads.id, id)).get())
-        )
-          continue
+        if (busy.has(id) || (ID.test(id) && tusUploadExists(db, id))) continue
         const info = await stat(join(dir, name)).catch(() => null)
         if (info && info.mtimeMs <= now - ORPHAN_AGE_MS) await rm(join(dir, name), { force: true })
       }

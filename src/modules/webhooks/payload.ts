@@ -2,6 +2,7 @@ import type { Image } from '../../db/schema'
 import { iso } from '../../lib/time'
 import type { ImageEventType } from '../images/events'
 import { imageLinks, type LinkBase } from '../images/links'
+import { imageFields, pickImage } from '../images/repository'
 
 /** Discord's own webhook URLs get a Discord-shaped body (an embed) instead of the generic one. */
 const DISCORD = /^https:\/\/(?:(?:ptb|canary)\.)?discord(?:app)?\.com\/api(?:\/v\d+)?\/webhooks\//i
@@ -20,19 +21,20 @@ function humanSize(bytes: number) {
 
 /** The image as every generic delivery describes it. */
 export function imagePayload(base: LinkBase, image: Image) {
-  const { delete: _delete, ...links } = imageLinks(base, image)
-  return {
-    id: image.id,
-    ...links,
-    filename: image.filename,
-    width: image.width,
-    height: image.height,
-    size: image.size,
-    mime: image.mime,
-    visibility: image.visibility,
-    nsfw: image.nsfw,
-    created_at: iso(image.createdAt),
-  }
+  return pickImage(imageFields(base, image), [
+    'id',
+    'url',
+    'thumbnail',
+    'viewer',
+    'filename',
+    'width',
+    'height',
+    'size',
+    'mime',
+    'visibility',
+    'nsfw',
+    'created_at',
+  ])
 }
 
 export interface PayloadContext {

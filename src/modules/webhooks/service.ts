@@ -2,16 +2,16 @@ import { createHmac, randomUUID } from 'node:crypto'
 import http from 'node:http'
 import https from 'node:https'
 import { isIP, type LookupFunction } from 'node:net'
-import { and, count, eq } from 'drizzle-orm'
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
-import { type Image, type User, type Webhook, webhooks } from '../../db/schema'
+import type { Image, User, Webhook } from '../../db/schema'
 import { badRequest, notFound } from '../../http/errors'
 import { randomAlphanumeric } from '../../lib/crypto'
 import { iso } from '../../lib/time'
 import { IMAGE_EVENTS, type ImageEvents, type ImageEventType } from '../images/events'
 import { RefusedAddressError, resolvePublic } from './address'
 import { deliveryBody, isDiscordUrl } from './payload'
+import { countWebhooks, deleteWebhook, findWebhook, insertWebhook, recordDelivery, webhooksOf } from './repository'
 
 export const MAX_WEBHOOKS = 5
 export const SIGNATURE_HEADER = 'X-Webhook-Signature'
@@ -155,7 +155,7 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
   }
 
   async function attempt(job: Job) {
-    const hook = db.select().from(webhooks).where(eq(webhooks.id, job.webhookId)).get()
+    const hook = findWebhook(db, job.webhookId)
     if (!hook) return // deleted since: nothing to deliver to
     const headers = {
       'Content-Type': 'application/json',
@@ -176,10 +176,7 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
       error = (e as Error)?.message ?? String(e)
       permanent = e instanceof RefusedAddressError
     }
-    db.update(webhooks)
-      .set({ lastDeliveryAt: new Date(), lastStatus: status, lastError: error })
-      .where(eq(webhooks.id, hook.id))
-      .run()
+    recordDelivery(db, hook.id, status, error)
     if (!error) return
     if (!permanent && job.attempt < retryDelays.length && !stopped) {
       schedule({ ...job, attempt: job.attempt + 1 }, retryDelays[job.attempt])
@@ -226,7 +223,7 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
 
   function enqueue(type: ImageEventType, image: Image) {
     if (stopped || image.userId === null) return
-    const hooks = db.select().from(webhooks).where(eq(webhooks.userId, image.userId)).all()
+    const hooks = webhooksOf(db, image.userId)
     const at = Date.now()
     for (const hook of hooks) {
       if (!(JSON.parse(hook.events) as string[]).includes(type)) continue
@@ -266,7 +263,7 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
     events,
 
     list(user: User) {
-      const rows = db.select().from(webhooks).where(eq(webhooks.userId, user.id)).orderBy(webhooks.id).all()
+      const rows = webhooksOf(db, user.id)
       return { success: true as const, webhooks: rows.map(view) }
     },
 
@@ -276,31 +273,21 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
       if (events.length === 0 || events.some((e) => !IMAGE_EVENTS.includes(e as ImageEventType))) {
         throw badRequest(`events must list one or more of: ${IMAGE_EVENTS.join(', ')}`)
       }
-      const countOf = () => db.select({ n: count() }).from(webhooks).where(eq(webhooks.userId, user.id)).get()!.n
-      if (countOf() >= MAX_WEBHOOKS) throw badRequest(`At most ${MAX_WEBHOOKS} webhooks per account`)
+      if (countWebhooks(db, user.id) >= MAX_WEBHOOKS) throw badRequest(`At most ${MAX_WEBHOOKS} webhooks per account`)
       const url = await checkUrl(input.url.trim())
       const secret = input.secret ?? `whsec_${randomAlphanumeric(40)}`
       // Checked again with the insert (synchronous), so parallel creations cannot pass the limit.
       const row = db.transaction((tx) => {
-        if (tx.select({ n: count() }).from(webhooks).where(eq(webhooks.userId, user.id)).get()!.n >= MAX_WEBHOOKS) {
+        if (countWebhooks(tx, user.id) >= MAX_WEBHOOKS) {
           throw badRequest(`At most ${MAX_WEBHOOKS} webhooks per account`)
         }
-        return tx
-          .insert(webhooks)
-          .values({ userId: user.id, url: url.href, secret, events: JSON.stringify(events) })
-          .returning()
-          .get()
+        return insertWebhook(tx, { userId: user.id, url: url.href, secret, events: JSON.stringify(events) })
       })
       return { success: true as const, webhook: view(row), secret }
     },
 
     remove(user: User, id: number) {
-      const deleted = db
-        .delete(webhooks)
-        .where(and(eq(webhooks.id, id), eq(webhooks.userId, user.id)))
-        .returning()
-        .get()
-      if (!deleted) throw notFound('Webhook not found')
+      if (!deleteWebhook(db, id, user.id)) throw notFound('Webhook not found')
       return { success: true as const }
     },
 
