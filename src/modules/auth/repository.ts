@@ -4,27 +4,25 @@ import { type ApiKey, apiKeys, type User, users, verificationTokens } from '../.
 
 /** Every query of the users, api_keys and verification_tokens tables. */
 
-type Reader = Db | Tx
-
 /**
  * What other features' queries join of an account (an image's or a report's owner: name and ban, by id); they read
  * accounts only through these columns.
  */
 export const accounts = { table: users, id: users.id, username: users.username, banned: users.banned }
 
-export const findUserById = (db: Reader, id: number): User | undefined =>
+export const findUserById = (db: Db | Tx, id: number): User | undefined =>
   db.select().from(users).where(eq(users.id, id)).get()
 
 /** An account's name and whether it is banned. */
-export const findAccountName = (db: Reader, id: number) =>
+export const findAccountName = (db: Db | Tx, id: number) =>
   db.select({ username: users.username, banned: users.banned }).from(users).where(eq(users.id, id)).get()
 
 /** The account with this username, in any case. */
-export const findUserByName = (db: Reader, name: string): User | undefined =>
+export const findUserByName = (db: Db | Tx, name: string): User | undefined =>
   db.select().from(users).where(sql`lower(${users.username}) = lower(${name})`).get()
 
 /** The account that answers to `login` as its username or email, in any case. */
-export const findUserByLogin = (db: Reader, login: string): User | undefined =>
+export const findUserByLogin = (db: Db | Tx, login: string): User | undefined =>
   db
     .select()
     .from(users)
@@ -32,22 +30,22 @@ export const findUserByLogin = (db: Reader, login: string): User | undefined =>
     .get()
 
 /** The account, if any, that already has this username or this email (in any case). */
-export const findTaken = (db: Reader, username: string, email: string) =>
+export const findTaken = (db: Db | Tx, username: string, email: string) =>
   db
     .select({ username: users.username, email: users.email })
     .from(users)
     .where(sql`lower(${users.username}) = lower(${username}) OR lower(${users.email}) = lower(${email})`)
     .get()
 
-export const insertUser = (db: Reader, values: typeof users.$inferInsert): User =>
+export const insertUser = (db: Db | Tx, values: typeof users.$inferInsert): User =>
   db.insert(users).values(values).returning().get()
 
 /** Changes an account and reads it back; undefined when there is none. */
-export const updateUser = (db: Reader, id: number, set: Partial<User>): User | undefined =>
+export const updateUser = (db: Db | Tx, id: number, set: Partial<User>): User | undefined =>
   db.update(users).set(set).where(eq(users.id, id)).returning().get()
 
 /** As updateUser, without reading the row back. */
-export const setUserFields = (db: Reader, id: number, set: Partial<User>) =>
+export const setUserFields = (db: Db | Tx, id: number, set: Partial<User>) =>
   db.update(users).set(set).where(eq(users.id, id)).run()
 
 /**

@@ -14,8 +14,6 @@ import { liveImage } from './live'
  * the table; the few queries of theirs that join an image take its columns from here.
  */
 
-type Reader = Db | Tx
-
 /** What a response may show of an image: a row, or a cached live image (which carries no filename). */
 type ShownImage = Pick<Image, 'id' | 'ext' | 'mime' | 'size' | 'width' | 'height' | 'views' | 'visibility' | 'nsfw'> & {
   filename?: string
@@ -95,14 +93,14 @@ export const prepareFindLiveRow = (db: Db) =>
 export const prepareAddViews = (db: Db) => db.$client.prepare('UPDATE images SET views = views + ?1 WHERE id = ?2')
 
 /** Any row with this id, live or expired-but-not-yet-swept. */
-export const anyImage = (db: Reader, id: string): Image | undefined =>
+export const anyImage = (db: Db | Tx, id: string): Image | undefined =>
   db.select().from(images).where(eq(images.id, id)).get()
 
 export function insertImages(tx: Tx, rows: (typeof images.$inferInsert)[]): Image[] {
   return tx.insert(images).values(rows).returning().all()
 }
 
-export const updateImage = (db: Reader, id: string, set: Partial<Image>): Image =>
+export const updateImage = (db: Db | Tx, id: string, set: Partial<Image>): Image =>
   db.update(images).set(set).where(eq(images.id, id)).returning().get()!
 
 export const deleteImage = (tx: Tx, id: string): Image | undefined =>
@@ -116,7 +114,7 @@ export const liveImageJoin = {
 }
 
 /** Which of `ids` are live images of the user. */
-export const ownedLiveIds = (db: Reader, userId: number, ids: string[]): string[] =>
+export const ownedLiveIds = (db: Db | Tx, userId: number, ids: string[]): string[] =>
   db
     .select({ id: images.id })
     .from(images)
@@ -125,7 +123,7 @@ export const ownedLiveIds = (db: Reader, userId: number, ids: string[]): string[
     .map((r) => r.id)
 
 /** Sets the embed profile (null: the default embed) of these images. */
-export const setEmbedProfile = (db: Reader, ids: string[], embedProfileId: number | null) =>
+export const setEmbedProfile = (db: Db | Tx, ids: string[], embedProfileId: number | null) =>
   db.update(images).set({ embedProfileId }).where(inArray(images.id, ids)).run()
 
 /**
@@ -192,7 +190,7 @@ const ownedWhere = (userId: number, now: number, filter: ImageListFilter = {}) =
   )
 
 /** How many live images the user owns (narrowed by `filter`). */
-export const countOwned = (db: Reader, userId: number, now: number, filter?: ImageListFilter) =>
+export const countOwned = (db: Db | Tx, userId: number, now: number, filter?: ImageListFilter) =>
   db
     .select({ n: count() })
     .from(images)
@@ -223,7 +221,7 @@ const bytesStored = sql<number>`coalesce(sum(${images.size}), 0)`
  * Bytes stored: of one owner's live images (what their quota counts: an expired image stops counting at once, before
  * the sweeper removes it), or of every row when no owner is given (the metrics).
  */
-export function storageUsed(db: Reader, owner?: { userId: number; now: number }): number {
+export function storageUsed(db: Db | Tx, owner?: { userId: number; now: number }): number {
   return (
     db
       .select({ used: bytesStored })
@@ -247,10 +245,10 @@ export function liveTotalsOf(ownerId: SQL, now: number) {
 }
 
 /** An upload window's row. */
-export const findWindow = (db: Reader, key: string) =>
+export const findWindow = (db: Db | Tx, key: string) =>
   db.select().from(uploadWindows).where(eq(uploadWindows.key, key)).get()
 
-export function saveWindow(db: Reader, key: string, windowStart: Date, used: number) {
+export function saveWindow(db: Db | Tx, key: string, windowStart: Date, used: number) {
   db.insert(uploadWindows)
     .values({ key, windowStart, used })
     .onConflictDoUpdate({ target: uploadWindows.key, set: { windowStart, used } })
