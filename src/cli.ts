@@ -5,7 +5,7 @@ import { ConfigError, loadConfig } from './config'
 import { closeDatabase, openDatabase } from './db/client'
 import { DataDirLockedError } from './db/lock'
 import { users } from './db/schema'
-import { HttpError } from './http/errors'
+import { DomainError } from './errors'
 import { localMedia } from './media'
 import { createAuthService } from './modules/auth/service'
 import { backup, restore } from './ops/backup'
@@ -152,7 +152,7 @@ async function main(argv: string[]) {
         fail(`Unknown command: ${command}\n\n${USAGE}`)
     }
   } catch (error) {
-    if (error instanceof HttpError) fail(error.message)
+    if (error instanceof DomainError) fail(error.message)
     throw error
   } finally {
     closeDatabase(db)

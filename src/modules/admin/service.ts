@@ -1,7 +1,7 @@
 import { count, desc, eq, sql } from 'drizzle-orm'
 import type { Db } from '../../db/client'
 import { images, users } from '../../db/schema'
-import { notFound } from '../../http/errors'
+import { notFound } from '../../errors'
 import { publicUser } from '../auth/service'
 import type { ImageService } from '../images/service'
 

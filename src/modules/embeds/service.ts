@@ -1,7 +1,7 @@
 import { and, asc, count, eq, inArray } from 'drizzle-orm'
 import type { Db } from '../../db/client'
 import { type EmbedProfile, embedProfiles, type Image, images, type User } from '../../db/schema'
-import { badRequest, notFound } from '../../http/errors'
+import { badRequest, notFound } from '../../errors'
 import { iso } from '../../lib/time'
 import { type ImageService, isImageId, liveImage } from '../images/service'
 

@@ -2,7 +2,7 @@ import { and, count, desc, eq, inArray, isNull, or, type SQL, sql } from 'drizzl
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
 import { type Image, images, users } from '../../db/schema'
-import { badRequest, notFound } from '../../http/errors'
+import { badRequest, notFound } from '../../errors'
 import { pageCount } from '../../http/pagination'
 import { iso } from '../../lib/time'
 import { isUsername } from '../auth/service'

@@ -1,7 +1,7 @@
 import { inArray } from 'drizzle-orm'
 import type { Db } from '../../db/client'
 import { blockedHashes } from '../../db/schema'
-import { badRequest } from '../../http/errors'
+import { badRequest } from '../../errors'
 
 export const BLOCKED_MESSAGE = 'This image was removed after an abuse report and cannot be uploaded again'
 
