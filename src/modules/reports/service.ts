@@ -5,7 +5,6 @@ import { blockedHashes, type Image, images, type Report, reports, type User, use
 import { badRequest, conflict, notFound } from '../../errors'
 import { ipKey } from '../../http/client-ip'
 import { pageCount } from '../../http/pagination'
-import { rateLimitHeaders } from '../../http/rate-limit'
 import { HOUR_MS, iso } from '../../lib/time'
 import { originalKey, type Storage } from '../../storage'
 import { checkWindow, consumeWindow, type WindowRule } from '../images/limits'
@@ -145,7 +144,8 @@ export function createReportService(deps: {
       })
       return {
         report: { id: report.id, imageId: report.imageId, reason: report.reason, createdAt: iso(report.createdAt) },
-        headers: rateLimitHeaders(state),
+        /** The report window after this one, for the answer's RateLimit-* headers. */
+        window: state,
       }
     },
 
