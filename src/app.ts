@@ -73,10 +73,12 @@ export function createApp(deps: AppDeps) {
     media: deps.media,
     classifier,
     thresholds: config.nsfw.thresholds,
+    images,
+    metrics,
     events: webhooks.events,
     now,
   })
-  const tus = createTusService({ db, config, pipeline, images, metrics, options: deps.tusOptions })
+  const tus = createTusService({ db, config, pipeline, options: deps.tusOptions })
   const gallery = createGalleryService({ db, config })
   const albums = createAlbumService({ db, images, publicUrl: config.publicUrl, guesses: config.limits.guesses, now })
   const embeds = createEmbedService({ db, images })
@@ -117,7 +119,7 @@ export function createApp(deps: AppDeps) {
     .use(apiDocs(config.siteName))
     .use(healthModule({ db, metrics, metricsToken: config.metricsToken, classifier }))
     .use(authModule(auth, guard))
-    .use(imagesModule({ config, images, pipeline, guard, metrics }))
+    .use(imagesModule({ images, pipeline, guard }))
     .use(tusModule({ config, tus, guard }))
     .use(webhooksModule(webhooks, guard))
     .use(clientsModule({ config, guard }))

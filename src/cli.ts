@@ -4,7 +4,7 @@ import { ConfigError, loadConfig } from './config'
 import { closeDatabase, openDatabase } from './db/client'
 import { DataDirLockedError } from './db/lock'
 import type { User } from './db/schema'
-import { HttpError } from './http/errors'
+import { DomainError } from './errors'
 import { localMedia } from './media'
 import { findUserByName, setUserFields } from './modules/auth/repository'
 import { createAuthService } from './modules/auth/service'
@@ -149,7 +149,7 @@ async function main(argv: string[]) {
         fail(`Unknown command: ${command}\n\n${USAGE}`)
     }
   } catch (error) {
-    if (error instanceof HttpError) fail(error.message)
+    if (error instanceof DomainError) fail(error.message)
     throw error
   } finally {
     closeDatabase(db)

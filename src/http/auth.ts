@@ -1,9 +1,8 @@
 import { jwt } from '@elysiajs/jwt'
 import { Elysia } from 'elysia'
 import type { User } from '../db/schema'
-import type { AuthService } from '../modules/auth/service'
+import { forbidden, unauthorized } from '../errors'
 import { clientIp } from './client-ip'
-import { forbidden, unauthorized } from './errors'
 
 export const JWT_TTL = '7d'
 
@@ -14,6 +13,15 @@ export const security = {
   optionalBearer: [{}, { bearer: [] }],
   apiKeyOrDeleteToken: [{ apiKey: [] }, { deleteToken: [] }],
 } as const
+
+/**
+ * What the guard asks of the accounts (the auth service answers it, wired in src/app.ts): the active user behind a
+ * session's user id or an API key; each throws Unauthorized (or Forbidden for a banned account) otherwise.
+ */
+export interface Callers {
+  sessionUser(userId: number): User
+  keyUser(secret: string): User
+}
 
 function bearerToken(header: string | undefined): string | null {
   if (!header) return null
@@ -26,7 +34,7 @@ function bearerToken(header: string | undefined): string | null {
  * The one auth guard: it knows the client IP, and routes opt in with `apiKey`, `session`, `optionalSession` or `admin`, and receive `user`.
  * A credential that is present but wrong is always 401, never treated as anonymous.
  */
-export function authGuard(auth: AuthService, opts: { secret: string; trustProxy: boolean }) {
+export function authGuard(auth: Callers, opts: { secret: string; trustProxy: boolean }) {
   return new Elysia({ name: 'auth-guard' })
     .use(jwt({ name: 'jwt', secret: opts.secret, alg: 'HS256', exp: JWT_TTL }))
     .use(clientIp(opts.trustProxy))

@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia'
-import { badRequest, HttpError } from './errors'
+import { badRequest } from '../errors'
+import { HttpError } from './errors'
 
 /** JSON bodies are small settings objects; anything bigger is refused without reading it all. */
 export const MAX_JSON_BYTES = 1024 * 1024

@@ -1,7 +1,32 @@
 import { Elysia, t } from 'elysia'
-import { isBusy, sqliteCode } from '../db/errors'
+import {
+  Conflict,
+  DatabaseBusy,
+  DatabaseReadOnly,
+  DomainError,
+  Forbidden,
+  faultOf,
+  Gone,
+  Invalid,
+  Locked,
+  NOT_FOUND,
+  NotFound,
+  OffsetConflict,
+  PoolBusy,
+  QuotaExceeded,
+  RateLimited,
+  StorageFull,
+  StorageUnavailable,
+  StorageUnwritable,
+  TooLarge,
+  Unauthorized,
+} from '../errors'
+import { rateLimitHeaders } from './rate-limit'
 
-/** The one error type of the service: services throw it, the error hook turns it into `{ error }` with its status. */
+/**
+ * An answer with its status: what every domain error becomes (the table below), and what the HTTP layer and
+ * controllers throw for protocol refusals no service makes (415, 412, 501, a body past its bound).
+ */
 export class HttpError extends Error {
   constructor(
     readonly status: number,
@@ -12,15 +37,6 @@ export class HttpError extends Error {
     super(message)
   }
 }
-
-export const badRequest = (message: string, extra?: Record<string, unknown>) => new HttpError(400, message, extra)
-export const unauthorized = (message = 'Authentication required') => new HttpError(401, message)
-export const forbidden = (message = 'Forbidden') => new HttpError(403, message)
-/** The 404 text when nothing more specific applies. */
-export const NOT_FOUND = 'Not found'
-export const notFound = (message = NOT_FOUND, extra?: Record<string, unknown>) => new HttpError(404, message, extra)
-export const conflict = (message: string) => new HttpError(409, message)
-export const tooLarge = (message: string) => new HttpError(413, message)
 
 export const ErrorBody = t.Object({ error: t.String() }, { description: 'Error', additionalProperties: true })
 
@@ -61,35 +77,43 @@ export function jsonResponse(body: unknown, status = 200, headers: Record<string
 /** Seconds a client should wait before retrying a write the database refused: a held lock clears fast, a read-only file not. */
 const RETRY_BUSY_SECONDS = '2'
 const RETRY_READ_ONLY_SECONDS = '30'
+/** A full media queue or an unreachable object store: worth a retry after a few seconds. */
+const RETRY_SHORTLY_SECONDS = '5'
 
-export const STORAGE_FULL = "The server's storage is full; nothing was stored"
-export const STORAGE_UNWRITABLE = "The server's storage cannot be written; nothing was stored"
-export const DATABASE_BUSY = 'The database is busy (locked by another process); nothing was changed, try again shortly'
-export const DATABASE_READ_ONLY =
-  'The database is read-only (it cannot be written); nothing was changed, try again later'
+type Kind<E extends DomainError> = abstract new (...args: never[]) => E
+type Row<E extends DomainError> = [kind: Kind<E>, status: number, headers?: (error: E) => Record<string, string>]
+const row = <E extends DomainError>(...r: Row<E>) => r as unknown as Row<DomainError>
 
-/** A write to the local disk failed for lack of space or a read-only file system (errno codes only writes give). */
-const FULL_ERRNO = new Set(['ENOSPC', 'EDQUOT'])
-const UNWRITABLE_ERRNO = new Set(['EROFS'])
+/** Every domain error's status and headers: the one table (a subclass before its parent). */
+const ANSWERS: Row<DomainError>[] = [
+  row(Invalid, 400),
+  row(Unauthorized, 401),
+  row(Forbidden, 403),
+  row(NotFound, 404),
+  row(OffsetConflict, 409, (e) => ({ 'Upload-Offset': String(e.offset) })),
+  row(Conflict, 409),
+  row(Gone, 410),
+  row(TooLarge, 413),
+  row(QuotaExceeded, 413),
+  row(Locked, 423),
+  row(RateLimited, 429, (e) => ({
+    'Retry-After': String(Math.max(1, e.facts.resetSeconds)),
+    ...rateLimitHeaders(e.facts),
+  })),
+  row(PoolBusy, 503, () => ({ 'retry-after': RETRY_SHORTLY_SECONDS })),
+  row(StorageUnavailable, 503, () => ({ 'retry-after': RETRY_SHORTLY_SECONDS })),
+  row(DatabaseBusy, 503, () => ({ 'retry-after': RETRY_BUSY_SECONDS })),
+  row(DatabaseReadOnly, 503, () => ({ 'retry-after': RETRY_READ_ONLY_SECONDS })),
+  row(StorageFull, 507),
+  row(StorageUnwritable, 507),
+]
 
-/** Faults of the server's disk or database, not of the request: the one table of their statuses and words. */
-function classifyFault(error: unknown): HttpError | null {
-  const sqlite = sqliteCode(error)
-  if (sqlite === 'SQLITE_FULL') return new HttpError(507, STORAGE_FULL)
-  if (isBusy(error)) return new HttpError(503, DATABASE_BUSY, {}, { 'retry-after': RETRY_BUSY_SECONDS })
-  // Every way SQLite says it cannot write the file: read-only (a read-only open, file or mount), I/O errors, no permission.
-  if (/^SQLITE_(READONLY|IOERR|CANTOPEN|PERM)/.test(sqlite))
-    return new HttpError(503, DATABASE_READ_ONLY, {}, { 'retry-after': RETRY_READ_ONLY_SECONDS })
-  for (
-    let e = error, depth = 0;
-    e && typeof e === 'object' && depth < 4;
-    e = (e as { cause?: unknown }).cause, depth++
-  ) {
-    const errno = String((e as { code?: unknown }).code ?? '')
-    if (FULL_ERRNO.has(errno)) return new HttpError(507, STORAGE_FULL)
-    if (UNWRITABLE_ERRNO.has(errno)) return new HttpError(507, STORAGE_UNWRITABLE)
-  }
-  return null
+/** A domain error as its answer; null for a kind the table does not know (answered as an internal error). */
+export function httpErrorOf(error: DomainError): HttpError | null {
+  const found = ANSWERS.find(([kind]) => error instanceof kind)
+  if (!found) return null
+  const [, status, headers] = found
+  return new HttpError(status, error.message, error.extra, headers?.(error) ?? {})
 }
 
 /**
@@ -97,20 +121,30 @@ function classifyFault(error: unknown): HttpError | null {
  * busy or read-only database), logged for the operator with its cause; null for anything else.
  */
 export function faultAnswer(error: unknown): HttpError | null {
-  if (error instanceof HttpError) return null
-  const fault = classifyFault(error)
-  if (fault)
+  if (error instanceof HttpError || error instanceof DomainError) return null
+  const fault = faultOf(error)
+  const answer = fault && httpErrorOf(fault)
+  if (answer)
     console.error(
       JSON.stringify({
         level: 'warn',
         msg: 'fault',
-        status: fault.status,
-        answer: fault.message,
+        status: answer.status,
+        answer: answer.message,
         error: String(error),
       }),
     )
-  return fault
+  return answer
 }
+
+/** The answer of our own refusals: an HttpError as it is, a domain error by the table; null otherwise. */
+function ownAnswer(error: unknown): HttpError | null {
+  if (error instanceof HttpError) return error
+  return error instanceof DomainError ? httpErrorOf(error) : null
+}
+
+/** The answer of every failure the error model knows (our refusals, the faults); null for an unexpected one. */
+export const knownAnswer = (error: unknown) => ownAnswer(error) ?? faultAnswer(error)
 
 /** The body of an HttpError's answer. */
 const httpErrorBody = (error: HttpError) => ({ error: error.message, ...error.extra })
@@ -148,7 +182,7 @@ export const errorAnswers = new WeakMap<Request, object>()
 
 /** Maps every failure (ours, the framework's, unexpected ones) onto `{ error }` with the contract's status. */
 export const errorModel = new Elysia({ name: 'error-model' })
-  .error({ HttpError })
+  .error({ HttpError, DomainError })
   // Every answer of the app, success or error: set first, so handlers and the error branch below all keep it.
   .onRequest(({ set }) => {
     Object.assign(set.headers, NOSNIFF)
@@ -159,6 +193,10 @@ export const errorModel = new Elysia({ name: 'error-model' })
       switch (code) {
         case 'HttpError':
           return answerWith(set, error)
+        case 'DomainError': {
+          const answer = httpErrorOf(error)
+          return answer ? answerWith(set, answer) : internalError(set, error)
+        }
         case 'VALIDATION':
           // An answer that does not match its own response schema is our bug, not the client's: a 500 that names nothing.
           if ((error as { type?: unknown }).type === 'response') return internalError(set, error)
@@ -166,8 +204,8 @@ export const errorModel = new Elysia({ name: 'error-model' })
           return { error: validationMessage(error as unknown as ValidationLike) }
         case 'PARSE': {
           // Elysia wraps whatever a parse hook throws (our 400s and 413s) in a ParseError: keep their status and message.
-          const cause = (error as { cause?: unknown }).cause
-          if (cause instanceof HttpError) {
+          const cause = ownAnswer((error as { cause?: unknown }).cause)
+          if (cause) {
             set.status = cause.status
             return httpErrorBody(cause)
           }

@@ -1,5 +1,5 @@
 import type { Server } from 'bun'
-import { faultAnswer, HttpError, httpErrorResponse, INTERNAL_ERROR, jsonResponse, logUnhandled } from './errors'
+import { httpErrorResponse, INTERNAL_ERROR, jsonResponse, knownAnswer, logUnhandled } from './errors'
 import { type Metrics, recordRequest } from './observability'
 
 /** A request as Bun's router hands it over: with the route's path parameters. */
@@ -18,7 +18,7 @@ export type FastHandler = (request: RoutedRequest, server: Server<unknown>) => R
  * A handler for Bun's router (Elysia's `serve.routes`), answered ahead of the Elysia app and its global hooks: for
  * the hot read routes (/cdn, image metadata), where that pipeline cost more than the route's own work (bench/README.md).
  * It keeps what those hooks give every request: the request metrics and log line (recordRequest, as requestLog writes
- * them) and the error model's answers (an HttpError as its `{ error }`, a disk or database fault as its 507/503,
+ * them) and the error model's answers (an HttpError or a domain error as its `{ error }`, a disk or database fault as its 507/503,
  * anything else a 500 that names nothing).
  * Whatever else the route needs (the rate limiter, a lookup) it calls itself. The same route stays in the app, where
  * it is documented and reached by `app.handle`.
@@ -35,9 +35,8 @@ export function fastRoute(observe: FastRouteObserver, route: string, handler: Fa
     return response
   }
   const failed = (request: Request, error: unknown, start: number) => {
-    if (error instanceof HttpError) return done(request, httpErrorResponse(error), start)
-    const fault = faultAnswer(error)
-    if (fault) return done(request, httpErrorResponse(fault), start)
+    const known = knownAnswer(error)
+    if (known) return done(request, httpErrorResponse(known), start)
     logUnhandled(error)
     return done(request, jsonResponse(INTERNAL_ERROR, 500), start)
   }

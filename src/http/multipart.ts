@@ -3,8 +3,8 @@ import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import Busboy, { type BusboyInstance } from '@fastify/busboy'
+import { badRequest, DomainError, tooLarge } from '../errors'
 import { newPublicId } from '../lib/crypto'
-import { badRequest, HttpError, tooLarge } from './errors'
 
 export interface ReceivedFile {
   /** Temporary file holding the uploaded bytes. */
@@ -26,6 +26,12 @@ export interface MultipartLimits {
   /** null: no per-file limit. */
   maxFileSize: number | null
 }
+
+/**
+ * An upload's files and fields as the pipeline takes them: read only when asked (once the upload is let in), streamed
+ * to temp files under the limits of its policy. A multipart door hands over `(limits) => receiveMultipart(request, limits)`.
+ */
+export type UploadSource = (limits: MultipartLimits) => Promise<ReceivedUpload>
 
 const MAX_FIELD_BYTES = 4096
 const MAX_FIELDS = 32
@@ -133,7 +139,7 @@ export function receiveMultipart(request: Request, limits: MultipartLimits): Pro
     })
     parser.on('fieldsLimit', () => fail(badRequest('Too many form fields')))
     parser.on('error', (error: Error) =>
-      fail(error instanceof HttpError ? error : badRequest('Malformed multipart body')),
+      fail(error instanceof DomainError ? error : badRequest('Malformed multipart body')),
     )
     parser.on('finish', () => {
       if (failed) return

@@ -3,7 +3,7 @@ import { Elysia } from 'elysia'
 import swaggerUiCss from 'swagger-ui-dist/swagger-ui.css' with { type: 'file' }
 // `type: 'file'` gives the path of the installed file, or of its copy embedded in the single binary.
 import swaggerUiBundle from 'swagger-ui-dist/swagger-ui-bundle.js' with { type: 'file' }
-import { notFound } from './errors'
+import { notFound } from '../errors'
 
 const ASSETS = '/swagger/assets'
 const SPEC_PATH = '/swagger/json'

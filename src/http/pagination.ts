@@ -1,4 +1,4 @@
-import { badRequest } from './errors'
+import { badRequest } from '../errors'
 
 function positiveInt(name: string, raw: string | undefined, fallback: number): number {
   if (raw === undefined || raw === '') return fallback

@@ -1,11 +1,20 @@
 import type { Server } from 'bun'
 import { Elysia } from 'elysia'
+import { RateLimited, type RateLimitFacts } from '../errors'
 import { ipKey, resolveClientIp } from './client-ip'
-import { HttpError } from './errors'
 
 const pathOf = (url: string) => url.slice(url.indexOf('/', url.indexOf('//') + 2))
 
 const MINUTE_MS = 60_000
+
+/** A rate window's state as the RateLimit-* headers of an answer (a success, or the 429 with its Retry-After). */
+export function rateLimitHeaders(state: RateLimitFacts): Record<string, string> {
+  return {
+    'RateLimit-Limit': String(state.limit),
+    'RateLimit-Remaining': String(state.remaining),
+    'RateLimit-Reset': String(state.resetSeconds),
+  }
+}
 
 export type GlobalRateLimit = ReturnType<typeof globalRateLimit>
 
@@ -47,17 +56,7 @@ export function globalRateLimit(opts: { limit: number; trustProxy: boolean; now?
     w.used++
     if (w.used > limit) {
       const reset = Math.max(1, Math.ceil((w.start + MINUTE_MS - now) / 1000))
-      throw new HttpError(
-        429,
-        'Too many requests',
-        { retryAfter: reset },
-        {
-          'Retry-After': String(reset),
-          'RateLimit-Limit': String(limit),
-          'RateLimit-Remaining': '0',
-          'RateLimit-Reset': String(reset),
-        },
-      )
+      throw new RateLimited('Too many requests', { limit, remaining: 0, resetSeconds: reset })
     }
   }
 

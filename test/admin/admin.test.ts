@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig } from '../../src/config'
-import { HttpError } from '../../src/http/errors'
+import { Forbidden } from '../../src/errors'
+import { httpErrorOf } from '../../src/http/errors'
 import { startServer } from '../../src/server'
 import { makeImage, uploadForm } from '../fixtures'
 import { jsonBody, makeAdmin, registerUser, startTestServer, type TestServer, userWithKey } from '../helpers'
@@ -239,8 +240,8 @@ describe('PATCH /api/admin/users/:id', () => {
     } catch (error) {
       caught = error
     }
-    expect(caught).toBeInstanceOf(HttpError)
-    expect((caught as HttpError).status).toBe(403)
+    expect(caught).toBeInstanceOf(Forbidden)
+    expect(httpErrorOf(caught as Forbidden)?.status).toBe(403)
 
     expect((await patchUser(user.user.id, { banned: false })).status).toBe(200)
     expect((await login(user.user.username, user.password)).status).toBe(200)

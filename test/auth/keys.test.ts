@@ -2,7 +2,8 @@ import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHash } from 'node:crypto'
 import { join } from 'node:path'
-import { HttpError } from '../../src/http/errors'
+import { Unauthorized } from '../../src/errors'
+import { httpErrorOf } from '../../src/http/errors'
 import { jsonBody, registerUser, startTestServer, type TestServer, userWithKey } from '../helpers'
 
 const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
@@ -176,8 +177,8 @@ describe('key authentication (X-API-Key on GET /api/v1/me)', () => {
     } catch (error) {
       caught = error
     }
-    expect(caught).toBeInstanceOf(HttpError)
-    expect((caught as HttpError).status).toBe(401)
+    expect(caught).toBeInstanceOf(Unauthorized)
+    expect(httpErrorOf(caught as Unauthorized)?.status).toBe(401)
   })
 
   test('missing, wrong, truncated or JWT-as-key credentials: 401', async () => {

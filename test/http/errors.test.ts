@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, spyOn, test } from 'bun:test'
 import { Elysia, t as schema } from 'elysia'
+import { DomainError, OffsetConflict, RateLimited } from '../../src/errors'
 import { MAX_JSON_BYTES } from '../../src/http/body-limit'
 import { errorModel, HttpError } from '../../src/http/errors'
 import { jsonBody, makeAdmin, registerUser, startTestServer, type TestServer } from '../helpers'
@@ -142,6 +143,15 @@ describe('unexpected failures', () => {
     .get('/teapot', () => {
       throw new HttpError(418, 'short and stout', { hint: 'tip me over' }, { 'x-extra': 'yes' })
     })
+    .get('/limited', () => {
+      throw new RateLimited('Slow down', { limit: 5, remaining: 0, resetSeconds: 0 })
+    })
+    .get('/offset', () => {
+      throw new OffsetConflict('Upload-Offset mismatch', 7)
+    })
+    .get('/unmapped', () => {
+      throw new DomainError('a kind the table does not know')
+    })
     .post('/typed', ({ body }) => body, { body: schema.Object({ n: schema.Number() }) })
     .get('/wrong-shape', () => ({ views: 'many' }) as unknown as { views: number }, {
       response: schema.Object({ views: schema.Integer() }),
@@ -175,6 +185,29 @@ describe('unexpected failures', () => {
     expect(res.status).toBe(418)
     expect(res.headers.get('x-extra')).toBe('yes')
     expect(await res.json()).toEqual({ error: 'short and stout', hint: 'tip me over' })
+  })
+
+  test('a domain error is answered by the table: its status and headers, its message and extra fields', async () => {
+    const limited = await app.handle(new Request('http://localhost/limited'))
+    expect(limited.status).toBe(429)
+    // Retry-After is at least 1 s even when the window resets now.
+    expect(limited.headers.get('retry-after')).toBe('1')
+    expect(limited.headers.get('ratelimit-limit')).toBe('5')
+    expect(limited.headers.get('ratelimit-remaining')).toBe('0')
+    expect(limited.headers.get('ratelimit-reset')).toBe('0')
+    expect(await limited.json()).toEqual({ error: 'Slow down', retryAfter: 0 })
+    const offset = await app.handle(new Request('http://localhost/offset'))
+    expect(offset.status).toBe(409)
+    expect(offset.headers.get('upload-offset')).toBe('7')
+    expect(await offset.json()).toEqual({ error: 'Upload-Offset mismatch', offset: 7 })
+    const logged = spyOn(console, 'error').mockImplementation(() => {})
+    try {
+      const unmapped = await app.handle(new Request('http://localhost/unmapped'))
+      expect(unmapped.status).toBe(500)
+      expect(await unmapped.json()).toEqual({ error: 'Internal server error' })
+    } finally {
+      logged.mockRestore()
+    }
   })
 
   test('the error model alone also maps validation and unknown routes', async () => {

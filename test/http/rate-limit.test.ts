@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { HttpError } from '../../src/http/errors'
+import { RateLimited } from '../../src/errors'
 import { globalRateLimit } from '../../src/http/rate-limit'
 
 /** A request from `ip`, as a trusted proxy would name it. */
@@ -9,10 +9,10 @@ describe('the global limiter', () => {
   test('IPv6 clients of one /64 share one window; an IPv4-mapped address shares the IPv4 one', () => {
     const limiter = globalRateLimit({ limit: 3, trustProxy: true })
     for (const ip of ['2001:db8:1:2::1', '2001:db8:1:2::2', '2001:db8:1:2:ffff::3']) limiter.admit(from(ip), null, 0)
-    expect(() => limiter.admit(from('2001:db8:1:2::4'), null, 0)).toThrow(HttpError)
+    expect(() => limiter.admit(from('2001:db8:1:2::4'), null, 0)).toThrow(RateLimited)
     limiter.admit(from('2001:db8:1:3::1'), null, 0)
     for (const ip of ['198.51.100.1', '::ffff:198.51.100.1', '198.51.100.1']) limiter.admit(from(ip), null, 0)
-    expect(() => limiter.admit(from('::ffff:c633:6401'), null, 0)).toThrow(HttpError)
+    expect(() => limiter.admit(from('::ffff:c633:6401'), null, 0)).toThrow(RateLimited)
   })
 
   test('cleanup looks only at the windows that ended (plus one), never at every window', () => {
@@ -33,7 +33,7 @@ describe('the global limiter', () => {
   test('a window that ended starts over: the client is admitted again', () => {
     const limiter = globalRateLimit({ limit: 1, trustProxy: true })
     limiter.admit(from('192.0.2.1'), null, 0)
-    expect(() => limiter.admit(from('192.0.2.1'), null, 59_999)).toThrow(HttpError)
+    expect(() => limiter.admit(from('192.0.2.1'), null, 59_999)).toThrow(RateLimited)
     limiter.admit(from('192.0.2.1'), null, 60_000)
   })
 })

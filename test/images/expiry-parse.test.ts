@@ -1,13 +1,14 @@
 import { describe, expect, test } from 'bun:test'
 import { ConfigError, loadConfig } from '../../src/config'
-import { HttpError } from '../../src/http/errors'
+import { DomainError } from '../../src/errors'
+import { httpErrorOf } from '../../src/http/errors'
 import { checkExpiryBound, parseExpiry, uploadExpiry } from '../../src/modules/images/expiry'
 
 const status = (fn: () => unknown) => {
   try {
     fn()
   } catch (error) {
-    return error instanceof HttpError ? error.status : error
+    return error instanceof DomainError ? httpErrorOf(error)?.status : error
   }
   return 'no error'
 }

@@ -1,5 +1,5 @@
 import type { Db } from '../../db/client'
-import { notFound } from '../../http/errors'
+import { notFound } from '../../errors'
 import { findUserById, updateUser, usersPage } from '../auth/repository'
 import { publicUser } from '../auth/service'
 import { liveTotalsOf } from '../images/repository'

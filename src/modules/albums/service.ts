@@ -1,8 +1,8 @@
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
 import type { Album, Image, User } from '../../db/schema'
+import { badRequest, forbidden, notFound, RateLimited } from '../../errors'
 import { ipKey } from '../../http/client-ip'
-import { badRequest, forbidden, HttpError, notFound } from '../../http/errors'
 import { newPublicId } from '../../lib/crypto'
 import { iso } from '../../lib/time'
 import { refundAttempt, takeAttempt, type WindowRule } from '../images/limits'
@@ -47,7 +47,7 @@ export type AlbumAccess =
   | { kind: 'not-found' }
   | { kind: 'password'; album: Album; wrong: boolean }
   /** Too many wrong passwords for this album or from this address: the 429 to answer, with its headers. */
-  | { kind: 'throttled'; album: Album; error: HttpError }
+  | { kind: 'throttled'; album: Album; error: RateLimited }
 
 export type AlbumService = ReturnType<typeof createAlbumService>
 
@@ -176,7 +176,7 @@ export function createAlbumService(deps: {
       try {
         takeAttempt(db, windows, at)
       } catch (error) {
-        if (error instanceof HttpError && error.status === 429) return { kind: 'throttled', album, error }
+        if (error instanceof RateLimited) return { kind: 'throttled', album, error }
         throw error
       }
       const ok = await Bun.password.verify(password, album.passwordHash).catch(() => false)

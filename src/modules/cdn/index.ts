@@ -1,5 +1,6 @@
 import { Elysia, t } from 'elysia'
-import { jsonResponse, NOT_FOUND } from '../../http/errors'
+import { NOT_FOUND, StorageUnavailable } from '../../errors'
+import { httpErrorOf, jsonResponse } from '../../http/errors'
 import { type FastRouteObserver, fastRoute } from '../../http/fast-route'
 import { originalKey, type Storage, type StorageKey, thumbnailKey } from '../../storage'
 import type { LiveImage } from '../images/live-cache'
@@ -39,11 +40,11 @@ function parseRange(header: string | null, size: number): { start: number; end: 
 export const PRESIGN_SECONDS = 600
 const REDIRECT_CACHE = `public, max-age=${PRESIGN_SECONDS / 2}`
 
-const unavailable = () =>
-  jsonResponse({ error: 'Storage temporarily unavailable, try again shortly' }, 503, {
-    'retry-after': '5',
-    'cache-control': 'no-store',
-  })
+/** The error model's answer for a store that is down, never cached. */
+const unavailable = () => {
+  const { status, message, headers } = httpErrorOf(new StorageUnavailable())!
+  return jsonResponse({ error: message }, status, { ...headers, 'cache-control': 'no-store' })
+}
 
 /**
  * Everything one file's answer needs that does not depend on the request, built once per cached image and file

@@ -1,6 +1,6 @@
 import type { Db } from '../../db/client'
 import type { EmbedProfile, Image, User } from '../../db/schema'
-import { badRequest, notFound } from '../../http/errors'
+import { badRequest, notFound } from '../../errors'
 import { iso } from '../../lib/time'
 import { ownedLiveIds, setEmbedProfile } from '../images/repository'
 import { type ImageService, isImageId } from '../images/service'

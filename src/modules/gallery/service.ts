@@ -1,7 +1,7 @@
 import type { SQL } from 'drizzle-orm'
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
-import { badRequest, notFound } from '../../http/errors'
+import { badRequest, notFound } from '../../errors'
 import { pageCount } from '../../http/pagination'
 import { iso } from '../../lib/time'
 import { findUserByName } from '../auth/repository'

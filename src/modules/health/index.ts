@@ -2,7 +2,8 @@ import { statfsSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { Elysia, t } from 'elysia'
 import type { Db } from '../../db/client'
-import { errors, faultAnswer, HttpError, notFound, STORAGE_FULL, unauthorized } from '../../http/errors'
+import { notFound, StorageFull, unauthorized } from '../../errors'
+import { errors, faultAnswer, HttpError, httpErrorOf } from '../../http/errors'
 import type { Metrics } from '../../http/observability'
 import { safeEqual } from '../../lib/crypto'
 import type { Classifier } from '../../moderation'
@@ -32,7 +33,7 @@ function writeCheck(db: Db) {
       return faultAnswer(error) ?? new HttpError(503, 'Database unavailable')
     }
     const { bavail, bsize } = statfsSync(dir)
-    return bavail * bsize < MIN_FREE_BYTES ? new HttpError(507, STORAGE_FULL) : null
+    return bavail * bsize < MIN_FREE_BYTES ? httpErrorOf(new StorageFull()) : null
   }
   return () => {
     const now = Date.now()

@@ -1,4 +1,4 @@
-import { badRequest } from '../../http/errors'
+import { badRequest } from '../../errors'
 
 /**
  * Expiry requests: a positive whole number of seconds, or an ISO 8601 duration (`PT10M`, `P7D`, `P1DT2H`, `P2W`).

@@ -1,14 +1,11 @@
 import { Elysia } from 'elysia'
-import type { Config } from '../../config'
-import type { Image } from '../../db/schema'
 import type { authGuard } from '../../http/auth'
 import { errors, jsonResponse } from '../../http/errors'
 import { type FastRouteObserver, fastRoute } from '../../http/fast-route'
-import type { Metrics } from '../../http/observability'
+import { receiveMultipart } from '../../http/multipart'
 import { parsePage } from '../../http/pagination'
-import type { GlobalRateLimit } from '../../http/rate-limit'
+import { type GlobalRateLimit, rateLimitHeaders } from '../../http/rate-limit'
 import { Success } from '../../http/schemas'
-import { accountPolicy, anonymousPolicy } from './limits'
 import {
   AccountUsage,
   EXPIRES_DESCRIPTION,
@@ -22,7 +19,7 @@ import {
   UploadResponse,
 } from './model'
 import type { ImageService } from './service'
-import type { UploadOptions, UploadPipeline } from './upload'
+import type { UploadCaller, UploadEndpoint, UploadPipeline } from './upload'
 
 /** The multipart body as OpenAPI sees it; the body itself is streamed by the pipeline, not parsed by the framework. */
 function multipartBody(extra: Record<string, object> = {}) {
@@ -53,12 +50,6 @@ function multipartBody(extra: Record<string, object> = {}) {
   }
 }
 
-/** The answer of every upload entry (multipart or tus): one file a flat object, several `{ success, images }`. */
-export function uploadAnswer(images: ImageService, result: { rows: Image[]; deleteTokens: string[] }) {
-  const views = result.rows.map((row, i) => images.uploadedView(row, result.deleteTokens[i]))
-  return views.length === 1 ? { success: true as const, ...views[0] } : { success: true as const, images: views }
-}
-
 const detailsAnswer = (images: ImageService, id: string) => ({ success: true as const, data: images.details(id) })
 
 const DETAILS_ROUTE = '/api/v1/image/:id'
@@ -80,28 +71,26 @@ export function imageDetailsRoutes(deps: {
 }
 
 export function imagesModule(deps: {
-  config: Config
   images: ImageService
   pipeline: UploadPipeline
   guard: ReturnType<typeof authGuard>
-  metrics: Metrics
 }) {
-  const { config, images, pipeline, metrics } = deps
+  const { images, pipeline } = deps
 
-  /** Runs the pipeline and answers 201: one file a flat object, several `{ success, images }`. */
+  /** Streams the request's files into the pipeline and answers 201: one file a flat object, several `{ success, images }`. */
   async function upload(
     request: Request,
-    options: UploadOptions,
+    endpoint: UploadEndpoint,
+    caller: UploadCaller,
     set: { status?: number | string; headers: Record<string, unknown> },
   ) {
-    const result = await pipeline.upload(request, options)
-    metrics.uploaded(
-      result.rows.length,
-      result.rows.reduce((sum, row) => sum + row.size, 0),
+    const result = await pipeline.upload(
+      (limits) => receiveMultipart(request, limits),
+      pipeline.optionsFor(endpoint, caller),
     )
     set.status = 201
-    Object.assign(set.headers, result.headers)
-    return uploadAnswer(images, result)
+    Object.assign(set.headers, rateLimitHeaders(result.window))
+    return result.body
   }
   const uploadRoute = { parse: 'none' as const, response: { 201: UploadResponse, ...errors(400, 401, 403, 413, 429) } }
 
@@ -110,8 +99,7 @@ export function imagesModule(deps: {
       .use(deps.guard)
       .post(
         '/api/v1/upload',
-        ({ request, user, clientIp, set }) =>
-          upload(request, { policy: accountPolicy(config, user), scan: config.nsfw.scanApiUploads, ip: clientIp }, set),
+        ({ request, user, clientIp, set }) => upload(request, 'api', { user, ip: clientIp }, set),
         {
           ...uploadRoute,
           apiKey: true,
@@ -122,36 +110,23 @@ export function imagesModule(deps: {
           },
         },
       )
-      .post(
-        '/api/upload',
-        ({ request, user, clientIp, set }) =>
-          upload(
-            request,
-            {
-              policy: user ? accountPolicy(config, user) : anonymousPolicy(config, clientIp),
-              scan: true,
-              ip: clientIp,
+      .post('/api/upload', ({ request, user, clientIp, set }) => upload(request, 'web', { user, ip: clientIp }, set), {
+        ...uploadRoute,
+        optionalSession: true,
+        detail: {
+          tags: ['Images'],
+          summary: 'Web upload: anonymous or with a JWT; every image is scanned for mature content',
+          requestBody: multipartBody({
+            expires: {
+              type: 'string',
+              description:
+                EXPIRES_DESCRIPTION +
+                ' Anonymous uploads that give none expire after ANON_DEFAULT_EXPIRY seconds when it is set (never by default), and may not ask for longer.',
+              examples: ['PT10M', 'P7D', 'P1DT2H', '3600'],
             },
-            set,
-          ),
-        {
-          ...uploadRoute,
-          optionalSession: true,
-          detail: {
-            tags: ['Images'],
-            summary: 'Web upload: anonymous or with a JWT; every image is scanned for mature content',
-            requestBody: multipartBody({
-              expires: {
-                type: 'string',
-                description:
-                  EXPIRES_DESCRIPTION +
-                  ' Anonymous uploads that give none expire after ANON_DEFAULT_EXPIRY seconds when it is set (never by default), and may not ask for longer.',
-                examples: ['PT10M', 'P7D', 'P1DT2H', '3600'],
-              },
-            }) as never,
-          },
+          }) as never,
         },
-      )
+      })
       .get(DETAILS_ROUTE, ({ params }) => detailsAnswer(images, params.id), {
         params: ImageIdParams,
         response: { 200: ImageDetailsResponse, ...errors(404) },

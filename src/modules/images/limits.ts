@@ -1,8 +1,8 @@
 import type { Config } from '../../config'
 import type { Db, Tx } from '../../db/client'
 import type { User } from '../../db/schema'
+import { QuotaExceeded, RateLimited } from '../../errors'
 import { ipKey } from '../../http/client-ip'
-import { HttpError } from '../../http/errors'
 import { HOUR_MS } from '../../lib/time'
 import { deleteWindows, deleteWindowsStartedBefore, findWindow, saveWindow, storageUsed } from './repository'
 
@@ -78,23 +78,6 @@ export function windowState(db: Db | Tx, rule: WindowRule, now: number): WindowS
   }
 }
 
-export function rateLimitHeaders(state: WindowState): Record<string, string> {
-  return {
-    'RateLimit-Limit': String(state.limit),
-    'RateLimit-Remaining': String(state.remaining),
-    'RateLimit-Reset': String(state.resetSeconds),
-  }
-}
-
-export function rateLimited(state: WindowState, message: string) {
-  return new HttpError(
-    429,
-    message,
-    { retryAfter: state.resetSeconds },
-    { 'Retry-After': String(Math.max(1, state.resetSeconds)), ...rateLimitHeaders(state) },
-  )
-}
-
 /**
  * Refuses a batch of `files` that does not fit in what the window has left once `held` (files other admitted uploads
  * will count) is set aside.
@@ -103,13 +86,13 @@ export function checkWindow(db: Db | Tx, rule: WindowRule, files: number, now: n
   const state = windowState(db, rule, now)
   if (rule.enforce && files + held > state.remaining) {
     const left = { ...state, remaining: Math.max(0, state.remaining - held) }
-    throw rateLimited(
-      left,
+    throw new RateLimited(
       rule.message
         ? `${rule.message}: try again in ${Math.max(1, left.resetSeconds)} s`
         : rule.counts
           ? `Rate limit exceeded: ${left.remaining} of ${rule.limit} ${rule.counts} left in this window`
           : `Upload rate limit exceeded: ${left.remaining} of ${rule.limit} uploads left in this window`,
+      left,
     )
   }
   return state
@@ -194,8 +177,7 @@ export function checkQuota(db: Db | Tx, policy: UploadPolicy, incomingBytes: num
   if (!policy.owner || policy.storageLimit === null) return
   const used = storageUsed(db, { userId: policy.owner.id, now: Date.now() }) + held
   if (used + incomingBytes > policy.storageLimit) {
-    throw new HttpError(
-      413,
+    throw new QuotaExceeded(
       `Storage limit reached: ${Math.max(0, policy.storageLimit - used)} of ${policy.storageLimit} bytes left`,
     )
   }
@@ -292,7 +274,7 @@ export function createUploadAdmission(db: Db, config: Config, now: () => number)
       for (const { key, cap, per } of slots) {
         if ((inFlight.get(key) ?? 0) >= cap) {
           const state = { limit: cap, used: cap, remaining: 0, resetSeconds: IN_FLIGHT_RETRY_SECONDS }
-          throw rateLimited(state, `Too many uploads at once: at most ${cap} ${per}; wait for one to finish`)
+          throw new RateLimited(`Too many uploads at once: at most ${cap} ${per}; wait for one to finish`, state)
         }
       }
       const windowKey = policy.window.key

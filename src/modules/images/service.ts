@@ -1,7 +1,7 @@
 import type { Config } from '../../config'
 import type { Db, Tx } from '../../db/client'
 import type { Image, User } from '../../db/schema'
-import { badRequest, notFound } from '../../http/errors'
+import { badRequest, notFound } from '../../errors'
 import { pageCount } from '../../http/pagination'
 import { safeEqual, sha256Hex } from '../../lib/crypto'
 import { originalKey, type Storage, thumbnailKey } from '../../storage'

@@ -3,9 +3,9 @@ import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Config } from '../../config'
 import { type Db, retryBusy } from '../../db/client'
-import type { Image } from '../../db/schema'
-import { badRequest, faultAnswer, HttpError, STORAGE_UNWRITABLE } from '../../http/errors'
-import { discardFiles, type ReceivedFile, receiveMultipart } from '../../http/multipart'
+import type { Image, User } from '../../db/schema'
+import { badRequest, faultOf, Invalid, PoolBusy, StorageUnavailable, StorageUnwritable } from '../../errors'
+import { discardFiles, type ReceivedFile, type UploadSource } from '../../http/multipart'
 import { newPublicId, randomToken, sha256Hex } from '../../lib/crypto'
 import { type ImageInfo, type Media, MediaError } from '../../media'
 import { FORMATS } from '../../media/formats'
@@ -27,19 +27,30 @@ import { type ImageEvents, noImageEvents } from './events'
 import { expiryDate, uploadExpiry } from './expiry'
 import {
   type AdmittedUpload,
+  accountPolicy,
+  anonymousPolicy,
   checkQuota,
   consumeWindow,
   createUploadAdmission,
-  rateLimitHeaders,
   type UploadPolicy,
 } from './limits'
 import { insertImages } from './repository'
+import type { ImageService } from './service'
 
 const TRUE_FORMS = new Set(['true', '1', 'yes', 'on'])
 /** Images decoded at once per request: sharp already uses a core per image, and the machine has two. */
 const PROCESS_CONCURRENCY = 2
 /** Fresh ids tried for one image when its id is already taken (1 in 62^8 per stored image: more is never needed). */
 const ID_ATTEMPTS = 5
+
+/** Which door an upload comes through: `api` (an API key) or `web` (the website: a JWT session or anonymous). */
+export type UploadEndpoint = 'api' | 'web'
+
+/** Who is uploading: the account (null: anonymous, web only) and the client IP. */
+export interface UploadCaller {
+  user: User | null
+  ip: string
+}
 
 export interface UploadOptions {
   policy: UploadPolicy
@@ -57,6 +68,12 @@ interface Prepared {
   scanStatus: Image['scanStatus']
 }
 
+/** The answer of every upload door (multipart or tus): one file a flat object, several `{ success, images }`. */
+function uploadAnswer(images: Pick<ImageService, 'uploadedView'>, rows: Image[], deleteTokens: string[]) {
+  const views = rows.map((row, i) => images.uploadedView(row, deleteTokens[i]))
+  return views.length === 1 ? { success: true as const, ...views[0] } : { success: true as const, images: views }
+}
+
 export type UploadPipeline = ReturnType<typeof createUploadPipeline>
 
 /** The one upload pipeline behind both upload endpoints; the caller's policy decides limits and scanning. */
@@ -67,6 +84,10 @@ export function createUploadPipeline(deps: {
   media: Media
   classifier: Classifier
   thresholds: NsfwThresholds
+  /** Gives the answer's view of each stored image. */
+  images: Pick<ImageService, 'uploadedView'>
+  /** Counts every stored batch. */
+  metrics?: { uploaded(count: number, bytes: number): void }
   /** Told of every stored image, after its row is committed. */
   events?: ImageEvents
   /** The service's clock, for the rate windows and the rows' times (tests step it). */
@@ -114,8 +135,7 @@ export function createUploadPipeline(deps: {
       return { file, info, thumbPath, size, ...verdict }
     } catch (error) {
       if (error instanceof MediaError) throw badRequest(`${file.filename}: ${error.message}`)
-      if (error instanceof PoolBusyError)
-        throw new HttpError(503, 'The server is busy processing images, try again shortly', {}, { 'retry-after': '5' })
+      if (error instanceof PoolBusyError) throw new PoolBusy()
       throw error
     }
   }
@@ -183,14 +203,12 @@ export function createUploadPipeline(deps: {
     }
   }
 
-  /** The answer for a put that failed: a full or unwritable disk (507), an object store that is down (503). */
+  /** The error for a put that failed: a full or unwritable disk (507), an object store that is down (503). */
   function storageFailure(error: unknown) {
-    const fault = faultAnswer(error)
-    if (fault) return fault
+    // A disk fault goes on as it is: the error model answers (and logs) it.
+    if (faultOf(error)) return error
     console.error(JSON.stringify({ level: 'warn', msg: 'upload: storing files failed', error: String(error) }))
-    if (error instanceof StorageUnavailableError)
-      return new HttpError(503, 'Storage temporarily unavailable, try again shortly', {}, { 'retry-after': '5' })
-    return new HttpError(507, STORAGE_UNWRITABLE)
+    return error instanceof StorageUnavailableError ? new StorageUnavailable() : new StorageUnwritable()
   }
 
   /**
@@ -202,7 +220,7 @@ export function createUploadPipeline(deps: {
     try {
       return await work()
     } catch (error) {
-      if (error instanceof HttpError && error.status === 400) admission.refused(opts.policy, opts.ip)
+      if (error instanceof Invalid) admission.refused(opts.policy, opts.ip)
       throw error
     }
   }
@@ -210,7 +228,7 @@ export function createUploadPipeline(deps: {
   /**
    * Validates, processes and stores files that have already been received (multipart parts or a finished tus upload),
    * for an upload that `admit` let in. All or nothing; the temp files are removed either way (what was stored has its
-   * own copy or link).
+   * own copy or link). Returns the answer's body and the upload window it counted in.
    */
   async function store(
     files: ReceivedFile[],
@@ -291,12 +309,15 @@ export function createUploadPipeline(deps: {
       admitted.committed()
       // After the commit, never before; listeners (webhooks) only queue work, they never hold the answer up.
       for (const row of rows) events.emit('image.uploaded', row)
-      return { rows, deleteTokens, headers: rateLimitHeaders(window) }
+      deps.metrics?.uploaded(
+        rows.length,
+        rows.reduce((sum, row) => sum + row.size, 0),
+      )
+      return { body: uploadAnswer(deps.images, rows, deleteTokens), window }
     } catch (error) {
       // All or nothing: whatever this request already stored goes again.
       await Promise.all(storedKeys.map((key) => storage.delete(key).catch(() => {})))
-      // A full disk or an unwritable database is answered as such (507, 503), here too for callers that keep answers (tus).
-      throw faultAnswer(error) ?? error
+      throw error
     } finally {
       await discardFiles(files)
       await Promise.all(files.map((f) => rm(`${f.path}.thumb.webp`, { force: true })))
@@ -304,15 +325,27 @@ export function createUploadPipeline(deps: {
   }
 
   return {
-    /** The multipart entry: streams the request's files to temp files, then stores them. */
-    async upload(request: Request, opts: UploadOptions) {
+    /**
+     * Which limits and scan an upload gets, by its door and caller: the one choice every door (multipart, tus, ...)
+     * makes. An admin's account has the admin limits.
+     */
+    optionsFor(endpoint: UploadEndpoint, caller: UploadCaller): UploadOptions {
+      const { user, ip } = caller
+      if (endpoint === 'api') {
+        if (!user) throw new Error('API uploads need an account')
+        return { policy: accountPolicy(config, user), scan: config.nsfw.scanApiUploads, ip }
+      }
+      return { policy: user ? accountPolicy(config, user) : anonymousPolicy(config, ip), scan: true, ip }
+    },
+    /** The multipart entry: once the upload is let in, `receive` streams its files to temp files; then they are stored. */
+    async upload(receive: UploadSource, opts: UploadOptions) {
       const { policy } = opts
       // No refusal by the declared Content-Length: past the largest legal body it cannot tell a file too large (413)
       // from one file too many (400), which can come after any number of bytes. The stream decides, in arrival order,
       // having read at most maxFiles files of maxFileSize; a chunked body could skip such a check anyway.
       const admitted = admission.admit(policy, opts.ip)
       try {
-        const { files, fields } = await receiveMultipart(request, {
+        const { files, fields } = await receive({
           tmpDir,
           maxFiles: policy.maxFiles,
           maxFileSize: policy.maxFileSize,

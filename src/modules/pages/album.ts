@@ -1,6 +1,7 @@
 import type { Config } from '../../config'
 import type { Album, Image } from '../../db/schema'
-import { HttpError } from '../../http/errors'
+import type { RateLimited } from '../../errors'
+import { httpErrorOf } from '../../http/errors'
 import { html } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
 import type { ImageService } from '../images/service'
@@ -11,8 +12,8 @@ import { thumbnailSize } from './service'
  * The form of a password-protected album; the title stays hidden until the password is given. `state`: asking (200),
  * after a wrong password (403), or the throttle's 429 (with its Retry-After), which says how long to wait.
  */
-export function renderAlbumPassword(pages: PageRenderer, album: Album, state: 'ask' | 'wrong' | HttpError): Response {
-  const throttled = state instanceof HttpError ? state : null
+export function renderAlbumPassword(pages: PageRenderer, album: Album, state: 'ask' | 'wrong' | RateLimited): Response {
+  const throttled = typeof state === 'object' ? httpErrorOf(state) : null
   const seconds = Number(throttled?.headers['Retry-After'] ?? 0)
   const wait = seconds < 90 ? `${seconds} seconds` : `${Math.ceil(seconds / 60)} minutes`
   return pages.respond({

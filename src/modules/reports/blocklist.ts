@@ -1,5 +1,5 @@
 import type { Db } from '../../db/client'
-import { badRequest } from '../../http/errors'
+import { badRequest } from '../../errors'
 import { anyBlocked } from './repository'
 
 export const BLOCKED_MESSAGE = 'This image was removed after an abuse report and cannot be uploaded again'

@@ -2,6 +2,7 @@ import { Elysia } from 'elysia'
 import type { authGuard } from '../../http/auth'
 import { errors } from '../../http/errors'
 import { parsePage } from '../../http/pagination'
+import { rateLimitHeaders } from '../../http/rate-limit'
 import {
   AdminReportsQuery,
   AdminReportsResponse,
@@ -23,7 +24,7 @@ export function reportsModule(reports: ReportService, guard: ReturnType<typeof a
       ({ body, clientIp, set }) => {
         const result = reports.create(body, clientIp)
         set.status = 201
-        Object.assign(set.headers, result.headers)
+        Object.assign(set.headers, rateLimitHeaders(result.window))
         return { success: true as const, report: result.report }
       },
       {

@@ -1,13 +1,13 @@
 import type { Config } from '../../config'
 import type { Db, Tx } from '../../db/client'
 import type { Report, User } from '../../db/schema'
+import { badRequest, conflict, notFound } from '../../errors'
 import { ipKey } from '../../http/client-ip'
-import { badRequest, conflict, notFound } from '../../http/errors'
 import { pageCount } from '../../http/pagination'
 import { HOUR_MS, iso } from '../../lib/time'
 import { originalKey, type Storage } from '../../storage'
 import { setUserFields } from '../auth/repository'
-import { checkWindow, consumeWindow, rateLimitHeaders, type WindowRule } from '../images/limits'
+import { checkWindow, consumeWindow, type WindowRule } from '../images/limits'
 import { anyImage, pickImage } from '../images/repository'
 import type { ImageService } from '../images/service'
 import type { REPORT_REASONS, REPORT_STATUSES } from './model'
@@ -120,7 +120,8 @@ export function createReportService(deps: {
       })
       return {
         report: { id: report.id, imageId: report.imageId, reason: report.reason, createdAt: iso(report.createdAt) },
-        headers: rateLimitHeaders(state),
+        /** The report window after this one, for the answer's RateLimit-* headers. */
+        window: state,
       }
     },
 

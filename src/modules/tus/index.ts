@@ -1,8 +1,9 @@
 import { Elysia } from 'elysia'
 import type { Config } from '../../config'
 import type { TusUpload, User } from '../../db/schema'
+import { badRequest } from '../../errors'
 import type { authGuard } from '../../http/auth'
-import { badRequest, HttpError, jsonResponse } from '../../http/errors'
+import { HttpError, jsonResponse } from '../../http/errors'
 import { TUS_EXTENSIONS, TUS_VERSION, TusIdParams, tusDocs } from './model'
 import type { TusCaller, TusEndpoint, TusService } from './service'
 

@@ -1,4 +1,4 @@
-import { badRequest } from '../../http/errors'
+import { badRequest } from '../../errors'
 
 /** Longest Upload-Metadata header accepted: a file name and a few options fit many times over. */
 export const MAX_METADATA_BYTES = 4096

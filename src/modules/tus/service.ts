@@ -4,15 +4,24 @@ import { join } from 'node:path'
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
 import type { TusUpload, User } from '../../db/schema'
+import {
+  badRequest,
+  Conflict,
+  type DomainError,
+  Gone,
+  Locked,
+  notFound,
+  OffsetConflict,
+  TooLarge,
+  tooLarge,
+} from '../../errors'
 import { ipKey } from '../../http/client-ip'
-import { badRequest, HttpError, notFound, tooLarge } from '../../http/errors'
+import { INTERNAL_ERROR, knownAnswer } from '../../http/errors'
 import type { ReceivedFile } from '../../http/multipart'
-import type { Metrics } from '../../http/observability'
+import { rateLimitHeaders } from '../../http/rate-limit'
 import { randomAlphanumeric } from '../../lib/crypto'
 import { DAY_MS, HOUR_MS } from '../../lib/time'
-import { uploadAnswer } from '../images'
-import { type AdmittedUpload, accountPolicy, anonymousPolicy } from '../images/limits'
-import type { ImageService } from '../images/service'
+import type { AdmittedUpload } from '../images/limits'
 import type { UploadOptions, UploadPipeline } from '../images/upload'
 import { parseUploadMetadata } from './metadata'
 import {
@@ -61,15 +70,8 @@ export type TusService = ReturnType<typeof createTusService>
  * same pipeline as a multipart upload (`pipeline.store`), with the same limits, scan and answer.
  * Partial uploads count against no limit; creation only checks that the finished file could be accepted.
  */
-export function createTusService(deps: {
-  db: Db
-  config: Config
-  pipeline: UploadPipeline
-  images: ImageService
-  metrics?: Pick<Metrics, 'uploaded'>
-  options?: TusOptions
-}) {
-  const { db, config, pipeline, images } = deps
+export function createTusService(deps: { db: Db; config: Config; pipeline: UploadPipeline; options?: TusOptions }) {
+  const { db, config, pipeline } = deps
   const ttlMs = deps.options?.ttlMs ?? DAY_MS
   const maxOpen = deps.options?.maxOpen ?? 10
   const dir = join(config.dataDir, 'tus')
@@ -79,20 +81,12 @@ export function createTusService(deps: {
 
   const pathOf = (id: string) => join(dir, id)
 
-  function policyFor(endpoint: TusEndpoint, user: User | null, ip: string): UploadOptions {
-    if (endpoint === 'api') {
-      if (!user) throw new Error('API tus uploads need an account')
-      return { policy: accountPolicy(config, user), scan: config.nsfw.scanApiUploads, ip }
-    }
-    return { policy: user ? accountPolicy(config, user) : anonymousPolicy(config, ip), scan: true, ip }
-  }
-
   /** The upload, if it is the caller's: same endpoint and same account (anonymous ones: any anonymous caller holding the URL). */
   function find(caller: TusCaller, id: string, now = Date.now()): TusUpload {
     const row = ID.test(id) ? findTusUpload(db, id) : undefined
     if (!row || row.endpoint !== caller.endpoint || row.userId !== (caller.user?.id ?? null))
       throw notFound('Upload not found')
-    if (row.expiresAt.getTime() <= now) throw new HttpError(410, 'Upload expired')
+    if (row.expiresAt.getTime() <= now) throw new Gone('Upload expired')
     return row
   }
 
@@ -118,14 +112,12 @@ export function createTusService(deps: {
     let result: TusResult
     try {
       const stored = await pipeline.store([file], fields, options, admitted)
-      deps.metrics?.uploaded(
-        stored.rows.length,
-        stored.rows.reduce((sum, r) => sum + r.size, 0),
-      )
-      result = { status: 200, body: uploadAnswer(images, stored), headers: stored.headers }
+      result = { status: 200, body: stored.body, headers: rateLimitHeaders(stored.window) }
     } catch (error) {
-      if (error instanceof HttpError) {
-        result = { status: error.status, body: { error: error.message, ...error.extra }, headers: error.headers }
+      // Kept as the error model would answer it: a refusal or a fault with its status, anything else a 500.
+      const known = knownAnswer(error)
+      if (known) {
+        result = { status: known.status, body: { error: known.message, ...known.extra }, headers: known.headers }
       } else {
         console.error(
           JSON.stringify({
@@ -135,7 +127,7 @@ export function createTusService(deps: {
             error: String((error as Error)?.stack ?? error),
           }),
         )
-        result = { status: 500, body: { error: 'Internal server error' }, headers: {} }
+        result = { status: 500, body: { ...INTERNAL_ERROR }, headers: {} }
       }
     }
     // The pipeline consumed the file (stored or removed); the answer stays until the upload expires.
@@ -174,7 +166,7 @@ export function createTusService(deps: {
       if (!Number.isSafeInteger(length) || length < 1)
         throw badRequest('Upload-Length must be a whole number of bytes, at least 1')
       const fields = parseUploadMetadata(metadataHeader)
-      const options = policyFor(caller.endpoint, caller.user, caller.ip)
+      const options = pipeline.optionsFor(caller.endpoint, caller)
       checkCreation(options, length, fields)
       if (openCount(caller, now) >= maxOpen) {
         throw badRequest(`Too many unfinished uploads: at most ${maxOpen}; finish or delete one first`)
@@ -214,31 +206,21 @@ export function createTusService(deps: {
       body: ReadableStream<Uint8Array> | null,
     ): Promise<{ upload: TusUpload; result: TusResult | null }> {
       let row = find(caller, id)
-      if (busy.has(id)) throw new HttpError(423, 'Upload is busy: another request is writing to it')
+      if (busy.has(id)) throw new Locked('Upload is busy: another request is writing to it')
       if (row.finishedAt) {
         // The last answer was lost: a client that resends the final offset with no data gets it again.
         if (offset === row.length && !contentLength) return { upload: row, result: storedResult(row) }
-        throw new HttpError(
-          409,
-          'Upload already finished',
-          { offset: row.offset },
-          { 'Upload-Offset': String(row.offset) },
-        )
+        throw new OffsetConflict('Upload already finished', row.offset)
       }
       if (offset !== row.offset) {
-        throw new HttpError(
-          409,
-          `Upload-Offset mismatch: the upload is at ${row.offset}`,
-          { offset: row.offset },
-          { 'Upload-Offset': String(row.offset) },
-        )
+        throw new OffsetConflict(`Upload-Offset mismatch: the upload is at ${row.offset}`, row.offset)
       }
       if (contentLength !== null && offset + contentLength > row.length) {
         throw tooLarge(`The chunk passes Upload-Length (${row.length} bytes)`)
       }
       // The window and quota follow the creator (an anonymous upload: the address that created it), the in-flight
       // caps and refused-uploads windows the address sending this chunk.
-      const options = { ...policyFor(row.endpoint, caller.user, row.ip), ip: caller.ip }
+      const options = { ...pipeline.optionsFor(row.endpoint, { user: caller.user, ip: row.ip }), ip: caller.ip }
       const admitted = pipeline.admit(options)
       busy.add(id)
       try {
@@ -248,16 +230,11 @@ export function createTusService(deps: {
           const actual = Math.max(0, onDisk)
           if (onDisk < 0) await writeFile(pathOf(id), new Uint8Array(0))
           setTusUploadFields(db, id, { offset: actual })
-          throw new HttpError(
-            409,
-            `Upload data lost: the upload is at ${actual}`,
-            { offset: actual },
-            { 'Upload-Offset': String(actual) },
-          )
+          throw new OffsetConflict(`Upload data lost: the upload is at ${actual}`, actual)
         }
 
         let written = 0
-        let failure: HttpError | null = null
+        let failure: DomainError | null = null
         if (body) {
           const handle = await open(pathOf(id), 'r+')
           const reader = body.getReader()
@@ -280,7 +257,7 @@ export function createTusService(deps: {
             await handle.close()
           }
         }
-        const newOffset = failure?.status === 413 ? offset : offset + written
+        const newOffset = failure instanceof TooLarge ? offset : offset + written
         row = updateTusUpload(db, id, { offset: newOffset })
         if (failure) throw failure
         if (row.offset < row.length) return { upload: row, result: null }
@@ -296,7 +273,7 @@ export function createTusService(deps: {
     result(caller: TusCaller, id: string): TusResult {
       const row = find(caller, id)
       if (!row.finishedAt) {
-        throw new HttpError(409, `Upload not finished: ${row.offset} of ${row.length} bytes received`, {
+        throw new Conflict(`Upload not finished: ${row.offset} of ${row.length} bytes received`, {
           offset: row.offset,
           length: row.length,
         })
@@ -307,7 +284,7 @@ export function createTusService(deps: {
     /** Termination: the upload and its data go; a finished upload's answer goes (its image stays). */
     async terminate(caller: TusCaller, id: string) {
       find(caller, id)
-      if (busy.has(id)) throw new HttpError(423, 'Upload is busy: another request is writing to it')
+      if (busy.has(id)) throw new Locked('Upload is busy: another request is writing to it')
       deleteTusUpload(db, id)
       await rm(pathOf(id), { force: true })
     },
