@@ -2,8 +2,11 @@ import { Database } from 'bun:sqlite'
 import { copyFile, cp, mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join } from 'node:path'
+import { drizzle } from 'drizzle-orm/bun-sqlite'
 import type { Db } from '../db/client'
 import { lockDataDir } from '../db/lock'
+import * as schema from '../db/schema'
+import { storedImages } from '../modules/images/repository'
 import { checkKey, originalKey, type Storage, thumbnailKey } from '../storage'
 
 const DB_FILE = 'imghost.sqlite'
@@ -26,7 +29,8 @@ export async function backup(opts: { db: Db; storage: Storage; dataDir: string; 
 
   opts.db.$client.run('VACUUM INTO ?', [join(dir, DB_FILE)])
   const snapshot = new Database(join(dir, DB_FILE), { readonly: true })
-  const rows = snapshot.query('SELECT id, ext FROM images').all() as { id: string; ext: string }[]
+  // The files to copy are those of the snapshot's rows, read through the images module like every query of images.
+  const rows = storedImages(drizzle(snapshot, { schema }))
   snapshot.close()
 
   const missing: string[] = []
