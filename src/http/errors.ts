@@ -1,5 +1,6 @@
 import { Elysia, t } from 'elysia'
 import { isBusy, sqliteCode } from '../db/errors'
+import { log } from '../log'
 
 /** The one error type of the service: services throw it, the error hook turns it into `{ error }` with its status. */
 export class HttpError extends Error {
@@ -99,16 +100,7 @@ function classifyFault(error: unknown): HttpError | null {
 export function faultAnswer(error: unknown): HttpError | null {
   if (error instanceof HttpError) return null
   const fault = classifyFault(error)
-  if (fault)
-    console.error(
-      JSON.stringify({
-        level: 'warn',
-        msg: 'fault',
-        status: fault.status,
-        answer: fault.message,
-        error: String(error),
-      }),
-    )
+  if (fault) log.warn('fault', { status: fault.status, answer: fault.message, error: String(error) })
   return fault
 }
 
@@ -123,9 +115,7 @@ export const INTERNAL_ERROR = { error: 'Internal server error' } as const
 
 /** Logs an unexpected failure for the operator (the client only ever sees INTERNAL_ERROR). */
 export function logUnhandled(error: unknown) {
-  console.error(
-    JSON.stringify({ level: 'error', msg: 'unhandled error', error: String((error as Error)?.stack ?? error) }),
-  )
+  log.error('unhandled error', { error: String((error as Error)?.stack ?? error) })
 }
 
 function internalError(set: { status?: number | string }, error: unknown) {

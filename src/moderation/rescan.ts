@@ -5,6 +5,7 @@ import { and, asc, eq } from 'drizzle-orm'
 import type { Db } from '../db/client'
 import { images } from '../db/schema'
 import { randomToken } from '../lib/crypto'
+import { log } from '../log'
 import type { Media } from '../media'
 import { liveImage } from '../modules/images/live'
 import { originalKey, type Storage } from '../storage'
@@ -32,9 +33,6 @@ export interface RescanDeps {
 }
 
 export type Rescanner = ReturnType<typeof createRescanner>
-
-const log = (level: 'info' | 'warn' | 'error', msg: string, extra: Record<string, unknown> = {}) =>
-  console[level === 'info' ? 'log' : level](JSON.stringify({ level, msg, ...extra }))
 
 /**
  * Retries the content scan of images whose upload-time scan failed or timed out (scanStatus 'pending', hidden from
@@ -74,7 +72,7 @@ export function createRescanner(deps: RescanDeps, opts: RescanOptions = {}) {
       input = await media.classifierInput(tmpPath)
     } catch (error) {
       await rm(tmpPath, { force: true })
-      log('warn', 'rescan: cannot read image', { id: image.id, error: String(error) })
+      log.warn('rescan: cannot read image', { id: image.id, error: String(error) })
       return 'image'
     }
     await rm(tmpPath, { force: true })
@@ -82,7 +80,7 @@ export function createRescanner(deps: RescanDeps, opts: RescanOptions = {}) {
     try {
       mature = isMature(await withDeadline(classifier.classify(input), timeoutMs, 'nsfw rescan'), deps.thresholds)
     } catch (error) {
-      log('warn', 'rescan: classifier failed', { id: image.id, error: String(error) })
+      log.warn('rescan: classifier failed', { id: image.id, error: String(error) })
       return 'classifier'
     }
     // Checked right before the synchronous write: after stop() the database may be closed.
@@ -92,7 +90,7 @@ export function createRescanner(deps: RescanDeps, opts: RescanOptions = {}) {
       .set(mature ? { nsfw: true, scanStatus: 'done' } : { scanStatus: 'done' })
       .where(and(eq(images.id, image.id), eq(images.scanStatus, 'pending')))
       .run()
-    log('info', 'rescan: verdict', { id: image.id, nsfw: mature })
+    log.info('rescan: verdict', { id: image.id, nsfw: mature })
     return 'done'
   }
 
@@ -135,7 +133,7 @@ export function createRescanner(deps: RescanDeps, opts: RescanOptions = {}) {
   function runOnce(): Promise<PassResult> {
     running ??= pass()
       .catch((error) => {
-        if (!stopped) log('error', 'rescan pass failed', { error: String(error) })
+        if (!stopped) log.error('rescan pass failed', { error: String(error) })
         return { scanned: 0, failed: 0 }
       })
       .finally(() => {

@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import type { Db } from '../db/client'
 import { images } from '../db/schema'
 import { HOUR_MS } from '../lib/time'
+import { log } from '../log'
 import { originalKey, type Storage, thumbnailKey } from './index'
 
 /**
@@ -45,9 +46,7 @@ export async function sweepOrphans(db: Db, storage: Storage, tmpDir: string, opt
     }
   } catch (error) {
     // An object store that is down must not keep the service from starting: orphans wait for the next sweep.
-    console.error(
-      JSON.stringify({ level: 'warn', msg: 'orphan sweep skipped: storage unavailable', error: String(error) }),
-    )
+    log.warn('orphan sweep skipped: storage unavailable', { error: String(error) })
   }
   for (const name of await readdir(tmpDir).catch(() => [] as string[])) {
     const path = join(tmpDir, name)

@@ -1,6 +1,7 @@
 import { Elysia, t } from 'elysia'
 import { jsonResponse, NOT_FOUND } from '../../http/errors'
 import { type FastRouteObserver, fastRoute } from '../../http/fast-route'
+import { log } from '../../log'
 import { originalKey, type Storage, type StorageKey, thumbnailKey } from '../../storage'
 import type { LiveImage } from '../images/live-cache'
 import type { ImageService } from '../images/service'
@@ -157,7 +158,7 @@ async function serveFromStore(request: Request, storage: Storage, d: Delivery): 
     if (body === null) return notFound()
     return new Response(body, { status, headers })
   } catch (error) {
-    console.error(JSON.stringify({ level: 'warn', msg: 'cdn: storage unavailable', key: d.key, error: String(error) }))
+    log.warn('cdn: storage unavailable', { key: d.key, error: String(error) })
     return unavailable()
   }
 }

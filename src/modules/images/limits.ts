@@ -5,6 +5,7 @@ import { images, type User, uploadWindows } from '../../db/schema'
 import { ipKey } from '../../http/client-ip'
 import { HttpError } from '../../http/errors'
 import { HOUR_MS } from '../../lib/time'
+import { log } from '../../log'
 import { liveImage } from './live'
 
 type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
@@ -147,14 +148,7 @@ function tally(db: Db, rules: WindowRule[], delta: number, now: number) {
       for (const rule of rules) countWindow(t, rule, delta, now)
     })
   } catch (error) {
-    console.error(
-      JSON.stringify({
-        level: 'warn',
-        msg: 'could not count an attempt',
-        keys: rules.map((r) => r.key),
-        error: String(error),
-      }),
-    )
+    log.warn('could not count an attempt', { keys: rules.map((r) => r.key), error: String(error) })
   }
 }
 
@@ -177,7 +171,7 @@ export function clearWindows(db: Db, keys: string[]) {
   try {
     db.delete(uploadWindows).where(inArray(uploadWindows.key, keys)).run()
   } catch (error) {
-    console.error(JSON.stringify({ level: 'warn', msg: 'could not clear a window', keys, error: String(error) }))
+    log.warn('could not clear a window', { keys, error: String(error) })
   }
 }
 

@@ -6,6 +6,7 @@ import { badRequest, notFound } from '../../http/errors'
 import { pageCount } from '../../http/pagination'
 import { safeEqual, sha256Hex } from '../../lib/crypto'
 import { iso } from '../../lib/time'
+import { log } from '../../log'
 import { originalKey, type Storage, thumbnailKey } from '../../storage'
 import { type ImageEvents, noImageEvents } from './events'
 import { checkExpiryBound, expiryDate, parseExpiry } from './expiry'
@@ -123,14 +124,7 @@ export function createImageService(deps: {
     // startup sweep (or `cli check --repair`) removes.
     await Promise.all([storage.delete(originalKey(image.id, image.ext)), storage.delete(thumbnailKey(image.id))]).catch(
       (error) =>
-        console.error(
-          JSON.stringify({
-            level: 'warn',
-            msg: 'image files left for the sweep: storage unavailable',
-            id: image.id,
-            error: String(error),
-          }),
-        ),
+        log.warn('image files left for the sweep: storage unavailable', { id: image.id, error: String(error) }),
     )
   }
 

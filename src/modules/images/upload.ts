@@ -7,6 +7,7 @@ import { albumImages, type Image, images } from '../../db/schema'
 import { badRequest, faultAnswer, HttpError, STORAGE_UNWRITABLE } from '../../http/errors'
 import { discardFiles, type ReceivedFile, receiveMultipart } from '../../http/multipart'
 import { newPublicId, randomToken, sha256Hex } from '../../lib/crypto'
+import { log } from '../../log'
 import { type ImageInfo, type Media, MediaError } from '../../media'
 import { FORMATS } from '../../media/formats'
 import type { Classifier, NsfwThresholds } from '../../moderation'
@@ -126,7 +127,7 @@ export function createUploadPipeline(deps: {
       const scores = await withDeadline(classifier.classify(input), config.nsfw.timeoutMs, 'nsfw scan')
       return { nsfw: isMature(scores, deps.thresholds), scanStatus: 'done' }
     } catch (error) {
-      console.error(JSON.stringify({ level: 'warn', msg: 'nsfw scan failed; image pending', error: String(error) }))
+      log.warn('nsfw scan failed; image pending', { error: String(error) })
       return { nsfw: false, scanStatus: 'pending' }
     }
   }
@@ -186,7 +187,7 @@ export function createUploadPipeline(deps: {
   function storageFailure(error: unknown) {
     const fault = faultAnswer(error)
     if (fault) return fault
-    console.error(JSON.stringify({ level: 'warn', msg: 'upload: storing files failed', error: String(error) }))
+    log.warn('upload: storing files failed', { error: String(error) })
     if (error instanceof StorageUnavailableError)
       return new HttpError(503, 'Storage temporarily unavailable, try again shortly', {}, { 'retry-after': '5' })
     return new HttpError(507, STORAGE_UNWRITABLE)

@@ -11,6 +11,7 @@ import type { ReceivedFile } from '../../http/multipart'
 import type { Metrics } from '../../http/observability'
 import { randomAlphanumeric } from '../../lib/crypto'
 import { DAY_MS, HOUR_MS } from '../../lib/time'
+import { log } from '../../log'
 import { uploadAnswer } from '../images'
 import { type AdmittedUpload, accountPolicy, anonymousPolicy } from '../images/limits'
 import type { ImageService } from '../images/service'
@@ -125,14 +126,7 @@ export function createTusService(deps: {
       if (error instanceof HttpError) {
         result = { status: error.status, body: { error: error.message, ...error.extra }, headers: error.headers }
       } else {
-        console.error(
-          JSON.stringify({
-            level: 'error',
-            msg: 'tus: finishing an upload failed',
-            id: row.id,
-            error: String((error as Error)?.stack ?? error),
-          }),
-        )
+        log.error('tus: finishing an upload failed', { id: row.id, error: String((error as Error)?.stack ?? error) })
         result = { status: 500, body: { error: 'Internal server error' }, headers: {} }
       }
     }

@@ -9,6 +9,7 @@ import { type Image, type User, type Webhook, webhooks } from '../../db/schema'
 import { badRequest, notFound } from '../../http/errors'
 import { randomAlphanumeric } from '../../lib/crypto'
 import { iso } from '../../lib/time'
+import { log } from '../../log'
 import { IMAGE_EVENTS, type ImageEvents, type ImageEventType } from '../images/events'
 import { RefusedAddressError, resolvePublic } from './address'
 import { deliveryBody, isDiscordUrl } from './payload'
@@ -184,16 +185,12 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
     if (!permanent && job.attempt < retryDelays.length && !stopped) {
       schedule({ ...job, attempt: job.attempt + 1 }, retryDelays[job.attempt])
     } else if (!stopped) {
-      console.error(
-        JSON.stringify({
-          level: 'warn',
-          msg: 'webhook delivery failed',
-          webhook: hook.id,
-          delivery: job.deliveryId,
-          attempts: job.attempt + 1,
-          error,
-        }),
-      )
+      log.warn('webhook delivery failed', {
+        webhook: hook.id,
+        delivery: job.deliveryId,
+        attempts: job.attempt + 1,
+        error,
+      })
     }
   }
 
@@ -202,9 +199,7 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
       const job = ready.shift()!
       active++
       const run = attempt(job)
-        .catch((error) =>
-          console.error(JSON.stringify({ level: 'error', msg: 'webhook delivery crashed', error: String(error) })),
-        )
+        .catch((error) => log.error('webhook delivery crashed', { error: String(error) }))
         .finally(() => {
           active--
           inFlight.delete(run)
@@ -231,9 +226,7 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
     for (const hook of hooks) {
       if (!(JSON.parse(hook.events) as string[]).includes(type)) continue
       if (pendingCount() >= MAX_PENDING) {
-        console.error(
-          JSON.stringify({ level: 'warn', msg: 'webhook queue full; event dropped', webhook: hook.id, event: type }),
-        )
+        log.warn('webhook queue full; event dropped', { webhook: hook.id, event: type })
         continue
       }
       const deliveryId = randomUUID()
@@ -256,7 +249,7 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
         try {
           enqueue(type, image)
         } catch (error) {
-          console.error(JSON.stringify({ level: 'error', msg: 'webhook enqueue failed', error: String(error) }))
+          log.error('webhook enqueue failed', { error: String(error) })
         }
       })
     },
