@@ -4,6 +4,7 @@ import { DETECT_HEAD_BYTES, detectFormat } from './detect'
 import { exceedsMessage, MediaError } from './errors'
 import type { ImageFormat } from './formats'
 import { decodeIco, icoEntrySize, largestIcoEntry } from './ico'
+import { THUMBNAIL_SIZE } from './thumbnail'
 
 export { MediaError } from './errors'
 
@@ -29,7 +30,6 @@ export interface MediaProcessor {
   ): Promise<{ width: number; height: number; classifierInput: Uint8Array }>
 }
 
-const THUMBNAIL_SIZE = 500
 const CLASSIFIER_SIZE = 224
 /** Animations are decoded frame by frame; this many canvases' worth of pixels in total is the most we decode. */
 const ANIMATION_FRAME_BUDGET = 10

@@ -7,16 +7,11 @@ import { badRequest, forbidden, HttpError, notFound } from '../../http/errors'
 import { newPublicId } from '../../lib/crypto'
 import { iso } from '../../lib/time'
 import { refundAttempt, takeAttempt, type WindowRule } from '../images/limits'
-import { type ImageService, isImageId, liveImage } from '../images/service'
+import { isImageId } from '../images/model'
+import { type ImageService, liveImage } from '../images/service'
+import { DESCRIPTION_MAX, isAlbumId, PASSWORD_MAX, TITLE_MAX } from './model'
 
 type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
-
-const ALBUM_ID = /^[A-Za-z0-9]{8}$/
-export const isAlbumId = (id: string) => ALBUM_ID.test(id)
-
-export const TITLE_MAX = 100
-export const DESCRIPTION_MAX = 1000
-export const PASSWORD_MAX = 256
 
 /**
  * Album passwords are shared secrets handed out with a link, checked on every visit of a protected album:

@@ -4,14 +4,15 @@ import { type FastRouteObserver, fastRoute } from '../../http/fast-route'
 import { log } from '../../log'
 import { originalKey, type Storage, type StorageKey, thumbnailKey } from '../../storage'
 import type { LiveImage } from '../images/live-cache'
+import { IMAGE_ID } from '../images/model'
 import type { ImageService } from '../images/service'
 import { createHotFiles, type HotFiles } from './hot-files'
 
 const IMMUTABLE = 'public, max-age=31536000, immutable'
 // A script inside an SVG must never run: no loads, inline styles only, and a sandbox on top.
 const SVG_CSP = "default-src 'none'; style-src 'unsafe-inline'; sandbox"
-const ORIGINAL = /^([A-Za-z0-9]{8})\.([a-z]{3,4})$/
-const THUMBNAIL = /^([A-Za-z0-9]{8})\.webp$/
+const ORIGINAL = new RegExp(`^(${IMAGE_ID})\\.([a-z]{3,4})$`)
+const THUMBNAIL = new RegExp(`^(${IMAGE_ID})\\.webp$`)
 
 /** The routes, as Elysia and the request metrics name them. */
 export const CDN_ROUTES = { original: '/cdn/:file', thumbnail: '/cdn/medium/:file' } as const

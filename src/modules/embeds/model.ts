@@ -1,5 +1,6 @@
 import { t } from 'elysia'
-import { ImageId, NumericId, Timestamp } from '../../http/schemas'
+import { NumericId, Timestamp } from '../../http/schemas'
+import { ImageId } from '../images/model'
 import { MAX_BULK_EMBED } from './service'
 
 const Nullable = <T extends import('@sinclair/typebox').TSchema>(s: T) => t.Union([s, t.Null()])

@@ -3,7 +3,8 @@ import type { Db } from '../../db/client'
 import { type EmbedProfile, embedProfiles, type Image, images, type User } from '../../db/schema'
 import { badRequest, notFound } from '../../http/errors'
 import { iso } from '../../lib/time'
-import { type ImageService, isImageId, liveImage } from '../images/service'
+import { isImageId } from '../images/model'
+import { type ImageService, liveImage } from '../images/service'
 
 /** At most this many profiles per user (INTERFACE.md). */
 export const MAX_EMBED_PROFILES = 25

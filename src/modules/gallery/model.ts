@@ -1,5 +1,6 @@
 import { t } from 'elysia'
-import { ImageId, Timestamp } from '../../http/schemas'
+import { Timestamp } from '../../http/schemas'
+import { ImageId } from '../images/model'
 
 /** One image of a public feed (gallery, search, profile). */
 export const FeedImage = t.Object({

@@ -1,5 +1,14 @@
 import { t } from 'elysia'
-import { ImageId, PageQuery, Timestamp, Visibility } from '../../http/schemas'
+import { PageQuery, Timestamp, Visibility } from '../../http/schemas'
+
+/**
+ * Image ids, and album ids (the same form, DECISIONS.md): 8 random characters of [A-Za-z0-9]. The one home of the
+ * pattern: the schemas, the checks, and the routes that find an id inside a path build on it.
+ */
+export const IMAGE_ID = '[A-Za-z0-9]{8}'
+const ID = new RegExp(`^${IMAGE_ID}$`)
+export const isImageId = (id: string) => ID.test(id)
+export const ImageId = t.String({ pattern: `^${IMAGE_ID}$`, description: '8-character image id' })
 
 const links = {
   id: ImageId,

@@ -14,10 +14,7 @@ import { accountPolicy, storageUsed, windowState } from './limits'
 import { imageLinks, type LinkBase } from './links'
 import { liveImage } from './live'
 import { createLiveImageCache } from './live-cache'
-
-const ID = /^[A-Za-z0-9]{8}$/
-
-export const isImageId = (id: string) => ID.test(id)
+import { isImageId } from './model'
 
 export { liveImage }
 

@@ -22,6 +22,7 @@ import {
   thumbnailKey,
 } from '../../storage'
 import { PoolBusyError } from '../../workers/pool'
+import { TITLE_MAX } from '../albums/model'
 import { resolveUploadAlbum } from '../albums/service'
 import { refuseBlocked } from '../reports/blocklist'
 import { type ImageEvents, noImageEvents } from './events'
@@ -88,7 +89,7 @@ export function createUploadPipeline(deps: {
     const isPrivate = forcedPrivate || visibility === 'private' || (policy.owner?.privateAccount ?? false)
     const album = (fields.album ?? fields.folder ?? '').trim()
     if (album && !policy.owner) throw badRequest('Anonymous uploads cannot use albums or folders')
-    if (album.length > 100) throw badRequest('album/folder name must be at most 100 characters')
+    if (album.length > TITLE_MAX) throw badRequest(`album/folder name must be at most ${TITLE_MAX} characters`)
     return {
       visibility: (isPrivate ? 'private' : 'public') as Image['visibility'],
       nsfw: TRUE_FORMS.has((fields.nsfw ?? '').trim().toLowerCase()),

@@ -1,11 +1,11 @@
 import type { Config } from '../../config'
 import type { Album, Image } from '../../db/schema'
 import { HttpError } from '../../http/errors'
+import { thumbnailSize } from '../../media/thumbnail'
 import { html } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
 import type { ImageService } from '../images/service'
 import { thumbGrid } from './grid'
-import { thumbnailSize } from './service'
 
 /**
  * The form of a password-protected album; the title stays hidden until the password is given. `state`: asking (200),

@@ -3,7 +3,8 @@ import type { Config } from '../../config'
 import type { Db } from '../../db/client'
 import { type EmbedProfile, embedProfiles, type Image, images, users } from '../../db/schema'
 import { type ResolvedEmbed, resolveEmbed } from '../embeds/service'
-import { type ImageService, isImageId } from '../images/service'
+import { IMAGE_ID, isImageId } from '../images/model'
+import type { ImageService } from '../images/service'
 
 /** Everything a viewer page or an oEmbed answer needs, read in one query. */
 export interface ImagePageData {
@@ -17,11 +18,8 @@ export interface ImagePageData {
   views: () => number
 }
 
-/** Thumbnails fit within 500x500 and are never enlarged; their size follows from the original's. */
-export function thumbnailSize(width: number, height: number) {
-  const scale = Math.min(1, 500 / width, 500 / height)
-  return { width: Math.max(1, Math.round(width * scale)), height: Math.max(1, Math.round(height * scale)) }
-}
+/** What follows `/i/` in a viewer link: an image id, perhaps with a trailing slash. */
+const VIEWER_PATH_ID = new RegExp(`^(${IMAGE_ID})/?$`)
 
 export type PageService = ReturnType<typeof createPageService>
 
@@ -65,7 +63,7 @@ export function createPageService(deps: { db: Db; config: Config; images: ImageS
       return null
     }
     if (url.origin !== base.origin || !url.pathname.startsWith(`${basePath}/i/`)) return null
-    const match = /^([A-Za-z0-9]{8})\/?$/.exec(url.pathname.slice(basePath.length + 3))
+    const match = VIEWER_PATH_ID.exec(url.pathname.slice(basePath.length + 3))
     return match ? match[1] : null
   }
 
