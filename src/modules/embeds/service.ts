@@ -5,20 +5,16 @@ import { badRequest, notFound } from '../../http/errors'
 import { iso } from '../../lib/time'
 import { isImageId } from '../images/model'
 import { type ImageService, liveImage } from '../images/service'
+import { COLOR, MAX_BULK_EMBED, MAX_EMBED_PROFILES, NAME_MAX, TEXT_MAX, URL_MAX } from './model'
 
-/** At most this many profiles per user (INTERFACE.md). */
-export const MAX_EMBED_PROFILES = 25
-/** At most this many images per bulk assignment (INTERFACE.md). */
-export const MAX_BULK_EMBED = 100
-
-const COLOR = /^#[0-9a-fA-F]{6}$/
+const COLOR_RE = new RegExp(`^${COLOR}$`)
 
 /** The editable text fields of a profile, as the API names them, with their maximum lengths. */
 const TEXT_FIELDS = {
-  title: { column: 'title', max: 256 },
-  description: { column: 'description', max: 2048 },
-  author_name: { column: 'authorName', max: 256 },
-  site_name: { column: 'siteName', max: 256 },
+  title: { column: 'title', max: TEXT_MAX.title },
+  description: { column: 'description', max: TEXT_MAX.description },
+  author_name: { column: 'authorName', max: TEXT_MAX.author_name },
+  site_name: { column: 'siteName', max: TEXT_MAX.site_name },
 } as const
 
 export interface ProfileInput {
@@ -66,7 +62,7 @@ function toColumns(input: ProfileInput, creating: boolean): Partial<EmbedProfile
   const out: Partial<EmbedProfile> = {}
   if (input.name !== undefined || creating) {
     const name = (input.name ?? '').trim()
-    if (name.length < 1 || name.length > 100) throw badRequest('name must be 1-100 characters')
+    if (name.length < 1 || name.length > NAME_MAX) throw badRequest(`name must be 1-${NAME_MAX} characters`)
     out.name = name
   }
   for (const [field, spec] of Object.entries(TEXT_FIELDS)) {
@@ -77,13 +73,13 @@ function toColumns(input: ProfileInput, creating: boolean): Partial<EmbedProfile
   }
   const color = blankToNull(input.color)
   if (color !== undefined) {
-    if (color !== null && !COLOR.test(color)) throw badRequest('color must be a hex colour like #3b82f6')
+    if (color !== null && !COLOR_RE.test(color)) throw badRequest('color must be a hex colour like #3b82f6')
     out.color = color
   }
   const authorUrl = blankToNull(input.author_url)
   if (authorUrl !== undefined) {
     const normalised = authorUrl === null ? null : httpUrl(authorUrl.trim())
-    if (authorUrl !== null && (normalised === null || normalised.length > 2048))
+    if (authorUrl !== null && (normalised === null || normalised.length > URL_MAX))
       throw badRequest('author_url must be an http(s) URL')
     out.authorUrl = normalised
   }

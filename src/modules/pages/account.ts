@@ -2,7 +2,7 @@ import type { Config } from '../../config'
 import { html, type SafeHtml } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
 import { DESCRIPTION_MAX, PASSWORD_MAX, TITLE_MAX } from '../albums/model'
-import { MAX_BULK_EMBED, MAX_EMBED_PROFILES } from '../embeds/service'
+import { MAX_BULK_EMBED, MAX_EMBED_PROFILES } from '../embeds/model'
 
 /**
  * The account pages: log in, register, email verification, log out, and the dashboard. They are shells: the JSON API

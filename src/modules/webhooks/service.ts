@@ -12,9 +12,9 @@ import { iso } from '../../lib/time'
 import { log } from '../../log'
 import { IMAGE_EVENTS, type ImageEvents, type ImageEventType } from '../images/events'
 import { RefusedAddressError, resolvePublic } from './address'
+import { MAX_WEBHOOKS } from './model'
 import { deliveryBody, isDiscordUrl } from './payload'
 
-export const MAX_WEBHOOKS = 5
 export const SIGNATURE_HEADER = 'X-Webhook-Signature'
 
 export interface WebhookOptions {
