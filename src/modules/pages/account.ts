@@ -6,8 +6,8 @@ import { MAX_BULK_EMBED, MAX_EMBED_PROFILES } from '../embeds/model'
 
 /**
  * The account pages: log in, register, email verification, log out, and the dashboard. They are shells: the JSON API
- * does the work from auth.js and dashboard.js, with the JWT kept in localStorage. Submit buttons start disabled and are
- * enabled by the script, so a form never posts credentials anywhere without it.
+ * does the work from auth.js and dashboard.js (plus a script per tab), with the JWT kept in localStorage. Submit
+ * buttons start disabled and are enabled by the script, so a form never posts credentials anywhere without it.
  */
 
 const needsScript = html`<noscript><p class="error">This page needs JavaScript.</p></noscript>`
@@ -126,7 +126,7 @@ const clientDownloads = html`<div class="client-downloads" data-client-downloads
 
 const PLACEHOLDERS = '{filename} {id} {width} {height} {size} {mime} {date} {views} {username}'
 
-/** The dashboard: a client-side app over the JSON API (dashboard.js); this is its static markup. */
+/** The dashboard: a client-side app over the JSON API (dashboard.js and dashboard-<tab>.js); this is its static markup. */
 export function renderDashboard(renderer: PageRenderer, config: Config): Response {
   const body = html`<div class="dashboard" id="dashboard" data-site-name="${config.siteName}" data-site-color="${config.siteColor}" data-public-url="${config.publicUrl}" data-max-embeds="${MAX_EMBED_PROFILES}" data-max-bulk="${MAX_BULK_EMBED}">
 <div class="dash-head">
@@ -294,7 +294,16 @@ ${clientDownloads}
   return renderer.respond({
     title: `Dashboard · ${config.siteName}`,
     body,
-    scripts: ['dashboard.js'],
+    // The shared part first: each tab's script registers with it.
+    scripts: [
+      'dashboard.js',
+      'dashboard-images.js',
+      'dashboard-albums.js',
+      'dashboard-keys.js',
+      'dashboard-embeds.js',
+      'dashboard-usage.js',
+      'dashboard-settings.js',
+    ],
     bodyClass: 'dashboard-page',
     noindex: true,
   })
