@@ -5,7 +5,7 @@ import type { AuthService } from '../modules/auth/service'
 import { clientIp } from './client-ip'
 import { forbidden, unauthorized } from './errors'
 
-export const JWT_TTL = '7d'
+const JWT_TTL = '7d'
 
 /** OpenAPI security requirements, named as in the document's securitySchemes. */
 export const security = {

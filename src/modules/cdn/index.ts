@@ -15,7 +15,7 @@ const ORIGINAL = new RegExp(`^(${IMAGE_ID})\\.([a-z]{3,4})$`)
 const THUMBNAIL = new RegExp(`^(${IMAGE_ID})\\.webp$`)
 
 /** The routes, as Elysia and the request metrics name them. */
-export const CDN_ROUTES = { original: '/cdn/:file', thumbnail: '/cdn/medium/:file' } as const
+const CDN_ROUTES = { original: '/cdn/:file', thumbnail: '/cdn/medium/:file' } as const
 
 const notFound = () => jsonResponse({ error: NOT_FOUND }, 404)
 
@@ -38,7 +38,7 @@ function parseRange(header: string | null, size: number): { start: number; end: 
 }
 
 /** A presigned URL lives this long; the redirect to it may be cached for a bit less, so a cached one never points at an expired URL. */
-export const PRESIGN_SECONDS = 600
+const PRESIGN_SECONDS = 600
 const REDIRECT_CACHE = `public, max-age=${PRESIGN_SECONDS / 2}`
 
 const unavailable = () =>

@@ -50,17 +50,6 @@ export const UploadBatchResponse = t.Object(
 )
 export const UploadResponse = t.Union([UploadSingleResponse, UploadBatchResponse])
 
-/** Multipart fields, for the OpenAPI document (the body itself is streamed, not parsed by the framework). */
-export const UploadForm = t.Object({
-  file: t.Array(t.File(), { description: 'One or more image files' }),
-  visibility: t.Optional(Visibility),
-  private: t.Optional(t.String({ description: 'true/1/yes/on: shorthand for visibility=private' })),
-  nsfw: t.Optional(t.String({ description: 'true flags the upload as NSFW' })),
-  album: t.Optional(t.String({ description: 'Album id, or a folder name created on first use' })),
-  folder: t.Optional(t.String({ description: 'Alias of album' })),
-  expires: t.Optional(t.String({ description: EXPIRES_DESCRIPTION, examples: ['PT10M', 'P7D', '3600'] })),
-})
-
 export const ImageDetails = t.Object({
   ...links,
   ...dimensions,

@@ -6,7 +6,7 @@ import { pager, type Tile, thumbGrid } from './grid'
 import type { PageService } from './service'
 
 /** Page size of the gallery and profile pages: divides evenly into rows of 2, 3, 5 and 6. */
-export const FEED_PAGE_SIZE = 30
+const FEED_PAGE_SIZE = 30
 
 type FeedImage = ReturnType<GalleryService['gallery']>['images'][number]
 

@@ -3,7 +3,7 @@ import { NumericId, PageQuery, Timestamp, Visibility } from '../../http/schemas'
 
 export const REPORT_REASONS = ['illegal', 'nsfw', 'copyright', 'spam', 'other'] as const
 export const REPORT_STATUSES = ['open', 'dismissed', 'actioned'] as const
-export const DETAILS_MAX = 1000
+const DETAILS_MAX = 1000
 
 const Nullable = <T extends import('@sinclair/typebox').TSchema>(s: T) => t.Union([s, t.Null()])
 

@@ -15,7 +15,7 @@ import { RefusedAddressError, resolvePublic } from './address'
 import { MAX_WEBHOOKS } from './model'
 import { deliveryBody, isDiscordUrl } from './payload'
 
-export const SIGNATURE_HEADER = 'X-Webhook-Signature'
+const SIGNATURE_HEADER = 'X-Webhook-Signature'
 
 export interface WebhookOptions {
   /** Waits before each retry; the number of retries is its length. Default 1 s, 5 s, 30 s, 2 min, 10 min. */
@@ -42,8 +42,7 @@ interface Job {
 export type WebhookService = ReturnType<typeof createWebhookService>
 
 /** `sha256=<hex>`: HMAC-SHA256 of the raw body with the endpoint's secret. */
-export const signBody = (secret: string, body: string) =>
-  `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`
+const signBody = (secret: string, body: string) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`
 
 function view(hook: Webhook) {
   return {
