@@ -6,7 +6,7 @@ import { ipKey } from '../../http/client-ip'
 import { badRequest, forbidden, HttpError, notFound } from '../../http/errors'
 import { newPublicId } from '../../lib/crypto'
 import { iso } from '../../lib/time'
-import { refundAttempt, takeAttempt, type WindowRule } from '../images/limits'
+import { guessWindow, refundAttempt, takeAttempt, type WindowRule } from '../images/limits'
 import { isImageId } from '../images/model'
 import { type ImageService, liveImage } from '../images/service'
 import { DESCRIPTION_MAX, isAlbumId, PASSWORD_MAX, TITLE_MAX } from './model'
@@ -192,13 +192,7 @@ export function createAlbumService(deps: {
 
   /** Password guesses for an album, counted per album (across addresses) and per address. */
   function guessWindows(album: Album, ip: string): WindowRule[] {
-    const window = (key: string, limit: number, message: string): WindowRule => ({
-      key,
-      limit,
-      durationMs: guesses.windowSeconds * 1000,
-      enforce: true,
-      message,
-    })
+    const window = (key: string, limit: number, message: string) => guessWindow(guesses, key, limit, message)
     return [
       window(`album-password:${album.id}`, guesses.albumPerAlbum, 'Too many wrong passwords for this album'),
       window(`album-password-ip:${ipKey(ip)}`, guesses.albumPerIp, 'Too many wrong album passwords from this address'),

@@ -6,7 +6,7 @@ import { ipKey } from '../../http/client-ip'
 import { badRequest, conflict, forbidden, notFound, unauthorized } from '../../http/errors'
 import { randomAlphanumeric, randomToken, sha256Hex } from '../../lib/crypto'
 import { DAY_MS, iso } from '../../lib/time'
-import { clearWindows, refundAttempt, takeAttempt, type WindowRule } from '../images/limits'
+import { clearWindows, guessWindow, refundAttempt, takeAttempt } from '../images/limits'
 import type { Mailer } from './mailer'
 
 const VERIFICATION_TTL_MS = 2 * DAY_MS
@@ -147,13 +147,7 @@ export function createAuthService(
      * hash is verified, so a refused guess costs no hashing; a successful login starts its account's count over.
      */
     async login(login: string, password: string, ip: string) {
-      const window = (key: string, limit: number, message: string): WindowRule => ({
-        key,
-        limit,
-        durationMs: guesses.windowSeconds * 1000,
-        enforce: true,
-        message,
-      })
+      const window = (key: string, limit: number, message: string) => guessWindow(guesses, key, limit, message)
       const account = window(loginKey(login), guesses.loginPerAccount, 'Too many failed logins for this account')
       const address = window(`login-ip:${ipKey(ip)}`, guesses.loginPerIp, 'Too many failed logins from this address')
       const at = now()

@@ -23,6 +23,14 @@ export interface WindowRule {
   message?: string
 }
 
+/** A window of password guesses (logins, album passwords): all last the configured time and are always enforced. */
+export const guessWindow = (
+  guesses: { windowSeconds: number },
+  key: string,
+  limit: number,
+  message: string,
+): WindowRule => ({ key, limit, durationMs: guesses.windowSeconds * 1000, enforce: true, message })
+
 export interface UploadPolicy {
   owner: User | null
   maxFiles: number
