@@ -8,11 +8,12 @@ import { randomAlphanumeric, randomToken, sha256Hex } from '../../lib/crypto'
 import { DAY_MS, iso } from '../../lib/time'
 import { clearWindows, guessWindow, refundAttempt, takeAttempt } from '../images/limits'
 import type { Mailer } from './mailer'
+import { PASSWORD_LENGTH, USERNAME_LENGTH, USERNAME_PATTERN } from './model'
 
 const VERIFICATION_TTL_MS = 2 * DAY_MS
 const KEY_PREFIX = 'ihk_'
 const KEY_RANDOM_LENGTH = 40
-const USERNAME = /^[A-Za-z0-9_-]{3,32}$/
+const USERNAME = new RegExp(`^${USERNAME_PATTERN}$`)
 // Deliberately simple: one @, no spaces, a dot in the domain. Delivery proves the rest.
 const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]{2,}$/
 
@@ -42,9 +43,13 @@ export function publicApiKey(key: ApiKey) {
 }
 
 export function checkNewAccount(input: { username: string; email: string; password: string }) {
-  if (!USERNAME.test(input.username)) throw badRequest('username must be 3-32 characters of letters, digits, _ or -')
+  if (!USERNAME.test(input.username))
+    throw badRequest(
+      `username must be ${USERNAME_LENGTH.min}-${USERNAME_LENGTH.max} characters of letters, digits, _ or -`,
+    )
   if (input.email.length > 254 || !EMAIL.test(input.email)) throw badRequest('email is not a valid address')
-  if (input.password.length < 8 || input.password.length > 256) throw badRequest('password must be 8-256 characters')
+  if (input.password.length < PASSWORD_LENGTH.min || input.password.length > PASSWORD_LENGTH.max)
+    throw badRequest(`password must be ${PASSWORD_LENGTH.min}-${PASSWORD_LENGTH.max} characters`)
 }
 
 /** No account answers to a longer name (emails end at 254 characters): longer ones share one throttle key. */

@@ -11,6 +11,8 @@ export const NAME_MAX = 100
 /** The most characters of each text field (DECISIONS.md) and of `author_url`. */
 export const TEXT_MAX = { title: 256, description: 2048, author_name: 256, site_name: 256 } as const
 export const URL_MAX = 2048
+/** The placeholders a profile's texts may hold, filled per image on the viewer page (DECISIONS.md). */
+export const PLACEHOLDERS = ['filename', 'id', 'width', 'height', 'size', 'mime', 'date', 'views', 'username'] as const
 /** A colour: `#rrggbb`. */
 export const COLOR = '#[0-9a-fA-F]{6}'
 
@@ -77,8 +79,7 @@ export const EmbedCreateBody = t.Object(
     ...fields,
   },
   {
-    description:
-      'Text fields may hold placeholders filled per image: {filename}, {id}, {width}, {height}, {size}, {mime}, {date}, {views}, {username}',
+    description: `Text fields may hold placeholders filled per image: ${PLACEHOLDERS.map((p) => `{${p}}`).join(', ')}`,
   },
 )
 export const EmbedUpdateBody = t.Object(

@@ -5,7 +5,7 @@ import { badRequest, notFound } from '../../http/errors'
 import { iso } from '../../lib/time'
 import { isImageId } from '../images/model'
 import { type ImageService, liveImage } from '../images/service'
-import { COLOR, MAX_BULK_EMBED, MAX_EMBED_PROFILES, NAME_MAX, TEXT_MAX, URL_MAX } from './model'
+import { COLOR, MAX_BULK_EMBED, MAX_EMBED_PROFILES, NAME_MAX, PLACEHOLDERS, TEXT_MAX, URL_MAX } from './model'
 
 const COLOR_RE = new RegExp(`^${COLOR}$`)
 
@@ -111,7 +111,7 @@ export interface PlaceholderValues {
   username: string | null
 }
 
-const PLACEHOLDER = /\{(filename|id|width|height|size|mime|date|views|username)\}/g
+const PLACEHOLDER = new RegExp(`\\{(${PLACEHOLDERS.join('|')})\\}`, 'g')
 
 /**
  * Fills `{filename}`, `{id}`, `{width}`, `{height}`, `{size}`, `{mime}`, `{date}`, `{views}`, `{username}` in one

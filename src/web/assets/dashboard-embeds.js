@@ -10,6 +10,9 @@
   const embedForm = $('embed-form')
   const FIELDS = ['name', 'site_name', 'author_name', 'author_url', 'title', 'description', 'color']
   let editing = null // the profile being edited, or null when creating
+  // The rules come with the page: the colour field's pattern and the placeholder names.
+  const COLOR = new RegExp(`^${embedForm.elements.color.pattern}$`)
+  const PLACEHOLDER = new RegExp(`\\{(${config.placeholders.join('|')})\\}`, 'g')
 
   const SAMPLE = {
     filename: 'sunset.jpg',
@@ -28,14 +31,12 @@
       date: new Date().toISOString().slice(0, 10),
       username: state.user ? state.user.username : 'you',
     }
-    return text.replace(/\{(filename|id|width|height|size|mime|date|views|username)\}/g, (_, name) =>
-      String(values[name]),
-    )
+    return text.replace(PLACEHOLDER, (_, name) => String(values[name]))
   }
 
   function updatePreview() {
     const v = (name) => embedForm.elements[name].value.trim()
-    const color = /^#[0-9a-fA-F]{6}$/.test(v('color')) ? v('color') : config.siteColor
+    const color = COLOR.test(v('color')) ? v('color') : config.siteColor
     $('embed-preview').style.borderLeftColor = color
     $('preview-link').textContent = `${config.publicUrl}/i/${SAMPLE.id}`
     $('preview-user').textContent = state.user ? state.user.username : 'you'
@@ -49,7 +50,7 @@
   }
   embedForm.addEventListener('input', (event) => {
     if (event.target.id === 'embed-color-picker') embedForm.elements.color.value = event.target.value
-    if (event.target.id === 'embed-color' && /^#[0-9a-fA-F]{6}$/.test(event.target.value))
+    if (event.target.id === 'embed-color' && COLOR.test(event.target.value))
       $('embed-color-picker').value = event.target.value.toLowerCase()
     updatePreview()
   })

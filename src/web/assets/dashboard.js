@@ -19,6 +19,7 @@
     publicUrl: root.dataset.publicUrl,
     maxEmbeds: Number(root.dataset.maxEmbeds),
     maxBulk: Number(root.dataset.maxBulk),
+    placeholders: root.dataset.placeholders.split(' '),
   }
   const state = {
     user: null,
