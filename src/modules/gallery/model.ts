@@ -2,6 +2,10 @@ import { t } from 'elysia'
 import { Timestamp } from '../../http/schemas'
 import { ImageId } from '../images/model'
 
+/** Longest accepted search text and most words in it: bounds the work one query can cause. */
+export const MAX_QUERY_LENGTH = 256
+export const MAX_QUERY_WORDS = 16
+
 /** One image of a public feed (gallery, search, profile). */
 export const FeedImage = t.Object({
   id: ImageId,

@@ -1,6 +1,7 @@
 import type { Config } from '../../config'
 import { html } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
+import { MAX_QUERY_LENGTH } from '../gallery/model'
 import type { GalleryService } from '../gallery/service'
 import { pager, type Tile, thumbGrid } from './grid'
 import type { PageService } from './service'
@@ -67,7 +68,7 @@ export function renderGallery(
 </div>
 <form class="search" role="search" method="get" action="/gallery">
 <label class="visually-hidden" for="gallery-q">Search the gallery</label>
-<input id="gallery-q" type="search" name="q" value="${opts.q}" placeholder="Search by name or album" maxlength="256">
+<input id="gallery-q" type="search" name="q" value="${opts.q}" placeholder="Search by name or album" maxlength="${MAX_QUERY_LENGTH}">
 <button type="submit" class="secondary">Search</button>
 </form>
 </section>

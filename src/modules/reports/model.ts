@@ -3,7 +3,7 @@ import { NumericId, PageQuery, Timestamp, Visibility } from '../../http/schemas'
 
 export const REPORT_REASONS = ['illegal', 'nsfw', 'copyright', 'spam', 'other'] as const
 export const REPORT_STATUSES = ['open', 'dismissed', 'actioned'] as const
-const DETAILS_MAX = 1000
+export const DETAILS_MAX = 1000
 
 const Nullable = <T extends import('@sinclair/typebox').TSchema>(s: T) => t.Union([s, t.Null()])
 
@@ -22,7 +22,7 @@ export const ReportBody = t.Object({
     t.String({
       maxLength: DETAILS_MAX,
       error: `details must be at most ${DETAILS_MAX} characters`,
-      description: 'Free text, at most 1000 characters',
+      description: `Free text, at most ${DETAILS_MAX} characters`,
     }),
   ),
 })
