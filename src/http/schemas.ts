@@ -1,9 +1,12 @@
+import type { TSchema } from '@sinclair/typebox'
 import { t } from 'elysia'
 
 /** Common TypeBox pieces shared by several features. */
 /** Numeric ids in paths (embed profiles, API keys, users, webhooks, reports): whole numbers SQLite can hold exactly. */
 export const NumericId = (description?: string) =>
   t.Numeric({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, multipleOf: 1, ...(description ? { description } : {}) })
+/** A schema or null. */
+export const Nullable = <T extends TSchema>(s: T) => t.Union([s, t.Null()])
 export const Timestamp = t.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds' })
 export const Visibility = t.Union([t.Literal('public'), t.Literal('private')])
 export const Success = t.Object({ success: t.Literal(true) })

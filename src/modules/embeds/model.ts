@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { NumericId, Timestamp } from '../../http/schemas'
+import { Nullable, NumericId, Timestamp } from '../../http/schemas'
 import { ImageId } from '../images/model'
 
 /** At most this many profiles per user (INTERFACE.md). */
@@ -15,8 +15,6 @@ export const URL_MAX = 2048
 export const PLACEHOLDERS = ['filename', 'id', 'width', 'height', 'size', 'mime', 'date', 'views', 'username'] as const
 /** A colour: `#rrggbb`. */
 export const COLOR = '#[0-9a-fA-F]{6}'
-
-const Nullable = <T extends import('@sinclair/typebox').TSchema>(s: T) => t.Union([s, t.Null()])
 
 export const EmbedProfileModel = t.Object({
   id: t.Integer({ minimum: 1 }),

@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { PageQuery, Timestamp, Visibility } from '../../http/schemas'
+import { Nullable, PageQuery, Timestamp, Visibility } from '../../http/schemas'
 
 /**
  * Image ids, and album ids (the same form, DECISIONS.md): 8 random characters of [A-Za-z0-9]. The one home of the
@@ -107,7 +107,6 @@ export const OwnImageListQuery = t.Object({
   ),
 })
 
-const Nullable = <T extends import('@sinclair/typebox').TSchema>(s: T) => t.Union([s, t.Null()])
 export const AccountUsage = t.Object({
   success: t.Literal(true),
   username: t.String(),
