@@ -1,7 +1,6 @@
 import { jwt } from '@elysiajs/jwt'
 import { Elysia } from 'elysia'
 import type { User } from '../db/schema'
-import type { AuthService } from '../modules/auth/service'
 import { clientIp } from './client-ip'
 import { forbidden, unauthorized } from './errors'
 
@@ -22,11 +21,19 @@ function bearerToken(header: string | undefined): string | null {
   return match[1]
 }
 
+/** What the guard asks of the accounts feature (app.ts passes its service in: http imports no feature). */
+export interface CallerLookup {
+  /** The user behind a verified JWT subject; throws 401 (no such account) or 403 (banned). */
+  sessionUser(userId: number): User
+  /** The user behind an API key secret; throws 401 (unknown key) or 403 (banned). */
+  keyUser(secret: string): User
+}
+
 /**
  * The one auth guard: it knows the client IP, and routes opt in with `apiKey`, `session`, `optionalSession` or `admin`, and receive `user`.
  * A credential that is present but wrong is always 401, never treated as anonymous.
  */
-export function authGuard(auth: AuthService, opts: { secret: string; trustProxy: boolean }) {
+export function authGuard(auth: CallerLookup, opts: { secret: string; trustProxy: boolean }) {
   return new Elysia({ name: 'auth-guard' })
     .use(jwt({ name: 'jwt', secret: opts.secret, alg: 'HS256', exp: JWT_TTL }))
     .use(clientIp(opts.trustProxy))
