@@ -5,6 +5,8 @@ import { ImageId, isImageId } from '../images/model'
 /** Album ids take the image id's form (DECISIONS.md). */
 export const isAlbumId = isImageId
 export const TITLE_MAX = 100
+/** An album page's path, `/a/<id>`. */
+export const albumPath = (id: string) => `/a/${id}`
 export const DESCRIPTION_MAX = 1000
 export const PASSWORD_MAX = 256
 

@@ -9,7 +9,7 @@ import { iso } from '../../lib/time'
 import { guessWindow, refundAttempt, takeAttempt, type WindowRule } from '../images/limits'
 import { isImageId } from '../images/model'
 import { type ImageService, liveImage } from '../images/service'
-import { DESCRIPTION_MAX, isAlbumId, PASSWORD_MAX, TITLE_MAX } from './model'
+import { albumPath, DESCRIPTION_MAX, isAlbumId, PASSWORD_MAX, TITLE_MAX } from './model'
 
 type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
 
@@ -90,7 +90,7 @@ export function createAlbumService(deps: {
   const { db, images: imageService, guesses } = deps
   const windowNow = deps.now ?? Date.now
   /** `{base_url}/a/<id>`, the album page. */
-  const albumUrl = (id: string) => `${deps.publicUrl}/a/${id}`
+  const albumUrl = (id: string) => `${deps.publicUrl}${albumPath(id)}`
 
   function findLive(id: string): Album | undefined {
     if (!isAlbumId(id)) return undefined

@@ -3,6 +3,7 @@ import type { Config } from '../../config'
 import type { Db } from '../../db/client'
 import { type EmbedProfile, embedProfiles, type Image, images, users } from '../../db/schema'
 import { type ResolvedEmbed, resolveEmbed } from '../embeds/service'
+import { VIEWER_PATH } from '../images/links'
 import { IMAGE_ID, isImageId } from '../images/model'
 import type { ImageService } from '../images/service'
 
@@ -18,7 +19,7 @@ export interface ImagePageData {
   views: () => number
 }
 
-/** What follows `/i/` in a viewer link: an image id, perhaps with a trailing slash. */
+/** What follows VIEWER_PATH in a viewer link: an image id, perhaps with a trailing slash. */
 const VIEWER_PATH_ID = new RegExp(`^(${IMAGE_ID})/?$`)
 
 export type PageService = ReturnType<typeof createPageService>
@@ -62,8 +63,8 @@ export function createPageService(deps: { db: Db; config: Config; images: ImageS
     } catch {
       return null
     }
-    if (url.origin !== base.origin || !url.pathname.startsWith(`${basePath}/i/`)) return null
-    const match = VIEWER_PATH_ID.exec(url.pathname.slice(basePath.length + 3))
+    if (url.origin !== base.origin || !url.pathname.startsWith(`${basePath}${VIEWER_PATH}`)) return null
+    const match = VIEWER_PATH_ID.exec(url.pathname.slice(basePath.length + VIEWER_PATH.length))
     return match ? match[1] : null
   }
 

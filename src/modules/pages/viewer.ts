@@ -2,6 +2,7 @@ import type { Config } from '../../config'
 import { html } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
 import { humanSize } from '../embeds/service'
+import { profilePath } from '../gallery/model'
 import { reportForm } from './report-form'
 import type { ImagePageData } from './service'
 import { fillShareCode, SHARE_CODES } from './share-codes'
@@ -63,7 +64,7 @@ ${figure}
 <div><dt>Type</dt><dd>${image.mime}</dd></div>
 <div><dt>Uploaded</dt><dd><time datetime="${image.createdAt.toISOString()}">${dateText(image.createdAt)}</time></dd></div>
 <div><dt>Views</dt><dd>${data.views()}</dd></div>
-${username ? html`<div><dt>By</dt><dd><a class="uploader" href="/u/${encodeURIComponent(username)}">${username}</a></dd></div>` : ''}
+${username ? html`<div><dt>By</dt><dd><a class="uploader" href="${profilePath(username)}">${username}</a></dd></div>` : ''}
 </dl>
 <section class="share" aria-label="Share">
 ${shareCodes(data).map(
