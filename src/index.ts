@@ -1,5 +1,6 @@
 import { ConfigError, loadConfig } from './config'
 import { DataDirLockedError } from './db/lock'
+import { log } from './log'
 import { startServer } from './server'
 
 function readConfig() {
@@ -33,7 +34,7 @@ let stopping = false
 async function shutdown(signal: string) {
   if (stopping) return
   stopping = true
-  console.log(JSON.stringify({ level: 'info', msg: 'shutting down', signal }))
+  log.info('shutting down', { signal })
   await server.stop()
   process.exit(0)
 }
@@ -41,4 +42,4 @@ process.on('SIGTERM', () => void shutdown('SIGTERM'))
 process.on('SIGINT', () => void shutdown('SIGINT'))
 // Announced only once the handlers are in: a supervisor that stops the server as soon as it reads this line gets a
 // clean shutdown, not the default SIGTERM death (exit 143).
-console.log(JSON.stringify({ level: 'info', msg: 'listening', url: config.publicUrl, port: server.port }))
+log.info('listening', { url: config.publicUrl, port: server.port })

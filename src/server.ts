@@ -6,6 +6,7 @@ import { startCheckpointer } from './db/checkpointer'
 import { closeDatabase, openDatabase, SERVER_BUSY_TIMEOUT_MS } from './db/client'
 import { lockDataDir } from './db/lock'
 import { loadJwtSecret } from './lib/secrets'
+import { log } from './log'
 import { createNsfwClassifier } from './moderation'
 import { createRescanner, type RescanOptions } from './moderation/rescan'
 import { createMailer } from './modules/auth/mailer'
@@ -82,32 +83,22 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
   await orphanSweep
   const sweepTimer = setInterval(() => {
     orphanSweep = sweepOrphans(db, deps.storage, tmpDir, overrides.orphanSweep).catch((error) =>
-      console.error(JSON.stringify({ level: 'error', msg: 'orphan sweep failed', error: String(error) })),
+      log.error('orphan sweep failed', { error: String(error) }),
     )
   }, overrides.orphanSweep?.intervalMs ?? SWEEP_INTERVAL_MS)
   const { app, services } = createApp(deps)
   await services.auth.ensureAdmin(config.admin)
   // The model loads in the background: the server answers at once, and the first scan waits for it if needed.
-  deps.classifier
-    .warm()
-    .catch((error) =>
-      console.error(JSON.stringify({ level: 'error', msg: 'classifier warm-up failed', error: String(error) })),
-    )
+  deps.classifier.warm().catch((error) => log.error('classifier warm-up failed', { error: String(error) }))
   // A failed flush (a locked or read-only database) keeps its counts and times: the next one writes them.
   const flushTimer = setInterval(() => {
     services.images
       .flushViewsGradually()
-      .catch((error) =>
-        console.error(
-          JSON.stringify({ level: 'warn', msg: 'view flush failed; counts kept for the next', error: String(error) }),
-        ),
-      )
+      .catch((error) => log.warn('view flush failed; counts kept for the next', { error: String(error) }))
     try {
       services.auth.flushKeyUses()
     } catch (error) {
-      console.error(
-        JSON.stringify({ level: 'warn', msg: 'API key use flush failed; kept for the next', error: String(error) }),
-      )
+      log.warn('API key use flush failed; kept for the next', { error: String(error) })
     }
   }, VIEW_FLUSH_MS)
   const rescanner = createRescanner(
@@ -129,20 +120,14 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
     expirySweep = services.images
       .sweepExpired()
       .then(() => sweepEndedWindows(db, config, now()))
-      .catch((error) =>
-        console.error(JSON.stringify({ level: 'error', msg: 'expiry sweep failed', error: String(error) })),
-      )
+      .catch((error) => log.error('expiry sweep failed', { error: String(error) }))
   }
   sweepExpired()
   const expiryTimer = setInterval(sweepExpired, overrides.expirySweep?.intervalMs ?? EXPIRY_SWEEP_MS)
   // Resumable uploads past their expiry go with their data: at startup, then on an interval.
   let tusSweep: Promise<unknown> = Promise.resolve()
   const sweepTus = () => {
-    tusSweep = services.tus
-      .sweep()
-      .catch((error) =>
-        console.error(JSON.stringify({ level: 'error', msg: 'tus sweep failed', error: String(error) })),
-      )
+    tusSweep = services.tus.sweep().catch((error) => log.error('tus sweep failed', { error: String(error) }))
   }
   sweepTus()
   const tusTimer = setInterval(sweepTus, overrides.tusSweep?.intervalMs ?? TUS_SWEEP_MS)
@@ -174,13 +159,7 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
         services.auth.flushKeyUses()
       } catch (error) {
         // The database cannot be written: these are lost, but the shutdown still completes.
-        console.error(
-          JSON.stringify({
-            level: 'error',
-            msg: 'final flush failed: buffered views and key uses lost',
-            error: String(error),
-          }),
-        )
+        log.error('final flush failed: buffered views and key uses lost', { error: String(error) })
       }
       await deps.classifier.close()
       await deps.media.close()

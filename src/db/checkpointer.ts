@@ -1,3 +1,4 @@
+import { log } from '../log'
 import type { Db } from './client'
 
 export type CheckpointRequest = { type: 'start'; path: string; intervalMs: number } | { type: 'stop' }
@@ -27,22 +28,14 @@ export function startCheckpointer(db: Db, path: string, intervalMs = 1000) {
   let stopped: (() => void) | undefined
   const fallBack = (reason: string) => {
     selfCheckpoint()
-    console.error(
-      JSON.stringify({
-        level: 'warn',
-        msg: 'checkpoint worker failed: the server checkpoints by itself again',
-        error: reason,
-      }),
-    )
+    log.warn('checkpoint worker failed: the server checkpoints by itself again', { error: reason })
   }
   worker.onmessage = (event: MessageEvent<CheckpointMessage>) => {
     const msg = event.data
     if (msg.type === 'failed') fallBack(msg.message)
     else if (msg.type === 'checkpoint-failed')
-      console.error(
-        JSON.stringify({ level: 'warn', msg: 'WAL checkpoints failing; retried every interval', error: msg.message }),
-      )
-    else if (msg.type === 'recovered') console.log(JSON.stringify({ level: 'info', msg: 'WAL checkpoints work again' }))
+      log.warn('WAL checkpoints failing; retried every interval', { error: msg.message })
+    else if (msg.type === 'recovered') log.info('WAL checkpoints work again')
     else if (msg.type === 'stopped') stopped?.()
     else if (!stopping) client.exec('PRAGMA wal_autocheckpoint = 0')
   }

@@ -16,7 +16,7 @@ const migrationsFolder = join(import.meta.dir, 'migrations')
 export const SERVER_BUSY_TIMEOUT_MS = 5
 const TOOL_BUSY_TIMEOUT_MS = 5000
 /** Pauses between tries of a write that met a held lock: about 2 s in all, spent off the event loop. */
-export const BUSY_RETRY_DELAYS_MS = [50, 100, 200, 350, 500, 800] as const
+const BUSY_RETRY_DELAYS_MS = [50, 100, 200, 350, 500, 800] as const
 
 /**
  * Creates a file readable by its owner only (a database holds password and key hashes), unless it exists. SQLite gives

@@ -4,7 +4,7 @@ import type { User } from '../db/schema'
 import { forbidden, unauthorized } from '../errors'
 import { clientIp } from './client-ip'
 
-export const JWT_TTL = '7d'
+const JWT_TTL = '7d'
 
 /** OpenAPI security requirements, named as in the document's securitySchemes. */
 export const security = {

@@ -12,10 +12,10 @@ export const MAX_JSON_BYTES = 1024 * 1024
 export const MAX_PAGE_BODY_BYTES = 16 * 1024
 
 /** Settings objects nest two or three levels; anything deeper than this is not a request of ours. */
-export const MAX_JSON_DEPTH = 32
+const MAX_JSON_DEPTH = 32
 
 /** Whether the arrays and objects of a JSON text nest deeper than `limit` (one pass; brackets in strings ignored). */
-export function nestedDeeperThan(text: string, limit: number): boolean {
+function nestedDeeperThan(text: string, limit: number): boolean {
   let depth = 0
   let inString = false
   for (let i = 0; i < text.length; i++) {

@@ -21,6 +21,7 @@ import {
   TooLarge,
   Unauthorized,
 } from '../errors'
+import { log } from '../log'
 import { rateLimitHeaders } from './rate-limit'
 
 /**
@@ -124,16 +125,7 @@ export function faultAnswer(error: unknown): HttpError | null {
   if (error instanceof HttpError || error instanceof DomainError) return null
   const fault = faultOf(error)
   const answer = fault && httpErrorOf(fault)
-  if (answer)
-    console.error(
-      JSON.stringify({
-        level: 'warn',
-        msg: 'fault',
-        status: answer.status,
-        answer: answer.message,
-        error: String(error),
-      }),
-    )
+  if (answer) log.warn('fault', { status: answer.status, answer: answer.message, error: String(error) })
   return answer
 }
 
@@ -157,9 +149,7 @@ export const INTERNAL_ERROR = { error: 'Internal server error' } as const
 
 /** Logs an unexpected failure for the operator (the client only ever sees INTERNAL_ERROR). */
 export function logUnhandled(error: unknown) {
-  console.error(
-    JSON.stringify({ level: 'error', msg: 'unhandled error', error: String((error as Error)?.stack ?? error) }),
-  )
+  log.error('unhandled error', { error: String((error as Error)?.stack ?? error) })
 }
 
 function internalError(set: { status?: number | string }, error: unknown) {

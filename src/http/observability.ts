@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia'
+import { log } from '../log'
 import type { Classifier } from '../moderation'
 import { errorAnswers } from './errors'
 
@@ -169,19 +170,16 @@ export interface AnsweredRequest {
  * Counts a request in the metrics and, with the log on, writes its one JSON line (no query strings, headers or
  * bodies: they can hold secrets). Used by `requestLog` and by the routes that answer ahead of the app's hooks (/cdn).
  */
-export function recordRequest(metrics: Metrics, log: boolean, r: AnsweredRequest) {
+export function recordRequest(metrics: Metrics, logging: boolean, r: AnsweredRequest) {
   metrics.request({ route: r.route, method: r.method, status: String(r.status) }, r.durationMs / 1000)
-  if (log) {
-    const line = {
-      level: 'info',
-      msg: 'request',
+  if (logging) {
+    log.info('request', {
       method: r.method,
       route: r.route,
       status: r.status,
       durationMs: Math.round(r.durationMs * 100) / 100,
       bytes: r.bytes(),
-    }
-    console.log(JSON.stringify(line))
+    })
   }
 }
 

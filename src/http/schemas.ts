@@ -1,12 +1,12 @@
+import type { TSchema } from '@sinclair/typebox'
 import { t } from 'elysia'
 
 /** Common TypeBox pieces shared by several features. */
-export const IMAGE_ID_PATTERN = '^[A-Za-z0-9]{8}$'
-export const ImageId = t.String({ pattern: IMAGE_ID_PATTERN, description: '8-character image id' })
-export const AlbumId = t.String({ pattern: IMAGE_ID_PATTERN, description: '8-character album id' })
 /** Numeric ids in paths (embed profiles, API keys, users, webhooks, reports): whole numbers SQLite can hold exactly. */
 export const NumericId = (description?: string) =>
   t.Numeric({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, multipleOf: 1, ...(description ? { description } : {}) })
+/** A schema or null. */
+export const Nullable = <T extends TSchema>(s: T) => t.Union([s, t.Null()])
 export const Timestamp = t.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds' })
 export const Visibility = t.Union([t.Literal('public'), t.Literal('private')])
 export const Success = t.Object({ success: t.Literal(true) })

@@ -1,9 +1,12 @@
 import sharp, { type Sharp, type SharpOptions } from 'sharp'
+// The classifier's input size is the classifier's rule; media only cuts the pixels to it.
+import { IMAGE_SIDE } from '../moderation/protocol'
 import { BMP_HEAD_BYTES, decodeBmp, readBmpSize } from './bmp'
 import { DETECT_HEAD_BYTES, detectFormat } from './detect'
 import { exceedsMessage, MediaError } from './errors'
 import type { ImageFormat } from './formats'
 import { decodeIco, icoEntrySize, largestIcoEntry } from './ico'
+import { THUMBNAIL_SIZE } from './thumbnail'
 
 export { MediaError } from './errors'
 
@@ -29,8 +32,6 @@ export interface MediaProcessor {
   ): Promise<{ width: number; height: number; classifierInput: Uint8Array }>
 }
 
-const THUMBNAIL_SIZE = 500
-const CLASSIFIER_SIZE = 224
 /** Animations are decoded frame by frame; this many canvases' worth of pixels in total is the most we decode. */
 const ANIMATION_FRAME_BUDGET = 10
 
@@ -57,12 +58,12 @@ async function decoding<T>(run: () => Promise<T>): Promise<T> {
 /** RGB, white behind transparency, stretched to the square the classifier expects (it ignores aspect ratio too). */
 async function toClassifierPixels(image: Sharp): Promise<Uint8Array> {
   const { data, info } = await image
-    .resize(CLASSIFIER_SIZE, CLASSIFIER_SIZE, { fit: 'fill' })
+    .resize(IMAGE_SIDE, IMAGE_SIDE, { fit: 'fill' })
     .flatten({ background: '#ffffff' })
     .toColourspace('srgb')
     .raw()
     .toBuffer({ resolveWithObject: true })
-  if (info.channels !== 3 || data.length !== CLASSIFIER_SIZE * CLASSIFIER_SIZE * 3) throw undecodable()
+  if (info.channels !== 3 || data.length !== IMAGE_SIDE * IMAGE_SIDE * 3) throw undecodable()
   return new Uint8Array(data.buffer, data.byteOffset, data.length)
 }
 

@@ -1,3 +1,4 @@
+import { log } from '../log'
 import type { BackendChoice, BackendName } from './backend'
 import { IMAGE_BYTES, type NsfwScores, type WorkerMessage, type WorkerRequest } from './protocol'
 
@@ -121,9 +122,7 @@ export function createNsfwClassifier(opts: ClassifierOptions): NsfwClassifier {
         case 'ready':
           // Logged on the first load only: a replacement worker (after a wedge) loads the same backend.
           if (backend === null) {
-            console.log(
-              JSON.stringify({ level: 'info', msg: 'nsfw model ready', backend: msg.backend, loadMs: msg.loadMs }),
-            )
+            log.info('nsfw model ready', { backend: msg.backend, loadMs: msg.loadMs })
           }
           backend = msg.backend
           mw.isReady = true

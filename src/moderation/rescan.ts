@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { randomToken } from '../lib/crypto'
+import { log } from '../log'
 import type { Media } from '../media'
 import { originalKey, type Storage } from '../storage'
 import type { Classifier } from './classifier'
@@ -34,9 +35,6 @@ export interface RescanDeps {
   /** Where originals are copied for decoding. */
   tmpDir: string
 }
-
-const log = (level: 'info' | 'warn' | 'error', msg: string, extra: Record<string, unknown> = {}) =>
-  console[level === 'info' ? 'log' : level](JSON.stringify({ level, msg, ...extra }))
 
 /**
  * Retries the content scan of images whose upload-time scan failed or timed out (scanStatus 'pending', hidden from
@@ -76,7 +74,7 @@ export function createRescanner(deps: RescanDeps, opts: RescanOptions = {}) {
       input = await media.classifierInput(tmpPath)
     } catch (error) {
       await rm(tmpPath, { force: true })
-      log('warn', 'rescan: cannot read image', { id: image.id, error: String(error) })
+      log.warn('rescan: cannot read image', { id: image.id, error: String(error) })
       return 'image'
     }
     await rm(tmpPath, { force: true })
@@ -84,13 +82,13 @@ export function createRescanner(deps: RescanDeps, opts: RescanOptions = {}) {
     try {
       mature = isMature(await withDeadline(classifier.classify(input), timeoutMs, 'nsfw rescan'), deps.thresholds)
     } catch (error) {
-      log('warn', 'rescan: classifier failed', { id: image.id, error: String(error) })
+      log.warn('rescan: classifier failed', { id: image.id, error: String(error) })
       return 'classifier'
     }
     // Checked right before the synchronous write: after stop() the database may be closed.
     if (stopped) return 'classifier'
     scans.record(image.id, mature)
-    log('info', 'rescan: verdict', { id: image.id, nsfw: mature })
+    log.info('rescan: verdict', { id: image.id, nsfw: mature })
     return 'done'
   }
 
@@ -128,7 +126,7 @@ export function createRescanner(deps: RescanDeps, opts: RescanOptions = {}) {
   function runOnce(): Promise<PassResult> {
     running ??= pass()
       .catch((error) => {
-        if (!stopped) log('error', 'rescan pass failed', { error: String(error) })
+        if (!stopped) log.error('rescan pass failed', { error: String(error) })
         return { scanned: 0, failed: 0 }
       })
       .finally(() => {

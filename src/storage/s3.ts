@@ -31,9 +31,9 @@ export const RETRY_DELAYS_MS = [100, 300, 900] as const
  * goes up as 7 parts; a thumbnail (well under 8 MiB) as one PUT.
  */
 export const PART_SIZE = 8 * 1024 * 1024
-export const QUEUE_SIZE = 4
+const QUEUE_SIZE = 4
 /** /cdn reads objects up to this size whole (one GET, a Content-Length); larger ones stream without buffering. */
-export const WHOLE_BODY_LIMIT = 4 * 1024 * 1024
+const WHOLE_BODY_LIMIT = 4 * 1024 * 1024
 
 /** Answers that mean "this will not change if you ask again"; anything else (network errors, 5xx, SlowDown) is retried. */
 const PERMANENT = new Set([
@@ -54,7 +54,7 @@ const PERMANENT = new Set([
 
 const codeOf = (error: unknown) => String((error as { code?: unknown })?.code ?? '')
 const isMissing = (error: unknown) => ['NoSuchKey', 'NotFound'].includes(codeOf(error))
-export const isTransient = (error: unknown) => {
+const isTransient = (error: unknown) => {
   const code = codeOf(error)
   return !PERMANENT.has(code) && !code.startsWith('ERR_S3_')
 }
@@ -69,7 +69,7 @@ function contentType(key: StorageKey): string {
  * Runs `operation`, retrying transient failures after each delay in turn; the last failure (or a permanent one) is
  * thrown as a StorageUnavailableError naming what was attempted. "No such key" is passed through as is: callers map it.
  */
-export async function withRetry<T>(
+async function withRetry<T>(
   what: string,
   operation: () => Promise<T>,
   delays: readonly number[] = RETRY_DELAYS_MS,

@@ -1,6 +1,7 @@
 import { readdir, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { HOUR_MS } from '../lib/time'
+import { log } from '../log'
 import type { Storage } from './index'
 
 /**
@@ -42,9 +43,7 @@ export async function removeStrayFiles(
     }
   } catch (error) {
     // An object store that is down must not keep the service from starting: orphans wait for the next sweep.
-    console.error(
-      JSON.stringify({ level: 'warn', msg: 'orphan sweep skipped: storage unavailable', error: String(error) }),
-    )
+    log.warn('orphan sweep skipped: storage unavailable', { error: String(error) })
   }
   for (const name of await readdir(tmpDir).catch(() => [] as string[])) {
     const path = join(tmpDir, name)

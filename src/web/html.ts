@@ -36,6 +36,3 @@ export function html(strings: TemplateStringsArray, ...values: Interpolation[]):
 
 /** For trusted constants only (never for anything a user sent). */
 export const raw = (value: string) => new SafeHtml(value)
-
-/** JSON for a `<script type="application/json">` island: `<` is escaped so the text can never close the tag. */
-export const jsonForScript = (value: unknown) => raw(JSON.stringify(value).replace(/</g, '\\u003c'))

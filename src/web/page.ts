@@ -63,7 +63,7 @@ const assets = loadAssets()
 export const getAsset = (name: string): Asset | undefined => assets.get(name)
 
 /** The versioned URL of a local asset; an unknown name is a programming error. */
-export function assetUrl(name: string): string {
+function assetUrl(name: string): string {
   const asset = assets.get(name)
   if (!asset) throw new Error(`unknown asset: ${name}`)
   return `/assets/${name}?v=${asset.hash}`
@@ -88,7 +88,7 @@ export function contentSecurityPolicy(config: Pick<Config, 'publicUrl' | 'cdnUrl
   ].join('; ')
 }
 
-export function securityHeaders(config: Pick<Config, 'publicUrl' | 'cdnUrl'>): Record<string, string> {
+function securityHeaders(config: Pick<Config, 'publicUrl' | 'cdnUrl'>): Record<string, string> {
   return {
     'content-security-policy': contentSecurityPolicy(config),
     'x-frame-options': 'DENY',

@@ -1,6 +1,14 @@
 import { t } from 'elysia'
-import { ImageId, Timestamp, Visibility } from '../../http/schemas'
-import { DESCRIPTION_MAX, PASSWORD_MAX, TITLE_MAX } from './service'
+import { Timestamp, Visibility } from '../../http/schemas'
+import { ImageId, isImageId } from '../images/model'
+
+/** Album ids take the image id's form (DECISIONS.md). */
+export const isAlbumId = isImageId
+export const TITLE_MAX = 100
+/** An album page's path, `/a/<id>`. */
+export const albumPath = (id: string) => `/a/${id}`
+export const DESCRIPTION_MAX = 1000
+export const PASSWORD_MAX = 256
 
 export const AlbumModel = t.Object({
   id: t.String({ description: '8-character album id' }),

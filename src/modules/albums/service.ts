@@ -5,9 +5,11 @@ import { badRequest, forbidden, notFound, RateLimited } from '../../errors'
 import { ipKey } from '../../http/client-ip'
 import { newPublicId } from '../../lib/crypto'
 import { iso } from '../../lib/time'
-import { refundAttempt, takeAttempt, type WindowRule } from '../images/limits'
+import { guessWindow, refundAttempt, takeAttempt, type WindowRule } from '../images/limits'
+import { isImageId } from '../images/model'
 import { albumImagesOf, albumStats, pickImage } from '../images/repository'
-import { type ImageService, isImageId } from '../images/service'
+import type { ImageService } from '../images/service'
+import { albumPath, DESCRIPTION_MAX, isAlbumId, PASSWORD_MAX, TITLE_MAX } from './model'
 import {
   addAlbumImage,
   albumsOf,
@@ -17,13 +19,6 @@ import {
   setAlbumFields,
   updateAlbum,
 } from './repository'
-
-const ALBUM_ID = /^[A-Za-z0-9]{8}$/
-export const isAlbumId = (id: string) => ALBUM_ID.test(id)
-
-export const TITLE_MAX = 100
-export const DESCRIPTION_MAX = 1000
-export const PASSWORD_MAX = 256
 
 /**
  * Album passwords are shared secrets handed out with a link, checked on every visit of a protected album:
@@ -75,7 +70,7 @@ export function createAlbumService(deps: {
   const { db, images: imageService, guesses } = deps
   const windowNow = deps.now ?? Date.now
   /** `{base_url}/a/<id>`, the album page. */
-  const albumUrl = (id: string) => `${deps.publicUrl}/a/${id}`
+  const albumUrl = (id: string) => `${deps.publicUrl}${albumPath(id)}`
 
   function findLive(id: string): Album | undefined {
     if (!isAlbumId(id)) return undefined
@@ -141,13 +136,7 @@ export function createAlbumService(deps: {
 
   /** Password guesses for an album, counted per album (across addresses) and per address. */
   function guessWindows(album: Album, ip: string): WindowRule[] {
-    const window = (key: string, limit: number, message: string): WindowRule => ({
-      key,
-      limit,
-      durationMs: guesses.windowSeconds * 1000,
-      enforce: true,
-      message,
-    })
+    const window = (key: string, limit: number, message: string) => guessWindow(guesses, key, limit, message)
     return [
       window(`album-password:${album.id}`, guesses.albumPerAlbum, 'Too many wrong passwords for this album'),
       window(`album-password-ip:${ipKey(ip)}`, guesses.albumPerIp, 'Too many wrong album passwords from this address'),

@@ -1,4 +1,5 @@
 import { createTransport } from 'nodemailer'
+import { log } from '../../log'
 
 export interface Mailer {
   sendVerification(to: string, token: string): Promise<void>
@@ -9,7 +10,7 @@ export function createMailer(opts: { smtpUrl: string; from: string; publicUrl: s
   if (!opts.smtpUrl) {
     return {
       async sendVerification(to, token) {
-        console.log(JSON.stringify({ level: 'info', msg: `verification token: ${token}`, to }))
+        log.info(`verification token: ${token}`, { to })
       },
     }
   }
@@ -26,9 +27,7 @@ export function createMailer(opts: { smtpUrl: string; from: string; publicUrl: s
         })
       } catch (error) {
         // A mail outage must not fail registration; the user can ask for a new token later.
-        console.error(
-          JSON.stringify({ level: 'error', msg: 'sending verification email failed', error: String(error) }),
-        )
+        log.error('sending verification email failed', { error: String(error) })
       }
     },
   }

@@ -1,6 +1,13 @@
 import { t } from 'elysia'
 import { NumericId, Success, Timestamp } from '../../http/schemas'
 
+/** Account rules (DECISIONS.md), used by the service, the schemas and the register form. */
+export const USERNAME_LENGTH = { min: 3, max: 32 } as const
+/** A username, as a pattern without anchors (HTML's `pattern` wants `-` escaped in a class). */
+export const USERNAME_PATTERN = `[A-Za-z0-9_\\-]{${USERNAME_LENGTH.min},${USERNAME_LENGTH.max}}`
+export const PASSWORD_LENGTH = { min: 8, max: 256 } as const
+export const KEY_NAME_MAX = 100
+
 export const UserModel = t.Object({
   id: t.Integer(),
   username: t.String(),
@@ -20,9 +27,9 @@ export const ApiKeyModel = t.Object({
 })
 
 export const RegisterBody = t.Object({
-  username: t.String({ description: '3-32 of [A-Za-z0-9_-]' }),
+  username: t.String({ description: `${USERNAME_LENGTH.min}-${USERNAME_LENGTH.max} of [A-Za-z0-9_-]` }),
   email: t.String(),
-  password: t.String({ description: '8-256 characters' }),
+  password: t.String({ description: `${PASSWORD_LENGTH.min}-${PASSWORD_LENGTH.max} characters` }),
 })
 
 export const LoginBody = t.Object({
@@ -34,7 +41,7 @@ export const SessionResponse = t.Object({ success: t.Literal(true), token: t.Str
 export const UserResponse = t.Object({ success: t.Literal(true), user: UserModel })
 export const VerifyBody = t.Object({ token: t.String({ minLength: 1 }) })
 export const AccountBody = t.Object({ privateAccount: t.Optional(t.Boolean()) })
-export const KeyBody = t.Object({ name: t.String({ minLength: 1, maxLength: 100 }) })
+export const KeyBody = t.Object({ name: t.String({ minLength: 1, maxLength: KEY_NAME_MAX }) })
 export const KeyListResponse = t.Object({ success: t.Literal(true), keys: t.Array(ApiKeyModel) })
 export const KeyCreatedResponse = t.Object({
   success: t.Literal(true),

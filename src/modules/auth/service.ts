@@ -5,8 +5,9 @@ import { badRequest, conflict, forbidden, notFound, unauthorized } from '../../e
 import { ipKey } from '../../http/client-ip'
 import { randomAlphanumeric, randomToken, sha256Hex } from '../../lib/crypto'
 import { DAY_MS, iso } from '../../lib/time'
-import { clearWindows, refundAttempt, takeAttempt, type WindowRule } from '../images/limits'
+import { clearWindows, guessWindow, refundAttempt, takeAttempt } from '../images/limits'
 import type { Mailer } from './mailer'
+import { PASSWORD_LENGTH, USERNAME_LENGTH, USERNAME_PATTERN } from './model'
 import {
   claimVerification,
   deleteKey,
@@ -27,7 +28,7 @@ import {
 const VERIFICATION_TTL_MS = 2 * DAY_MS
 const KEY_PREFIX = 'ihk_'
 const KEY_RANDOM_LENGTH = 40
-const USERNAME = /^[A-Za-z0-9_-]{3,32}$/
+const USERNAME = new RegExp(`^${USERNAME_PATTERN}$`)
 // Deliberately simple: one @, no spaces, a dot in the domain. Delivery proves the rest.
 const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]{2,}$/
 
@@ -57,9 +58,13 @@ export function publicApiKey(key: ApiKey) {
 }
 
 export function checkNewAccount(input: { username: string; email: string; password: string }) {
-  if (!USERNAME.test(input.username)) throw badRequest('username must be 3-32 characters of letters, digits, _ or -')
+  if (!USERNAME.test(input.username))
+    throw badRequest(
+      `username must be ${USERNAME_LENGTH.min}-${USERNAME_LENGTH.max} characters of letters, digits, _ or -`,
+    )
   if (input.email.length > 254 || !EMAIL.test(input.email)) throw badRequest('email is not a valid address')
-  if (input.password.length < 8 || input.password.length > 256) throw badRequest('password must be 8-256 characters')
+  if (input.password.length < PASSWORD_LENGTH.min || input.password.length > PASSWORD_LENGTH.max)
+    throw badRequest(`password must be ${PASSWORD_LENGTH.min}-${PASSWORD_LENGTH.max} characters`)
 }
 
 /** No account answers to a longer name (emails end at 254 characters): longer ones share one throttle key. */
@@ -149,13 +154,7 @@ export function createAuthService(
      * hash is verified, so a refused guess costs no hashing; a successful login starts its account's count over.
      */
     async login(login: string, password: string, ip: string) {
-      const window = (key: string, limit: number, message: string): WindowRule => ({
-        key,
-        limit,
-        durationMs: guesses.windowSeconds * 1000,
-        enforce: true,
-        message,
-      })
+      const window = (key: string, limit: number, message: string) => guessWindow(guesses, key, limit, message)
       const account = window(loginKey(login), guesses.loginPerAccount, 'Too many failed logins for this account')
       const address = window(`login-ip:${ipKey(ip)}`, guesses.loginPerIp, 'Too many failed logins from this address')
       const at = now()

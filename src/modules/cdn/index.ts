@@ -2,19 +2,21 @@ import { Elysia, t } from 'elysia'
 import { NOT_FOUND, StorageUnavailable } from '../../errors'
 import { httpErrorOf, jsonResponse } from '../../http/errors'
 import { type FastRouteObserver, fastRoute } from '../../http/fast-route'
+import { log } from '../../log'
 import { originalKey, type Storage, type StorageKey, thumbnailKey } from '../../storage'
 import type { LiveImage } from '../images/live-cache'
+import { IMAGE_ID } from '../images/model'
 import type { ImageService } from '../images/service'
 import { createHotFiles, type HotFiles } from './hot-files'
 
 const IMMUTABLE = 'public, max-age=31536000, immutable'
 // A script inside an SVG must never run: no loads, inline styles only, and a sandbox on top.
 const SVG_CSP = "default-src 'none'; style-src 'unsafe-inline'; sandbox"
-const ORIGINAL = /^([A-Za-z0-9]{8})\.([a-z]{3,4})$/
-const THUMBNAIL = /^([A-Za-z0-9]{8})\.webp$/
+const ORIGINAL = new RegExp(`^(${IMAGE_ID})\\.([a-z]{3,4})$`)
+const THUMBNAIL = new RegExp(`^(${IMAGE_ID})\\.webp$`)
 
 /** The routes, as Elysia and the request metrics name them. */
-export const CDN_ROUTES = { original: '/cdn/:file', thumbnail: '/cdn/medium/:file' } as const
+const CDN_ROUTES = { original: '/cdn/:file', thumbnail: '/cdn/medium/:file' } as const
 
 const notFound = () => jsonResponse({ error: NOT_FOUND }, 404)
 
@@ -37,7 +39,7 @@ function parseRange(header: string | null, size: number): { start: number; end: 
 }
 
 /** A presigned URL lives this long; the redirect to it may be cached for a bit less, so a cached one never points at an expired URL. */
-export const PRESIGN_SECONDS = 600
+const PRESIGN_SECONDS = 600
 const REDIRECT_CACHE = `public, max-age=${PRESIGN_SECONDS / 2}`
 
 /** The error model's answer for a store that is down, never cached. */
@@ -158,7 +160,7 @@ async function serveFromStore(request: Request, storage: Storage, d: Delivery): 
     if (body === null) return notFound()
     return new Response(body, { status, headers })
   } catch (error) {
-    console.error(JSON.stringify({ level: 'warn', msg: 'cdn: storage unavailable', key: d.key, error: String(error) }))
+    log.warn('cdn: storage unavailable', { key: d.key, error: String(error) })
     return unavailable()
   }
 }

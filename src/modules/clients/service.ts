@@ -49,7 +49,7 @@ export const attachmentName = (siteName: string, suffix: string) =>
   `${siteName.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^-+|-+$/g, '') || 'imghost'}${suffix}`
 
 /** Single-quotes a value for sh: nothing inside is ever expanded. */
-export const shQuote = (value: string) => `'${value.replace(/'/g, `'\\''`)}'`
+const shQuote = (value: string) => `'${value.replace(/'/g, `'\\''`)}'`
 
 /**
  * A POSIX sh script: uploads a file (or, for Flameshot, a fresh `flameshot gui --raw` capture) with curl, copies the

@@ -1,15 +1,27 @@
 import { t } from 'elysia'
-import { ImageId, NumericId, Timestamp } from '../../http/schemas'
-import { MAX_BULK_EMBED } from './service'
+import { Nullable, NumericId, Timestamp } from '../../http/schemas'
+import { ImageId } from '../images/model'
 
-const Nullable = <T extends import('@sinclair/typebox').TSchema>(s: T) => t.Union([s, t.Null()])
+/** At most this many profiles per user (INTERFACE.md). */
+export const MAX_EMBED_PROFILES = 25
+/** At most this many images per bulk assignment (INTERFACE.md). */
+export const MAX_BULK_EMBED = 100
+/** A profile's name: 1 to this many characters. */
+export const NAME_MAX = 100
+/** The most characters of each text field (DECISIONS.md) and of `author_url`. */
+export const TEXT_MAX = { title: 256, description: 2048, author_name: 256, site_name: 256 } as const
+export const URL_MAX = 2048
+/** The placeholders a profile's texts may hold, filled per image on the viewer page (DECISIONS.md). */
+export const PLACEHOLDERS = ['filename', 'id', 'width', 'height', 'size', 'mime', 'date', 'views', 'username'] as const
+/** A colour: `#rrggbb`. */
+export const COLOR = '#[0-9a-fA-F]{6}'
 
 export const EmbedProfileModel = t.Object({
   id: t.Integer({ minimum: 1 }),
   name: t.String(),
   title: Nullable(t.String()),
   description: Nullable(t.String()),
-  color: Nullable(t.String({ pattern: '^#[0-9a-fA-F]{6}$' })),
+  color: Nullable(t.String({ pattern: `^${COLOR}$` })),
   author_name: Nullable(t.String()),
   author_url: Nullable(
     t.String({ description: 'An http(s) URL, normalised (e.g. unsafe characters percent-encoded)' }),
@@ -34,39 +46,42 @@ const text = (field: string, max: number, description: string) =>
   )
 
 const fields = {
-  title: text('title', 256, 'og:title'),
-  description: text('description', 2048, 'og:description'),
+  title: text('title', TEXT_MAX.title, 'og:title'),
+  description: text('description', TEXT_MAX.description, 'og:description'),
   color: t.Optional(
     NullableWithError(
       t.String({
-        pattern: '^(#[0-9a-fA-F]{6})?$',
+        pattern: `^(${COLOR})?$`,
         description: 'theme-color, `#rrggbb`; null or "" for the site colour',
       }),
       'color must be a hex colour like #3b82f6, or null',
     ),
   ),
-  author_name: text('author_name', 256, 'oEmbed author_name'),
+  author_name: text('author_name', TEXT_MAX.author_name, 'oEmbed author_name'),
   author_url: t.Optional(
     NullableWithError(
-      t.String({ maxLength: 2048, description: 'oEmbed author_url: an http(s) URL; null or "" to clear' }),
+      t.String({ maxLength: URL_MAX, description: 'oEmbed author_url: an http(s) URL; null or "" to clear' }),
       'author_url must be an http(s) URL, or null',
     ),
   ),
-  site_name: text('site_name', 256, 'og:site_name and oEmbed provider_name'),
+  site_name: text('site_name', TEXT_MAX.site_name, 'og:site_name and oEmbed provider_name'),
 }
 
 export const EmbedCreateBody = t.Object(
   {
-    name: t.String({ minLength: 1, maxLength: 100, description: 'Label of the profile, 1-100 characters' }),
+    name: t.String({
+      minLength: 1,
+      maxLength: NAME_MAX,
+      description: `Label of the profile, 1-${NAME_MAX} characters`,
+    }),
     ...fields,
   },
   {
-    description:
-      'Text fields may hold placeholders filled per image: {filename}, {id}, {width}, {height}, {size}, {mime}, {date}, {views}, {username}',
+    description: `Text fields may hold placeholders filled per image: ${PLACEHOLDERS.map((p) => `{${p}}`).join(', ')}`,
   },
 )
 export const EmbedUpdateBody = t.Object(
-  { name: t.Optional(t.String({ minLength: 1, maxLength: 100 })), ...fields },
+  { name: t.Optional(t.String({ minLength: 1, maxLength: NAME_MAX })), ...fields },
   { description: 'Partial update: omitted fields stay unchanged' },
 )
 

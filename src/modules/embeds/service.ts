@@ -2,8 +2,10 @@ import type { Db } from '../../db/client'
 import type { EmbedProfile, Image, User } from '../../db/schema'
 import { badRequest, notFound } from '../../errors'
 import { iso } from '../../lib/time'
+import { isImageId } from '../images/model'
 import { ownedLiveIds, setEmbedProfile } from '../images/repository'
-import { type ImageService, isImageId } from '../images/service'
+import type { ImageService } from '../images/service'
+import { COLOR, MAX_BULK_EMBED, MAX_EMBED_PROFILES, NAME_MAX, PLACEHOLDERS, TEXT_MAX, URL_MAX } from './model'
 import {
   deleteProfile,
   findOwnedProfile,
@@ -13,19 +15,14 @@ import {
   updateProfile,
 } from './repository'
 
-/** At most this many profiles per user (INTERFACE.md). */
-export const MAX_EMBED_PROFILES = 25
-/** At most this many images per bulk assignment (INTERFACE.md). */
-export const MAX_BULK_EMBED = 100
-
-const COLOR = /^#[0-9a-fA-F]{6}$/
+const COLOR_RE = new RegExp(`^${COLOR}$`)
 
 /** The editable text fields of a profile, as the API names them, with their maximum lengths. */
 const TEXT_FIELDS = {
-  title: { column: 'title', max: 256 },
-  description: { column: 'description', max: 2048 },
-  author_name: { column: 'authorName', max: 256 },
-  site_name: { column: 'siteName', max: 256 },
+  title: { column: 'title', max: TEXT_MAX.title },
+  description: { column: 'description', max: TEXT_MAX.description },
+  author_name: { column: 'authorName', max: TEXT_MAX.author_name },
+  site_name: { column: 'siteName', max: TEXT_MAX.site_name },
 } as const
 
 export interface ProfileInput {
@@ -73,7 +70,7 @@ function toColumns(input: ProfileInput, creating: boolean): Partial<EmbedProfile
   const out: Partial<EmbedProfile> = {}
   if (input.name !== undefined || creating) {
     const name = (input.name ?? '').trim()
-    if (name.length < 1 || name.length > 100) throw badRequest('name must be 1-100 characters')
+    if (name.length < 1 || name.length > NAME_MAX) throw badRequest(`name must be 1-${NAME_MAX} characters`)
     out.name = name
   }
   for (const [field, spec] of Object.entries(TEXT_FIELDS)) {
@@ -84,13 +81,13 @@ function toColumns(input: ProfileInput, creating: boolean): Partial<EmbedProfile
   }
   const color = blankToNull(input.color)
   if (color !== undefined) {
-    if (color !== null && !COLOR.test(color)) throw badRequest('color must be a hex colour like #3b82f6')
+    if (color !== null && !COLOR_RE.test(color)) throw badRequest('color must be a hex colour like #3b82f6')
     out.color = color
   }
   const authorUrl = blankToNull(input.author_url)
   if (authorUrl !== undefined) {
     const normalised = authorUrl === null ? null : httpUrl(authorUrl.trim())
-    if (authorUrl !== null && (normalised === null || normalised.length > 2048))
+    if (authorUrl !== null && (normalised === null || normalised.length > URL_MAX))
       throw badRequest('author_url must be an http(s) URL')
     out.authorUrl = normalised
   }
@@ -122,7 +119,7 @@ export interface PlaceholderValues {
   username: string | null
 }
 
-const PLACEHOLDER = /\{(filename|id|width|height|size|mime|date|views|username)\}/g
+const PLACEHOLDER = new RegExp(`\\{(${PLACEHOLDERS.join('|')})\\}`, 'g')
 
 /**
  * Fills `{filename}`, `{id}`, `{width}`, `{height}`, `{size}`, `{mime}`, `{date}`, `{views}`, `{username}` in one

@@ -1,5 +1,13 @@
 import { t } from 'elysia'
-import { ImageId, Timestamp } from '../../http/schemas'
+import { Timestamp } from '../../http/schemas'
+import { ImageId } from '../images/model'
+
+/** A profile page's path, `/u/<username>` (relative: pages link within the site). */
+export const profilePath = (username: string) => `/u/${encodeURIComponent(username)}`
+
+/** Longest accepted search text and most words in it: bounds the work one query can cause. */
+export const MAX_QUERY_LENGTH = 256
+export const MAX_QUERY_WORDS = 16
 
 /** One image of a public feed (gallery, search, profile). */
 export const FeedImage = t.Object({

@@ -8,16 +8,13 @@ import { findUserByName } from '../auth/repository'
 import { isUsername } from '../auth/service'
 import type { LinkBase } from '../images/links'
 import { type FeedRow, feedRows, feeds, feedTotal, galleryRows, imageFields, pickImage } from '../images/repository'
+import { MAX_QUERY_LENGTH, MAX_QUERY_WORDS } from './model'
 
 export interface Page {
   page: number
   limit: number
   offset: number
 }
-
-/** Longest accepted search text and most words in it: bounds the work one query can cause. */
-export const MAX_QUERY_LENGTH = 256
-export const MAX_QUERY_WORDS = 16
 
 /**
  * A word is a run of letters and digits, as the FTS5 unicode61 tokenizer sees it (categories L*, N*, Co; combining

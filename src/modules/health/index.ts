@@ -16,7 +16,7 @@ const CHECK_TTL_MS = 1000
  * Below this much free space where the database lives (DATA_DIR), the service counts as down: uploads (their temp
  * files, stored files, rows) would fail, even while the database's write-ahead log still has room to reuse.
  */
-export const MIN_FREE_BYTES = 1024 * 1024
+const MIN_FREE_BYTES = 1024 * 1024
 
 /**
  * Whether the service can write: the database, by writing one row of `health_probe` and committing it (a read-only

@@ -4,6 +4,7 @@ import type { User } from '../../db/schema'
 import { QuotaExceeded, RateLimited } from '../../errors'
 import { ipKey } from '../../http/client-ip'
 import { HOUR_MS } from '../../lib/time'
+import { log } from '../../log'
 import { deleteWindows, deleteWindowsStartedBefore, findWindow, saveWindow, storageUsed } from './repository'
 
 /** A fixed upload window: it starts at the first upload after the previous one ended. */
@@ -18,6 +19,14 @@ export interface WindowRule {
   /** The 429 message of windows that count attempts rather than uploads (the wait is appended). */
   message?: string
 }
+
+/** A window of password guesses (logins, album passwords): all last the configured time and are always enforced. */
+export const guessWindow = (
+  guesses: { windowSeconds: number },
+  key: string,
+  limit: number,
+  message: string,
+): WindowRule => ({ key, limit, durationMs: guesses.windowSeconds * 1000, enforce: true, message })
 
 export interface UploadPolicy {
   owner: User | null
@@ -124,14 +133,7 @@ function tally(db: Db, rules: WindowRule[], delta: number, now: number) {
       for (const rule of rules) countWindow(t, rule, delta, now)
     })
   } catch (error) {
-    console.error(
-      JSON.stringify({
-        level: 'warn',
-        msg: 'could not count an attempt',
-        keys: rules.map((r) => r.key),
-        error: String(error),
-      }),
-    )
+    log.warn('could not count an attempt', { keys: rules.map((r) => r.key), error: String(error) })
   }
 }
 
@@ -154,7 +156,7 @@ export function clearWindows(db: Db, keys: string[]) {
   try {
     deleteWindows(db, keys)
   } catch (error) {
-    console.error(JSON.stringify({ level: 'warn', msg: 'could not clear a window', keys, error: String(error) }))
+    log.warn('could not clear a window', { keys, error: String(error) })
   }
 }
 

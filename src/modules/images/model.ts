@@ -1,5 +1,14 @@
 import { t } from 'elysia'
-import { ImageId, PageQuery, Timestamp, Visibility } from '../../http/schemas'
+import { Nullable, PageQuery, Timestamp, Visibility } from '../../http/schemas'
+
+/**
+ * Image ids, and album ids (the same form, DECISIONS.md): 8 random characters of [A-Za-z0-9]. The one home of the
+ * pattern: the schemas, the checks, and the routes that find an id inside a path build on it.
+ */
+export const IMAGE_ID = '[A-Za-z0-9]{8}'
+const ID = new RegExp(`^${IMAGE_ID}$`)
+export const isImageId = (id: string) => ID.test(id)
+export const ImageId = t.String({ pattern: `^${IMAGE_ID}$`, description: '8-character image id' })
 
 const links = {
   id: ImageId,
@@ -40,17 +49,6 @@ export const UploadBatchResponse = t.Object(
   { description: 'Several files: one object per file' },
 )
 export const UploadResponse = t.Union([UploadSingleResponse, UploadBatchResponse])
-
-/** Multipart fields, for the OpenAPI document (the body itself is streamed, not parsed by the framework). */
-export const UploadForm = t.Object({
-  file: t.Array(t.File(), { description: 'One or more image files' }),
-  visibility: t.Optional(Visibility),
-  private: t.Optional(t.String({ description: 'true/1/yes/on: shorthand for visibility=private' })),
-  nsfw: t.Optional(t.String({ description: 'true flags the upload as NSFW' })),
-  album: t.Optional(t.String({ description: 'Album id, or a folder name created on first use' })),
-  folder: t.Optional(t.String({ description: 'Alias of album' })),
-  expires: t.Optional(t.String({ description: EXPIRES_DESCRIPTION, examples: ['PT10M', 'P7D', '3600'] })),
-})
 
 export const ImageDetails = t.Object({
   ...links,
@@ -109,7 +107,6 @@ export const OwnImageListQuery = t.Object({
   ),
 })
 
-const Nullable = <T extends import('@sinclair/typebox').TSchema>(s: T) => t.Union([s, t.Null()])
 export const AccountUsage = t.Object({
   success: t.Literal(true),
   username: t.String(),

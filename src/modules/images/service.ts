@@ -4,12 +4,14 @@ import type { Image, User } from '../../db/schema'
 import { badRequest, notFound } from '../../errors'
 import { pageCount } from '../../http/pagination'
 import { safeEqual, sha256Hex } from '../../lib/crypto'
+import { log } from '../../log'
 import { originalKey, type Storage, thumbnailKey } from '../../storage'
 import { type ImageEvents, noImageEvents } from './events'
 import { checkExpiryBound, expiryDate, parseExpiry } from './expiry'
 import { accountPolicy, windowState } from './limits'
 import { imageLinks, type LinkBase } from './links'
 import { createLiveImageCache } from './live-cache'
+import { isImageId } from './model'
 import {
   countOwned,
   deleteImage,
@@ -24,10 +26,6 @@ import {
   storageUsed,
   updateImage,
 } from './repository'
-
-const ID = /^[A-Za-z0-9]{8}$/
-
-export const isImageId = (id: string) => ID.test(id)
 
 export type ImageService = ReturnType<typeof createImageService>
 
@@ -101,14 +99,7 @@ export function createImageService(deps: {
     // startup sweep (or `cli check --repair`) removes.
     await Promise.all([storage.delete(originalKey(image.id, image.ext)), storage.delete(thumbnailKey(image.id))]).catch(
       (error) =>
-        console.error(
-          JSON.stringify({
-            level: 'warn',
-            msg: 'image files left for the sweep: storage unavailable',
-            id: image.id,
-            error: String(error),
-          }),
-        ),
+        log.warn('image files left for the sweep: storage unavailable', { id: image.id, error: String(error) }),
     )
   }
 

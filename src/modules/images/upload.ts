@@ -7,6 +7,7 @@ import type { Image, User } from '../../db/schema'
 import { badRequest, faultOf, Invalid, PoolBusy, StorageUnavailable, StorageUnwritable } from '../../errors'
 import { discardFiles, type ReceivedFile, type UploadSource } from '../../http/multipart'
 import { newPublicId, randomToken, sha256Hex } from '../../lib/crypto'
+import { log } from '../../log'
 import { type ImageInfo, type Media, MediaError } from '../../media'
 import { FORMATS } from '../../media/formats'
 import type { Classifier, NsfwThresholds } from '../../moderation'
@@ -21,6 +22,7 @@ import {
   thumbnailKey,
 } from '../../storage'
 import { PoolBusyError } from '../../workers/pool'
+import { TITLE_MAX } from '../albums/model'
 import { addToAlbum, resolveUploadAlbum } from '../albums/repository'
 import { refuseBlocked } from '../reports/blocklist'
 import { type ImageEvents, noImageEvents } from './events'
@@ -109,7 +111,7 @@ export function createUploadPipeline(deps: {
     const isPrivate = forcedPrivate || visibility === 'private' || (policy.owner?.privateAccount ?? false)
     const album = (fields.album ?? fields.folder ?? '').trim()
     if (album && !policy.owner) throw badRequest('Anonymous uploads cannot use albums or folders')
-    if (album.length > 100) throw badRequest('album/folder name must be at most 100 characters')
+    if (album.length > TITLE_MAX) throw badRequest(`album/folder name must be at most ${TITLE_MAX} characters`)
     return {
       visibility: (isPrivate ? 'private' : 'public') as Image['visibility'],
       nsfw: TRUE_FORMS.has((fields.nsfw ?? '').trim().toLowerCase()),
@@ -147,7 +149,7 @@ export function createUploadPipeline(deps: {
       const scores = await withDeadline(classifier.classify(input), config.nsfw.timeoutMs, 'nsfw scan')
       return { nsfw: isMature(scores, deps.thresholds), scanStatus: 'done' }
     } catch (error) {
-      console.error(JSON.stringify({ level: 'warn', msg: 'nsfw scan failed; image pending', error: String(error) }))
+      log.warn('nsfw scan failed; image pending', { error: String(error) })
       return { nsfw: false, scanStatus: 'pending' }
     }
   }
@@ -207,7 +209,7 @@ export function createUploadPipeline(deps: {
   function storageFailure(error: unknown) {
     // A disk fault goes on as it is: the error model answers (and logs) it.
     if (faultOf(error)) return error
-    console.error(JSON.stringify({ level: 'warn', msg: 'upload: storing files failed', error: String(error) }))
+    log.warn('upload: storing files failed', { error: String(error) })
     return error instanceof StorageUnavailableError ? new StorageUnavailable() : new StorageUnwritable()
   }
 

@@ -1,13 +1,14 @@
 import type { Config } from '../../config'
 import { html, type SafeHtml } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
-import { DESCRIPTION_MAX, PASSWORD_MAX, TITLE_MAX } from '../albums/service'
-import { MAX_BULK_EMBED, MAX_EMBED_PROFILES } from '../embeds/service'
+import { DESCRIPTION_MAX, PASSWORD_MAX, TITLE_MAX } from '../albums/model'
+import { KEY_NAME_MAX, PASSWORD_LENGTH, USERNAME_LENGTH, USERNAME_PATTERN } from '../auth/model'
+import { COLOR, MAX_BULK_EMBED, MAX_EMBED_PROFILES, NAME_MAX, PLACEHOLDERS, TEXT_MAX, URL_MAX } from '../embeds/model'
 
 /**
  * The account pages: log in, register, email verification, log out, and the dashboard. They are shells: the JSON API
- * does the work from auth.js and dashboard.js, with the JWT kept in localStorage. Submit buttons start disabled and are
- * enabled by the script, so a form never posts credentials anywhere without it.
+ * does the work from auth.js and dashboard.js (plus a script per tab), with the JWT kept in localStorage. Submit
+ * buttons start disabled and are enabled by the script, so a form never posts credentials anywhere without it.
  */
 
 const needsScript = html`<noscript><p class="error">This page needs JavaScript.</p></noscript>`
@@ -49,13 +50,13 @@ export function renderRegister(renderer: PageRenderer, config: Config): Response
     html`<form class="auth-form card" id="register-form" data-auth-form="register">
 <h1>Create an account</h1>
 <label for="register-username">Username</label>
-<input id="register-username" name="username" type="text" autocomplete="username" required minlength="3" maxlength="32" pattern="[A-Za-z0-9_\\-]{3,32}" aria-describedby="register-username-hint" autofocus>
-<p class="muted small" id="register-username-hint">3 to 32 letters, digits, _ or -. Shown on your public profile.</p>
+<input id="register-username" name="username" type="text" autocomplete="username" required minlength="${USERNAME_LENGTH.min}" maxlength="${USERNAME_LENGTH.max}" pattern="${USERNAME_PATTERN}" aria-describedby="register-username-hint" autofocus>
+<p class="muted small" id="register-username-hint">${USERNAME_LENGTH.min} to ${USERNAME_LENGTH.max} letters, digits, _ or -. Shown on your public profile.</p>
 <label for="register-email">Email</label>
 <input id="register-email" name="email" type="email" autocomplete="email" required>
 <label for="register-password">Password</label>
-<input id="register-password" name="password" type="password" autocomplete="new-password" required minlength="8" maxlength="256" aria-describedby="register-password-hint">
-<p class="muted small" id="register-password-hint">At least 8 characters.</p>
+<input id="register-password" name="password" type="password" autocomplete="new-password" required minlength="${PASSWORD_LENGTH.min}" maxlength="${PASSWORD_LENGTH.max}" aria-describedby="register-password-hint">
+<p class="muted small" id="register-password-hint">At least ${PASSWORD_LENGTH.min} characters.</p>
 <p class="error" data-form-error role="alert" hidden></p>
 <button type="submit" disabled>Create account</button>
 <p class="muted">Already registered? <a href="/login">Log in</a></p>
@@ -124,11 +125,9 @@ const clientDownloads = html`<div class="client-downloads" data-client-downloads
 <p class="status" data-client-status role="status" aria-live="polite"></p>
 </div>`
 
-const PLACEHOLDERS = '{filename} {id} {width} {height} {size} {mime} {date} {views} {username}'
-
-/** The dashboard: a client-side app over the JSON API (dashboard.js); this is its static markup. */
+/** The dashboard: a client-side app over the JSON API (dashboard.js and dashboard-<tab>.js); this is its static markup. */
 export function renderDashboard(renderer: PageRenderer, config: Config): Response {
-  const body = html`<div class="dashboard" id="dashboard" data-site-name="${config.siteName}" data-site-color="${config.siteColor}" data-public-url="${config.publicUrl}" data-max-embeds="${MAX_EMBED_PROFILES}" data-max-bulk="${MAX_BULK_EMBED}">
+  const body = html`<div class="dashboard" id="dashboard" data-site-name="${config.siteName}" data-site-color="${config.siteColor}" data-public-url="${config.publicUrl}" data-max-embeds="${MAX_EMBED_PROFILES}" data-max-bulk="${MAX_BULK_EMBED}" data-placeholders="${PLACEHOLDERS.join(' ')}">
 <div class="dash-head">
 <h1>Dashboard</h1>
 <p class="muted" id="dash-user">Loading your account…</p>
@@ -193,7 +192,7 @@ ${tabs.map(([id, label]) => html`<a href="#${id}" id="tab-${id}" data-tab="${id}
 <p class="muted">Keys let tools such as ShareX, scripts and bots upload with your account (header <code>X-API-Key</code>). See <a href="/swagger">the API documentation</a>.</p>
 <form class="card form-inline" id="key-create">
 <label for="key-name">Name</label>
-<input id="key-name" name="name" type="text" required maxlength="100" placeholder="ShareX on my laptop">
+<input id="key-name" name="name" type="text" required maxlength="${KEY_NAME_MAX}" placeholder="ShareX on my laptop">
 <button type="submit">Create key</button>
 <p class="error" data-form-error role="alert" hidden></p>
 </form>
@@ -215,20 +214,20 @@ ${clientDownloads}
 <form class="card form-grid" id="embed-form">
 <h3 id="embed-form-title">New profile</h3>
 <label for="embed-name">Name</label>
-<input id="embed-name" name="name" type="text" required maxlength="100" placeholder="Work screenshots">
+<input id="embed-name" name="name" type="text" required maxlength="${NAME_MAX}" placeholder="Work screenshots">
 <label for="embed-site_name">Site name</label>
-<input id="embed-site_name" name="site_name" type="text" maxlength="256" placeholder="${config.siteName}">
+<input id="embed-site_name" name="site_name" type="text" maxlength="${TEXT_MAX.site_name}" placeholder="${config.siteName}">
 <label for="embed-author_name">Author</label>
-<input id="embed-author_name" name="author_name" type="text" maxlength="256" placeholder="None, e.g. {username}">
+<input id="embed-author_name" name="author_name" type="text" maxlength="${TEXT_MAX.author_name}" placeholder="None, e.g. {username}">
 <label for="embed-author_url">Author link</label>
-<input id="embed-author_url" name="author_url" type="url" maxlength="2048" placeholder="None, e.g. https://example.com">
+<input id="embed-author_url" name="author_url" type="url" maxlength="${URL_MAX}" placeholder="None, e.g. https://example.com">
 <label for="embed-title">Title</label>
-<input id="embed-title" name="title" type="text" maxlength="256" placeholder="{filename}">
+<input id="embed-title" name="title" type="text" maxlength="${TEXT_MAX.title}" placeholder="{filename}">
 <label for="embed-description">Description</label>
-<textarea id="embed-description" name="description" maxlength="2048" rows="3" placeholder="{width}×{height} · {size}"></textarea>
+<textarea id="embed-description" name="description" maxlength="${TEXT_MAX.description}" rows="3" placeholder="{width}×{height} · {size}"></textarea>
 <label for="embed-color">Colour</label>
-<span class="color-row"><input id="embed-color-picker" type="color" value="${config.siteColor}" aria-label="Pick a colour"><input id="embed-color" name="color" type="text" maxlength="7" pattern="#[0-9a-fA-F]{6}" placeholder="${config.siteColor}"></span>
-<p class="muted small">Placeholders, filled per image: <code>${PLACEHOLDERS}</code>. Empty fields use the defaults.</p>
+<span class="color-row"><input id="embed-color-picker" type="color" value="${config.siteColor}" aria-label="Pick a colour"><input id="embed-color" name="color" type="text" maxlength="7" pattern="${COLOR}" placeholder="${config.siteColor}"></span>
+<p class="muted small">Placeholders, filled per image: <code>${PLACEHOLDERS.map((p) => `{${p}}`).join(' ')}</code>. Empty fields use the defaults.</p>
 <p class="error" data-form-error role="alert" hidden></p>
 <div class="actions"><button type="submit" id="embed-submit">Create profile</button><button type="button" class="secondary" id="embed-cancel" hidden>Cancel</button></div>
 </form>
@@ -294,7 +293,16 @@ ${clientDownloads}
   return renderer.respond({
     title: `Dashboard · ${config.siteName}`,
     body,
-    scripts: ['dashboard.js'],
+    // The shared part first: each tab's script registers with it.
+    scripts: [
+      'dashboard.js',
+      'dashboard-images.js',
+      'dashboard-albums.js',
+      'dashboard-keys.js',
+      'dashboard-embeds.js',
+      'dashboard-usage.js',
+      'dashboard-settings.js',
+    ],
     bodyClass: 'dashboard-page',
     noindex: true,
   })

@@ -2,11 +2,13 @@ import type { Config } from '../../config'
 import type { Album, Image } from '../../db/schema'
 import type { RateLimited } from '../../errors'
 import { httpErrorOf } from '../../http/errors'
+import { thumbnailSize } from '../../media/thumbnail'
 import { html } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
+import { albumPath } from '../albums/model'
+import { profilePath } from '../gallery/model'
 import type { ImageService } from '../images/service'
 import { thumbGrid } from './grid'
-import { thumbnailSize } from './service'
 
 /**
  * The form of a password-protected album; the title stays hidden until the password is given. `state`: asking (200),
@@ -21,7 +23,7 @@ export function renderAlbumPassword(pages: PageRenderer, album: Album, state: 'a
     status: throttled ? throttled.status : state === 'wrong' ? 403 : 200,
     headers: throttled?.headers,
     noindex: true,
-    body: html`<form class="password-form" method="post" action="/a/${album.id}">
+    body: html`<form class="password-form" method="post" action="${albumPath(album.id)}">
 <h1>Password required</h1>
 <p class="muted">This album is protected by a password.</p>
 <label for="album-password">Password</label>
@@ -83,7 +85,7 @@ ${
   const body = html`<section class="album-head">
 <h1>${album.title}</h1>
 ${album.description ? html`<p>${album.description}</p>` : ''}
-<p class="muted">${items.length} image${items.length === 1 ? '' : 's'}${deps.owner ? html` · by <a href="/u/${encodeURIComponent(deps.owner)}">${deps.owner}</a>` : ''}</p>
+<p class="muted">${items.length} image${items.length === 1 ? '' : 's'}${deps.owner ? html` · by <a href="${profilePath(deps.owner)}">${deps.owner}</a>` : ''}</p>
 </section>
 ${grid}`
 

@@ -1,12 +1,13 @@
 import type { Config } from '../../config'
 import { html } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
+import { MAX_QUERY_LENGTH, profilePath } from '../gallery/model'
 import type { GalleryService } from '../gallery/service'
 import { pager, type Tile, thumbGrid } from './grid'
 import type { PageService } from './service'
 
 /** Page size of the gallery and profile pages: divides evenly into rows of 2, 3, 5 and 6. */
-export const FEED_PAGE_SIZE = 30
+const FEED_PAGE_SIZE = 30
 
 type FeedImage = ReturnType<GalleryService['gallery']>['images'][number]
 
@@ -23,7 +24,7 @@ function tiles(pages: PageService, items: FeedImage[], opts: { byline: boolean }
     alt: names.get(image.id) ?? `Image ${image.id}`,
     hidden: image.nsfw,
     caption: opts.byline
-      ? html`<p class="tile-meta">${image.username ? html`<a href="/u/${encodeURIComponent(image.username)}">${image.username}</a>` : html`<span>anonymous</span>`}<span>${plural(image.views, 'view')}</span></p>`
+      ? html`<p class="tile-meta">${image.username ? html`<a href="${profilePath(image.username)}">${image.username}</a>` : html`<span>anonymous</span>`}<span>${plural(image.views, 'view')}</span></p>`
       : undefined,
   }))
 }
@@ -67,7 +68,7 @@ export function renderGallery(
 </div>
 <form class="search" role="search" method="get" action="/gallery">
 <label class="visually-hidden" for="gallery-q">Search the gallery</label>
-<input id="gallery-q" type="search" name="q" value="${opts.q}" placeholder="Search by name or album" maxlength="256">
+<input id="gallery-q" type="search" name="q" value="${opts.q}" placeholder="Search by name or album" maxlength="${MAX_QUERY_LENGTH}">
 <button type="submit" class="secondary">Search</button>
 </form>
 </section>
@@ -112,8 +113,8 @@ export function renderProfile(
   if (pageNumber > 1 && pageNumber > result.totalPages)
     return renderer.notFound('There is no such page of this profile.')
   const { user } = result
-  const profileUrl = `${config.publicUrl}/u/${encodeURIComponent(user.username)}`
-  const href = (n: number) => `/u/${encodeURIComponent(user.username)}${n > 1 ? `?page=${n}` : ''}`
+  const profileUrl = `${config.publicUrl}${profilePath(user.username)}`
+  const href = (n: number) => `${profilePath(user.username)}${n > 1 ? `?page=${n}` : ''}`
 
   const body = html`<section class="profile-head">
 <div class="avatar" aria-hidden="true">${user.username.slice(0, 1).toUpperCase()}</div>

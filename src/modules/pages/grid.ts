@@ -1,5 +1,5 @@
+import { thumbnailSize } from '../../media/thumbnail'
 import { html, type SafeHtml } from '../../web/html'
-import { thumbnailSize } from './service'
 
 /** One thumbnail of a grid (gallery, profile, album). */
 export interface Tile {

@@ -1,7 +1,7 @@
 import { t } from 'elysia'
 import type { Config } from '../../config'
+import { thumbnailSize } from '../../media/thumbnail'
 import type { ImagePageData } from './service'
-import { thumbnailSize } from './service'
 
 const common = {
   version: t.Literal('1.0'),

@@ -1,4 +1,5 @@
 import { html } from '../../web/html'
+import { DETAILS_MAX } from '../reports/model'
 
 /** The report reasons as offered on the viewer page, in the order of the API's enum. */
 const REASONS = [
@@ -21,7 +22,7 @@ export function reportForm(imageId: string) {
 <select id="report-reason" name="reason" required>
 ${REASONS.map(([value, label]) => html`<option value="${value}">${label}</option>\n`)}</select></div>
 <div class="field"><label for="report-details">Details (optional)</label>
-<textarea id="report-details" name="details" maxlength="1000" rows="3"></textarea></div>
+<textarea id="report-details" name="details" maxlength="${DETAILS_MAX}" rows="3"></textarea></div>
 <button type="submit">Send report</button>
 <p class="report-status" role="status" data-report-status hidden></p>
 </form>

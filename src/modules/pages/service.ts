@@ -3,8 +3,10 @@ import type { Db } from '../../db/client'
 import type { EmbedProfile, Image } from '../../db/schema'
 import { findAccountName } from '../auth/repository'
 import { type ResolvedEmbed, resolveEmbed } from '../embeds/service'
+import { VIEWER_PATH } from '../images/links'
+import { IMAGE_ID, isImageId } from '../images/model'
 import { filenamesOf, imagePageRow } from '../images/repository'
-import { type ImageService, isImageId } from '../images/service'
+import type { ImageService } from '../images/service'
 
 /** Everything a viewer page or an oEmbed answer needs, read in one query. */
 export interface ImagePageData {
@@ -18,11 +20,8 @@ export interface ImagePageData {
   views: () => number
 }
 
-/** Thumbnails fit within 500x500 and are never enlarged; their size follows from the original's. */
-export function thumbnailSize(width: number, height: number) {
-  const scale = Math.min(1, 500 / width, 500 / height)
-  return { width: Math.max(1, Math.round(width * scale)), height: Math.max(1, Math.round(height * scale)) }
-}
+/** What follows VIEWER_PATH in a viewer link: an image id, perhaps with a trailing slash. */
+const VIEWER_PATH_ID = new RegExp(`^(${IMAGE_ID})/?$`)
 
 export type PageService = ReturnType<typeof createPageService>
 
@@ -59,8 +58,8 @@ export function createPageService(deps: { db: Db; config: Config; images: ImageS
     } catch {
       return null
     }
-    if (url.origin !== base.origin || !url.pathname.startsWith(`${basePath}/i/`)) return null
-    const match = /^([A-Za-z0-9]{8})\/?$/.exec(url.pathname.slice(basePath.length + 3))
+    if (url.origin !== base.origin || !url.pathname.startsWith(`${basePath}${VIEWER_PATH}`)) return null
+    const match = VIEWER_PATH_ID.exec(url.pathname.slice(basePath.length + VIEWER_PATH.length))
     return match ? match[1] : null
   }
 

@@ -3,6 +3,7 @@ import { FORMATS } from '../../media/formats'
 import { html } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
 import { humanSize } from '../embeds/service'
+import { SHARE_CODES, type ShareCode } from './share-codes'
 
 /** Extensions the file picker offers (the server decides the type from the bytes; this only guides the picker). */
 const PICKER_EXTENSIONS = [
@@ -14,6 +15,9 @@ const PICKER_EXTENSIONS = [
 ]
 const ACCEPT = [...Object.values(FORMATS).map((f) => f.mime), ...PICKER_EXTENSIONS.map((e) => `.${e}`)].join(',')
 const FORMAT_NAMES = 'JPG, PNG, GIF, WebP, SVG, BMP, ICO, TIFF, AVIF'
+/** The result links' share codes, the direct link first (what an upload is most often for). */
+const SHARE_ORDER: ShareCode['key'][] = ['direct', 'viewer', 'markdown', 'bbcode', 'html']
+const UPLOAD_SHARE_CODES = JSON.stringify(SHARE_ORDER.map((key) => SHARE_CODES.find((code) => code.key === key)))
 
 /**
  * Files larger than this go through tus (/api/tus) in 5 MiB chunks instead of one multipart POST: a proxy's body limit
@@ -31,7 +35,8 @@ const windowText = (seconds: number) =>
 /**
  * `/`: the web upload page. The markup is the whole form; upload.js adds drag and drop, paste, the per-file queue with
  * progress bars, and the result links (with tus-upload.js for large files). Limits are written into data attributes
- * (anonymous ones; a logged-in visitor's come from GET /api/account/usage).
+ * (anonymous ones; a logged-in visitor's come from GET /api/account/usage), and so are the format names and the share
+ * codes, so the script repeats none of them.
  */
 export function renderUploadPage(renderer: PageRenderer, config: Config): Response {
   const anon = config.limits.anonymous
@@ -41,7 +46,8 @@ export function renderUploadPage(renderer: PageRenderer, config: Config): Respon
  data-max-files="${anon.maxFiles}" data-max-size="${anon.maxFileSize}" data-tus-threshold="${TUS_THRESHOLD}"
  data-mimes="${Object.values(FORMATS)
    .map((f) => f.mime)
-   .join(' ')}" data-extensions="${PICKER_EXTENSIONS.join(' ')}">
+   .join(' ')}" data-extensions="${PICKER_EXTENSIONS.join(' ')}"
+ data-format-names="${FORMAT_NAMES}" data-share-codes="${UPLOAD_SHARE_CODES}">
 <h1>Upload images</h1>
 <div class="dropzone" id="dropzone">
 <p class="drop-title"><strong>Drop images here</strong>, paste them (Ctrl+V), or</p>

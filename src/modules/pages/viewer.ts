@@ -1,26 +1,20 @@
 import type { Config } from '../../config'
-import { escapeHtml, html } from '../../web/html'
+import { html } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
 import { humanSize } from '../embeds/service'
+import { profilePath } from '../gallery/model'
 import { reportForm } from './report-form'
 import type { ImagePageData } from './service'
+import { fillShareCode, SHARE_CODES } from './share-codes'
 
 /** The share codes offered on the viewer page; each is plain text (the page escapes it when it renders it). */
 export function shareCodes(data: Pick<ImagePageData, 'image' | 'links'>) {
-  const { url, viewer } = data.links
-  const alt = data.image.filename
-  const markdownAlt = alt.replace(/[\\[\]]/g, (c) => `\\${c}`)
-  return [
-    { id: 'code-viewer', label: 'Viewer link', value: viewer },
-    { id: 'code-direct', label: 'Direct link', value: url },
-    { id: 'code-markdown', label: 'Markdown', value: `[![${markdownAlt}](${url})](${viewer})` },
-    { id: 'code-bbcode', label: 'BBCode', value: `[url=${viewer}][img]${url}[/img][/url]` },
-    {
-      id: 'code-html',
-      label: 'HTML',
-      value: `<a href="${escapeHtml(viewer)}"><img src="${escapeHtml(url)}" alt="${escapeHtml(alt)}"></a>`,
-    },
-  ]
+  const values = { url: data.links.url, viewer: data.links.viewer, alt: data.image.filename }
+  return SHARE_CODES.map((code) => ({
+    id: `code-${code.key}`,
+    label: code.label,
+    value: fillShareCode(code.template, values),
+  }))
 }
 
 const dateText = (date: Date) => `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`
@@ -70,7 +64,7 @@ ${figure}
 <div><dt>Type</dt><dd>${image.mime}</dd></div>
 <div><dt>Uploaded</dt><dd><time datetime="${image.createdAt.toISOString()}">${dateText(image.createdAt)}</time></dd></div>
 <div><dt>Views</dt><dd>${data.views()}</dd></div>
-${username ? html`<div><dt>By</dt><dd><a class="uploader" href="/u/${encodeURIComponent(username)}">${username}</a></dd></div>` : ''}
+${username ? html`<div><dt>By</dt><dd><a class="uploader" href="${profilePath(username)}">${username}</a></dd></div>` : ''}
 </dl>
 <section class="share" aria-label="Share">
 ${shareCodes(data).map(

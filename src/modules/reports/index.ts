@@ -6,6 +6,8 @@ import { rateLimitHeaders } from '../../http/rate-limit'
 import {
   AdminReportsQuery,
   AdminReportsResponse,
+  DETAILS_MAX,
+  REPORT_REASONS,
   ReportActionBody,
   ReportActionResponse,
   ReportBody,
@@ -34,7 +36,7 @@ export function reportsModule(reports: ReportService, guard: ReturnType<typeof a
           tags: ['Reports'],
           summary: 'Report an image (no account needed; rate limited per IP)',
           description:
-            'reason is one of illegal, nsfw, copyright, spam, other; details at most 1000 characters. ' +
+            `reason is one of ${REPORT_REASONS.join(', ')}; details at most ${DETAILS_MAX} characters. ` +
             'An unknown, deleted or expired image: 404. REPORTS_PER_HOUR reports per IP per fixed hour (default 5); ' +
             'beyond it 429 with Retry-After and RateLimit-* headers.',
         },

@@ -1,11 +1,9 @@
 import { t } from 'elysia'
-import { NumericId, PageQuery, Timestamp, Visibility } from '../../http/schemas'
+import { Nullable, NumericId, PageQuery, Timestamp, Visibility } from '../../http/schemas'
 
 export const REPORT_REASONS = ['illegal', 'nsfw', 'copyright', 'spam', 'other'] as const
 export const REPORT_STATUSES = ['open', 'dismissed', 'actioned'] as const
 export const DETAILS_MAX = 1000
-
-const Nullable = <T extends import('@sinclair/typebox').TSchema>(s: T) => t.Union([s, t.Null()])
 
 export const ReportReason = t.Union(
   [t.Literal('illegal'), t.Literal('nsfw'), t.Literal('copyright'), t.Literal('spam'), t.Literal('other')],
@@ -22,7 +20,7 @@ export const ReportBody = t.Object({
     t.String({
       maxLength: DETAILS_MAX,
       error: `details must be at most ${DETAILS_MAX} characters`,
-      description: 'Free text, at most 1000 characters',
+      description: `Free text, at most ${DETAILS_MAX} characters`,
     }),
   ),
 })

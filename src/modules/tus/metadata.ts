@@ -1,7 +1,7 @@
 import { badRequest } from '../../errors'
 
 /** Longest Upload-Metadata header accepted: a file name and a few options fit many times over. */
-export const MAX_METADATA_BYTES = 4096
+const MAX_METADATA_BYTES = 4096
 
 const KEY = /^[\x21-\x2b\x2d-\x7e]+$/ // printable ASCII without space or comma
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{2,3})?$/

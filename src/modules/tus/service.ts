@@ -21,6 +21,7 @@ import type { ReceivedFile } from '../../http/multipart'
 import { rateLimitHeaders } from '../../http/rate-limit'
 import { randomAlphanumeric } from '../../lib/crypto'
 import { DAY_MS, HOUR_MS } from '../../lib/time'
+import { log } from '../../log'
 import type { AdmittedUpload } from '../images/limits'
 import type { UploadOptions, UploadPipeline } from '../images/upload'
 import { parseUploadMetadata } from './metadata'
@@ -119,14 +120,7 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
       if (known) {
         result = { status: known.status, body: { error: known.message, ...known.extra }, headers: known.headers }
       } else {
-        console.error(
-          JSON.stringify({
-            level: 'error',
-            msg: 'tus: finishing an upload failed',
-            id: row.id,
-            error: String((error as Error)?.stack ?? error),
-          }),
-        )
+        log.error('tus: finishing an upload failed', { id: row.id, error: String((error as Error)?.stack ?? error) })
         result = { status: 500, body: { ...INTERNAL_ERROR }, headers: {} }
       }
     }

@@ -1,6 +1,8 @@
 import { t } from 'elysia'
 import { NumericId, Timestamp } from '../../http/schemas'
-import { MAX_WEBHOOKS } from './service'
+
+/** At most this many webhooks per account. */
+export const MAX_WEBHOOKS = 5
 
 const Event = t.Union([t.Literal('image.uploaded'), t.Literal('image.deleted')])
 

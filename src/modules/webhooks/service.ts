@@ -8,13 +8,14 @@ import type { Image, User, Webhook } from '../../db/schema'
 import { badRequest, notFound } from '../../errors'
 import { randomAlphanumeric } from '../../lib/crypto'
 import { iso } from '../../lib/time'
+import { log } from '../../log'
 import { IMAGE_EVENTS, type ImageEvents, type ImageEventType } from '../images/events'
 import { RefusedAddressError, resolvePublic } from './address'
+import { MAX_WEBHOOKS } from './model'
 import { deliveryBody, isDiscordUrl } from './payload'
 import { countWebhooks, deleteWebhook, findWebhook, insertWebhook, recordDelivery, webhooksOf } from './repository'
 
-export const MAX_WEBHOOKS = 5
-export const SIGNATURE_HEADER = 'X-Webhook-Signature'
+const SIGNATURE_HEADER = 'X-Webhook-Signature'
 
 export interface WebhookOptions {
   /** Waits before each retry; the number of retries is its length. Default 1 s, 5 s, 30 s, 2 min, 10 min. */
@@ -41,8 +42,7 @@ interface Job {
 export type WebhookService = ReturnType<typeof createWebhookService>
 
 /** `sha256=<hex>`: HMAC-SHA256 of the raw body with the endpoint's secret. */
-export const signBody = (secret: string, body: string) =>
-  `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`
+const signBody = (secret: string, body: string) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`
 
 function view(hook: Webhook) {
   return {
@@ -181,16 +181,12 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
     if (!permanent && job.attempt < retryDelays.length && !stopped) {
       schedule({ ...job, attempt: job.attempt + 1 }, retryDelays[job.attempt])
     } else if (!stopped) {
-      console.error(
-        JSON.stringify({
-          level: 'warn',
-          msg: 'webhook delivery failed',
-          webhook: hook.id,
-          delivery: job.deliveryId,
-          attempts: job.attempt + 1,
-          error,
-        }),
-      )
+      log.warn('webhook delivery failed', {
+        webhook: hook.id,
+        delivery: job.deliveryId,
+        attempts: job.attempt + 1,
+        error,
+      })
     }
   }
 
@@ -199,9 +195,7 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
       const job = ready.shift()!
       active++
       const run = attempt(job)
-        .catch((error) =>
-          console.error(JSON.stringify({ level: 'error', msg: 'webhook delivery crashed', error: String(error) })),
-        )
+        .catch((error) => log.error('webhook delivery crashed', { error: String(error) }))
         .finally(() => {
           active--
           inFlight.delete(run)
@@ -228,9 +222,7 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
     for (const hook of hooks) {
       if (!(JSON.parse(hook.events) as string[]).includes(type)) continue
       if (pendingCount() >= MAX_PENDING) {
-        console.error(
-          JSON.stringify({ level: 'warn', msg: 'webhook queue full; event dropped', webhook: hook.id, event: type }),
-        )
+        log.warn('webhook queue full; event dropped', { webhook: hook.id, event: type })
         continue
       }
       const deliveryId = randomUUID()
@@ -253,7 +245,7 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
         try {
           enqueue(type, image)
         } catch (error) {
-          console.error(JSON.stringify({ level: 'error', msg: 'webhook enqueue failed', error: String(error) }))
+          log.error('webhook enqueue failed', { error: String(error) })
         }
       })
     },

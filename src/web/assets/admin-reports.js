@@ -1,10 +1,10 @@
 // /admin/reports: lists abuse reports and lets an admin dismiss them or delete the image (and ban its owner).
-// Uses the session JWT the web UI keeps in localStorage under `imghost.token`. Text goes in via textContent only.
+// Uses the session JWT of the web UI (site.js). Text goes in via textContent only.
 ;(() => {
   'use strict'
   const root = document.querySelector('[data-admin-reports]')
-  if (!root) return
-  const TOKEN_KEY = 'imghost.token'
+  if (!root || !window.imghost) return
+  const { token, el } = window.imghost
   const LIMIT = 20
   const app = root.querySelector('[data-reports-app]')
   const signedOut = root.querySelector('[data-reports-signed-out]')
@@ -14,14 +14,6 @@
   const next = root.querySelector('[data-page-next]')
   const pageLabel = root.querySelector('[data-page-label]')
   const state = { status: 'open', page: 1, pages: 0 }
-
-  function token() {
-    try {
-      return localStorage.getItem(TOKEN_KEY)
-    } catch {
-      return null
-    }
-  }
 
   async function api(path, method = 'GET', body) {
     const headers = { accept: 'application/json', authorization: `Bearer ${token()}` }
@@ -33,21 +25,6 @@
     } catch {
       return { status: 0, data: { error: 'Network error: check your connection and try again.' } }
     }
-  }
-
-  function el(tag, attrs, ...children) {
-    const node = document.createElement(tag)
-    for (const [key, value] of Object.entries(attrs || {})) {
-      if (value === null || value === undefined || value === false) continue
-      if (key === 'class') node.className = value
-      else if (key === 'text') node.textContent = value
-      else node.setAttribute(key, value === true ? '' : String(value))
-    }
-    for (const child of children.flat()) {
-      if (child !== null && child !== undefined && child !== false)
-        node.append(child instanceof Node ? child : document.createTextNode(String(child)))
-    }
-    return node
   }
 
   const when = (iso) => (iso ? `${new Date(iso).toISOString().slice(0, 16).replace('T', ' ')} UTC` : '')

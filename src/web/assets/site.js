@@ -78,25 +78,6 @@ window.imghost = (() => {
     return `${r} s`
   }
 
-  /** The share codes of an image, as on its viewer page. */
-  function shareCodes(image) {
-    const alt = image.filename || image.id
-    const escapeHtml = (v) =>
-      v.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c])
-    const mdAlt = alt.replace(/[\\[\]]/g, (c) => `\\${c}`)
-    return [
-      { key: 'direct', label: 'Direct link', value: image.url },
-      { key: 'viewer', label: 'Viewer link', value: image.viewer },
-      { key: 'markdown', label: 'Markdown', value: `[![${mdAlt}](${image.url})](${image.viewer})` },
-      { key: 'bbcode', label: 'BBCode', value: `[url=${image.viewer}][img]${image.url}[/img][/url]` },
-      {
-        key: 'html',
-        label: 'HTML',
-        value: `<a href="${escapeHtml(image.viewer)}"><img src="${escapeHtml(image.url)}" alt="${escapeHtml(alt)}"></a>`,
-      },
-    ]
-  }
-
   /** document.createElement with attributes and children (strings become text nodes: never parsed as HTML). */
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag)
@@ -114,7 +95,7 @@ window.imghost = (() => {
     return node
   }
 
-  return { token, setToken, api, size, duration, shareCodes, el }
+  return { token, setToken, api, size, duration, el }
 })()
 
 ;(() => {

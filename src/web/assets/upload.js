@@ -6,7 +6,7 @@
   'use strict'
   const root = document.getElementById('upload')
   if (!root || !window.imghost) return
-  const { api, token, setToken, size, duration, shareCodes, el } = window.imghost
+  const { api, token, setToken, size, duration, el } = window.imghost
 
   const $ = (id) => document.getElementById(id)
   const input = $('file-input')
@@ -23,9 +23,26 @@
 
   const mimes = new Set(root.dataset.mimes.split(' '))
   const extensions = new Set(root.dataset.extensions.split(' '))
-  const FORMAT_NAMES = 'JPG, PNG, GIF, WebP, SVG, BMP, ICO, TIFF, AVIF'
+  const FORMAT_NAMES = root.dataset.formatNames
+  const SHARE_CODES = JSON.parse(root.dataset.shareCodes)
   const CONCURRENCY = 3
   const tusThreshold = Number(root.dataset.tusThreshold)
+
+  /** An image's share codes, filled from the templates the server hands over (src/modules/pages/share-codes.ts). */
+  const ESCAPES = {
+    markdown: (v) => v.replace(/[\\[\]]/g, (c) => `\\${c}`),
+    html: (v) =>
+      v.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]),
+  }
+  function shareCodes(image) {
+    const values = { url: image.url, viewer: image.viewer, alt: image.filename || image.id }
+    // One pass, so a name that looks like a slot (a file "{url}.png") is never expanded again.
+    const fill = (template) =>
+      template.replace(/\{(url|viewer|alt)(?::(markdown|html))?\}/g, (_, slot, how) =>
+        how ? ESCAPES[how](values[slot]) : values[slot],
+      )
+    return SHARE_CODES.map(({ key, label, template }) => ({ key, label, value: fill(template) }))
+  }
 
   let limits = { maxFiles: Number(root.dataset.maxFiles), maxSize: Number(root.dataset.maxSize) }
   let session = null // the account usage object when logged in
