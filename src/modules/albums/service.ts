@@ -6,7 +6,7 @@ import { ipKey } from '../../http/client-ip'
 import { newPublicId } from '../../lib/crypto'
 import { iso } from '../../lib/time'
 import { guessWindow, refundAttempt, takeAttempt, type WindowRule } from '../images/limits'
-import { isImageId } from '../images/model'
+import { IMAGE_SHAPES, isImageId } from '../images/model'
 import { albumImagesOf, albumStats, pickImage } from '../images/repository'
 import type { ImageService } from '../images/service'
 import { albumPath, DESCRIPTION_MAX, isAlbumId, PASSWORD_MAX, TITLE_MAX } from './model'
@@ -117,21 +117,7 @@ export function createAlbumService(deps: {
   }
 
   function imageItem(image: Image) {
-    return pickImage(imageService.fields(image), [
-      'id',
-      'url',
-      'thumbnail',
-      'viewer',
-      'filename',
-      'width',
-      'height',
-      'size',
-      'mime',
-      'views',
-      'visibility',
-      'nsfw',
-      'created_at',
-    ])
+    return pickImage(imageService.fields(image), IMAGE_SHAPES.albumItem)
   }
 
   /** Password guesses for an album, counted per album (across addresses) and per address. */

@@ -7,6 +7,7 @@ import { iso } from '../../lib/time'
 import { findUserByName } from '../auth/repository'
 import { isUsername } from '../auth/service'
 import type { LinkBase } from '../images/links'
+import { IMAGE_SHAPES } from '../images/model'
 import { type FeedRow, feedRows, feeds, feedTotal, galleryRows, imageFields, pickImage } from '../images/repository'
 import { MAX_QUERY_LENGTH, MAX_QUERY_WORDS } from './model'
 
@@ -43,7 +44,7 @@ export function createGalleryService(deps: { db: Db; config: Config }) {
   function element(row: FeedRow) {
     const fields = imageFields(base, row.image)
     return {
-      ...pickImage(fields, ['id', 'url', 'thumbnail', 'viewer', 'width', 'height', 'mime', 'views', 'created_at']),
+      ...pickImage(fields, IMAGE_SHAPES.galleryItem),
       username: row.username,
       nsfw: fields.nsfw,
     }

@@ -10,6 +10,112 @@ const ID = new RegExp(`^${IMAGE_ID}$`)
 export const isImageId = (id: string) => ID.test(id)
 export const ImageId = t.String({ pattern: `^${IMAGE_ID}$`, description: '8-character image id' })
 
+/**
+ * The fields of an image each response shows (INTERFACE.md), in the order it shows them: the one list per shape.
+ * `imageFields` (repository.ts) maps an image to every field once; each answer picks its shape from here.
+ */
+export const IMAGE_SHAPES = {
+  /** upload answers */
+  uploaded: [
+    'id',
+    'url',
+    'thumbnail',
+    'viewer',
+    'delete',
+    'width',
+    'height',
+    'size',
+    'mime',
+    'visibility',
+    'nsfw',
+    'filename',
+    'expiresAt',
+  ],
+  /** GET /api/v1/image/:id */
+  details: [
+    'id',
+    'url',
+    'thumbnail',
+    'viewer',
+    'width',
+    'height',
+    'size',
+    'mime',
+    'views',
+    'visibility',
+    'nsfw',
+    'uploadedAt',
+    'expiresAt',
+  ],
+  /** PATCH answers */
+  patched: ['id', 'visibility', 'nsfw', 'expiresAt'],
+  /** the owner's list */
+  listItem: [
+    'id',
+    'url',
+    'thumbnail',
+    'viewer',
+    'filename',
+    'size',
+    'width',
+    'height',
+    'mime',
+    'views',
+    'visibility',
+    'nsfw',
+    'created_at',
+    'expiresAt',
+  ],
+  /** gallery, search and profiles */
+  galleryItem: ['id', 'url', 'thumbnail', 'viewer', 'width', 'height', 'mime', 'views', 'created_at'],
+  /** album pages and the album API */
+  albumItem: [
+    'id',
+    'url',
+    'thumbnail',
+    'viewer',
+    'filename',
+    'width',
+    'height',
+    'size',
+    'mime',
+    'views',
+    'visibility',
+    'nsfw',
+    'created_at',
+  ],
+  /** an admin's report list */
+  reported: [
+    'id',
+    'url',
+    'thumbnail',
+    'viewer',
+    'filename',
+    'mime',
+    'width',
+    'height',
+    'visibility',
+    'nsfw',
+    'createdAt',
+    'expiresAt',
+  ],
+  /** webhook and other deliveries */
+  delivered: [
+    'id',
+    'url',
+    'thumbnail',
+    'viewer',
+    'filename',
+    'width',
+    'height',
+    'size',
+    'mime',
+    'visibility',
+    'nsfw',
+    'created_at',
+  ],
+} as const
+
 const links = {
   id: ImageId,
   url: t.String({ format: 'uri', description: 'Direct link' }),

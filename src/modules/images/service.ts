@@ -11,7 +11,7 @@ import { checkExpiryBound, expiryDate, parseExpiry } from './expiry'
 import { accountPolicy, windowState } from './limits'
 import { imageLinks, type LinkBase } from './links'
 import { createLiveImageCache } from './live-cache'
-import { isImageId } from './model'
+import { IMAGE_SHAPES, isImageId } from './model'
 import {
   countOwned,
   deleteImage,
@@ -200,21 +200,7 @@ export function createImageService(deps: {
 
     uploadedView(image: Image, deleteToken?: string) {
       return {
-        ...pickImage(fields(image), [
-          'id',
-          'url',
-          'thumbnail',
-          'viewer',
-          'delete',
-          'width',
-          'height',
-          'size',
-          'mime',
-          'visibility',
-          'nsfw',
-          'filename',
-          'expiresAt',
-        ]),
+        ...pickImage(fields(image), IMAGE_SHAPES.uploaded),
         ...(deleteToken ? { deleteToken } : {}),
       }
     },
@@ -227,21 +213,7 @@ export function createImageService(deps: {
     details(id: string) {
       const image = liveCache.get(id)
       if (!image) throw notFound('Image not found')
-      return pickImage(imageFields(base, image, image.views + (pendingViews.get(image.id) ?? 0)), [
-        'id',
-        'url',
-        'thumbnail',
-        'viewer',
-        'width',
-        'height',
-        'size',
-        'mime',
-        'views',
-        'visibility',
-        'nsfw',
-        'uploadedAt',
-        'expiresAt',
-      ])
+      return pickImage(imageFields(base, image, image.views + (pendingViews.get(image.id) ?? 0)), IMAGE_SHAPES.details)
     },
 
     /** `expires`: seconds or an ISO 8601 duration from now, or null to never expire. */
@@ -262,7 +234,7 @@ export function createImageService(deps: {
       if (changes.nsfw !== undefined) set.nsfw = changes.nsfw
       if (expiresIn !== undefined) set.expiresAt = expiryDate(expiresIn, now())
       const updated = updateImage(db, image.id, set)
-      return { success: true as const, ...pickImage(fields(updated), ['id', 'visibility', 'nsfw', 'expiresAt']) }
+      return { success: true as const, ...pickImage(fields(updated), IMAGE_SHAPES.patched) }
     },
 
     /** Deletes by the owner's key, or by the delete token of an anonymous upload; anything else is 404. */
@@ -283,22 +255,7 @@ export function createImageService(deps: {
       return {
         success: true as const,
         images: rows.map((image) =>
-          pickImage(fields(image, image.views + (pendingViews.get(image.id) ?? 0)), [
-            'id',
-            'url',
-            'thumbnail',
-            'viewer',
-            'filename',
-            'size',
-            'width',
-            'height',
-            'mime',
-            'views',
-            'visibility',
-            'nsfw',
-            'created_at',
-            'expiresAt',
-          ]),
+          pickImage(fields(image, image.views + (pendingViews.get(image.id) ?? 0)), IMAGE_SHAPES.listItem),
         ),
         total,
         page: page.page,

@@ -8,6 +8,7 @@ import { HOUR_MS, iso } from '../../lib/time'
 import { originalKey, type Storage } from '../../storage'
 import { setUserFields } from '../auth/repository'
 import { checkWindow, consumeWindow, type WindowRule } from '../images/limits'
+import { IMAGE_SHAPES } from '../images/model'
 import { anyImage, pickImage } from '../images/repository'
 import type { ImageService } from '../images/service'
 import type { REPORT_REASONS, REPORT_STATUSES } from './model'
@@ -65,22 +66,7 @@ export function createReportService(deps: {
       createdAt: iso(report.createdAt),
       resolvedAt: report.resolvedAt ? iso(report.resolvedAt) : null,
       openReports: row.openReports,
-      image: image
-        ? pickImage(imageService.fields(image), [
-            'id',
-            'url',
-            'thumbnail',
-            'viewer',
-            'filename',
-            'mime',
-            'width',
-            'height',
-            'visibility',
-            'nsfw',
-            'createdAt',
-            'expiresAt',
-          ])
-        : null,
+      image: image ? pickImage(imageService.fields(image), IMAGE_SHAPES.reported) : null,
       owner: row.owner && row.owner.id !== null ? row.owner : null,
     }
   }

@@ -2,6 +2,7 @@ import type { Image } from '../../db/schema'
 import { iso } from '../../lib/time'
 import type { ImageEventType } from '../images/events'
 import { imageLinks, type LinkBase } from '../images/links'
+import { IMAGE_SHAPES } from '../images/model'
 import { imageFields, pickImage } from '../images/repository'
 
 /** Discord's own webhook URLs get a Discord-shaped body (an embed) instead of the generic one. */
@@ -21,20 +22,7 @@ function humanSize(bytes: number) {
 
 /** The image as every generic delivery describes it. */
 export function imagePayload(base: LinkBase, image: Image) {
-  return pickImage(imageFields(base, image), [
-    'id',
-    'url',
-    'thumbnail',
-    'viewer',
-    'filename',
-    'width',
-    'height',
-    'size',
-    'mime',
-    'visibility',
-    'nsfw',
-    'created_at',
-  ])
+  return pickImage(imageFields(base, image), IMAGE_SHAPES.delivered)
 }
 
 export interface PayloadContext {
