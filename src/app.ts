@@ -26,6 +26,7 @@ import { healthModule } from './modules/health'
 import { imageDetailsRoutes, imagesModule } from './modules/images'
 import { createImageService } from './modules/images/service'
 import { createUploadPipeline } from './modules/images/upload'
+import { legacyLinksModule } from './modules/import'
 import { pagesModule } from './modules/pages'
 import { createPageService } from './modules/pages/service'
 import { reportsModule } from './modules/reports'
@@ -130,6 +131,10 @@ export function createApp(deps: AppDeps) {
     .use(albumsModule(albums, guard))
     .use(embedsModule(embeds, guard))
     .use(pagesModule({ config, pages, images, albums, gallery }))
+  if (config.legacyRedirects) {
+    const base = { publicUrl: config.publicUrl, cdnBase: config.cdnUrl }
+    app.use(legacyLinksModule({ redirects: config.legacyRedirects, images, base }))
+  }
 
   return { app, services }
 }

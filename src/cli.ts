@@ -1,19 +1,24 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
+import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig } from './config'
 import { closeDatabase, openDatabase } from './db/client'
 import { DataDirLockedError } from './db/lock'
 import type { User } from './db/schema'
 import { DomainError } from './errors'
 import { localMedia } from './media'
+import { createNsfwClassifier } from './moderation'
 import { findUserByName, setUserFields } from './modules/auth/repository'
 import { createAuthService } from './modules/auth/service'
+import { createImageService } from './modules/images/service'
+import { createUploadPipeline } from './modules/images/upload'
+import { createImporter, type ImportStep } from './modules/import/service'
 import { backup, restore } from './ops/backup'
 import { checkIntegrity } from './ops/check'
 import { migrateToBucket } from './ops/migrate'
 import { createConfiguredStorage } from './storage/configured'
 import { createS3Storage } from './storage/s3'
-import { mediaOptionsOf } from './workers/media-pool'
+import { mediaOptionsOf, mediaPoolFor } from './workers/media-pool'
 
 const USAGE = `Usage: bun run cli <command> [arguments]
 
@@ -25,6 +30,9 @@ const USAGE = `Usage: bun run cli <command> [arguments]
   restore <directory | file.tar>                restore a backup into DATA_DIR (stop the server first)
   check [--repair]                              every row has its files and every file a row;
                                                 --repair remakes missing thumbnails, removes stray files
+  import <dir> --user <username> [--album <title>] [--visibility public|private] [--dry-run] [--map <file.csv>]
+                                                import every image under <dir> into the account (the server may
+                                                be running); a JSON summary on stdout, exit 2 if any file failed
   migrate-storage                               copy every file of DATA_DIR/files into the bucket of the S3_*
                                                 variables (resumable; sizes verified); then set STORAGE=s3
 
@@ -34,6 +42,32 @@ function fail(message: string): never {
   console.error(message)
   process.exit(1)
 }
+
+function importArgs(args: string[]) {
+  try {
+    return parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        user: { type: 'string' },
+        album: { type: 'string' },
+        visibility: { type: 'string' },
+        'dry-run': { type: 'boolean' },
+        map: { type: 'string' },
+      },
+    })
+  } catch (error) {
+    return fail(`${(error as Error).message}\n\n${USAGE}`)
+  }
+}
+
+/** What a dry run would do with a file, one line each. */
+const planned = (step: ImportStep) =>
+  step.action === 'import'
+    ? `would import ${step.path}`
+    : step.action === 'duplicate'
+      ? `would skip ${step.path}: already imported${step.id ? ` as ${step.id}` : ' (same bytes as a file before it)'}`
+      : `would skip ${step.path}: not an image`
 
 async function main(argv: string[]) {
   const [command, ...args] = argv
@@ -105,6 +139,61 @@ async function main(argv: string[]) {
           report.strayFiles.length -
           report.removedStrayFiles.length
         if (problems > 0) process.exitCode = 2
+        break
+      }
+      case 'import': {
+        const { values, positionals } = importArgs(args)
+        if (positionals.length !== 1) fail(USAGE)
+        const user = byName(values.user)
+        const media = mediaPoolFor(config)
+        const classifier = createNsfwClassifier({
+          timeoutMs: config.nsfw.timeoutMs,
+          maxQueue: config.nsfw.maxQueue,
+          backend: config.nsfw.backend,
+        })
+        try {
+          const store = storage()
+          const images = createImageService({ db, config, storage: store })
+          const pipeline = createUploadPipeline({
+            db,
+            config,
+            storage: store,
+            media,
+            classifier,
+            thresholds: config.nsfw.thresholds,
+            images,
+          })
+          const importFolder = createImporter({ db, pipeline, tmpDir: join(config.dataDir, 'tmp') })
+          const tty = process.stderr.isTTY
+          const summary = await importFolder(
+            {
+              dir: positionals[0]!,
+              user,
+              album: values.album,
+              visibility: values.visibility,
+              dryRun: values['dry-run'],
+              mapFile: values.map,
+            },
+            (step, done, total, s) => {
+              if (values['dry-run'] && step.action !== 'failed') console.error(planned(step))
+              else if (tty)
+                process.stderr.write(
+                  `\r\x1b[K${done}/${total} files: ${s.imported} imported, ${s.skipped} skipped, ${s.failed} failed`,
+                )
+            },
+          )
+          if (tty && !values['dry-run']) process.stderr.write('\n')
+          console.error(
+            summary.quotaIgnored
+              ? `${user.username} is an admin: no storage quota, upload window or file size limit was applied.`
+              : `${user.username}'s storage quota, upload window and file size limit applied; a file they refused failed.`,
+          )
+          console.log(JSON.stringify(summary, null, 2))
+          if (summary.failed > 0) process.exitCode = 2
+        } finally {
+          await media.close()
+          await classifier.close()
+        }
         break
       }
       case 'migrate-storage': {

@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os'
 import { resolve } from 'node:path'
 import { type Static, Type as T, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
+import { loadLegacyMap } from './modules/import/model'
 
 const MB = 1024 * 1024
 const GB = 1024 * MB
@@ -67,6 +68,7 @@ const variables = {
   NSFW_BACKEND: { schema: T.Union([T.Literal('auto'), T.Literal('wasm')]), default: 'auto' },
   SCAN_API_UPLOADS: { schema: Bool, default: 'false' },
   WEBHOOK_ALLOW_PRIVATE: { schema: Bool, default: 'false' },
+  LEGACY_REDIRECTS: { schema: T.String(), default: '' },
 
   STORAGE: { schema: T.Union([T.Literal('local'), T.Literal('s3')]), default: 'local' },
   S3_ENDPOINT: { schema: T.String({ pattern: '^(|https?://\\S+)$' }), default: '' },
@@ -99,6 +101,16 @@ function parseVariable(name: string, raw: string, schema: TSchema): unknown {
 }
 
 const isTrue = (v: string) => v === '1' || v === 'true'
+
+/** The LEGACY_REDIRECTS file, read once here: a missing or malformed file stops the start with its first bad line. */
+function legacyRedirects(file: string) {
+  if (!file) return null
+  try {
+    return loadLegacyMap(resolve(file))
+  } catch (error) {
+    throw new ConfigError(`Invalid LEGACY_REDIRECTS file ${file}: ${(error as Error).message}`)
+  }
+}
 
 function deepFreeze<T extends object>(value: T): T {
   for (const inner of Object.values(value)) if (inner && typeof inner === 'object') deepFreeze(inner)
@@ -222,6 +234,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       /** Deliver to loopback, private and link-local addresses too (off: such endpoints are refused, SSRF). */
       allowPrivate: isTrue(raw.WEBHOOK_ALLOW_PRIVATE),
     }),
+    /** Old path (percent-decoded) to the image it now is, or null: no legacy links (src/modules/import/model.ts). */
+    legacyRedirects: legacyRedirects(raw.LEGACY_REDIRECTS),
   })
 }
 

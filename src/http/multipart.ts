@@ -36,6 +36,9 @@ export type UploadSource = (limits: MultipartLimits) => Promise<ReceivedUpload>
 const MAX_FIELD_BYTES = 4096
 const MAX_FIELDS = 32
 
+/** The refusal of a file past the per-file limit of its policy (413), for every way files arrive. */
+export const fileTooLarge = (maxFileSize: number) => tooLarge(`File too large: at most ${maxFileSize} bytes per file`)
+
 /** Removes the temp files of an upload; safe to call twice. */
 export async function discardFiles(files: ReceivedFile[]) {
   await Promise.all(files.map((f) => rm(f.path, { force: true })))
@@ -105,7 +108,7 @@ export function receiveMultipart(request: Request, limits: MultipartLimits): Pro
             file.size += chunk.length
             if (limits.maxFileSize !== null && file.size > limits.maxFileSize) {
               stream.resume()
-              fail(tooLarge(`File too large: at most ${limits.maxFileSize} bytes per file`))
+              fail(fileTooLarge(limits.maxFileSize))
               return
             }
             hash.update(chunk)

@@ -122,6 +122,14 @@ export const ownedLiveIds = (db: Db | Tx, userId: number, ids: string[]): string
     .all()
     .map((r) => r.id)
 
+/** The id of a live image of the user whose bytes as sent had this SHA-256 (the folder import's "already there"). */
+export const ownedImageWithHash = (db: Db | Tx, userId: number, sha256: string): string | undefined =>
+  db
+    .select({ id: images.id })
+    .from(images)
+    .where(and(eq(images.sha256, sha256), eq(images.userId, userId), liveImage()))
+    .get()?.id
+
 /** Sets the embed profile (null: the default embed) of these images. */
 export const setEmbedProfile = (db: Db | Tx, ids: string[], embedProfileId: number | null) =>
   db.update(images).set({ embedProfileId }).where(inArray(images.id, ids)).run()

@@ -59,6 +59,8 @@ export interface UploadOptions {
   /** Scan with the classifier before answering (web uploads). */
   scan: boolean
   ip: string
+  /** The rows' upload time (ms) instead of now: the folder import gives each file's modification time. */
+  uploadedAt?: number
 }
 
 interface Prepared {
@@ -295,7 +297,7 @@ export function createUploadPipeline(deps: {
               uploaderIp: opts.ip,
               expiresAt: expiryDate(options.expiresIn, now),
               // Distinct, increasing times keep a batch in upload order when listed newest first.
-              createdAt: new Date(now + i),
+              createdAt: new Date((opts.uploadedAt ?? now) + i),
             })),
           )
           if (albumId)
