@@ -1,6 +1,15 @@
 import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { makeImage } from '../fixtures'
@@ -69,6 +78,13 @@ beforeAll(async () => {
     put(tree, path, await makeImage(format, 40, 30, seed++), mtime)
   }
   put(tree, 'photos/notes.txt', 'not an image\n', 1_600_000_000)
+  // The same bytes under another name: imported once.
+  mkdirSync(join(tree, 'zcopy'))
+  copyFileSync(join(tree, 'photos/2019/cat.png'), join(tree, 'zcopy/cat-again.png'))
+  // Links are not followed: neither to a file outside the tree nor in a loop.
+  put(scratch, 'outside.png', await makeImage('png', 20, 20, 99), 1)
+  symlinkSync(join(scratch, 'outside.png'), join(tree, 'photos/outside.png'))
+  symlinkSync(tree, join(tree, 'loop'))
   // A PNG signature followed by nothing a decoder can use.
   put(tree, 'photos/2019/broken.png', new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3]), 1)
 })
@@ -84,9 +100,10 @@ describe('import into a data directory whose server is running', () => {
     const run = cli(tree, '--user', user.user.username, '--album', 'Old site', '--dry-run', '--map', map)
     expect(run.code).toBe(0)
     // A dry run decodes nothing: the broken image (its bytes start as a PNG's) would be tried.
-    expect(run.summary).toMatchObject({ imported: 5, skipped: 1, notImages: 1, failed: 0, dryRun: true })
+    expect(run.summary).toMatchObject({ imported: 5, skipped: 2, notImages: 1, failed: 0, dryRun: true })
     expect(run.err).toContain('would import photos/2019/cat.png')
     expect(run.err).toContain('would skip photos/notes.txt: not an image')
+    expect(run.err).toContain('would skip zcopy/cat-again.png: already imported (same bytes as a file before it)')
     expect(rowsOf(user.user.id)).toEqual([])
     expect(query('SELECT id FROM albums WHERE user_id = ?', user.user.id)).toEqual([])
     expect(() => readFileSync(map)).toThrow()
@@ -95,7 +112,7 @@ describe('import into a data directory whose server is running', () => {
   test('imports every image once, keeping names and modification times; a broken image fails alone', async () => {
     const run = cli(tree, '--user', user.user.username, '--album', 'Old site', '--map', map)
     expect(run.code).toBe(2)
-    expect(run.summary).toMatchObject({ imported: 4, skipped: 1, notImages: 1, failed: 1, quotaIgnored: false })
+    expect(run.summary).toMatchObject({ imported: 4, skipped: 2, notImages: 1, failed: 1, quotaIgnored: false })
     expect(run.summary.errors).toHaveLength(1)
     expect(run.summary.errors[0].path).toBe(join('photos', '2019', 'broken.png'))
     expect(run.err).toContain('quota')
@@ -124,6 +141,7 @@ describe('import into a data directory whose server is running', () => {
     expect(lines).toEqual(
       [
         `/anim.gif,${idOf('anim.gif')}`,
+        `/zcopy/cat-again.png,${idOf('cat.png')}`,
         `/photos/2019/cat.png,${idOf('cat.png')}`,
         `/photos/2019/summer/beach.jpg,${idOf('beach.jpg')}`,
         `/photos/my%20cat.webp,${idOf('my cat.webp')}`,
@@ -135,12 +153,12 @@ describe('import into a data directory whose server is running', () => {
     const before = readFileSync(map, 'utf8')
     const run = cli(tree, '--user', user.user.username, '--album', 'Old site', '--map', map)
     expect(run.code).toBe(2)
-    expect(run.summary).toMatchObject({ imported: 0, skipped: 5, notImages: 1, failed: 1 })
+    expect(run.summary).toMatchObject({ imported: 0, skipped: 6, notImages: 1, failed: 1 })
     expect(rowsOf(user.user.id)).toHaveLength(4)
     expect(readFileSync(map, 'utf8').split('\n').sort()).toEqual(before.split('\n').sort())
     // A dry run now finds them all there too.
     const dry = cli(tree, '--user', user.user.username, '--dry-run')
-    expect(dry.summary).toMatchObject({ imported: 1, skipped: 5, failed: 0 })
+    expect(dry.summary).toMatchObject({ imported: 1, skipped: 6, failed: 0 })
   })
 
   test("an account's limits hold, each refusal failing its file; an admin's do not, and the output says so", async () => {

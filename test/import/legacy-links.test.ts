@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ConfigError, loadConfig } from '../../src/config'
-import { LEGACY_MAX_LINES } from '../../src/modules/import/model'
+import { LEGACY_MAX_BYTES, LEGACY_MAX_LINES } from '../../src/modules/import/model'
 import { makeImage, uploadForm } from '../fixtures'
 import { startTestServer, type TestServer, userWithKey } from '../helpers'
 
@@ -104,6 +104,7 @@ describe('a malformed LEGACY_REDIRECTS file is refused at startup', () => {
     expect(refusal('/a.png?x=1,abcdEFGH\n')).toContain('no query')
     expect(refusal('/a.png,abcdEFGH\n/a.png,abcdEFGI\n')).toContain('line 2: /a.png is already mapped to abcdEFGH')
     expect(refusal('\n'.repeat(LEGACY_MAX_LINES))).toContain(`more than ${LEGACY_MAX_LINES} lines`)
+    expect(refusal('#'.repeat(LEGACY_MAX_BYTES + 1))).toContain(`larger than ${LEGACY_MAX_BYTES} bytes`)
     expect(() => loadConfig({ LEGACY_REDIRECTS: join(scratch, 'missing.csv') })).toThrow(
       /Invalid LEGACY_REDIRECTS file/,
     )

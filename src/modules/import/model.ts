@@ -69,7 +69,6 @@ export class LegacyMapError extends Error {}
  * skipped; one old path may appear twice only with the same target.
  */
 export function parseLegacyMap(text: string): Map<string, LegacyRedirect> {
-  if (Buffer.byteLength(text) > LEGACY_MAX_BYTES) throw new LegacyMapError(`larger than ${LEGACY_MAX_BYTES} bytes`)
   const lines = text.split(/\r?\n/)
   if (lines.length > LEGACY_MAX_LINES) throw new LegacyMapError(`more than ${LEGACY_MAX_LINES} lines`)
   const map = new Map<string, LegacyRedirect>()
