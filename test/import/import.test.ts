@@ -6,6 +6,7 @@ import {
   mkdtempSync,
   readFileSync,
   rmSync,
+  statSync,
   symlinkSync,
   utimesSync,
   writeFileSync,
@@ -25,9 +26,11 @@ let user: Awaited<ReturnType<typeof userWithKey>>
 const storageEnvOf = (server: TestServer) =>
   Object.fromEntries(Object.entries(server.env).filter(([name]) => name === 'STORAGE' || name.startsWith('S3_')))
 
-function cli(...args: string[]) {
+const cli = (...args: string[]) => cliWith({}, ...args)
+
+function cliWith(env: Record<string, string>, ...args: string[]) {
   const proc = Bun.spawnSync([process.execPath, join(root, 'src/cli.ts'), 'import', ...args], {
-    env: { ...process.env, ...storageEnvOf(t), DATA_DIR: t.dataDir },
+    env: { ...process.env, ...storageEnvOf(t), DATA_DIR: t.dataDir, ...env },
     cwd: root,
   })
   const out = proc.stdout.toString()
@@ -165,31 +168,36 @@ describe('import into a data directory whose server is running', () => {
     const small = join(scratch, 'small')
     put(small, 'a.png', await makeImage('png', 30, 30, 101), 1_500_000_000)
     put(small, 'b.png', await makeImage('png', 30, 30, 102), 1_500_000_000)
-    const limited = await registerUser(t)
-    const env = { MAX_FILE_SIZE: '100' }
-    const proc = Bun.spawnSync(
-      [process.execPath, join(root, 'src/cli.ts'), 'import', small, '--user', limited.user.username],
-      { env: { ...process.env, ...storageEnvOf(t), DATA_DIR: t.dataDir, ...env }, cwd: root },
-    )
-    const refused = JSON.parse(proc.stdout.toString())
-    expect(proc.exitCode).toBe(2)
-    expect(refused).toMatchObject({ imported: 0, failed: 2, quotaIgnored: false })
-    expect(refused.errors[0].error).toBe('File too large: at most 100 bytes per file')
+    const tooLarge = cliWith({ MAX_FILE_SIZE: '100' }, small, '--user', (await registerUser(t)).user.username)
+    expect(tooLarge.code).toBe(2)
+    expect(tooLarge.summary).toMatchObject({ imported: 0, failed: 2, quotaIgnored: false })
+    expect(tooLarge.summary.errors[0].error).toBe('File too large: at most 100 bytes per file')
+    // Room for one of the two files: the second is refused by the quota, alone.
+    const room = String(statSync(join(small, 'a.png')).size + statSync(join(small, 'b.png')).size - 1)
+    const quota = cliWith({ UNVERIFIED_STORAGE_LIMIT: room }, small, '--user', (await registerUser(t)).user.username)
+    expect(quota.summary).toMatchObject({ imported: 1, failed: 1 })
+    expect(quota.summary.errors[0].error).toStartWith('Storage limit reached')
 
     const admin = await registerUser(t)
     makeAdmin(t, admin.user.id)
-    const adminRun = Bun.spawnSync(
-      [process.execPath, join(root, 'src/cli.ts'), 'import', small, '--user', admin.user.username],
-      { env: { ...process.env, ...storageEnvOf(t), DATA_DIR: t.dataDir, ...env }, cwd: root },
+    const adminRun = cliWith(
+      { MAX_FILE_SIZE: '100', UNVERIFIED_STORAGE_LIMIT: '0' },
+      small,
+      '--user',
+      admin.user.username,
     )
-    expect(adminRun.exitCode).toBe(0)
-    expect(JSON.parse(adminRun.stdout.toString())).toMatchObject({ imported: 2, failed: 0, quotaIgnored: true })
-    expect(adminRun.stderr.toString()).toContain('is an admin: no storage quota')
+    expect(adminRun.code).toBe(0)
+    expect(adminRun.summary).toMatchObject({ imported: 2, failed: 0, quotaIgnored: true })
+    expect(adminRun.err).toContain('is an admin: no storage quota')
   })
 
   test('refuses a bad visibility, an unknown account or a missing folder before importing anything', () => {
     expect(cli(tree, '--user', user.user.username, '--visibility', 'secret').err).toContain('visibility must be')
     expect(cli(tree, '--user', 'nobody-here').err).toContain('No account named nobody-here')
+    const unwritable = cli(tree, '--user', user.user.username, '--map', join(scratch, 'no-such-dir', 'map.csv'))
+    expect(unwritable.code).toBe(1)
+    expect(unwritable.err).toContain('Cannot write the map')
+    expect(rowsOf(user.user.id)).toHaveLength(4)
     const missing = cli(join(scratch, 'missing'), '--user', user.user.username)
     expect(missing.code).toBe(1)
     expect(missing.err).toContain('is not a directory')

@@ -111,6 +111,12 @@ export function createImporter(deps: { db: Db; pipeline: UploadPipeline; tmpDir:
     const opts = pipeline.optionsFor('api', { user, ip: IMPORT_IP })
     pipeline.checkFields(fields, opts.policy)
     const dryRun = request.dryRun ?? false
+    // Created (emptied) first: a map that cannot be written is refused before anything is imported.
+    if (request.mapFile && !dryRun) {
+      await writeFile(request.mapFile, '').catch((error) => {
+        throw badRequest(`Cannot write the map ${request.mapFile}: ${(error as Error).message}`)
+      })
+    }
     const summary: ImportSummary = {
       imported: 0,
       skipped: 0,
