@@ -191,6 +191,24 @@ describe('import into a data directory whose server is running', () => {
     expect(adminRun.err).toContain('is an admin: no storage quota')
   })
 
+  test('a progress line on a terminal only', async () => {
+    const one = join(scratch, 'one')
+    put(one, 'x.png', await makeImage('png', 24, 24, 201), 1_500_000_000)
+    const name = (await registerUser(t)).user.username
+    // `script` runs the command on a pseudo-terminal, as an operator's shell would.
+    const command = [process.execPath, join(root, 'src/cli.ts'), 'import', one, '--user', name].join(' ')
+    const proc = Bun.spawnSync(['script', '-qec', command, '/dev/null'], {
+      env: { ...process.env, ...storageEnvOf(t), DATA_DIR: t.dataDir },
+      cwd: root,
+    })
+    expect(proc.exitCode).toBe(0)
+    expect(proc.stdout.toString()).toContain('1/1 files: 1 imported, 0 skipped, 0 failed')
+    // Piped (every other run here): no progress line, stderr stays readable in a log.
+    const piped = cli(one, '--user', name)
+    expect(piped.summary).toMatchObject({ imported: 0, skipped: 1 })
+    expect(piped.err).not.toContain('files:')
+  })
+
   test('refuses a bad visibility, an unknown account or a missing folder before importing anything', () => {
     expect(cli(tree, '--user', user.user.username, '--visibility', 'secret').err).toContain('visibility must be')
     expect(cli(tree, '--user', 'nobody-here').err).toContain('No account named nobody-here')
