@@ -191,7 +191,7 @@ describe('import into a data directory whose server is running', () => {
     expect(adminRun.err).toContain('is an admin: no storage quota')
   })
 
-  test('a progress line on a terminal only', async () => {
+  test.skipIf(!Bun.which('script'))('a progress line on a terminal only', async () => {
     const one = join(scratch, 'one')
     put(one, 'x.png', await makeImage('png', 24, 24, 201), 1_500_000_000)
     const name = (await registerUser(t)).user.username
