@@ -2,7 +2,8 @@
  * Entry point of the single executable (`bun run build:binary`, see scripts/build-binary.ts).
  *
  *   imghost                    runs the server, configured by the environment like `bun src/index.ts`
- *   imghost <command> [args]   runs an operator command, like `bun run cli <command>` (`imghost help` lists them)
+ *   imghost <command> [args]   runs an operator command, like `bun run cli <command>` (`imghost help` lists them;
+ *                              `imghost --version` prints the version)
  *
  * The server's media worker processes are this same executable, started with IMGHOST_WORKER=media
  * (src/workers/media-pool.ts).

@@ -18,6 +18,7 @@ import { checkIntegrity } from './ops/check'
 import { migrateToBucket } from './ops/migrate'
 import { createConfiguredStorage } from './storage/configured'
 import { createS3Storage } from './storage/s3'
+import { VERSION } from './version'
 import { mediaOptionsOf, mediaPoolFor } from './workers/media-pool'
 
 const USAGE = `Usage: bun run cli <command> [arguments]
@@ -35,6 +36,7 @@ const USAGE = `Usage: bun run cli <command> [arguments]
                                                 be running); a JSON summary on stdout, exit 2 if any file failed
   migrate-storage                               copy every file of DATA_DIR/files into the bucket of the S3_*
                                                 variables (resumable; sizes verified); then set STORAGE=s3
+  version (also --version)                      print the version
 
 Reads the same environment as the server (DATA_DIR, STORAGE, S3_*).`
 
@@ -72,6 +74,8 @@ const planned = (step: ImportStep) =>
 async function main(argv: string[]) {
   const [command, ...args] = argv
   if (!command || command === 'help' || command === '--help') return console.log(USAGE)
+  // Before the configuration is read: the version is asked of any install, configured or not.
+  if (command === 'version' || command === '--version') return console.log(VERSION)
 
   const config = loadConfig()
   if (command === 'restore') {

@@ -4,6 +4,7 @@ import swaggerUiCss from 'swagger-ui-dist/swagger-ui.css' with { type: 'file' }
 // `type: 'file'` gives the path of the installed file, or of its copy embedded in the single binary.
 import swaggerUiBundle from 'swagger-ui-dist/swagger-ui-bundle.js' with { type: 'file' }
 import { notFound } from '../errors'
+import { VERSION } from '../version'
 
 const ASSETS = '/swagger/assets'
 const SPEC_PATH = '/swagger/json'
@@ -81,7 +82,7 @@ export function apiDocs(siteName: string) {
         documentation: {
           info: {
             title: `${siteName} API`,
-            version: '1.0.0',
+            version: VERSION,
             description:
               'Image hosting: uploads, links, albums and embed profiles. Errors are always `{ "error": "..." }`.',
           },

@@ -218,9 +218,10 @@ describe('unexpected failures', () => {
 })
 
 describe('GET /healthz', () => {
-  test('{ status: "ok" } while the database answers', async () => {
+  test('{ status: "ok", version } while the database answers', async () => {
     const res = await t.json('/healthz')
     expect(res.status).toBe(200)
-    expect(res.body).toEqual({ status: 'ok' })
+    // Which version: test/ops/version.test.ts.
+    expect(res.body).toEqual({ status: 'ok', version: expect.any(String) })
   })
 })

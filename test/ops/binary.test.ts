@@ -1,6 +1,6 @@
 import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { makeImage, uploadForm } from '../fixtures'
@@ -189,6 +189,13 @@ describe('single binary', () => {
       ].sort((a, b) => (a.id < b.id ? -1 : 1)),
     )
   }, 30_000)
+
+  test("`imghost --version` prints package.json's version", () => {
+    const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }
+    const run = Bun.spawnSync([binary, '--version'], { cwd: runDir, env: environment() })
+    expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(0)
+    expect(run.stdout.toString()).toBe(`${version}\n`)
+  })
 
   test('operator commands run from the same binary (`imghost check`)', () => {
     const check = Bun.spawnSync([binary, 'check'], { cwd: runDir, env: environment() })

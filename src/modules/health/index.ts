@@ -7,6 +7,7 @@ import { errors, faultAnswer, HttpError, httpErrorOf } from '../../http/errors'
 import type { Metrics } from '../../http/observability'
 import { safeEqual } from '../../lib/crypto'
 import type { Classifier } from '../../moderation'
+import { VERSION } from '../../version'
 import { storageUsed } from '../images/repository'
 import { writeProbe } from './repository'
 
@@ -51,17 +52,18 @@ export function healthModule(deps: { db: Db; metrics: Metrics; metricsToken: str
       '/healthz',
       ({ set }) => {
         const failure = databaseWritable()
-        if (!failure) return { status: 'ok' as const }
+        if (!failure) return { status: 'ok' as const, version: VERSION }
         // A 507 (disk full) is a 503 here: the service is unavailable, whatever the cause, and says which.
         set.status = 503
         Object.assign(set.headers, failure.headers)
         return { error: failure.message } as never
       },
       {
-        response: { 200: t.Object({ status: t.Literal('ok') }), ...errors(503) },
+        response: { 200: t.Object({ status: t.Literal('ok'), version: t.String() }), ...errors(503) },
         detail: {
           tags: ['Operations'],
-          summary: 'Liveness: the database can be written and its disk has room (checked at most once a second)',
+          summary:
+            'Liveness: the database can be written and its disk has room (checked at most once a second); the running version',
         },
       },
     )
