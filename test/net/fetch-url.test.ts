@@ -41,7 +41,9 @@ beforeAll(async () => {
         case '/pics/cat.png':
           return new Response(png, { headers: { 'Content-Type': 'text/plain' } })
         case '/download':
-          return new Response(png, { headers: { 'Content-Disposition': `attachment; filename="../holiday photo.png"` } })
+          return new Response(png, {
+            headers: { 'Content-Disposition': `attachment; filename="../holiday photo.png"` },
+          })
         case '/download-utf8':
           return new Response(png, {
             headers: { 'Content-Disposition': `attachment; filename="x.png"; filename*=UTF-8''%C3%A9t%C3%A9.png` },

@@ -50,5 +50,7 @@ test('https: the pinned address, with SNI and the certificate checked against th
   const options = { lookup: loopback, agent: false, ca: cert }
   expect(await get(`https://pinned.test:${secure.port}/`, options)).toBe(`host=pinned.test:${secure.port}`)
   // The same server under another name fails the certificate check: the name, not the address, is what is verified.
-  await expect(get(`https://other.test:${secure.port}/`, options)).rejects.toMatchObject({ code: "ERR_TLS_CERT_ALTNAME_INVALID" })
+  await expect(get(`https://other.test:${secure.port}/`, options)).rejects.toMatchObject({
+    code: 'ERR_TLS_CERT_ALTNAME_INVALID',
+  })
 })
