@@ -19,7 +19,7 @@ let lastHost = ''
 /** Ends the streams that stall, once their test is over. */
 const stalled: ReadableStreamDefaultController[] = []
 let server: ReturnType<typeof Bun.serve>
-let declaring: ReturnType<typeof Bun.listen>
+let declaring: Bun.TCPSocketListener
 let base = ''
 
 beforeAll(async () => {
