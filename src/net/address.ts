@@ -1,10 +1,25 @@
 import { lookup } from 'node:dns/promises'
 import { isIP, type LookupFunction } from 'node:net'
+import { badRequest } from '../errors'
 
 /**
  * The address rules for every outgoing request to a URL a user gave (webhooks, uploads from a URL): one copy, so a
  * range refused for one is refused for all. Knows no feature.
  */
+
+/** A user's URL as a target: absolute, http or https (relative to `base`: a redirect's Location). Invalid otherwise. */
+export function parseHttpUrl(raw: string, base?: URL): URL {
+  let url: URL
+  try {
+    url = new URL(raw, base)
+  } catch {
+    throw badRequest('must be an absolute http(s) URL')
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw badRequest(`must be http or https (not ${url.protocol})`)
+  }
+  return url
+}
 
 /** A target that must not be reached (SSRF): its address is loopback, private, link-local or otherwise not public. */
 export class RefusedAddressError extends Error {}

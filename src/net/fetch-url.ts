@@ -3,7 +3,7 @@ import http, { type IncomingMessage } from 'node:http'
 import https from 'node:https'
 import { badRequest, DomainError } from '../errors'
 import { type ReceivedFile, tempUploadPath } from '../http/multipart'
-import { pinnedLookup, RefusedAddressError, type ResolvedAddress, resolvePublic } from './address'
+import { parseHttpUrl, pinnedLookup, RefusedAddressError, type ResolvedAddress, resolvePublic } from './address'
 
 /** Redirects followed for one URL at most; each target is checked like the first. */
 export const MAX_REDIRECTS = 3
@@ -20,19 +20,6 @@ export interface FetchOptions {
   timeoutMs: number
   /** Reach loopback, private and link-local addresses too (off: refused, SSRF). */
   allowPrivate: boolean
-}
-
-function parseTarget(raw: string, base?: URL): URL {
-  let url: URL
-  try {
-    url = new URL(raw, base)
-  } catch {
-    throw badRequest('is not an absolute http(s) URL')
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw badRequest(`scheme ${url.protocol} is not allowed (only http and https)`)
-  }
-  return url
 }
 
 /** The name a file gets: Content-Disposition's, else the URL path's last segment, else "image". Untrusted either way. */
@@ -117,7 +104,7 @@ export async function fetchToFile(url: string, opts: FetchOptions): Promise<Rece
   const aborted = new Promise<never>((_, reject) => controller.signal.addEventListener('abort', () => reject(slow)))
   aborted.catch(() => {})
   try {
-    let target = parseTarget(url)
+    let target = parseHttpUrl(url)
     for (let redirects = 0; ; redirects++) {
       const addresses = await Promise.race([resolvePublic(target.hostname, opts.allowPrivate), aborted])
       const response = await get(target, addresses, controller.signal)
@@ -126,7 +113,7 @@ export async function fetchToFile(url: string, opts: FetchOptions): Promise<Rece
       if (REDIRECT_STATUSES.has(status) && location) {
         response.destroy()
         if (redirects >= MAX_REDIRECTS) throw badRequest(`more than ${MAX_REDIRECTS} redirects`)
-        target = parseTarget(location, target)
+        target = parseHttpUrl(location, target)
         continue
       }
       if (status < 200 || status > 299) {

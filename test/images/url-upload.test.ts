@@ -191,8 +191,8 @@ describe('URL_UPLOAD_ALLOW_PRIVATE=true (the picture server is local)', () => {
     })
 
     test('schemes other than http(s)', async () => {
-      await refused(['file:///etc/passwd'], 'scheme file: is not allowed')
-      await refused(['ftp://example.com/a.png'], 'scheme ftp: is not allowed')
+      await refused(['file:///etc/passwd'], 'must be http or https (not file:)')
+      await refused(['ftp://example.com/a.png'], 'must be http or https (not ftp:)')
     })
 
     test('one bad URL refuses the whole upload, its file and its good URLs included', async () => {

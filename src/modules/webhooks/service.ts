@@ -9,7 +9,7 @@ import { badRequest, notFound } from '../../errors'
 import { randomAlphanumeric } from '../../lib/crypto'
 import { iso } from '../../lib/time'
 import { log } from '../../log'
-import { checkedLookup, RefusedAddressError, resolvePublic } from '../../net/address'
+import { checkedLookup, parseHttpUrl, RefusedAddressError, resolvePublic } from '../../net/address'
 import { IMAGE_EVENTS, type ImageEvents, type ImageEventType } from '../images/events'
 import { MAX_WEBHOOKS } from './model'
 import { deliveryBody, isDiscordUrl } from './payload'
@@ -85,11 +85,10 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
   async function checkUrl(raw: string): Promise<URL> {
     let url: URL
     try {
-      url = new URL(raw)
-    } catch {
-      throw badRequest('url must be an absolute http(s) URL')
+      url = parseHttpUrl(raw)
+    } catch (error) {
+      throw badRequest(`url ${(error as Error).message}`)
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw badRequest('url must be an http or https URL')
     // With private targets allowed there is nothing to check (and a name that does not resolve yet may later).
     if (allowPrivate) return url
     try {
