@@ -1,7 +1,7 @@
 import { open, rm } from 'node:fs/promises'
 import http, { type IncomingMessage } from 'node:http'
 import https from 'node:https'
-import { badRequest, DomainError } from '../errors'
+import { badRequest, DomainError, faultOf } from '../errors'
 import { type ReceivedFile, tempUploadPath } from '../http/multipart'
 import { parseHttpUrl, pinnedLookup, RefusedAddressError, type ResolvedAddress, resolvePublic } from './address'
 
@@ -130,6 +130,8 @@ export async function fetchToFile(url: string, opts: FetchOptions): Promise<Rece
     }
   } catch (error) {
     await rm(path, { force: true })
+    // Our own disk failing (full, read-only) is not the URL's fault: the error model answers it (507).
+    if (faultOf(error)) throw error
     // Past the budget, whatever broke (the socket, the stream) broke because of it.
     const cause = controller.signal.aborted && !(error instanceof DomainError) ? slow : error
     // A connection's own message names the address: only its code is repeated.

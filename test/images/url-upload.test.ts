@@ -165,6 +165,7 @@ describe('URL_UPLOAD_ALLOW_PRIVATE=true (the picture server is local)', () => {
     expect(res.body.error).toBe(`Too many files: at most ${MAX_FILES} per upload`)
     expect(seen).toEqual([])
     expect((await storedKeys(t)).length).toBe(before)
+    expect(readdirSync(join(t.dataDir, 'tmp'))).toEqual([])
   })
 
   describe('a URL that fails is a 400 that says which failure, and nothing is stored', () => {

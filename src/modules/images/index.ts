@@ -6,6 +6,7 @@ import { receiveMultipart, type UploadSource } from '../../http/multipart'
 import { parsePage } from '../../http/pagination'
 import { type GlobalRateLimit, rateLimitHeaders } from '../../http/rate-limit'
 import { Success } from '../../http/schemas'
+import { MAX_REDIRECTS } from '../../net/fetch-url'
 import {
   AccountUsage,
   EXPIRES_DESCRIPTION,
@@ -115,7 +116,7 @@ export function imagesModule(deps: {
                   items: { type: 'string', format: 'uri' },
                   description:
                     'One or more http(s) URLs of images to fetch and store (repeat the field), counted with the files against the per-upload count, each under the per-file size limit, stored after the files.' +
-                    ' Private, loopback and link-local addresses are refused (unless URL_UPLOAD_ALLOW_PRIVATE), at most 3 redirects, URL_UPLOAD_TIMEOUT_MS per URL; a URL that fails is a 400 that says why.',
+                    ` Private, loopback and link-local addresses are refused (unless URL_UPLOAD_ALLOW_PRIVATE), at most ${MAX_REDIRECTS} redirects, URL_UPLOAD_TIMEOUT_MS per URL; a URL that fails is a 400 that says why.`,
                 },
               },
               [],
