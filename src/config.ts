@@ -68,6 +68,8 @@ const variables = {
   NSFW_BACKEND: { schema: T.Union([T.Literal('auto'), T.Literal('wasm')]), default: 'auto' },
   SCAN_API_UPLOADS: { schema: Bool, default: 'false' },
   WEBHOOK_ALLOW_PRIVATE: { schema: Bool, default: 'false' },
+  URL_UPLOAD_ALLOW_PRIVATE: { schema: Bool, default: 'false' },
+  URL_UPLOAD_TIMEOUT_MS: { schema: Int(1), default: '15000' },
   LEGACY_REDIRECTS: { schema: T.String(), default: '' },
 
   STORAGE: { schema: T.Union([T.Literal('local'), T.Literal('s3')]), default: 'local' },
@@ -233,6 +235,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhooks: Object.freeze({
       /** Deliver to loopback, private and link-local addresses too (off: such endpoints are refused, SSRF). */
       allowPrivate: isTrue(raw.WEBHOOK_ALLOW_PRIVATE),
+    }),
+    /** Uploads from a URL (src/net/fetch-url.ts). */
+    urlUploads: Object.freeze({
+      /** Fetch from loopback, private and link-local addresses too (off: refused, SSRF). */
+      allowPrivate: isTrue(raw.URL_UPLOAD_ALLOW_PRIVATE),
+      /** One URL's whole fetch: DNS, connect, headers and body. */
+      timeoutMs: raw.URL_UPLOAD_TIMEOUT_MS,
     }),
     /** Old path (percent-decoded) to the image it now is, or null: no legacy links (src/modules/import/model.ts). */
     legacyRedirects: legacyRedirects(raw.LEGACY_REDIRECTS),

@@ -17,7 +17,10 @@ export interface ReceivedFile {
 
 export interface ReceivedUpload {
   files: ReceivedFile[]
+  /** Each field's value (the last one when a field is sent more than once). */
   fields: Record<string, string>
+  /** Every value of each field, in the order sent: for fields that may repeat (`url`). */
+  values: Record<string, string[]>
 }
 
 export interface MultipartLimits {
@@ -36,6 +39,10 @@ export type UploadSource = (limits: MultipartLimits) => Promise<ReceivedUpload>
 const MAX_FIELD_BYTES = 4096
 const MAX_FIELDS = 32
 
+/** A fresh temp file name in `tmpDir` for one received file, whichever way it came (a multipart part, a URL). */
+export const tempUploadPath = (tmpDir: string) => join(tmpDir, `upload-${newPublicId()}${newPublicId()}`)
+
+export const tooManyFiles = (maxFiles: number) => badRequest(`Too many files: at most ${maxFiles} per upload`)
 /** The refusal of a file past the per-file limit of its policy (413), for every way files arrive. */
 export const fileTooLarge = (maxFileSize: number) => tooLarge(`File too large: at most ${maxFileSize} bytes per file`)
 
@@ -57,6 +64,7 @@ export function receiveMultipart(request: Request, limits: MultipartLimits): Pro
   return new Promise<ReceivedUpload>((resolve, reject) => {
     const files: ReceivedFile[] = []
     const fields: Record<string, string> = {}
+    const values: Record<string, string[]> = {}
     const writes: Promise<void>[] = []
     const outputs: WriteStream[] = []
     let failed: Error | null = null
@@ -90,10 +98,10 @@ export function receiveMultipart(request: Request, limits: MultipartLimits): Pro
       if (failed) return void stream.resume()
       if (files.length >= limits.maxFiles) {
         stream.resume()
-        return fail(badRequest(`Too many files: at most ${limits.maxFiles} per upload`))
+        return fail(tooManyFiles(limits.maxFiles))
       }
       const file: ReceivedFile = {
-        path: join(limits.tmpDir, `upload-${newPublicId()}${newPublicId()}`),
+        path: tempUploadPath(limits.tmpDir),
         filename: (filename || 'image').slice(0, 255),
         size: 0,
         sha256: '',
@@ -139,6 +147,7 @@ export function receiveMultipart(request: Request, limits: MultipartLimits): Pro
     parser.on('field', (name, value, _nameTruncated, valueTruncated) => {
       if (valueTruncated) return fail(badRequest(`Field ${name} is too long`))
       fields[name] = value
+      values[name] = [...(values[name] ?? []), value]
     })
     parser.on('fieldsLimit', () => fail(badRequest('Too many form fields')))
     parser.on('error', (error: Error) =>
@@ -146,7 +155,7 @@ export function receiveMultipart(request: Request, limits: MultipartLimits): Pro
     )
     parser.on('finish', () => {
       if (failed) return
-      Promise.all(writes).then(() => (failed ? undefined : resolve({ files, fields })))
+      Promise.all(writes).then(() => (failed ? undefined : resolve({ files, fields, values })))
     })
     source.on('error', () => fail(badRequest('Upload interrupted')))
     source.pipe(parser)

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHmac } from 'node:crypto'
 import { type Image, webhooks as webhooksTable } from '../../src/db/schema'
-import { isPrivateAddress } from '../../src/modules/webhooks/address'
 import { deliveryBody, isDiscordUrl } from '../../src/modules/webhooks/payload'
+import { isPrivateAddress } from '../../src/net/address'
 import { makeImage, uploadForm } from '../fixtures'
 import { eventually, jsonBody, registerUser, startTestServer, type TestServer, userWithKey } from '../helpers'
 

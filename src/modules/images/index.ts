@@ -2,10 +2,11 @@ import { Elysia } from 'elysia'
 import type { authGuard } from '../../http/auth'
 import { errors, jsonResponse } from '../../http/errors'
 import { type FastRouteObserver, fastRoute } from '../../http/fast-route'
-import { receiveMultipart } from '../../http/multipart'
+import { receiveMultipart, type UploadSource } from '../../http/multipart'
 import { parsePage } from '../../http/pagination'
 import { type GlobalRateLimit, rateLimitHeaders } from '../../http/rate-limit'
 import { Success } from '../../http/schemas'
+import { MAX_REDIRECTS } from '../../net/fetch-url'
 import {
   AccountUsage,
   EXPIRES_DESCRIPTION,
@@ -22,14 +23,14 @@ import type { ImageService } from './service'
 import type { UploadCaller, UploadEndpoint, UploadPipeline } from './upload'
 
 /** The multipart body as OpenAPI sees it; the body itself is streamed by the pipeline, not parsed by the framework. */
-function multipartBody(extra: Record<string, object> = {}) {
+function multipartBody(extra: Record<string, object> = {}, required = ['file']) {
   return {
     required: true,
     content: {
       'multipart/form-data': {
         schema: {
           type: 'object',
-          required: ['file'],
+          required,
           properties: {
             file: {
               type: 'array',
@@ -84,8 +85,10 @@ export function imagesModule(deps: {
     caller: UploadCaller,
     set: { status?: number | string; headers: Record<string, unknown> },
   ) {
+    const receive: UploadSource = (limits) => receiveMultipart(request, limits)
+    // Only the API takes `url` fields: the web page uploads files.
     const result = await pipeline.upload(
-      (limits) => receiveMultipart(request, limits),
+      endpoint === 'api' ? pipeline.withUrls(receive) : receive,
       pipeline.optionsFor(endpoint, caller),
     )
     set.status = 201
@@ -106,7 +109,18 @@ export function imagesModule(deps: {
           detail: {
             tags: ['Images'],
             summary: 'Upload one or more images with an API key',
-            requestBody: multipartBody() as never,
+            requestBody: multipartBody(
+              {
+                url: {
+                  type: 'array',
+                  items: { type: 'string', format: 'uri' },
+                  description:
+                    'One or more http(s) URLs of images to fetch and store (repeat the field), counted with the files against the per-upload count, each under the per-file size limit, stored after the files.' +
+                    ` Private, loopback and link-local addresses are refused (unless URL_UPLOAD_ALLOW_PRIVATE), at most ${MAX_REDIRECTS} redirects, URL_UPLOAD_TIMEOUT_MS per URL; a URL that fails is a 400 that says why.`,
+                },
+              },
+              [],
+            ) as never,
           },
         },
       )

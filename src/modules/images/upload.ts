@@ -5,7 +5,7 @@ import type { Config } from '../../config'
 import { type Db, retryBusy } from '../../db/client'
 import type { Image, User } from '../../db/schema'
 import { badRequest, faultOf, Invalid, PoolBusy, StorageUnavailable, StorageUnwritable } from '../../errors'
-import { discardFiles, type ReceivedFile, type UploadSource } from '../../http/multipart'
+import { discardFiles, type ReceivedFile, tooManyFiles, type UploadSource } from '../../http/multipart'
 import { newPublicId, randomToken, sha256Hex } from '../../lib/crypto'
 import { log } from '../../log'
 import { type ImageInfo, type Media, MediaError } from '../../media'
@@ -13,6 +13,7 @@ import { FORMATS } from '../../media/formats'
 import type { Classifier, NsfwThresholds } from '../../moderation'
 import { isMature } from '../../moderation'
 import { withDeadline } from '../../moderation/deadline'
+import { fetchToFile } from '../../net/fetch-url'
 import {
   originalKey,
   type Storage,
@@ -357,6 +358,33 @@ export function createUploadPipeline(deps: {
         return await store(files, fields, opts, admitted)
       } finally {
         admitted.release()
+      }
+    },
+    /**
+     * `receive` plus the files its `url` fields name, fetched (src/net/fetch-url.ts) once the upload is let in: counted
+     * with the files against the per-upload count, each under the per-file limit, after the files in the answer.
+     * All or nothing: one URL that fails refuses the upload, with no temp file left.
+     */
+    withUrls(receive: UploadSource): UploadSource {
+      return async (limits) => {
+        const received = await receive(limits)
+        const urls = received.values.url ?? []
+        if (urls.length === 0) return received
+        try {
+          if (received.files.length + urls.length > limits.maxFiles) throw tooManyFiles(limits.maxFiles)
+          const options = { tmpDir: limits.tmpDir, maxBytes: limits.maxFileSize, ...config.urlUploads }
+          const results = await Promise.allSettled(urls.map((url) => fetchToFile(url, options)))
+          const fetched = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []))
+          const failure = results.find((r) => r.status === 'rejected')
+          if (failure) {
+            await discardFiles(fetched)
+            throw failure.reason
+          }
+          return { ...received, files: [...received.files, ...fetched] }
+        } catch (error) {
+          await discardFiles(received.files)
+          throw error
+        }
       }
     },
     /** Lets an upload that arrives some other way (a tus PATCH) start, before its body is read; release it when done. */

@@ -5,8 +5,7 @@ import { pipeline as streamPipeline } from 'node:stream/promises'
 import type { Db } from '../../db/client'
 import type { User } from '../../db/schema'
 import { badRequest } from '../../errors'
-import { fileTooLarge, type ReceivedFile } from '../../http/multipart'
-import { newPublicId } from '../../lib/crypto'
+import { fileTooLarge, type ReceivedFile, tempUploadPath } from '../../http/multipart'
 import { DETECT_HEAD_BYTES, detectFormat } from '../../media/detect'
 import { ownedImageWithHash } from '../images/repository'
 import type { UploadPipeline } from '../images/upload'
@@ -135,7 +134,7 @@ export function createImporter(deps: { db: Db; pipeline: UploadPipeline; tmpDir:
       if (!(await isImage(path))) return { path: rel, action: 'not-image' }
       const { mtimeMs } = await stat(path)
       const file: ReceivedFile = {
-        path: join(tmpDir, `import-${newPublicId()}${newPublicId()}`),
+        path: tempUploadPath(tmpDir),
         filename: basename(path).slice(0, FILENAME_MAX),
         size: 0,
         sha256: '',

@@ -1,7 +1,7 @@
 import { createHmac, randomUUID } from 'node:crypto'
 import http from 'node:http'
 import https from 'node:https'
-import { isIP, type LookupFunction } from 'node:net'
+import { isIP } from 'node:net'
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
 import type { Image, User, Webhook } from '../../db/schema'
@@ -9,8 +9,8 @@ import { badRequest, notFound } from '../../errors'
 import { randomAlphanumeric } from '../../lib/crypto'
 import { iso } from '../../lib/time'
 import { log } from '../../log'
+import { checkedLookup, parseHttpUrl, RefusedAddressError, resolvePublic } from '../../net/address'
 import { IMAGE_EVENTS, type ImageEvents, type ImageEventType } from '../images/events'
-import { RefusedAddressError, resolvePublic } from './address'
 import { MAX_WEBHOOKS } from './model'
 import { deliveryBody, isDiscordUrl } from './payload'
 import { countWebhooks, deleteWebhook, findWebhook, insertWebhook, recordDelivery, webhooksOf } from './repository'
@@ -85,11 +85,10 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
   async function checkUrl(raw: string): Promise<URL> {
     let url: URL
     try {
-      url = new URL(raw)
-    } catch {
-      throw badRequest('url must be an absolute http(s) URL')
+      url = parseHttpUrl(raw)
+    } catch (error) {
+      throw badRequest(`url ${(error as Error).message}`)
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw badRequest('url must be an http or https URL')
     // With private targets allowed there is nothing to check (and a name that does not resolve yet may later).
     if (allowPrivate) return url
     try {
@@ -101,24 +100,8 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
     return url
   }
 
-  /**
-   * The connection resolves the name once, through this: every address is checked at the moment it is used, so a
-   * name that changes its answer after creation (DNS rebinding) still cannot reach a private address.
-   */
-  const checkedLookup: LookupFunction = (hostname, options, callback) => {
-    resolvePublic(hostname, allowPrivate).then(
-      (addresses) => {
-        const wanted =
-          options?.family === 4 || options?.family === 6
-            ? addresses.filter((a) => a.family === options.family)
-            : addresses
-        const list = wanted.length ? wanted : addresses
-        if (options?.all) (callback as (e: null, a: typeof list) => void)(null, list)
-        else callback(null, list[0].address, list[0].family)
-      },
-      (error) => callback(error as NodeJS.ErrnoException, '', 4),
-    )
-  }
+  /** The connection resolves the name once, through the checks (DNS rebinding cannot pass). */
+  const lookup = checkedLookup(allowPrivate)
 
   /** One POST; resolves with the status code. Redirects are answers like any other (never followed). */
   async function post(target: string, body: string, headers: Record<string, string>): Promise<number> {
@@ -135,7 +118,7 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
           {
             method: 'POST',
             headers: { ...headers, 'Content-Length': String(Buffer.byteLength(body)) },
-            lookup: checkedLookup,
+            lookup,
             agent: false,
             signal: controller.signal,
           },

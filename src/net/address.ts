@@ -1,7 +1,27 @@
 import { lookup } from 'node:dns/promises'
-import { isIP } from 'node:net'
+import { isIP, type LookupFunction } from 'node:net'
+import { badRequest } from '../errors'
 
-/** A webhook target that must not be reached (SSRF): its address is loopback, private, link-local or otherwise not public. */
+/**
+ * The address rules for every outgoing request to a URL a user gave (webhooks, uploads from a URL): one copy, so a
+ * range refused for one is refused for all. Knows no feature.
+ */
+
+/** A user's URL as a target: absolute, http or https (relative to `base`: a redirect's Location). Invalid otherwise. */
+export function parseHttpUrl(raw: string, base?: URL): URL {
+  let url: URL
+  try {
+    url = new URL(raw, base)
+  } catch {
+    throw badRequest('must be an absolute http(s) URL')
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw badRequest(`must be http or https (not ${url.protocol})`)
+  }
+  return url
+}
+
+/** A target that must not be reached (SSRF): its address is loopback, private, link-local or otherwise not public. */
 export class RefusedAddressError extends Error {}
 
 type Cidr4 = [number, number]
@@ -88,7 +108,7 @@ function v6Blocked(g: number[]): boolean {
   return false
 }
 
-/** True for any address a webhook must not reach: loopback, private, link-local, unspecified, multicast, reserved. */
+/** True for any address a user's URL must not reach: loopback, private, link-local, unspecified, multicast, reserved. */
 export function isPrivateAddress(address: string): boolean {
   const bare = address.replace(/^\[|\]$/g, '')
   const v4 = parseIPv4(bare)
@@ -136,3 +156,36 @@ export async function resolvePublic(hostname: string, allowPrivate: boolean): Pr
   }
   return addresses
 }
+
+/** Answers a node:net lookup with `addresses` only: those of the family asked for when there are any. */
+function answerLookup(
+  addresses: ResolvedAddress[],
+  options: Parameters<LookupFunction>[1],
+  callback: Parameters<LookupFunction>[2],
+) {
+  const wanted =
+    options?.family === 4 || options?.family === 6 ? addresses.filter((a) => a.family === options.family) : addresses
+  const list = wanted.length ? wanted : addresses
+  if (options?.all) (callback as (e: null, a: ResolvedAddress[]) => void)(null, list)
+  else callback(null, list[0].address, list[0].family)
+}
+
+/**
+ * A lookup for node:http(s) `request` that resolves through resolvePublic: every address is checked at the moment the
+ * connection uses it, so a name that changes its answer (DNS rebinding) still cannot reach a private address.
+ * IP literals never reach a lookup: check them with resolvePublic first.
+ */
+export const checkedLookup =
+  (allowPrivate: boolean): LookupFunction =>
+  (hostname, options, callback) => {
+    resolvePublic(hostname, allowPrivate).then(
+      (addresses) => answerLookup(addresses, options, callback),
+      (error) => callback(error as NodeJS.ErrnoException, '', 4),
+    )
+  }
+
+/** A lookup that answers only `addresses`, already checked: the connection goes where the check looked, nowhere else. */
+export const pinnedLookup =
+  (addresses: ResolvedAddress[]): LookupFunction =>
+  (_hostname, options, callback) =>
+    answerLookup(addresses, options, callback)
