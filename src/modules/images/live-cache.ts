@@ -27,7 +27,8 @@ const DEFAULT_CACHE_SIZE = 10_000
  * object, so whatever a route derives from an entry and keeps with it (the /cdn answers) goes with it. Expiry needs
  * no write: the entry carries `expiresAt`, checked on every read. Lookups that find nothing are not cached (a new
  * upload needs no invalidation, so neither do the rows `cli import` inserts beside a running server). Not seen:
- * updates and deletes by another process (the CLI commands that make them work on a stopped server). Bounded: the least recently used entry goes first.
+ * updates and deletes by another process (the CLI commands that make them work on a stopped server). Bounded: the
+ * least recently used entry goes first.
  */
 export function createLiveImageCache(
   source: {
