@@ -2,6 +2,9 @@ import { Elysia } from 'elysia'
 import { badRequest } from '../errors'
 import { HttpError } from './errors'
 
+/** Chevereto's API v1 upload door (src/modules/chevereto). */
+export const CHEVERETO_PATH = '/api/1/upload'
+
 /** JSON bodies are small settings objects; anything bigger is refused without reading it all. */
 export const MAX_JSON_BYTES = 1024 * 1024
 
@@ -36,7 +39,8 @@ const tooLarge = (cap: number) => new HttpError(413, `Request body too large: at
 
 const declaredLength = (request: Request) => Number(request.headers.get('content-length') ?? NaN)
 
-async function readCapped(request: Request, cap: number): Promise<Buffer<ArrayBuffer>> {
+/** A body read whole, refused (413) as soon as it passes `cap` bytes, declared or not. */
+export async function readCapped(request: Request, cap: number): Promise<Buffer<ArrayBuffer>> {
   if (declaredLength(request) > cap) throw tooLarge(cap)
   if (!request.body) return Buffer.alloc(0)
   const chunks: Uint8Array[] = []
@@ -90,6 +94,9 @@ export const bodyLimit = new Elysia({ name: 'body-limit' })
       if (type.startsWith('multipart/form-data')) return null
       // Resumable (tus) uploads stream their bodies themselves and check the content type (415) themselves.
       if (/^\/api\/(v1\/)?tus(\/|$)/.test(new URL(request.url).pathname)) return null
+      // The Chevereto door also takes a urlencoded form (a base64 source), which it reads itself under its own bound.
+      if (type.startsWith('application/x-www-form-urlencoded') && new URL(request.url).pathname === CHEVERETO_PATH)
+        return null
       if (!type && !request.body) return null
       throw badRequest('Expected an application/json body')
     }
