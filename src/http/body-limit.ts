@@ -87,6 +87,8 @@ export const bodyLimit = new Elysia({ name: 'body-limit' })
   .onParse({ as: 'global' }, async ({ request, contentType }) => {
     const type = contentType.toLowerCase()
     if (!isApiPath(request.url)) return pageBody(request, contentType)
+    // The Chevereto door reads its own body (a multipart or urlencoded form, bounded) and refuses any other type itself.
+    if (new URL(request.url).pathname === CHEVERETO_PATH) return null
     if (!type.startsWith('application/json')) {
       // A global parse hook must answer something other than undefined for the `parse: 'none'` upload routes (Elysia
       // would otherwise look for a 'none' parser and fail every upload), and for bodiless POST/DELETE requests.
@@ -94,9 +96,6 @@ export const bodyLimit = new Elysia({ name: 'body-limit' })
       if (type.startsWith('multipart/form-data')) return null
       // Resumable (tus) uploads stream their bodies themselves and check the content type (415) themselves.
       if (/^\/api\/(v1\/)?tus(\/|$)/.test(new URL(request.url).pathname)) return null
-      // The Chevereto door also takes a urlencoded form (a base64 source), which it reads itself under its own bound.
-      if (type.startsWith('application/x-www-form-urlencoded') && new URL(request.url).pathname === CHEVERETO_PATH)
-        return null
       if (!type && !request.body) return null
       throw badRequest('Expected an application/json body')
     }
