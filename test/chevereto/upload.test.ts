@@ -111,7 +111,13 @@ describe('POST /api/1/upload: the clients', () => {
   })
 
   test('format=txt answers the direct link as text; format=redirect a 303 to the viewer', async () => {
-    const txt = await post(form([['format', 'txt'], ['source', fileBlob(png)]]), alice.keyHeader)
+    const txt = await post(
+      form([
+        ['format', 'txt'],
+        ['source', fileBlob(png)],
+      ]),
+      alice.keyHeader,
+    )
     expect(txt.status).toBe(200)
     expect(txt.headers.get('content-type')).toStartWith('text/plain')
     const link = await txt.text()
@@ -163,6 +169,22 @@ describe('POST /api/1/upload: refusals in Chevereto shape, with our statuses', (
 
   test('no key: 401', async () => {
     await expectError(await post(form([['source', fileBlob(png)]])), 401, /Missing API key/)
+  })
+
+  test('a banned account: 403 whichever way the key comes', async () => {
+    const banned = await userWithKey(t)
+    t.server.services.admin.updateUser(banned.user.id, { banned: true })
+    await expectError(await post(form([['source', fileBlob(png)]]), banned.keyHeader), 403, /./)
+    await expectError(
+      await post(
+        form([
+          ['key', banned.apiKey],
+          ['source', fileBlob(png)],
+        ]),
+      ),
+      403,
+      /./,
+    )
   })
 
   test('a key after the source in a multipart body is too late: 401 saying so', async () => {
@@ -257,4 +279,19 @@ describe('POST /api/1/upload: the account limits of /api/v1/upload', () => {
     expect(body.status_code).toBe(429)
     expect(body.error.message).toMatch(/rate limit/i)
   })
+})
+
+test('OpenAPI: its own tag, both request bodies, the key in the query or the header, the error shape', async () => {
+  const doc = (await t.json('/swagger/json')).body
+  const op = doc.paths['/api/1/upload'].post
+  expect(op.tags).toEqual(['Chevereto API'])
+  expect(doc.tags.map((tag: { name: string }) => tag.name)).toContain('Chevereto API')
+  expect(Object.keys(op.requestBody.content).sort()).toEqual([
+    'application/x-www-form-urlencoded',
+    'multipart/form-data',
+  ])
+  expect(op.requestBody.content['multipart/form-data'].schema.required).toEqual(['source'])
+  expect(op.security).toEqual([{ apiKey: [] }, { apiKeyQuery: [] }])
+  expect(doc.components.securitySchemes.apiKeyQuery).toMatchObject({ in: 'query', name: 'key' })
+  for (const status of ['200', '400', '401', '403', '413', '429']) expect(op.responses[status]).toBeDefined()
 })
