@@ -89,7 +89,6 @@ export function receiveMultipart(
       decided ??= limitsFor(fields)
       return decided
     }
-    // Files past the limit are refused as they arrive (the limit is not known yet: it may depend on the fields).
     const isPartAFile = (name: string | undefined, type: string | undefined, filename: string | undefined) =>
       filename !== undefined ||
       type === 'application/octet-stream' ||
@@ -98,6 +97,7 @@ export function receiveMultipart(
     try {
       parser = new Busboy({
         headers: { 'content-type': contentType },
+        // No file count here: the limits may depend on the fields; files past them are refused as they arrive.
         limits: { fieldSize: MAX_FIELD_BYTES, fields: MAX_FIELDS },
         isPartAFile,
       })

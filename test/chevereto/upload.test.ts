@@ -120,6 +120,7 @@ describe('POST /api/1/upload: the clients', () => {
     )
     expect(txt.status).toBe(200)
     expect(txt.headers.get('content-type')).toStartWith('text/plain')
+    expect(txt.headers.get('x-content-type-options')).toBe('nosniff')
     const link = await txt.text()
     expect(link).toMatch(/^http:\/\/.+\/cdn\/[A-Za-z0-9]{8}\.png$/)
     expect((await fetch(link)).status).toBe(200)

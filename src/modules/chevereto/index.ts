@@ -3,15 +3,13 @@ import type { Config } from '../../config'
 import { badRequest, unauthorized } from '../../errors'
 import { type authGuard, type Callers, security } from '../../http/auth'
 import { CHEVERETO_PATH, readCapped } from '../../http/body-limit'
-import { jsonResponse, knownAnswer } from '../../http/errors'
+import { jsonResponse, knownAnswer, NOSNIFF } from '../../http/errors'
 import { base64Bound, type MultipartLimits, receiveMultipart, type UploadSource } from '../../http/multipart'
 import { rateLimitHeaders } from '../../http/rate-limit'
 import type { ImageService } from '../images/service'
 import type { UploadPipeline } from '../images/upload'
 import { CheveretoError, type CheveretoFormat, CheveretoQuery, CheveretoSuccess, cheveretoBody } from './model'
 import { cheveretoError, cheveretoImage, cheveretoSuccess, resolveSource, SOURCE_FIELD } from './service'
-
-const NOSNIFF = { 'x-content-type-options': 'nosniff' }
 
 /**
  * The bound of a urlencoded body, read whole before its key is known: base64 of the largest file an account may send
