@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { type Bytes, makeImage, makeNoisePng } from '../fixtures'
-import { startTestServer, type TestServer, userWithKey } from '../helpers'
+import { eventually, jsonBody, startTestServer, type TestServer, userWithKey } from '../helpers'
 
 // Chevereto API v1 (POST /api/1/upload) as its clients send it, against the real server: ShareX's Chevereto
 // destination (multipart, `key` and `format` fields, the file in `source`), PicGo's plugin (X-API-Key, `source`), and
@@ -12,7 +12,8 @@ let alice: Awaited<ReturnType<typeof userWithKey>>
 let png: Bytes
 
 beforeAll(async () => {
-  t = await startTestServer({ MAX_FILE_SIZE: String(MAX_FILE_SIZE) })
+  // A local webhook receiver is used below.
+  t = await startTestServer({ MAX_FILE_SIZE: String(MAX_FILE_SIZE), WEBHOOK_ALLOW_PRIVATE: 'true' })
   alice = await userWithKey(t)
   png = await makeImage('png', 64, 48, 7)
 })
@@ -47,6 +48,8 @@ async function expectServed(image: any, bytes: Bytes) {
   expect((await fetch(image.url_viewer)).status).toBe(200)
   expect((await fetch(image.display_url)).status).toBe(200)
 }
+
+const metricsText = () => t.server.services.metrics.render({ storageUsedBytes: 0, queueDepth: 0 })
 
 const base64 = (bytes: Bytes) => Buffer.from(bytes).toString('base64')
 
@@ -242,9 +245,13 @@ describe('POST /api/1/upload: refusals in Chevereto shape, with our statuses', (
     const big = await makeNoisePng(300)
     expect(big.length).toBeGreaterThan(MAX_FILE_SIZE)
     await expectError(await post(form([['source', fileBlob(big)]]), alice.keyHeader), 413, /too large/)
-    await expectError(await post(form([['source', base64(big)]]), alice.keyHeader), 413, /too large/)
+    // Just past the limit once decoded: the decoder refuses it (the text itself is within its bounds).
+    const over = crypto.getRandomValues(new Uint8Array(MAX_FILE_SIZE + 1000))
+    await expectError(await post(form([['source', base64(over)]]), alice.keyHeader), 413, /too large/)
     const urlencoded = { ...alice.keyHeader, 'content-type': 'application/x-www-form-urlencoded' }
-    await expectError(await post(`source=${encodeURIComponent(base64(big))}`, urlencoded), 413, /too large/)
+    await expectError(await post(`source=${encodeURIComponent(base64(over))}`, urlencoded), 413, /too large/)
+    // Far past it: a multipart text part is refused while it streams.
+    await expectError(await post(form([['source', 'A'.repeat(2 * 1024 * 1024)]]), alice.keyHeader), 413, /too large/)
     // Past the bound of a whole urlencoded body (read before its key is known), refused before it is all read.
     const huge = `source=${'A'.repeat(2 * 1024 * 1024)}`
     await expectError(
@@ -252,6 +259,36 @@ describe('POST /api/1/upload: refusals in Chevereto shape, with our statuses', (
       413,
       /Request body too large/,
     )
+  })
+})
+
+describe('POST /api/1/upload: the pipeline of /api/v1/upload', () => {
+  test('webhooks are told and the upload metrics count it', async () => {
+    const hits: string[] = []
+    const hook = Bun.serve({
+      hostname: '127.0.0.1',
+      port: 0,
+      async fetch(request) {
+        hits.push(await request.text())
+        return new Response('ok')
+      },
+    })
+    try {
+      const created = await t.json('/api/webhooks', {
+        method: 'POST',
+        ...jsonBody({ url: `http://127.0.0.1:${hook.port}/hook`, events: ['image.uploaded'] }, alice.bearer),
+      })
+      expect(created.status).toBe(201)
+      const counted = () => Number(/^uploads_total (\d+)$/m.exec(metricsText())?.[1] ?? 0)
+      const before = counted()
+      const res = await answer(await post(form([['source', fileBlob(png)]]), alice.keyHeader))
+      expect(res.status).toBe(200)
+      expect(counted()).toBe(before + 1)
+      await eventually(() => hits.length > 0, undefined, 'the webhook delivery')
+      expect(hits[0]).toContain(res.body.image.id_encoded)
+    } finally {
+      hook.stop(true)
+    }
   })
 })
 

@@ -1,3 +1,4 @@
+import { once } from 'node:events'
 import { createWriteStream } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { STATUS_CODES } from 'node:http'
@@ -46,25 +47,30 @@ async function decodeBase64(
   maxSize: number | null,
 ) {
   const out = createWriteStream(path)
-  const closed = new Promise<void>((resolve, reject) => {
-    out.on('close', resolve)
-    out.on('error', reject)
+  // A write that failed (a full disk) fails the upload as it is, for the error model to answer (507).
+  let writeError: Error | null = null
+  out.on('error', (error) => {
+    writeError = error
   })
   const hash = new Bun.CryptoHasher('sha256')
   let size = 0
   let head: string | null = ''
   let carry = ''
+  const emit = async (bytes: Buffer) => {
+    size += bytes.length
+    if (maxSize !== null && size > maxSize) throw tooLarge(`File too large: at most ${maxSize} bytes per file`)
+    hash.update(bytes)
+    if (writeError) throw writeError
+    // once() rejects if the stream fails while it waits.
+    if (!out.write(bytes)) await once(out, 'drain')
+  }
   const write = async (chars: string) => {
     // An unencoded `+` in a urlencoded body arrives as a space; line breaks are MIME's wrapping.
     const clean = carry + chars.replace(/ /g, '+').replace(/[\r\n\t]/g, '')
     if (!BASE64_TEXT.test(clean)) throw badRequest('source is neither a file, base64 nor an http(s) link')
     const whole = clean.length - (clean.length % 4)
     carry = clean.slice(whole)
-    const bytes = Buffer.from(clean.slice(0, whole), 'base64')
-    size += bytes.length
-    if (maxSize !== null && size > maxSize) throw tooLarge(`File too large: at most ${maxSize} bytes per file`)
-    hash.update(bytes)
-    if (!out.write(bytes)) await new Promise((resolve) => out.once('drain', resolve))
+    await emit(Buffer.from(clean.slice(0, whole), 'base64'))
   }
   try {
     for await (const chunk of text) {
@@ -81,15 +87,12 @@ async function decodeBase64(
       await write(rest)
     }
     if (head !== null) await write(head.replace(DATA_URL_PREFIX, ''))
-    if (carry) {
-      const bytes = Buffer.from(carry, 'base64')
-      size += bytes.length
-      if (maxSize !== null && size > maxSize) throw tooLarge(`File too large: at most ${maxSize} bytes per file`)
-      hash.update(bytes)
-      out.write(bytes)
-    }
+    // Unpadded base64 ends with 2 or 3 characters.
+    if (carry) await emit(Buffer.from(carry, 'base64'))
     out.end()
-    await closed
+    // A stream that failed has closed already.
+    if (!out.closed) await once(out, 'close')
+    if (writeError) throw writeError
     if (size === 0) throw badRequest('source is empty')
     return { size, sha256: hash.digest('hex') }
   } catch (error) {
