@@ -17,6 +17,7 @@ import { authModule } from './modules/auth'
 import type { Mailer } from './modules/auth/mailer'
 import { createAuthService } from './modules/auth/service'
 import { cdnModule } from './modules/cdn'
+import { cheveretoModule } from './modules/chevereto'
 import { clientsModule } from './modules/clients'
 import { embedsModule } from './modules/embeds'
 import { createEmbedService } from './modules/embeds/service'
@@ -121,6 +122,7 @@ export function createApp(deps: AppDeps) {
     .use(healthModule({ db, metrics, metricsToken: config.metricsToken, classifier }))
     .use(authModule(auth, guard))
     .use(imagesModule({ images, pipeline, guard }))
+    .use(cheveretoModule({ config, images, pipeline, auth, guard }))
     .use(tusModule({ config, tus, guard }))
     .use(webhooksModule(webhooks, guard))
     .use(clientsModule({ config, guard }))

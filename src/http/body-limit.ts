@@ -2,6 +2,9 @@ import { Elysia } from 'elysia'
 import { badRequest } from '../errors'
 import { HttpError } from './errors'
 
+/** Chevereto's API v1 upload door (src/modules/chevereto). */
+export const CHEVERETO_PATH = '/api/1/upload'
+
 /** JSON bodies are small settings objects; anything bigger is refused without reading it all. */
 export const MAX_JSON_BYTES = 1024 * 1024
 
@@ -36,7 +39,8 @@ const tooLarge = (cap: number) => new HttpError(413, `Request body too large: at
 
 const declaredLength = (request: Request) => Number(request.headers.get('content-length') ?? NaN)
 
-async function readCapped(request: Request, cap: number): Promise<Buffer<ArrayBuffer>> {
+/** A body read whole, refused (413) as soon as it passes `cap` bytes, declared or not. */
+export async function readCapped(request: Request, cap: number): Promise<Buffer<ArrayBuffer>> {
   if (declaredLength(request) > cap) throw tooLarge(cap)
   if (!request.body) return Buffer.alloc(0)
   const chunks: Uint8Array[] = []
@@ -83,6 +87,8 @@ export const bodyLimit = new Elysia({ name: 'body-limit' })
   .onParse({ as: 'global' }, async ({ request, contentType }) => {
     const type = contentType.toLowerCase()
     if (!isApiPath(request.url)) return pageBody(request, contentType)
+    // The Chevereto door reads its own body (a multipart or urlencoded form, bounded) and refuses any other type itself.
+    if (new URL(request.url).pathname === CHEVERETO_PATH) return null
     if (!type.startsWith('application/json')) {
       // A global parse hook must answer something other than undefined for the `parse: 'none'` upload routes (Elysia
       // would otherwise look for a 'none' parser and fail every upload), and for bodiless POST/DELETE requests.

@@ -64,7 +64,7 @@ function validationMessage(error: ValidationLike): string {
 
 const JSON_TYPE = 'application/json; charset=utf-8'
 /** On every answer: a browser never reads a JSON body (an error echoing user text included) as HTML or script. */
-const NOSNIFF = { 'x-content-type-options': 'nosniff' } as const
+export const NOSNIFF = { 'x-content-type-options': 'nosniff' } as const
 
 /** A JSON answer with its length set, so the request log reports its size without reading the body. */
 export function jsonResponse(body: unknown, status = 200, headers: Record<string, string> = {}): Response {

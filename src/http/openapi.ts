@@ -91,6 +91,10 @@ export function apiDocs(siteName: string) {
             { name: 'Auth', description: 'Register, log in (JWT), email verification, account settings' },
             { name: 'API keys', description: 'Keys for the /api/v1 endpoints; the secret is shown once' },
             { name: 'Images', description: 'Uploads, reading, changing and deleting images; usage' },
+            {
+              name: 'Chevereto API',
+              description: 'Chevereto API v1 uploads, for the clients that speak it (ShareX, PicGo...)',
+            },
             { name: 'Resumable uploads', description: 'tus 1.0 uploads that survive dropped connections' },
             { name: 'Albums', description: 'Albums, their passwords and their images' },
             { name: 'Embed profiles', description: 'How links look when unfurled by chat apps; oEmbed' },
@@ -104,6 +108,7 @@ export function apiDocs(siteName: string) {
           components: {
             securitySchemes: {
               apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+              apiKeyQuery: { type: 'apiKey', in: 'query', name: 'key', description: 'The API key, Chevereto style' },
               bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
               deleteToken: {
                 type: 'apiKey',

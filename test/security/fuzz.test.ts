@@ -431,7 +431,9 @@ async function run(method: string, path: string, op: Operation, c: Case) {
     } catch {
       // checked below
     }
-    expect(typeof parsed?.error, `${what}: not a JSON { error }`).toBe('string')
+    // The Chevereto-compatible door answers in Chevereto's shape: `{ status_code, error: { message, code } }`.
+    const message = path.startsWith('/api/1/') ? parsed?.error?.message : parsed?.error
+    expect(typeof message, `${what}: not a JSON { error }`).toBe('string')
   }
   const after = await dataSnapshot(t)
   if (after.hash !== before.hash) {

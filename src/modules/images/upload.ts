@@ -5,7 +5,13 @@ import type { Config } from '../../config'
 import { type Db, retryBusy } from '../../db/client'
 import type { Image, User } from '../../db/schema'
 import { badRequest, faultOf, Invalid, PoolBusy, StorageUnavailable, StorageUnwritable } from '../../errors'
-import { discardFiles, type ReceivedFile, tooManyFiles, type UploadSource } from '../../http/multipart'
+import {
+  discardFiles,
+  type MultipartLimits,
+  type ReceivedFile,
+  tooManyFiles,
+  type UploadSource,
+} from '../../http/multipart'
 import { newPublicId, randomToken, sha256Hex } from '../../lib/crypto'
 import { log } from '../../log'
 import { type ImageInfo, type Media, MediaError } from '../../media'
@@ -318,7 +324,7 @@ export function createUploadPipeline(deps: {
         rows.length,
         rows.reduce((sum, row) => sum + row.size, 0),
       )
-      return { body: uploadAnswer(deps.images, rows, deleteTokens), window }
+      return { body: uploadAnswer(deps.images, rows, deleteTokens), window, rows }
     } catch (error) {
       // All or nothing: whatever this request already stored goes again.
       await Promise.all(storedKeys.map((key) => storage.delete(key).catch(() => {})))
@@ -342,22 +348,30 @@ export function createUploadPipeline(deps: {
       }
       return { policy: user ? accountPolicy(config, user) : anonymousPolicy(config, ip), scan: true, ip }
     },
-    /** The multipart entry: once the upload is let in, `receive` streams its files to temp files; then they are stored. */
-    async upload(receive: UploadSource, opts: UploadOptions) {
-      const { policy } = opts
+    /**
+     * The streamed entry: once the upload is let in, `receive` streams its files to temp files; then they are stored.
+     * `choose` is the caller's options, or (for a door that names its caller in the body: Chevereto's `key` field) how
+     * to decide them from the fields that come before the first file.
+     */
+    async upload(receive: UploadSource, choose: UploadOptions | ((fields: Record<string, string>) => UploadOptions)) {
       // No refusal by the declared Content-Length: past the largest legal body it cannot tell a file too large (413)
       // from one file too many (400), which can come after any number of bytes. The stream decides, in arrival order,
       // having read at most maxFiles files of maxFileSize; a chunked body could skip such a check anyway.
-      const admitted = admission.admit(policy, opts.ip)
+      // A caller known up front is let in before a byte of the body is read.
+      let opts = typeof choose === 'function' ? null : choose
+      let admitted = opts && admission.admit(opts.policy, opts.ip)
       try {
-        const { files, fields } = await receive({
-          tmpDir,
-          maxFiles: policy.maxFiles,
-          maxFileSize: policy.maxFileSize,
+        const { files, fields } = await receive((early) => {
+          if (!opts) {
+            opts = (choose as (fields: Record<string, string>) => UploadOptions)(early)
+            admitted = admission.admit(opts.policy, opts.ip)
+          }
+          return { tmpDir, maxFiles: opts.policy.maxFiles, maxFileSize: opts.policy.maxFileSize }
         })
+        if (!opts || !admitted) throw new Error('upload: the source never asked for its limits')
         return await store(files, fields, opts, admitted)
       } finally {
-        admitted.release()
+        admitted?.release()
       }
     },
     /**
@@ -366,10 +380,16 @@ export function createUploadPipeline(deps: {
      * All or nothing: one URL that fails refuses the upload, with no temp file left.
      */
     withUrls(receive: UploadSource): UploadSource {
-      return async (limits) => {
-        const received = await receive(limits)
-        const urls = received.values.url ?? []
+      return async (limitsFor) => {
+        let decided: MultipartLimits | undefined
+        const received = await receive((fields) => {
+          decided = limitsFor(fields)
+          return decided
+        })
+        const urls = received.values?.url ?? []
         if (urls.length === 0) return received
+        // Asked for by every source before it answers (a body with no file included).
+        const limits = decided!
         try {
           if (received.files.length + urls.length > limits.maxFiles) throw tooManyFiles(limits.maxFiles)
           const options = { tmpDir: limits.tmpDir, maxBytes: limits.maxFileSize, ...config.urlUploads }
