@@ -64,7 +64,7 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
         siteName: config.siteName,
       }),
     jwtSecret: overrides.jwtSecret ?? loadJwtSecret(config),
-    variantSecret: loadVariantSecret(config),
+    variantSecret: overrides.variantSecret ?? loadVariantSecret(config),
     storage: overrides.storage ?? createConfiguredStorage(config),
     media: overrides.media ?? mediaPoolFor(config),
     classifier:

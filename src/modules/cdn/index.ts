@@ -2,7 +2,7 @@ import type { Server } from 'bun'
 import { Elysia, t } from 'elysia'
 import { NOT_FOUND, StorageUnavailable } from '../../errors'
 import { httpErrorOf, jsonResponse } from '../../http/errors'
-import { type FastRouteObserver, fastRoute } from '../../http/fast-route'
+import { type FastHandler, type FastRouteObserver, fastRoute } from '../../http/fast-route'
 import type { GlobalRateLimit } from '../../http/rate-limit'
 import { log } from '../../log'
 import type { VariantSpec } from '../../media'
@@ -10,7 +10,7 @@ import { originalKey, type Storage, type StorageKey, thumbnailKey } from '../../
 import type { LiveImage } from '../images/live-cache'
 import { IMAGE_ID } from '../images/model'
 import type { ImageService } from '../images/service'
-import { FORMAT_MIME, isPreset, presetSpec, VARIANT_FORMATS } from '../variants/model'
+import { FORMAT_MIME, PRESETS, type Preset, presetSpec, VARIANT_FORMATS } from '../variants/model'
 import type { VariantService } from '../variants/service'
 import { CUSTOM } from '../variants/signing'
 import { createHotFiles, type HotFiles } from './hot-files'
@@ -22,10 +22,10 @@ const ORIGINAL = new RegExp(`^(${IMAGE_ID})\\.([a-z]{3,4})$`)
 const VARIANT = new RegExp(`^(${IMAGE_ID})\\.(${VARIANT_FORMATS.join('|')})$`)
 
 /**
- * The routes, as Elysia and the request metrics name them: originals, the medium preset (whose WebP is the upload-time
- * thumbnail) and the other presets and signed sizes (`/cdn/custom/...`).
+ * The route of originals, as Elysia and the request metrics name it; beside it `/cdn/<preset>/:file` for each preset
+ * (medium's WebP is the upload-time thumbnail) and `/cdn/custom/:file` for signed sizes.
  */
-const CDN_ROUTES = { original: '/cdn/:file', thumbnail: '/cdn/medium/:file', variant: '/cdn/:preset/:file' } as const
+const CDN_ROUTES = { original: '/cdn/:file' } as const
 
 const notFound = () => jsonResponse({ error: NOT_FOUND }, 404)
 
@@ -255,7 +255,7 @@ export function cdnModule(deps: {
    * variants.ensure), and a signed size made counts against the client's cap. A 304 needs no variant: its ETag says
    * which it is.
    */
-  const variant = (request: Request, preset: string, file: string, server: Server<unknown> | null) => {
+  const variant = (request: Request, preset: Preset | typeof CUSTOM, file: string, server: Server<unknown> | null) => {
     const match = VARIANT.exec(file)
     const image = match ? images.liveCache.get(match[1]) : undefined
     if (!image) return notFound()
@@ -264,11 +264,11 @@ export function cdnModule(deps: {
     if (preset === CUSTOM) {
       const at = request.url.indexOf('?')
       spec = variants.verify(file, format, at < 0 ? '' : request.url.slice(at + 1))
-    } else if (isPreset(preset)) {
+    } else {
       // The medium WebP is the thumbnail made at upload, under its own link.
       if (preset === 'medium' && format === 'webp') return serve(request, storage, hot, thumbnailDelivery(image))
       spec = presetSpec(preset, format)
-    } else return notFound()
+    }
     const key = variants.keyOf(image.id, spec)
     const all = deliveriesOf(image)
     all.variants ??= new Map()
@@ -288,37 +288,32 @@ export function cdnModule(deps: {
 
   // The same handlers as Bun routes, ahead of the Elysia app and its global hooks (src/http/fast-route.ts): /cdn is
   // not rate limited, has no auth and handles its own errors.
-  const fast = {
-    original: fastRoute(deps.observe, CDN_ROUTES.original, (request) => original(request, request.params.file)),
-    thumbnail: fastRoute(deps.observe, CDN_ROUTES.thumbnail, (request, server) =>
-      variant(request, 'medium', request.params.file, server),
-    ),
-    variant: fastRoute(deps.observe, CDN_ROUTES.variant, (request, server) =>
-      variant(request, request.params.preset, request.params.file, server),
-    ),
-  }
+  const fast = fastRoute(deps.observe, CDN_ROUTES.original, (request) => original(request, request.params.file))
   const params = t.Object({ file: t.String() })
+  const routes: Record<string, { GET: FastHandler; HEAD: FastHandler }> = {
+    [CDN_ROUTES.original]: { GET: fast, HEAD: fast },
+  }
+  const plugin = new Elysia({ name: 'module-cdn' }).get(
+    CDN_ROUTES.original,
+    ({ params, request }) => original(request, params.file),
+    { params, detail: { hide: true } },
+  )
+  for (const name of [...(Object.keys(PRESETS) as Preset[]), CUSTOM] as const) {
+    const route = `/cdn/${name}/:file`
+    const handler = fastRoute(deps.observe, route, (request, server) =>
+      variant(request, name, request.params.file, server),
+    )
+    routes[route] = { GET: handler, HEAD: handler }
+    plugin.get(route, ({ params, request, server }) => variant(request, name, params.file, server), {
+      params,
+      detail: { hide: true },
+    })
+  }
 
   return {
     /** For Bun.serve's `routes` (Elysia's `serve.routes`): the fast path of a listening server. */
-    routes: {
-      [CDN_ROUTES.original]: { GET: fast.original, HEAD: fast.original },
-      [CDN_ROUTES.thumbnail]: { GET: fast.thumbnail, HEAD: fast.thumbnail },
-      [CDN_ROUTES.variant]: { GET: fast.variant, HEAD: fast.variant },
-    },
+    routes,
     /** The same routes inside Elysia: for `app.handle`, and for whatever reaches the app without the Bun routes. */
-    plugin: new Elysia({ name: 'module-cdn' })
-      .get(CDN_ROUTES.original, ({ params, request }) => original(request, params.file), {
-        params,
-        detail: { hide: true },
-      })
-      .get(CDN_ROUTES.thumbnail, ({ params, request, server }) => variant(request, 'medium', params.file, server), {
-        params,
-        detail: { hide: true },
-      })
-      .get(CDN_ROUTES.variant, ({ params, request, server }) => variant(request, params.preset, params.file, server), {
-        params: t.Object({ preset: t.String(), file: t.String() }),
-        detail: { hide: true },
-      }),
+    plugin,
   }
 }

@@ -24,7 +24,6 @@ export const isVariantFormat = (value: string): value is VariantSpec['format'] =
   (VARIANT_FORMATS as readonly string[]).includes(value)
 export const isVariantFit = (value: string): value is VariantSpec['fit'] =>
   (VARIANT_FITS as readonly string[]).includes(value)
-export const isPreset = (value: string): value is Preset => Object.hasOwn(PRESETS, value)
 
 /** A preset is the square fit of its size. */
 export const presetSpec = (preset: Preset, format: VariantSpec['format']): VariantSpec => ({
