@@ -2,6 +2,7 @@ import { Elysia } from 'elysia'
 import { notFound } from '../../errors'
 import type { authGuard } from '../../http/auth'
 import { errors } from '../../http/errors'
+import type { VariantSpec } from '../../media'
 import { ImageIdParams } from '../images/model'
 import type { ImageService } from '../images/service'
 import { MAX_SIDE, MIN_SIDE, VARIANT_FITS, VARIANT_FORMATS, VariantRequest, VariantResponse } from './model'
@@ -22,7 +23,13 @@ export function variantsModule(deps: {
       const image = images.find(params.id)
       // Another account's image is as unknown as a missing one.
       if (!image || (image.userId !== user.id && user.role !== 'admin')) throw notFound('Image not found')
-      const spec = { width: body.width, height: body.height, fit: body.fit ?? 'inside', format: body.format }
+      // The schema checked both against the lists; its static type only knows them as strings.
+      const spec: VariantSpec = {
+        width: body.width,
+        height: body.height,
+        fit: (body.fit ?? 'inside') as VariantSpec['fit'],
+        format: body.format as VariantSpec['format'],
+      }
       return { url: `${deps.publicUrl}${variants.signedPath(image.id, spec)}` }
     },
     {

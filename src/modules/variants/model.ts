@@ -1,3 +1,4 @@
+import type { TLiteral, TUnion } from '@sinclair/typebox'
 import { t } from 'elysia'
 import type { VariantSpec } from '../../media'
 
@@ -41,13 +42,16 @@ export const variantName = (imageId: string, spec: VariantSpec) =>
   `${imageId}w${spec.width}h${spec.height ?? 0}${spec.fit}`
 
 const Side = t.Integer({ minimum: MIN_SIDE, maximum: MAX_SIDE })
+/** One of the listed values (Elysia's UnionEnum lets a missing required field through). */
+const OneOf = <T extends string>(values: readonly T[]) =>
+  t.Union(values.map((value) => t.Literal(value))) as unknown as TUnion<TLiteral<T>[]>
 
 export const VariantRequest = t.Object(
   {
     width: Side,
     height: t.Optional(Side),
-    fit: t.Optional(t.UnionEnum(VARIANT_FITS)),
-    format: t.UnionEnum(VARIANT_FORMATS),
+    fit: t.Optional(OneOf(VARIANT_FITS)),
+    format: OneOf(VARIANT_FORMATS),
   },
   { additionalProperties: false },
 )
