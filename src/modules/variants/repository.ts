@@ -60,3 +60,6 @@ export function storedVariantKeys(db: Db): StorageKey[] {
     .all()
     .map((row) => row.key)
 }
+
+/** A backup's copy of the database holds no variants (their files are not backed up). */
+export const forgetAllVariants = (db: Db) => db.delete(variants).run()
