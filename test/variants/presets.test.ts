@@ -137,6 +137,15 @@ describe('headers and rules as /cdn', () => {
     }
   })
 
+  test('an original lost from storage: 404, nothing made', async () => {
+    const image = await upload(t, owner.keyHeader, await makeImage('png', 300, 200, 6), 'lost.png')
+    await t.server.deps.storage.delete(`originals/${image.id}.png`)
+    const answer = await t.json(`/cdn/large/${image.id}.webp`)
+    expect(answer.status).toBe(404)
+    expect(typeof answer.body.error).toBe('string')
+    expect((await storedKeys(t)).filter((k) => k.startsWith(`variants/${image.id}`))).toEqual([])
+  })
+
   test('unknown id, preset or format: 404', async () => {
     for (const path of [
       `/cdn/small/AAAAAAAA.webp`,

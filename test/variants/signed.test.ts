@@ -86,6 +86,18 @@ describe('POST /api/v1/image/:id/variants', () => {
   })
 })
 
+describe('OpenAPI', () => {
+  test('documents the endpoint with its bounds, behind an API key', async () => {
+    const doc = (await t.json('/swagger/json')).body
+    const op = doc.paths['/api/v1/image/{id}/variants'].post
+    expect(op.security).toEqual([{ apiKey: [] }])
+    const schema = op.requestBody.content['application/json'].schema
+    expect(schema.properties.width).toMatchObject({ minimum: 16, maximum: 4096 })
+    expect(schema.required).toEqual(['width', 'format'])
+    expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '401', '403', '404'])
+  })
+})
+
 describe('tampering', () => {
   test('any change to the id, format, parameters or signature: 403 { error }', async () => {
     const res = await sign(image.id, { width: 200, height: 120, fit: 'contain', format: 'jpg' })

@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Db } from '../../db/client'
+import { notFound } from '../../errors'
 import { randomToken } from '../../lib/crypto'
 import { log } from '../../log'
 import type { Media, VariantSpec } from '../../media'
@@ -81,10 +82,14 @@ export function createVariantService(deps: {
     const target = join(tmpDir, `variant-${randomToken(9)}.${spec.format}`)
     try {
       // The worker reads a local file: the original is copied out of the store (a bucket's, or the disk's).
-      await Bun.write(source, storage.file(originalKey(image.id, image.ext)))
+      const original = storage.file(originalKey(image.id, image.ext))
+      // Gone meanwhile (deleted) or lost: nothing to make it from.
+      if (!(await original.exists())) throw notFound()
+      await Bun.write(source, original)
       await media.variant(source, spec, target)
       // A file without a row (a crash before the insert) is an orphan: replaced here, or removed by the sweep.
       await storage.put(key, target, { replace: true })
+      // An image deleted while this ran leaves a row of a missing image: the orphan sweep drops it and its file.
       recordVariant(db, { key, imageId: image.id, bytes: Bun.file(target).size, at: now() })
     } finally {
       await Promise.all([rm(source, { force: true }), rm(target, { force: true })])
