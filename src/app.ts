@@ -1,3 +1,4 @@
+import { join } from 'node:path'
 import { Elysia } from 'elysia'
 import type { Config } from './config'
 import type { Db } from './db/client'
@@ -25,6 +26,7 @@ import { galleryModule } from './modules/gallery'
 import { createGalleryService } from './modules/gallery/service'
 import { healthModule } from './modules/health'
 import { imageDetailsRoutes, imagesModule } from './modules/images'
+import type { ImageEvents } from './modules/images/events'
 import { createImageService } from './modules/images/service'
 import { createUploadPipeline } from './modules/images/upload'
 import { legacyLinksModule } from './modules/import'
@@ -34,6 +36,8 @@ import { reportsModule } from './modules/reports'
 import { createReportService } from './modules/reports/service'
 import { tusModule } from './modules/tus'
 import { createTusService, type TusOptions } from './modules/tus/service'
+import { variantsModule } from './modules/variants'
+import { createVariantService } from './modules/variants/service'
 import { webhooksModule } from './modules/webhooks'
 import { createWebhookService, type WebhookOptions } from './modules/webhooks/service'
 import type { Storage } from './storage'
@@ -43,6 +47,8 @@ export interface AppDeps {
   db: Db
   mailer: Mailer
   jwtSecret: string
+  /** The HMAC key of signed variant URLs (VARIANT_SECRET or the generated one). */
+  variantSecret: string
   storage: Storage
   media: Media
   classifier: Classifier
@@ -67,7 +73,22 @@ export function createApp(deps: AppDeps) {
   const guard = authGuard(auth, { secret: deps.jwtSecret, trustProxy: config.trustProxy })
   // Image events (upload, delete) reach the webhooks through this one hook.
   const webhooks = createWebhookService({ db, config, options: deps.webhookOptions })
-  const images = createImageService({ db, config, storage, events: webhooks.events, now })
+  const variants = createVariantService({
+    db,
+    storage,
+    media: deps.media,
+    tmpDir: join(config.dataDir, 'tmp'),
+    secret: deps.variantSecret,
+    storageLimit: config.variants.storageLimit,
+    now,
+  })
+  const imageEvents: ImageEvents = {
+    emit(type, image) {
+      webhooks.events.emit(type, image)
+      variants.events.emit(type, image)
+    },
+  }
+  const images = createImageService({ db, config, storage, events: imageEvents, now })
   const pipeline = createUploadPipeline({
     db,
     config,
@@ -77,7 +98,7 @@ export function createApp(deps: AppDeps) {
     thresholds: config.nsfw.thresholds,
     images,
     metrics,
-    events: webhooks.events,
+    events: imageEvents,
     now,
   })
   const tus = createTusService({ db, config, pipeline, options: deps.tusOptions })
@@ -90,6 +111,14 @@ export function createApp(deps: AppDeps) {
   const observe = { metrics, log: config.logRequests }
   const cdn = cdnModule({
     images,
+    variants,
+    variantsMade: globalRateLimit({
+      limit: config.variants.madePerSecond,
+      windowMs: 1000,
+      prefix: '/cdn/',
+      trustProxy: config.trustProxy,
+      now,
+    }),
     storage,
     observe,
     countViews: config.countViews,
@@ -109,6 +138,7 @@ export function createApp(deps: AppDeps) {
     pages,
     tus,
     webhooks,
+    variants,
   }
 
   // /cdn and image metadata are answered by Bun's router ahead of the app's global hooks (src/http/fast-route.ts).
@@ -123,6 +153,7 @@ export function createApp(deps: AppDeps) {
     .use(authModule(auth, guard))
     .use(imagesModule({ images, pipeline, guard }))
     .use(cheveretoModule({ config, images, pipeline, auth, guard }))
+    .use(variantsModule({ images, variants, publicUrl: config.cdnUrl, guard }))
     .use(tusModule({ config, tus, guard }))
     .use(webhooksModule(webhooks, guard))
     .use(clientsModule({ config, guard }))

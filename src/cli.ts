@@ -1,18 +1,23 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { ConfigError, loadConfig } from './config'
+import { Value } from '@sinclair/typebox/value'
+import { type Config, ConfigError, loadConfig } from './config'
 import { closeDatabase, openDatabase } from './db/client'
 import { DataDirLockedError } from './db/lock'
 import type { User } from './db/schema'
 import { DomainError } from './errors'
+import { loadVariantSecret } from './lib/secrets'
 import { localMedia } from './media'
 import { createNsfwClassifier } from './moderation'
 import { findUserByName, setUserFields } from './modules/auth/repository'
 import { createAuthService } from './modules/auth/service'
+import { isImageId } from './modules/images/model'
 import { createImageService } from './modules/images/service'
 import { createUploadPipeline } from './modules/images/upload'
 import { createImporter, type ImportStep } from './modules/import/service'
+import { VariantRequest } from './modules/variants/model'
+import { signedVariantPath } from './modules/variants/signing'
 import { backup, restore } from './ops/backup'
 import { checkIntegrity } from './ops/check'
 import { migrateToBucket } from './ops/migrate'
@@ -36,6 +41,9 @@ const USAGE = `Usage: bun run cli <command> [arguments]
                                                 be running); a JSON summary on stdout, exit 2 if any file failed
   migrate-storage                               copy every file of DATA_DIR/files into the bucket of the S3_*
                                                 variables (resumable; sizes verified); then set STORAGE=s3
+  sign-variant <id> --width <px> [--height <px>] [--fit inside|cover|contain|fill] --format webp|avif|jpg|png
+                                                print a signed URL of the image resized (as POST
+                                                /api/v1/image/:id/variants answers it)
   version (also --version)                      print the version
 
 Reads the same environment as the server (DATA_DIR, STORAGE, S3_*).`
@@ -71,6 +79,35 @@ const planned = (step: ImportStep) =>
       ? `would skip ${step.path}: already imported${step.id ? ` as ${step.id}` : ' (same bytes as a file before it)'}`
       : `would skip ${step.path}: not an image`
 
+/** The signed URL of `sign-variant`, checked against the endpoint's own schema. */
+function signVariant(config: Config, args: string[]): string {
+  let parsed: ReturnType<typeof parseArgs<{ allowPositionals: true; options: Record<string, { type: 'string' }> }>>
+  try {
+    const options = {
+      width: { type: 'string' },
+      height: { type: 'string' },
+      fit: { type: 'string' },
+      format: { type: 'string' },
+    } as const
+    parsed = parseArgs({ args, allowPositionals: true, options })
+  } catch (error) {
+    return fail(`${(error as Error).message}\n\n${USAGE}`)
+  }
+  const [id] = parsed.positionals
+  const { width, height, fit, format } = parsed.values
+  const body = {
+    width: Number(width),
+    ...(height === undefined ? {} : { height: Number(height) }),
+    ...(fit === undefined ? {} : { fit }),
+    format,
+  }
+  if (!id || !isImageId(id)) fail(`Not an image id: ${id ?? '(none)'}\n\n${USAGE}`)
+  if (!Value.Check(VariantRequest, body))
+    fail(`${[...Value.Errors(VariantRequest, body)][0]?.message ?? 'invalid'}\n\n${USAGE}`)
+  const spec = { width: body.width, height: body.height, fit: body.fit ?? 'inside', format: body.format }
+  return `${config.cdnUrl}${signedVariantPath(loadVariantSecret(config), id!, spec)}`
+}
+
 async function main(argv: string[]) {
   const [command, ...args] = argv
   if (!command || command === 'help' || command === '--help') return console.log(USAGE)
@@ -78,6 +115,7 @@ async function main(argv: string[]) {
   if (command === 'version' || command === '--version') return console.log(VERSION)
 
   const config = loadConfig()
+  if (command === 'sign-variant') return console.log(signVariant(config, args))
   if (command === 'restore') {
     if (!args[0]) fail(USAGE)
     await restore({ source: args[0], dataDir: config.dataDir, storage: () => createConfiguredStorage(config) })

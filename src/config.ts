@@ -71,6 +71,9 @@ const variables = {
   URL_UPLOAD_ALLOW_PRIVATE: { schema: Bool, default: 'false' },
   URL_UPLOAD_TIMEOUT_MS: { schema: Int(1), default: '15000' },
   LEGACY_REDIRECTS: { schema: T.String(), default: '' },
+  VARIANT_SECRET: { schema: T.String(), default: '' },
+  VARIANT_STORAGE_LIMIT: { schema: Int(0), default: String(GB) },
+  VARIANTS_MADE_PER_SECOND: { schema: Int(1), default: '5' },
 
   STORAGE: { schema: T.Union([T.Literal('local'), T.Literal('s3')]), default: 'local' },
   S3_ENDPOINT: { schema: T.String({ pattern: '^(|https?://\\S+)$' }), default: '' },
@@ -242,6 +245,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       allowPrivate: isTrue(raw.URL_UPLOAD_ALLOW_PRIVATE),
       /** One URL's whole fetch: DNS, connect, headers and body. */
       timeoutMs: raw.URL_UPLOAD_TIMEOUT_MS,
+    }),
+    /** Resized copies (src/modules/variants): presets and signed custom sizes, made on first request. */
+    variants: Object.freeze({
+      /** HMAC key of signed sizes; empty: generated and kept in DATA_DIR/variant-secret. */
+      secret: raw.VARIANT_SECRET,
+      /** Bytes of stored variants; past it the least recently used go. */
+      storageLimit: raw.VARIANT_STORAGE_LIMIT,
+      /** Signed sizes made (not served from storage) per client IP per second. */
+      madePerSecond: raw.VARIANTS_MADE_PER_SECOND,
     }),
     /** Old path (percent-decoded) to the image it now is, or null: no legacy links (src/modules/import/model.ts). */
     legacyRedirects: legacyRedirects(raw.LEGACY_REDIRECTS),

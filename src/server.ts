@@ -5,7 +5,7 @@ import type { Config } from './config'
 import { startCheckpointer } from './db/checkpointer'
 import { closeDatabase, openDatabase, SERVER_BUSY_TIMEOUT_MS } from './db/client'
 import { lockDataDir } from './db/lock'
-import { loadJwtSecret } from './lib/secrets'
+import { loadJwtSecret, loadVariantSecret } from './lib/secrets'
 import { log } from './log'
 import { createNsfwClassifier } from './moderation'
 import { createRescanner, type RescanOptions } from './moderation/rescan'
@@ -64,6 +64,7 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
         siteName: config.siteName,
       }),
     jwtSecret: overrides.jwtSecret ?? loadJwtSecret(config),
+    variantSecret: overrides.variantSecret ?? loadVariantSecret(config),
     storage: overrides.storage ?? createConfiguredStorage(config),
     media: overrides.media ?? mediaPoolFor(config),
     classifier:
@@ -97,8 +98,9 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
       .catch((error) => log.warn('view flush failed; counts kept for the next', { error: String(error) }))
     try {
       services.auth.flushKeyUses()
+      services.variants.flushUses()
     } catch (error) {
-      log.warn('API key use flush failed; kept for the next', { error: String(error) })
+      log.warn('API key or variant use flush failed; kept for the next', { error: String(error) })
     }
   }, VIEW_FLUSH_MS)
   const rescanner = createRescanner(
@@ -157,6 +159,7 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
       try {
         services.images.flushViews()
         services.auth.flushKeyUses()
+        services.variants.flushUses()
       } catch (error) {
         // The database cannot be written: these are lost, but the shutdown still completes.
         log.error('final flush failed: buffered views and key uses lost', { error: String(error) })

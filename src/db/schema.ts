@@ -235,6 +235,23 @@ export const webhooks = sqliteTable(
   (t) => [index('webhooks_user').on(t.userId)],
 )
 
+/**
+ * Stored variants of images (src/modules/variants): presets and signed sizes made on first request, counted against
+ * VARIANT_STORAGE_LIMIT and evicted least recently used first. No foreign key: an image's removal deletes its variants'
+ * files first (the rows say which), and the orphan sweep drops rows whose image went another way.
+ */
+export const variants = sqliteTable(
+  'variants',
+  {
+    key: text('key').primaryKey(),
+    imageId: text('image_id').notNull(),
+    bytes: integer('bytes').notNull(),
+    createdAt: createdAt(),
+    lastUsedAt: integer('last_used_at', { mode: 'timestamp_ms' }).notNull(),
+  },
+  (t) => [index('variants_image').on(t.imageId), index('variants_last_used').on(t.lastUsedAt)],
+)
+
 /** One row, rewritten by /healthz (at most once a second) to prove the database can still be written. */
 export const healthProbe = sqliteTable('health_probe', {
   id: integer('id').primaryKey(),

@@ -3,12 +3,20 @@ import { join } from 'node:path'
 import type { Config } from '../config'
 import { randomToken } from './crypto'
 
-/** JWT_SECRET, or a secret generated on first start and kept in the data directory so restarts keep sessions. */
-export function loadJwtSecret(config: Pick<Config, 'jwtSecret' | 'dataDir'>): string {
-  if (config.jwtSecret) return config.jwtSecret
-  const path = join(config.dataDir, 'jwt-secret')
+/** `given`, or a secret generated on first start and kept in the data directory (owner only) so restarts keep it. */
+function loadSecret(given: string, dataDir: string, file: string): string {
+  if (given) return given
+  const path = join(dataDir, file)
   if (existsSync(path)) return readFileSync(path, 'utf8').trim()
   const secret = randomToken(48)
   writeFileSync(path, secret, { mode: 0o600 })
   return secret
 }
+
+/** JWT_SECRET, or the generated one: restarts keep sessions. */
+export const loadJwtSecret = (config: Pick<Config, 'jwtSecret' | 'dataDir'>) =>
+  loadSecret(config.jwtSecret, config.dataDir, 'jwt-secret')
+
+/** VARIANT_SECRET, or the generated one: restarts keep signed variant URLs valid. */
+export const loadVariantSecret = (config: Pick<Config, 'variants' | 'dataDir'>) =>
+  loadSecret(config.variants.secret, config.dataDir, 'variant-secret')

@@ -1,8 +1,8 @@
 import { type StripMode, stripMetadata } from './exif'
-import { createMediaProcessor, type ImageInfo } from './processor'
+import { createMediaProcessor, type ImageInfo, type VariantSpec } from './processor'
 
 export { MediaError } from './errors'
-export type { ImageInfo } from './processor'
+export type { ImageInfo, VariantSpec } from './processor'
 
 export interface Ingested {
   info: ImageInfo
@@ -24,6 +24,8 @@ export interface Media {
   ingest(path: string, opts: { thumbPath: string; classifierInput: boolean }): Promise<Ingested>
   /** A stored original's thumbnail again (`check --repair`). */
   thumbnail(path: string, thumbPath: string): Promise<{ width: number; height: number }>
+  /** A stored original resized to `spec` at `destPath` (presets and signed sizes: src/modules/variants). */
+  variant(path: string, spec: VariantSpec, destPath: string): Promise<{ width: number; height: number }>
   /** The classifier's input of a stored original (rescans of pending images). */
   classifierInput(path: string): Promise<Uint8Array>
   /** Ends the worker processes, if any. */
@@ -55,6 +57,9 @@ export function localMedia(opts: MediaOptions): Media {
     },
     async thumbnail(path, thumbPath) {
       return processor.thumbnail(path, await processor.inspect(path), thumbPath)
+    },
+    async variant(path, spec, destPath) {
+      return processor.variant(path, await processor.inspect(path), spec, destPath)
     },
     async classifierInput(path) {
       return processor.classifierInput(path, await processor.inspect(path))

@@ -17,6 +17,15 @@ export interface ImageInfo {
   animated: boolean
 }
 
+/** A resized copy to make (src/modules/variants/model.ts says which values are allowed). */
+export interface VariantSpec {
+  width: number
+  /** Absent: the width alone bounds it. */
+  height?: number
+  fit: 'cover' | 'contain' | 'inside' | 'fill'
+  format: 'webp' | 'avif' | 'jpg' | 'png'
+}
+
 export interface MediaProcessor {
   /** Detects the format from bytes, probes dimensions from the header (refusing > maxPixels BEFORE decoding any pixel), throws MediaError. */
   inspect(path: string): Promise<ImageInfo>
@@ -24,6 +33,16 @@ export interface MediaProcessor {
   thumbnail(path: string, info: ImageInfo, destPath: string): Promise<{ width: number; height: number }>
   /** 224x224 RGB (3 bytes per pixel, row-major, length 150528) of the first frame, for the NSFW classifier. */
   classifierInput(path: string, info: ImageInfo): Promise<Uint8Array>
+  /**
+   * Decodes the image (as `thumbnail` does) and writes it resized to `spec` at `destPath`: never enlarged; animated
+   * when the source is and the format is WebP; JPEG has no alpha, so transparency goes onto white.
+   */
+  variant(
+    path: string,
+    info: ImageInfo,
+    spec: VariantSpec,
+    destPath: string,
+  ): Promise<{ width: number; height: number }>
   /** `thumbnail` and `classifierInput` from a single decode of the original (the classifier input is cut from the thumbnail). */
   thumbnailAndClassifierInput(
     path: string,
@@ -108,9 +127,9 @@ export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?:
   /**
    * A sharp pipeline over the image. Files go to sharp by path, except SVG: it goes as bytes so that, having no base
    * location, it cannot reach files next to it or anywhere else (`<image href="file:...">`, `<use>`, CSS urls), and
-   * it is rendered straight at the thumbnail's scale. BMP and ICO are decoded here (MediaError when they cannot be).
+   * it is rendered straight at the scale of the output (`box`: the side it must fill, the thumbnail's unless told). BMP and ICO are decoded here (MediaError when they cannot be).
    */
-  async function open(path: string, info: ImageInfo, allFrames: boolean): Promise<Sharp> {
+  async function open(path: string, info: ImageInfo, allFrames: boolean, box = THUMBNAIL_SIZE): Promise<Sharp> {
     switch (info.format) {
       case 'bmp': {
         const img = decodeBmp(await Bun.file(path).bytes(), maxPixels, maxDecodeBytes)
@@ -122,7 +141,7 @@ export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?:
         return sharp(img.data, { raw: { width: img.width, height: img.height, channels: 4 } })
       }
       case 'svg': {
-        const scale = Math.min(1, THUMBNAIL_SIZE / info.width, THUMBNAIL_SIZE / info.height)
+        const scale = Math.min(1, box / info.width, box / info.height)
         return sharp(await Bun.file(path).bytes(), { ...decodeOptions, density: Math.max(1, 72 * scale) })
       }
       default: {
@@ -148,6 +167,13 @@ export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?:
     })
   }
 
+  const ENCODERS: Record<VariantSpec['format'], (image: Sharp) => Sharp> = {
+    webp: (image) => image.webp({ quality: 80, effort: 4 }),
+    avif: (image) => image.avif({ quality: 50, effort: 2 }),
+    jpg: (image) => image.flatten({ background: '#ffffff' }).jpeg({ quality: 82 }),
+    png: (image) => image.png({ compressionLevel: 6 }),
+  }
+
   return {
     async inspect(path) {
       const format = detectFormat(await readHead(path, DETECT_HEAD_BYTES))
@@ -162,6 +188,18 @@ export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?:
       const { data, width, height } = await renderThumbnail(path, info)
       await Bun.write(destPath, data)
       return { width, height }
+    },
+
+    async variant(path, info, spec, destPath) {
+      // libheif (AVIF) writes still images only: the other formats than WebP take the first frame.
+      const image = await open(path, info, spec.format === 'webp', Math.max(spec.width, spec.height ?? 0))
+      const { data, info: out } = await decoding(() =>
+        ENCODERS[spec.format](
+          image.resize(spec.width, spec.height, { fit: spec.fit, withoutEnlargement: true }),
+        ).toBuffer({ resolveWithObject: true }),
+      )
+      await Bun.write(destPath, data)
+      return { width: out.width, height: out.pageHeight ?? out.height }
     },
 
     async classifierInput(path, info) {

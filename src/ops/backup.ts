@@ -7,10 +7,12 @@ import type { Db } from '../db/client'
 import { lockDataDir } from '../db/lock'
 import * as schema from '../db/schema'
 import { storedImages } from '../modules/images/repository'
+import { forgetAllVariants } from '../modules/variants/repository'
 import { checkKey, originalKey, type Storage, thumbnailKey } from '../storage'
 
 const DB_FILE = 'imghost.sqlite'
-const SECRET_FILE = 'jwt-secret'
+/** Generated secrets (src/lib/secrets.ts): a restore keeps sessions and signed variant URLs valid. */
+const SECRET_FILES = ['jwt-secret', 'variant-secret']
 
 async function run(cmd: string[]) {
   const proc = Bun.spawn(cmd, { stdout: 'ignore', stderr: 'pipe' })
@@ -28,9 +30,12 @@ export async function backup(opts: { db: Db; storage: Storage; dataDir: string; 
   if ((await readdir(dir)).length > 0) throw new Error(`Backup directory ${dir} is not empty`)
 
   opts.db.$client.run('VACUUM INTO ?', [join(dir, DB_FILE)])
-  const snapshot = new Database(join(dir, DB_FILE), { readonly: true })
+  const snapshot = new Database(join(dir, DB_FILE))
+  const copy = drizzle(snapshot, { schema })
   // The files to copy are those of the snapshot's rows, read through the images module like every query of images.
-  const rows = storedImages(drizzle(snapshot, { schema }))
+  const rows = storedImages(copy)
+  // Variants are not copied (made again on request): their rows go too, or a restore would point at missing files.
+  forgetAllVariants(copy)
   snapshot.close()
 
   const missing: string[] = []
@@ -45,8 +50,10 @@ export async function backup(opts: { db: Db; storage: Storage; dataDir: string; 
       await Bun.write(join(dir, 'files', key), file)
     }
   }
-  const secret = Bun.file(join(opts.dataDir, SECRET_FILE))
-  if (await secret.exists()) await Bun.write(join(dir, SECRET_FILE), secret)
+  for (const name of SECRET_FILES) {
+    const secret = Bun.file(join(opts.dataDir, name))
+    if (await secret.exists()) await Bun.write(join(dir, name), secret)
+  }
 
   if (asTar) {
     await mkdir(dirname(opts.target), { recursive: true })
@@ -85,7 +92,9 @@ async function restoreUnlocked(opts: { source: string; dataDir: string; storage?
     if (opts.storage) await restoreFiles(join(dir, 'files'), opts.storage(), opts.dataDir)
     else await cp(join(dir, 'files'), join(opts.dataDir, 'files'), { recursive: true })
   }
-  if (await Bun.file(join(dir, SECRET_FILE)).exists()) await cp(join(dir, SECRET_FILE), join(opts.dataDir, SECRET_FILE))
+  for (const name of SECRET_FILES) {
+    if (await Bun.file(join(dir, name)).exists()) await cp(join(dir, name), join(opts.dataDir, name))
+  }
   if (fromTar) await rm(dir, { recursive: true, force: true })
   return { restoredFrom: basename(opts.source) }
 }

@@ -5,6 +5,7 @@ import type { Db } from '../db/client'
 import type { Media } from '../media'
 import { formatFromExt } from '../media/formats'
 import { storedImages } from '../modules/images/repository'
+import { storedVariantKeys } from '../modules/variants/repository'
 import { originalKey, type Storage, thumbnailKey } from '../storage'
 
 export interface CheckReport {
@@ -56,6 +57,8 @@ export async function checkIntegrity(opts: {
       await storage.put(thumb, target)
       report.repairedThumbnails.push(thumb)
     }
+    // Variants are not checked (a missing one is made again on request); only theirs are not strays.
+    for (const key of storedVariantKeys(opts.db)) known.add(key)
     for await (const key of storage.list()) {
       if (known.has(key)) continue
       report.strayFiles.push(key)

@@ -3,17 +3,19 @@ import { formatFromExt } from '../media/formats'
 /** A lazily read stored object: Bun.file locally, an S3 file in a bucket; both stream and slice without buffering. */
 export type StoredFile = Blob & { exists(): Promise<boolean> }
 
-/** Where a stored object lives: the original or its thumbnail, named only by a validated image id. */
+/** Where a stored object lives: the original, its thumbnail or one of its variants, named only by a validated image id. */
 export type StorageKey = string
 
 /**
  * A key: a folder of the store, a name of letters and digits only (no dot, slash or traversal can hide in it) and an
  * image format's extension. Which names are valid ids is the caller's rule, not the store's.
  */
-const KEY_PATTERN = /^(originals|thumbs)\/[A-Za-z0-9]+\.([a-z0-9]+)$/
+const KEY_PATTERN = /^(originals|thumbs|variants)\/[A-Za-z0-9]+\.([a-z0-9]+)$/
 
 export const originalKey = (id: string, ext: string): StorageKey => checkKey(`originals/${id}.${ext}`)
 export const thumbnailKey = (id: string): StorageKey => checkKey(`thumbs/${id}.webp`)
+/** A resized copy (src/modules/variants): `name` says whose and which, in letters and digits. */
+export const variantKey = (name: string, ext: string): StorageKey => checkKey(`variants/${name}.${ext}`)
 
 /** Keys reach the file system or a bucket only after this check, so no request can name another path. */
 export function checkKey(key: string): StorageKey {

@@ -4,9 +4,9 @@ import { join } from 'node:path'
 import { checkKey, type Storage, StorageKeyTakenError } from './index'
 
 const PARTIAL = '.partial'
-const DIRS = ['originals', 'thumbs'] as const
+const DIRS = ['originals', 'thumbs', 'variants'] as const
 
-/** Files under `<root>/originals` and `<root>/thumbs`, put in by link or rename so a reader never sees half a file. */
+/** Files under `<root>/originals`, `<root>/thumbs` and `<root>/variants`, put in by link or rename so a reader never sees half a file. */
 export function createLocalStorage(root: string): Storage {
   for (const dir of DIRS) mkdirSync(join(root, dir), { recursive: true })
   const pathOf = (key: string) => join(root, checkKey(key))

@@ -84,6 +84,7 @@ export function createMediaPool(opts: MediaPoolOptions): Media {
   return {
     ingest: (path, o) => run('ingest', path, o),
     thumbnail: (path, thumbPath) => run('thumbnail', path, thumbPath),
+    variant: (path, spec, destPath) => run('variant', path, spec, destPath),
     classifierInput: (path) => run('classifierInput', path),
     close: () => pool.close(),
   }

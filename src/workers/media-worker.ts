@@ -3,7 +3,7 @@
  * time. Started by the pool as `bun media-worker.ts` (or, in the single binary, the binary itself with
  * IMGHOST_WORKER=media), configured through IMGHOST_MEDIA_OPTIONS.
  */
-import { localMedia, type Media, type MediaOptions } from '../media'
+import { localMedia, type Media, type MediaOptions, type VariantSpec } from '../media'
 import { serveJobs } from './pool'
 
 const media: Media = localMedia(JSON.parse(process.env.IMGHOST_MEDIA_OPTIONS ?? '') as MediaOptions)
@@ -11,5 +11,6 @@ const media: Media = localMedia(JSON.parse(process.env.IMGHOST_MEDIA_OPTIONS ?? 
 serveJobs({
   ingest: (path: string, opts: Parameters<Media['ingest']>[1]) => media.ingest(path, opts),
   thumbnail: (path: string, thumbPath: string) => media.thumbnail(path, thumbPath),
+  variant: (path: string, spec: VariantSpec, destPath: string) => media.variant(path, spec, destPath),
   classifierInput: (path: string) => media.classifierInput(path),
 })

@@ -1,22 +1,31 @@
+import type { Server } from 'bun'
 import { Elysia, t } from 'elysia'
 import { NOT_FOUND, StorageUnavailable } from '../../errors'
 import { httpErrorOf, jsonResponse } from '../../http/errors'
-import { type FastRouteObserver, fastRoute } from '../../http/fast-route'
+import { type FastHandler, type FastRouteObserver, fastRoute } from '../../http/fast-route'
+import type { GlobalRateLimit } from '../../http/rate-limit'
 import { log } from '../../log'
+import type { VariantSpec } from '../../media'
 import { originalKey, type Storage, type StorageKey, thumbnailKey } from '../../storage'
 import type { LiveImage } from '../images/live-cache'
 import { IMAGE_ID } from '../images/model'
 import type { ImageService } from '../images/service'
+import { FORMAT_MIME, PRESETS, type Preset, presetSpec, VARIANT_FORMATS } from '../variants/model'
+import type { VariantService } from '../variants/service'
+import { CUSTOM } from '../variants/signing'
 import { createHotFiles, type HotFiles } from './hot-files'
 
 const IMMUTABLE = 'public, max-age=31536000, immutable'
 // A script inside an SVG must never run: no loads, inline styles only, and a sandbox on top.
 const SVG_CSP = "default-src 'none'; style-src 'unsafe-inline'; sandbox"
 const ORIGINAL = new RegExp(`^(${IMAGE_ID})\\.([a-z]{3,4})$`)
-const THUMBNAIL = new RegExp(`^(${IMAGE_ID})\\.webp$`)
+const VARIANT = new RegExp(`^(${IMAGE_ID})\\.(${VARIANT_FORMATS.join('|')})$`)
 
-/** The routes, as Elysia and the request metrics name them. */
-const CDN_ROUTES = { original: '/cdn/:file', thumbnail: '/cdn/medium/:file' } as const
+/**
+ * The route of originals, as Elysia and the request metrics name it; beside it `/cdn/<preset>/:file` for each preset
+ * (medium's WebP is the upload-time thumbnail) and `/cdn/custom/:file` for signed sizes.
+ */
+const CDN_ROUTES = { original: '/cdn/:file' } as const
 
 const notFound = () => jsonResponse({ error: NOT_FOUND }, 404)
 
@@ -167,24 +176,35 @@ async function serveFromStore(request: Request, storage: Storage, d: Delivery): 
 
 type Handler = (request: Request, file: string) => Response | Promise<Response>
 
+/** A fresh delivery of each file of an image, as its cache entry keeps them. */
+interface Deliveries {
+  original?: Delivery
+  thumbnail?: Delivery
+  /** By storage key: presets and signed sizes. */
+  variants?: Map<StorageKey, Delivery>
+}
+
 export function cdnModule(deps: {
   images: ImageService
+  variants: VariantService
+  /** Signed sizes made (not served from storage) per client IP: a 429 past it. */
+  variantsMade: Pick<GlobalRateLimit, 'admit'>
   storage: Storage
   /** Where the fast path (see `routes`) records its requests. */
   observe: FastRouteObserver
   countViews?: boolean
   serve?: 'stream' | 'redirect'
 }) {
-  const { images, storage } = deps
+  const { images, variants, storage } = deps
   const countViews = deps.countViews ?? true
   const redirect = deps.serve === 'redirect'
   const hot = createHotFiles()
   // The answers of each cached image, kept as long as its entry: a changed or evicted image is a new entry object.
-  const deliveries = new WeakMap<LiveImage, { original?: Delivery; thumbnail?: Delivery }>()
+  const deliveries = new WeakMap<LiveImage, Deliveries>()
   const deliveriesOf = (image: LiveImage) => {
     const found = deliveries.get(image)
     if (found) return found
-    const made: { original?: Delivery; thumbnail?: Delivery } = {}
+    const made: Deliveries = {}
     deliveries.set(image, made)
     return made
   }
@@ -230,36 +250,70 @@ export function cdnModule(deps: {
     return response instanceof Response ? count(response) : response.then(count)
   }
 
-  const thumbnail: Handler = (request, file) => {
-    const match = THUMBNAIL.exec(file)
+  /**
+   * A preset or signed size: served from storage once made; the first request has it made (once, however many ask:
+   * variants.ensure), and a signed size made counts against the client's cap. A 304 needs no variant: its ETag says
+   * which it is.
+   */
+  const variant = (request: Request, preset: Preset | typeof CUSTOM, file: string, server: Server<unknown> | null) => {
+    const match = VARIANT.exec(file)
     const image = match ? images.liveCache.get(match[1]) : undefined
     if (!image) return notFound()
-    return serve(request, storage, hot, thumbnailDelivery(image))
+    const format = match![2] as VariantSpec['format']
+    let spec: VariantSpec
+    if (preset === CUSTOM) {
+      const at = request.url.indexOf('?')
+      spec = variants.verify(file, format, at < 0 ? '' : request.url.slice(at + 1))
+    } else {
+      // The medium WebP is the thumbnail made at upload, under its own link.
+      if (preset === 'medium' && format === 'webp') return serve(request, storage, hot, thumbnailDelivery(image))
+      spec = presetSpec(preset, format)
+    }
+    const key = variants.keyOf(image.id, spec)
+    const all = deliveriesOf(image)
+    all.variants ??= new Map()
+    const known = all.variants
+    const stored = variants.stored(key)
+    const kept = known.get(key)
+    if (stored && kept) return serve(request, storage, hot, kept)
+    // Not stored (or not served yet): a new delivery, so nothing learned of an evicted file is used again.
+    const d = delivery(key, { 'content-type': FORMAT_MIME[format] }, `"${key.slice(key.indexOf('/') + 1)}"`, redirect)
+    known.set(key, d)
+    if (stored) return serve(request, storage, hot, d)
+    const cached = notModified(request, d)
+    if (cached) return cached
+    const starting = preset === CUSTOM ? () => deps.variantsMade.admit(request, server) : undefined
+    return variants.ensure(image, spec, key, starting).then(() => serve(request, storage, hot, d))
   }
 
   // The same handlers as Bun routes, ahead of the Elysia app and its global hooks (src/http/fast-route.ts): /cdn is
   // not rate limited, has no auth and handles its own errors.
-  const fast = {
-    original: fastRoute(deps.observe, CDN_ROUTES.original, (request) => original(request, request.params.file)),
-    thumbnail: fastRoute(deps.observe, CDN_ROUTES.thumbnail, (request) => thumbnail(request, request.params.file)),
-  }
+  const fast = fastRoute(deps.observe, CDN_ROUTES.original, (request) => original(request, request.params.file))
   const params = t.Object({ file: t.String() })
+  const routes: Record<string, { GET: FastHandler; HEAD: FastHandler }> = {
+    [CDN_ROUTES.original]: { GET: fast, HEAD: fast },
+  }
+  const plugin = new Elysia({ name: 'module-cdn' }).get(
+    CDN_ROUTES.original,
+    ({ params, request }) => original(request, params.file),
+    { params, detail: { hide: true } },
+  )
+  for (const name of [...(Object.keys(PRESETS) as Preset[]), CUSTOM] as const) {
+    const route = `/cdn/${name}/:file`
+    const handler = fastRoute(deps.observe, route, (request, server) =>
+      variant(request, name, request.params.file, server),
+    )
+    routes[route] = { GET: handler, HEAD: handler }
+    plugin.get(route, ({ params, request, server }) => variant(request, name, params.file, server), {
+      params,
+      detail: { hide: true },
+    })
+  }
 
   return {
     /** For Bun.serve's `routes` (Elysia's `serve.routes`): the fast path of a listening server. */
-    routes: {
-      [CDN_ROUTES.original]: { GET: fast.original, HEAD: fast.original },
-      [CDN_ROUTES.thumbnail]: { GET: fast.thumbnail, HEAD: fast.thumbnail },
-    },
+    routes,
     /** The same routes inside Elysia: for `app.handle`, and for whatever reaches the app without the Bun routes. */
-    plugin: new Elysia({ name: 'module-cdn' })
-      .get(CDN_ROUTES.original, ({ params, request }) => original(request, params.file), {
-        params,
-        detail: { hide: true },
-      })
-      .get(CDN_ROUTES.thumbnail, ({ params, request }) => thumbnail(request, params.file), {
-        params,
-        detail: { hide: true },
-      }),
+    plugin,
   }
 }

@@ -1,6 +1,7 @@
 import type { Db } from '../../db/client'
 import { originalKey, type Storage, thumbnailKey } from '../../storage'
 import { removeStrayFiles, type SweepOptions } from '../../storage/sweep'
+import { storedVariantKeys } from '../variants/repository'
 import { storedImages } from './repository'
 
 /**
@@ -14,5 +15,6 @@ export async function sweepOrphans(db: Db, storage: Storage, tmpDir: string, opt
     known.add(originalKey(row.id, row.ext))
     known.add(thumbnailKey(row.id))
   }
+  for (const key of storedVariantKeys(db)) known.add(key)
   return removeStrayFiles(storage, tmpDir, known, opts)
 }

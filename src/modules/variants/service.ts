@@ -1,0 +1,147 @@
+import { mkdirSync } from 'node:fs'
+import { rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { Db } from '../../db/client'
+import { notFound } from '../../errors'
+import { randomToken } from '../../lib/crypto'
+import { log } from '../../log'
+import type { Media, VariantSpec } from '../../media'
+import { originalKey, type Storage, type StorageKey, variantKey } from '../../storage'
+import type { ImageEvents } from '../images/events'
+import { variantName } from './model'
+import {
+  forgetVariant,
+  isStored,
+  leastRecentlyUsed,
+  recordVariant,
+  storedBytes,
+  variantsOf,
+  writeUses,
+} from './repository'
+import { signedVariantPath, verifyVariantQuery } from './signing'
+
+/** Rows read per step of an eviction. */
+const EVICT_BATCH = 100
+
+export type VariantService = ReturnType<typeof createVariantService>
+
+/**
+ * An image's resized copies: made on first request by the media pool from the stored original, stored under their
+ * own key, served from storage afterwards. Each is made once however many requests ask for it at the same time
+ * (single flight). Stored variants are held to `storageLimit` bytes, least recently used going first; last uses are
+ * kept in memory and written before an eviction reads them (a write per cached request would cost more than the
+ * answer).
+ */
+export function createVariantService(deps: {
+  db: Db
+  storage: Storage
+  media: Media
+  tmpDir: string
+  secret: string
+  storageLimit: number
+  now?: () => number
+}) {
+  const { db, storage, media, tmpDir } = deps
+  const now = deps.now ?? Date.now
+  const making = new Map<StorageKey, Promise<void>>()
+  const uses = new Map<StorageKey, number>()
+
+  function flushUses() {
+    if (uses.size === 0) return
+    writeUses(db, uses)
+    uses.clear()
+  }
+
+  async function removeStored(key: StorageKey) {
+    uses.delete(key)
+    if (!forgetVariant(db, key)) return
+    // The row is gone first: a store that fails leaves an orphan file, which the orphan sweep removes.
+    await storage
+      .delete(key)
+      .catch((error) => log.warn('variant file left for the sweep', { key, error: String(error) }))
+  }
+
+  /** Least recently used first, until the stored variants fit the budget again; `keep` (just made) stays. */
+  async function evict(keep: StorageKey) {
+    flushUses()
+    let total = storedBytes(db)
+    while (total > deps.storageLimit) {
+      const batch = leastRecentlyUsed(db, EVICT_BATCH).filter((row) => row.key !== keep)
+      if (batch.length === 0) return
+      for (const row of batch) {
+        if (total <= deps.storageLimit) return
+        await removeStored(row.key)
+        total -= row.bytes
+      }
+    }
+  }
+
+  async function make(image: { id: string; ext: string }, spec: VariantSpec, key: StorageKey) {
+    mkdirSync(tmpDir, { recursive: true })
+    const source = join(tmpDir, `variant-${randomToken(9)}.${image.ext}`)
+    const target = join(tmpDir, `variant-${randomToken(9)}.${spec.format}`)
+    try {
+      // The worker reads a local file: the original is copied out of the store (a bucket's, or the disk's).
+      const original = storage.file(originalKey(image.id, image.ext))
+      // Gone meanwhile (deleted) or lost: nothing to make it from.
+      if (!(await original.exists())) throw notFound()
+      await Bun.write(source, original)
+      await media.variant(source, spec, target)
+      // A file without a row (a crash before the insert) is an orphan: replaced here, or removed by the sweep.
+      await storage.put(key, target, { replace: true })
+      // An image deleted while this ran leaves a row of a missing image: the orphan sweep drops it and its file.
+      recordVariant(db, { key, imageId: image.id, bytes: Bun.file(target).size, at: now() })
+    } finally {
+      await Promise.all([rm(source, { force: true }), rm(target, { force: true })])
+    }
+    await evict(key)
+  }
+
+  /** Removes every variant of an image (it was deleted or expired). */
+  async function removeFor(imageId: string) {
+    for (const { key } of variantsOf(db, imageId)) await removeStored(key)
+  }
+
+  return {
+    keyOf: (imageId: string, spec: VariantSpec) => variantKey(variantName(imageId, spec), spec.format),
+
+    /** Whether the variant is stored (and then counts as used now). */
+    stored(key: StorageKey): boolean {
+      if (!isStored(db, key)) return false
+      uses.set(key, now())
+      return true
+    },
+
+    /**
+     * Makes and stores the variant unless a request for it is already making it (then waits for that one).
+     * `starting` runs only when this call starts the job (the per-IP cap counts variants made, not requests).
+     */
+    ensure(image: { id: string; ext: string }, spec: VariantSpec, key: StorageKey, starting?: () => void) {
+      const running = making.get(key)
+      if (running) return running
+      starting?.()
+      const job = make(image, spec, key).finally(() => making.delete(key))
+      making.set(key, job)
+      return job
+    },
+
+    /** The signed path (from /cdn on) of a custom size. */
+    signedPath: (imageId: string, spec: VariantSpec) => signedVariantPath(deps.secret, imageId, spec),
+    /** The spec of a signed URL's query for `file`; Forbidden unless this server signed exactly that. */
+    verify: (file: string, format: VariantSpec['format'], search: string) =>
+      verifyVariantQuery(deps.secret, file, format, search),
+
+    /** Hook for the image events: an image's removal takes its variants with it. */
+    events: {
+      emit(type, image) {
+        if (type !== 'image.deleted') return
+        // emit must not wait or throw: a failure leaves rows and files to the orphan sweep.
+        removeFor(image.id).catch((error) =>
+          log.warn('variants left for the sweep', { id: image.id, error: String(error) }),
+        )
+      },
+    } satisfies ImageEvents,
+
+    flushUses,
+  }
+}
