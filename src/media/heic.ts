@@ -1,0 +1,44 @@
+import type { RgbaImage } from './bmp'
+import { exceedsMessage, MediaError } from './errors'
+
+/**
+ * HEIC/HEIF pictures are HEVC, which sharp's prebuilt libvips cannot decode: libheif (with libde265) compiled to wasm
+ * (heic-decode over libheif-js) decodes them in the media worker. It is loaded on the first HEIC a process sees, so
+ * workers that never meet one do not pay for its 2 MB of code. Its wasm memory grows to the largest image decoded and
+ * is given back when the idle worker exits (src/workers/media-pool.ts).
+ */
+let decoder: Promise<typeof import('heic-decode').default> | undefined
+const loadDecoder = () => {
+  decoder ??= import('heic-decode').then((m) => m.default)
+  return decoder
+}
+
+/**
+ * The primary picture of a HEIC/HEIF file as RGBA, its rotation and mirroring (irot/imir) applied, as every HEIF reader
+ * shows it (an Exif Orientation tag inside HEIF is informative only and is ignored, like libheif and browsers do).
+ * The size is read from the parsed header and checked before any pixel is decoded: over `maxPixels`, or an RGBA
+ * buffer over `maxBytes` held twice (in the decoder's memory and copied out of it), is refused.
+ */
+export async function decodeHeic(file: Uint8Array, maxPixels: number, maxBytes: number): Promise<RgbaImage> {
+  const decode = await loadDecoder()
+  let images: Awaited<ReturnType<typeof decode.all>>
+  try {
+    images = await decode.all({ buffer: file })
+  } catch {
+    throw new MediaError('Image could not be decoded')
+  }
+  try {
+    const image = images[0]
+    if (!image) throw new MediaError('Image could not be decoded')
+    const { width, height } = image
+    if (width * height > maxPixels) throw new MediaError(exceedsMessage(maxPixels))
+    if (width * height * 4 * 2 > maxBytes) throw new MediaError('Image needs too much memory to decode')
+    const pixels = await image.decode().catch(() => {
+      throw new MediaError('Image could not be decoded')
+    })
+    const data = new Uint8Array(pixels.data.buffer, pixels.data.byteOffset, pixels.data.byteLength)
+    return { width: pixels.width, height: pixels.height, data }
+  } finally {
+    images.dispose()
+  }
+}
