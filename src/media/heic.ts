@@ -14,6 +14,21 @@ const loadDecoder = () => {
 }
 
 /**
+ * Runs the decoder with console.log silenced: libheif-js prints every failure (with its internals) there as well as
+ * reporting it, and a file's failure is the uploader's 400, not a line in the server's output for anyone to fill.
+ * A media process runs one job at a time, so nothing else of it logs meanwhile.
+ */
+async function quietly<T>(run: () => Promise<T>): Promise<T> {
+  const log = console.log
+  console.log = () => {}
+  try {
+    return await run()
+  } finally {
+    console.log = log
+  }
+}
+
+/**
  * The primary picture of a HEIC/HEIF file as RGBA, its rotation and mirroring (irot/imir) applied, as every HEIF reader
  * shows it (an Exif Orientation tag inside HEIF is informative only and is ignored, like libheif and browsers do).
  * The size is read from the parsed header and checked before any pixel is decoded: over `maxPixels`, or an RGBA
@@ -23,7 +38,7 @@ export async function decodeHeic(file: Uint8Array, maxPixels: number, maxBytes: 
   const decode = await loadDecoder()
   let images: Awaited<ReturnType<typeof decode.all>>
   try {
-    images = await decode.all({ buffer: file })
+    images = await quietly(() => decode.all({ buffer: file }))
   } catch {
     throw new MediaError('Image could not be decoded')
   }
@@ -33,7 +48,7 @@ export async function decodeHeic(file: Uint8Array, maxPixels: number, maxBytes: 
     const { width, height } = image
     if (width * height > maxPixels) throw new MediaError(exceedsMessage(maxPixels))
     if (width * height * 4 * 2 > maxBytes) throw new MediaError('Image needs too much memory to decode')
-    const pixels = await image.decode().catch(() => {
+    const pixels = await quietly(() => image.decode()).catch(() => {
       throw new MediaError('Image could not be decoded')
     })
     const data = new Uint8Array(pixels.data.buffer, pixels.data.byteOffset, pixels.data.byteLength)

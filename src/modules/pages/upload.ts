@@ -9,12 +9,23 @@ import { SHARE_CODES, type ShareCode } from './share-codes'
 const PICKER_EXTENSIONS = [
   ...new Set(
     Object.values(FORMATS).flatMap((f) =>
-      f.ext === 'jpg' ? ['jpg', 'jpeg'] : f.ext === 'tiff' ? ['tiff', 'tif'] : [f.ext],
+      f.ext === 'jpg'
+        ? ['jpg', 'jpeg']
+        : f.ext === 'tiff'
+          ? ['tiff', 'tif']
+          : f.ext === 'heic'
+            ? ['heic', 'heif']
+            : [f.ext],
     ),
   ),
 ]
-const ACCEPT = [...Object.values(FORMATS).map((f) => f.mime), ...PICKER_EXTENSIONS.map((e) => `.${e}`)].join(',')
-const FORMAT_NAMES = 'JPG, PNG, GIF, WebP, SVG, BMP, ICO, TIFF, AVIF'
+// image/heif too: what browsers call a .heif file (detection from the bytes takes both as HEIC).
+const ACCEPT = [
+  ...Object.values(FORMATS).map((f) => f.mime),
+  'image/heif',
+  ...PICKER_EXTENSIONS.map((e) => `.${e}`),
+].join(',')
+const FORMAT_NAMES = 'JPG, PNG, GIF, WebP, SVG, BMP, ICO, TIFF, AVIF, HEIC'
 /** The result links' share codes, the direct link first (what an upload is most often for). */
 const SHARE_ORDER: ShareCode['key'][] = ['direct', 'viewer', 'markdown', 'bbcode', 'html']
 const UPLOAD_SHARE_CODES = JSON.stringify(SHARE_ORDER.map((key) => SHARE_CODES.find((code) => code.key === key)))
