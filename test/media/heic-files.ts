@@ -1,14 +1,14 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type sharp from 'sharp'
+import type { Sharp } from 'sharp'
 
 // HEIC files for the tests, made by Debian's heif-enc (libheif-examples, installed by .ci/run) from images sharp makes.
 
 type Bytes = Uint8Array<ArrayBuffer>
 
 /** The HEIC heif-enc makes of an image (a JPEG's Exif, GPS included, is carried over into an Exif item). */
-export async function heifEnc(image: sharp.Sharp, format: 'png' | 'jpeg' = 'png'): Promise<Bytes> {
+export async function heifEnc(image: Sharp, format: 'png' | 'jpeg' = 'png'): Promise<Bytes> {
   const dir = await mkdtemp(join(tmpdir(), 'heic-'))
   try {
     const source = join(dir, `in.${format === 'png' ? 'png' : 'jpg'}`)
