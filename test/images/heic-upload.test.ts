@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import exifReader from 'exif-reader'
 import sharp from 'sharp'
 import { decodeHeic } from '../../src/media/heic'
-import { uploadForm } from '../fixtures'
+import { type Bytes, uploadForm } from '../fixtures'
 import { startTestServer, storedKeys, type TestServer, userWithKey } from '../helpers'
 import { heifEnc, turnedHeic } from '../media/heic-files'
 import { gradient } from '../media/helpers'
@@ -13,7 +13,7 @@ sharp.cache(false)
 
 let t: TestServer
 let owner: Awaited<ReturnType<typeof userWithKey>>
-let heic: Uint8Array<ArrayBuffer>
+let heic: Bytes
 beforeAll(async () => {
   t = await startTestServer()
   owner = await userWithKey(t)
@@ -21,7 +21,7 @@ beforeAll(async () => {
 })
 afterAll(() => t.stop())
 
-const apiUpload = (bytes: Uint8Array, name = 'photo.heic', server = t, headers = owner.keyHeader) =>
+const apiUpload = (bytes: Bytes, name = 'photo.heic', server = t, headers = owner.keyHeader) =>
   server.json('/api/v1/upload', { method: 'POST', headers, body: uploadForm([{ bytes, name }]) })
 
 const path = (url: string) => new URL(url).pathname
