@@ -4,8 +4,8 @@ import { scrubTiff } from './tiff'
 import { blankXmp, scrubXmp } from './xmp'
 
 /**
- * AVIF and HEIC (both HEIF): metadata lives in items of the top-level `meta` box: an `Exif` item and a `mime` item of type
- * application/rdf+xml (XMP), whose bytes `iloc` places in the file or in `meta`'s `idat`. They are edited in place:
+ * AVIF and HEIC (both HEIF): metadata lives in items of the top-level `meta` box: an `Exif` item and a `mime` item
+ * of type application/rdf+xml (XMP), whose bytes `iloc` places in the file or in `meta`'s `idat`. They are edited in place:
  * the Exif item's GPS directory zeroed (STRIP_METADATA=all: the whole item), GPS properties of the XMP item blanked
  * (all: the whole packet). Nothing moves, so every offset in iloc stays right. A layout that cannot be edited so with
  * certainty (an item in another file or built from other items, protected, compressed, cut off, overlapping itself,

@@ -5,20 +5,12 @@ import type { PageRenderer } from '../../web/page'
 import { humanSize } from '../embeds/service'
 import { SHARE_CODES, type ShareCode } from './share-codes'
 
+/** Other spellings of an extension, which the file picker offers too. */
+const OTHER_SPELLINGS: Record<string, string> = { jpg: 'jpeg', tiff: 'tif', heic: 'heif' }
 /** Extensions the file picker offers (the server decides the type from the bytes; this only guides the picker). */
-const PICKER_EXTENSIONS = [
-  ...new Set(
-    Object.values(FORMATS).flatMap((f) =>
-      f.ext === 'jpg'
-        ? ['jpg', 'jpeg']
-        : f.ext === 'tiff'
-          ? ['tiff', 'tif']
-          : f.ext === 'heic'
-            ? ['heic', 'heif']
-            : [f.ext],
-    ),
-  ),
-]
+const PICKER_EXTENSIONS = Object.values(FORMATS).flatMap((f) =>
+  OTHER_SPELLINGS[f.ext] ? [f.ext, OTHER_SPELLINGS[f.ext]] : [f.ext],
+)
 // image/heif too: what browsers call a .heif file (detection from the bytes takes both as HEIC).
 const ACCEPT = [
   ...Object.values(FORMATS).map((f) => f.mime),
