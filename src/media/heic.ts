@@ -31,10 +31,17 @@ async function quietly<T>(run: () => Promise<T>): Promise<T> {
 /**
  * The primary picture of a HEIC/HEIF file as RGBA, its rotation and mirroring (irot/imir) applied, as every HEIF reader
  * shows it (an Exif Orientation tag inside HEIF is informative only and is ignored, like libheif and browsers do).
- * The size is read from the parsed header and checked before any pixel is decoded: over `maxPixels`, or an RGBA
- * buffer over `maxBytes` held twice (in the decoder's memory and copied out of it), is refused.
+ * heic-decode lists the file's top-level pictures without saying which is the primary one, so the primary is found
+ * by its upright size `primary` (from the probe, which reads the primary's): the first picture of that size, and a
+ * file with none is refused. The size is checked before any pixel is decoded: over `maxPixels`, or an RGBA buffer
+ * over `maxBytes` held twice (in the decoder's memory and copied out of it), is refused.
  */
-export async function decodeHeic(file: Uint8Array, maxPixels: number, maxBytes: number): Promise<RgbaImage> {
+export async function decodeHeic(
+  file: Uint8Array,
+  primary: { width: number; height: number },
+  maxPixels: number,
+  maxBytes: number,
+): Promise<RgbaImage> {
   const decode = await loadDecoder()
   let images: Awaited<ReturnType<typeof decode.all>>
   try {
@@ -43,7 +50,7 @@ export async function decodeHeic(file: Uint8Array, maxPixels: number, maxBytes: 
     throw new MediaError('Image could not be decoded')
   }
   try {
-    const image = images[0]
+    const image = images.find((i) => i.width === primary.width && i.height === primary.height)
     if (!image) throw new MediaError('Image could not be decoded')
     const { width, height } = image
     if (width * height > maxPixels) throw new MediaError(exceedsMessage(maxPixels))

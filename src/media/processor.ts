@@ -130,7 +130,7 @@ export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?:
         return sharp(img.data, { raw: { width: img.width, height: img.height, channels: 4 } })
       }
       case 'heic': {
-        const img = await decodeHeic(await Bun.file(path).bytes(), maxPixels, maxDecodeBytes)
+        const img = await decodeHeic(await Bun.file(path).bytes(), info, maxPixels, maxDecodeBytes)
         return sharp(img.data, { raw: { width: img.width, height: img.height, channels: 4 } })
       }
       case 'svg': {

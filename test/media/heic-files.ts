@@ -7,14 +7,20 @@ import type { Sharp } from 'sharp'
 
 type Bytes = Uint8Array<ArrayBuffer>
 
-/** The HEIC heif-enc makes of an image (a JPEG's Exif, GPS included, is carried over into an Exif item). */
-export async function heifEnc(image: Sharp, format: 'png' | 'jpeg' = 'png'): Promise<Bytes> {
+/**
+ * The HEIC heif-enc makes of an image (a JPEG's Exif, GPS included, is carried over into an Exif item), or of several:
+ * one file holding them all, the first the primary picture.
+ */
+export async function heifEnc(images: Sharp | Sharp[], format: 'png' | 'jpeg' = 'png'): Promise<Bytes> {
   const dir = await mkdtemp(join(tmpdir(), 'heic-'))
   try {
-    const source = join(dir, `in.${format === 'png' ? 'png' : 'jpg'}`)
-    await image.toFormat(format).toFile(source)
+    const sources: string[] = []
+    for (const [i, image] of [images].flat().entries()) {
+      sources.push(join(dir, `in${i}.${format === 'png' ? 'png' : 'jpg'}`))
+      await image.toFormat(format).toFile(sources[i]!)
+    }
     const out = join(dir, 'out.heic')
-    const run = Bun.spawnSync(['heif-enc', '-q', '80', '-o', out, source])
+    const run = Bun.spawnSync(['heif-enc', '-q', '80', '-o', out, ...sources])
     if (run.exitCode !== 0) throw new Error(`heif-enc failed: ${run.stderr.toString()}`)
     return new Uint8Array(await Bun.file(out).arrayBuffer())
   } finally {
@@ -51,5 +57,18 @@ export function withDeclaredSize(b: Uint8Array, width: number, height: number): 
   const view = new DataView(out.buffer)
   view.setUint32(at + 12, width)
   view.setUint32(at + 16, height)
+  return out
+}
+
+/**
+ * A file of two pictures from `heifEnc` with the second made the primary one (its `pitm` box names it): heif-enc
+ * writes each picture as a grid item over a hidden tile item, so the pictures are items 2 and 4.
+ */
+export function secondPrimary(b: Uint8Array): Bytes {
+  const out = new Uint8Array(b)
+  const at = boxAt(out, 'pitm')
+  const view = new DataView(out.buffer)
+  if (view.getUint16(at + 12) !== 2) throw new Error('heif-enc wrote another layout')
+  view.setUint16(at + 12, 4)
   return out
 }
