@@ -38,9 +38,11 @@ describe('decodeHeic', () => {
   test('refuses from the parsed header, before decoding: over the pixel limit, or over its memory', async () => {
     const heic = await heifEnc(marked())
     const size = { width: 64, height: 48 }
-    expect(decodeHeic(heic, size, 64 * 48 - 1, MAX.bytes)).rejects.toThrow('Image exceeds 0 megapixels')
+    await expect(decodeHeic(heic, size, 64 * 48 - 1, MAX.bytes)).rejects.toThrow('Image exceeds 0 megapixels')
     // The RGBA buffer, held by the decoder and copied out of it.
-    expect(decodeHeic(heic, size, MAX.pixels, 64 * 48 * 8 - 1)).rejects.toThrow('Image needs too much memory to decode')
+    await expect(decodeHeic(heic, size, MAX.pixels, 64 * 48 * 8 - 1)).rejects.toThrow(
+      'Image needs too much memory to decode',
+    )
     expect((await decodeHeic(heic, size, 64 * 48, 64 * 48 * 8)).width).toBe(64)
   })
 
@@ -52,6 +54,22 @@ describe('decodeHeic', () => {
       expect(error.message).toBe('Image could not be decoded')
     }
   })
+})
+
+test("the decoder's own failure messages stay out of the output (the uploader gets the 400)", async () => {
+  const heic = await heifEnc(gradient(64, 48))
+  const printed: unknown[] = []
+  const log = console.log
+  console.log = (...args: unknown[]) => printed.push(args)
+  try {
+    for (const bad of [heic.subarray(0, heic.length - 60), heic.subarray(0, 200)])
+      await expect(decodeHeic(bad, { width: 64, height: 48 }, MAX.pixels, MAX.bytes)).rejects.toThrow(
+        'could not be decoded',
+      )
+  } finally {
+    console.log = log
+  }
+  expect(printed).toEqual([])
 })
 
 describe('decodeHeic: the primary picture', () => {
@@ -66,7 +84,9 @@ describe('decodeHeic: the primary picture', () => {
 
   test('a file without a picture of the probed size is refused', async () => {
     const heic = await heifEnc(grey(64, 48))
-    expect(decodeHeic(heic, { width: 48, height: 64 }, MAX.pixels, MAX.bytes)).rejects.toThrow('could not be decoded')
+    await expect(decodeHeic(heic, { width: 48, height: 64 }, MAX.pixels, MAX.bytes)).rejects.toThrow(
+      'could not be decoded',
+    )
   })
 })
 
@@ -103,6 +123,6 @@ describe('the media processor on HEIC', () => {
   test('over the pixel limit it is refused by inspect, from the header', async () => {
     const small = createMediaProcessor({ maxPixels: 10_000, maxDecodeBytes: MAX.bytes })
     const path = await scratch.file(await heifEnc(gradient(640, 480)))
-    expect(small.inspect(path)).rejects.toThrow('Image exceeds 0.01 megapixels')
+    await expect(small.inspect(path)).rejects.toThrow('Image exceeds 0.01 megapixels')
   })
 })
