@@ -13,14 +13,21 @@ export function isPng(head: Uint8Array): boolean {
   return startsWith(head, PNG_SIGNATURE)
 }
 
-function isAvif(head: Uint8Array): boolean {
-  if (head.length < 16 || ascii(head, 4, 4) !== 'ftyp') return false
+/** The brands of an ISO media file's leading `ftyp` box (major and compatible), or none. */
+function ftypBrands(head: Uint8Array): string[] {
+  if (head.length < 16 || ascii(head, 4, 4) !== 'ftyp') return []
   const boxSize = u32be(head, 0)
-  if (boxSize < 16 || boxSize > head.length) return false
+  if (boxSize < 16 || boxSize > head.length) return []
   const brands = [ascii(head, 8, 4)]
   for (let at = 16; at + 4 <= boxSize; at += 4) brands.push(ascii(head, at, 4))
-  return brands.includes('avif') || brands.includes('avis')
+  return brands
 }
+
+/**
+ * HEIF brands of still images and sequences (ISO/IEC 23008-12): HEVC ones and the codec-neutral mif1/msf1. AVIF
+ * files carry mif1 too, so their own brands are checked first.
+ */
+const HEIF_BRANDS = new Set(['heic', 'heix', 'heim', 'heis', 'hevc', 'hevx', 'hevm', 'hevs', 'mif1', 'msf1'])
 
 function isIco(head: Uint8Array): boolean {
   // The first directory entry's reserved byte must be zero: weeds out other files that happen to start 00 00 01 00.
@@ -69,7 +76,9 @@ export function detectFormat(head: Uint8Array): ImageFormat | null {
   if (head.length >= 18 && ascii(head, 0, 2) === 'BM' && DIB_HEADER_SIZES.has(u32le(head, 14))) return 'bmp'
   if (isIco(head)) return 'ico'
   if (startsWith(head, [0x49, 0x49, 0x2a, 0x00]) || startsWith(head, [0x4d, 0x4d, 0x00, 0x2a])) return 'tiff'
-  if (isAvif(head)) return 'avif'
+  const brands = ftypBrands(head)
+  if (brands.includes('avif') || brands.includes('avis')) return 'avif'
+  if (brands.some((brand) => HEIF_BRANDS.has(brand))) return 'heic'
   if (isSvg(head)) return 'svg'
   return null
 }

@@ -18,7 +18,7 @@ export { Cost, LOCATION_UNSAFE } from './metadata/cost'
  * is in place and keeps the file's length (a GPS directory zeroed, a GPS property replaced by spaces), so no offset
  * in the file moves; only a compressed PNG text chunk is compressed again. Under 'all', JPEG, PNG and WebP lose their
  * Exif, XMP, IPTC and comments, keeping a non-default Orientation in a minimal Exif (dropping it would show photos
- * turned sideways); TIFF and AVIF, whose metadata is addressed by offsets, have it removed in place.
+ * turned sideways); TIFF, AVIF and HEIC, whose metadata is addressed by offsets, have it removed in place.
  * When location may be present and cannot be removed with certainty, the file is refused (a MediaError), never
  * stored with it. The cost of every step is linear in the file's size (see Cost), so no file can stall the server.
  * GIF, BMP, ICO and SVG are stored as sent.
@@ -33,6 +33,7 @@ const STRIPPERS: Partial<Record<ImageFormat, Stripper>> = {
   webp: (b, mode, cost) => (ascii(b, 0, 4) === 'RIFF' ? stripWebp(b, mode, cost) : null),
   tiff: (b, mode, cost) => (scrubTiff(b, mode, cost) ? b : null),
   avif: stripAvif,
+  heic: stripAvif, // the same HEIF container: Exif and XMP items of the meta box
 }
 
 /**

@@ -5,6 +5,7 @@ import { BMP_HEAD_BYTES, decodeBmp, readBmpSize } from './bmp'
 import { DETECT_HEAD_BYTES, detectFormat } from './detect'
 import { exceedsMessage, MediaError } from './errors'
 import type { ImageFormat } from './formats'
+import { decodeHeic } from './heic'
 import { decodeIco, icoEntrySize, largestIcoEntry } from './ico'
 import { THUMBNAIL_SIZE } from './thumbnail'
 
@@ -29,6 +30,11 @@ export interface VariantSpec {
 export interface MediaProcessor {
   /** Detects the format from bytes, probes dimensions from the header (refusing > maxPixels BEFORE decoding any pixel), throws MediaError. */
   inspect(path: string): Promise<ImageInfo>
+  /**
+   * The image decoded, as a sharp pipeline to resize and encode (every format, HEIC included; `allFrames`: an animation
+   * keeps its frames). What is made from an original starts here. Throws MediaError when it cannot be decoded.
+   */
+  open(path: string, info: ImageInfo, allFrames: boolean): Promise<Sharp>
   /** Fully decodes the image and writes a WebP thumbnail fitting within 500x500 (never enlarged; animated when the source is animated), returns its dimensions. Throws MediaError when the image cannot be decoded. */
   thumbnail(path: string, info: ImageInfo, destPath: string): Promise<{ width: number; height: number }>
   /** 224x224 RGB (3 bytes per pixel, row-major, length 150528) of the first frame, for the NSFW classifier. */
@@ -114,9 +120,10 @@ export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?:
     const meta = await decoding(() => sharp(input, { limitInputPixels: false }).metadata())
     const pages = meta.pages ?? 1
     const animated = (format === 'gif' || format === 'webp') && pages > 1
-    // Orientation 5-8 swaps the sides; browsers and our thumbnails show the image turned upright.
-    const width = meta.autoOrient?.width ?? meta.width
-    const height = meta.autoOrient?.height ?? meta.height
+    // Orientation 5-8 swaps the sides; browsers and our thumbnails show the image turned upright. HEIF turns its
+    // picture by its own properties (libheif's size already has them applied) and ignores an Exif Orientation.
+    const upright = format === 'heic' ? meta : (meta.autoOrient ?? meta)
+    const { width, height } = upright
     if (!width || !height) throw undecodable()
     if (animated && width * height * pages > maxPixels * ANIMATION_FRAME_BUDGET) {
       throw new MediaError('Animation has too many frames')
@@ -127,7 +134,8 @@ export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?:
   /**
    * A sharp pipeline over the image. Files go to sharp by path, except SVG: it goes as bytes so that, having no base
    * location, it cannot reach files next to it or anywhere else (`<image href="file:...">`, `<use>`, CSS urls), and
-   * it is rendered straight at the scale of the output (`box`: the side it must fill, the thumbnail's unless told). BMP and ICO are decoded here (MediaError when they cannot be).
+   * it is rendered straight at the scale of the output (`box`: the side it must fill, the thumbnail's unless told).
+   * BMP, ICO and HEIC are decoded here (MediaError when they cannot be), HEIC with its rotation applied.
    */
   async function open(path: string, info: ImageInfo, allFrames: boolean, box = THUMBNAIL_SIZE): Promise<Sharp> {
     switch (info.format) {
@@ -138,6 +146,10 @@ export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?:
       case 'ico': {
         const img = decodeIco(await Bun.file(path).bytes(), maxPixels, maxDecodeBytes)
         if ('png' in img) return sharp(img.png, decodeOptions)
+        return sharp(img.data, { raw: { width: img.width, height: img.height, channels: 4 } })
+      }
+      case 'heic': {
+        const img = await decodeHeic(await Bun.file(path).bytes(), info, maxPixels, maxDecodeBytes)
         return sharp(img.data, { raw: { width: img.width, height: img.height, channels: 4 } })
       }
       case 'svg': {
@@ -175,6 +187,8 @@ export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?:
   }
 
   return {
+    open,
+
     async inspect(path) {
       const format = detectFormat(await readHead(path, DETECT_HEAD_BYTES))
       if (!format) throw new MediaError('File is not a supported image')

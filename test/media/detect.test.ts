@@ -17,6 +17,7 @@ describe('formats table', () => {
       ico: { mime: 'image/x-icon', ext: 'ico' },
       tiff: { mime: 'image/tiff', ext: 'tiff' },
       avif: { mime: 'image/avif', ext: 'avif' },
+      heic: { mime: 'image/heic', ext: 'heic', inPages: false },
     })
     for (const [format, { ext }] of Object.entries(FORMATS)) expect(formatFromExt(ext)).toBe(format as ImageFormat)
     for (const other of ['jpeg', 'JPG', 'tif', '.png', 'exe', '']) expect(formatFromExt(other)).toBeUndefined()
@@ -55,8 +56,19 @@ describe('detectFormat', () => {
       text(`\0\0\0${String.fromCharCode(16 + 4 * compatible.length)}ftyp${major}\0\0\0\0${compatible.join('')}`)
     expect(detectFormat(ftyp('avif'))).toBe('avif')
     expect(detectFormat(ftyp('mif1', 'mif1', 'avis'))).toBe('avif')
-    expect(detectFormat(ftyp('heic', 'mif1', 'heic'))).toBeNull()
     expect(detectFormat(ftyp('isom', 'isom', 'mp41'))).toBeNull()
+  })
+
+  test('HEIC/HEIF by any HEIF brand in ftyp, AVIF first', () => {
+    const ftyp = (major: string, ...compatible: string[]) =>
+      text(`\0\0\0${String.fromCharCode(16 + 4 * compatible.length)}ftyp${major}\0\0\0\0${compatible.join('')}`)
+    for (const brand of ['heic', 'heix', 'hevc', 'heim', 'heis', 'mif1', 'msf1'])
+      expect(detectFormat(ftyp(brand))).toBe('heic')
+    expect(detectFormat(ftyp('isom', 'mp41', 'heic'))).toBe('heic')
+    expect(detectFormat(ftyp('mif1', 'mif1', 'avif'))).toBe('avif')
+    expect(detectFormat(ftyp('isom', 'isom', 'mp41'))).toBeNull()
+    // The box must fit in what was read: a cut ftyp is no brand.
+    expect(detectFormat(ftyp('heic').subarray(0, 15))).toBeNull()
   })
 
   test('SVG is recognised by its root element after a prolog', () => {

@@ -4,6 +4,8 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFile
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { makeImage, uploadForm } from '../fixtures'
+import { heifEnc } from '../media/heic-files'
+import { gradient } from '../media/helpers'
 
 // The single executable, run the way an operator would: copied alone into an empty directory (no node_modules
 // anywhere above it), configured by the environment. Set IMGHOST_BINARY to test an already built binary (CI: after
@@ -103,7 +105,8 @@ describe('single binary', () => {
   })
 
   let imageId: string
-  test('register, API key, upload through the API, direct link returns the same bytes (sharp, migrations)', async () => {
+  let heicImageId: string
+  test('register, API key, upload through the API (a PNG, a HEIC), direct link returns the same bytes (sharp, libheif-js, migrations)', async () => {
     const register = await fetch(`${url}/api/auth/register`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -137,6 +140,19 @@ describe('single binary', () => {
     const thumbnail = await fetch(image.thumbnail)
     expect(thumbnail.status).toBe(200)
     expect(thumbnail.headers.get('content-type')).toBe('image/webp')
+
+    // HEIC: decoded by libheif-js (wasm, bundled) in the media worker, which is the binary itself.
+    const heic = await heifEnc(gradient(64, 48))
+    const heicUpload = await fetch(`${url}/api/v1/upload`, {
+      method: 'POST',
+      headers: { 'x-api-key': apiKey },
+      body: uploadForm([{ bytes: heic, name: 'phone.heic' }]),
+    })
+    const heicImage = (await heicUpload.json()) as { id: string; thumbnail: string; mime: string; width: number }
+    expect(heicUpload.status, `${JSON.stringify(heicImage)}\n${logs()}`).toBe(201)
+    expect(heicImage).toMatchObject({ mime: 'image/heic', width: 64 })
+    expect((await fetch(heicImage.thumbnail)).headers.get('content-type')).toBe('image/webp')
+    heicImageId = heicImage.id
   })
 
   test('embedded files: Swagger UI and the site assets are served byte for byte', async () => {
@@ -185,6 +201,7 @@ describe('single binary', () => {
     expect(rows).toEqual(
       [
         { id: imageId, scanStatus: 'none' },
+        { id: heicImageId, scanStatus: 'none' },
         { id: webImageId, scanStatus: 'done' },
       ].sort((a, b) => (a.id < b.id ? -1 : 1)),
     )
@@ -201,7 +218,7 @@ describe('single binary', () => {
     const check = Bun.spawnSync([binary, 'check'], { cwd: runDir, env: environment() })
     expect(check.exitCode, `${check.stdout}\n${check.stderr}`).toBe(0)
     expect(JSON.parse(check.stdout.toString())).toMatchObject({
-      images: 2,
+      images: 3,
       missingOriginals: [],
       missingThumbnails: [],
       strayFiles: [],

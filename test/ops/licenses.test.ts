@@ -11,12 +11,21 @@ const root = join(import.meta.dir, '..', '..')
 /** Permissive licenses: each only asks that its notice is kept. */
 const ALLOWED = new Set(['MIT', 'MIT-0', 'ISC', 'BSD-2-Clause', 'BSD-3-Clause', 'Apache-2.0', '0BSD', 'BlueOak-1.0.0'])
 /**
- * LGPL only for libvips as sharp ships it: a prebuilt shared library that sharp's addon links dynamically (also in the
- * single binary, which loads it from a file of its own: src/media/libvips-preload.ts), so it can be replaced by
- * another build, which is what the LGPL asks of a work that uses the library.
+ * LGPL only for two libraries used unmodified, which the LGPL allows a work under another license to use as long as
+ * the user can replace the library with another build of it (README: License):
+ * - libvips as sharp ships it: a prebuilt shared library that sharp's addon links dynamically (also in the single
+ *   binary, which loads it from a file of its own: src/media/libvips-preload.ts);
+ * - libheif-js, libheif compiled to wasm with its JS glue, which heic-decode loads at run time from its own package
+ *   (src/media/heic.ts), so any other build of it can be put in its place. The single binary bundles it with the JS;
+ *   there the imghost source, public, is the means to relink: `bun run build:binary` over another libheif-js.
+ * Its license field says LGPL-3.0 (SPDX's older id of LGPL-3.0-only), libvips' LGPL-3.0-or-later; each is allowed
+ * only under the id its package declares.
  */
-const LGPL_ONLY_FOR = /^@img\/sharp-libvips-/
-const LGPL = 'LGPL-3.0-or-later'
+const LGPL_ALLOWED: { name: RegExp; id: string }[] = [
+  { name: /^@img\/sharp-libvips-/, id: 'LGPL-3.0-or-later' },
+  { name: /^libheif-js$/, id: 'LGPL-3.0' },
+]
+const lgplAllowed = (name: string, id: string) => LGPL_ALLOWED.some((lgpl) => lgpl.id === id && lgpl.name.test(name))
 
 type Manifest = {
   name: string
@@ -109,7 +118,7 @@ function satisfies(expression: string, allowed: (id: string) => boolean): boolea
 /** Whether a package's `license` field allows it in the production tree. */
 function licenseAllowed(name: string, license: unknown): boolean {
   if (typeof license !== 'string') return false // none, UNLICENSED or a legacy object: look at it by hand
-  return satisfies(license, (id) => ALLOWED.has(id) || (id === LGPL && LGPL_ONLY_FOR.test(name)))
+  return satisfies(license, (id) => ALLOWED.has(id) || lgplAllowed(name, id))
 }
 
 describe('licenses of the production dependencies', () => {
@@ -129,7 +138,11 @@ describe('licenses of the production dependencies', () => {
       '@tensorflow/tfjs-core',
     ])
       expect(names.has(name), name).toBe(true)
-    expect([...names].some((name) => LGPL_ONLY_FOR.test(name))).toBe(true)
+    for (const lgpl of LGPL_ALLOWED)
+      expect(
+        [...names].some((name) => lgpl.name.test(name)),
+        String(lgpl.name),
+      ).toBe(true)
     // Development tools are not in it.
     for (const name of ['@biomejs/biome', 'drizzle-kit', 'playwright-core', 's3rver'])
       expect(names.has(name), name).toBe(false)
@@ -142,7 +155,7 @@ describe('licenses of the production dependencies', () => {
     expect(refused).toEqual([])
   })
 
-  test('the rule: permissive ids, SPDX AND/OR, LGPL for libvips alone, nothing else', () => {
+  test('the rule: permissive ids, SPDX AND/OR, LGPL for libvips and libheif-js alone, nothing else', () => {
     expect(licenseAllowed('a', 'MIT')).toBe(true)
     expect(licenseAllowed('a', '(MIT OR GPL-3.0-only)')).toBe(true)
     expect(licenseAllowed('a', 'Apache-2.0 AND MIT')).toBe(true)
@@ -153,7 +166,13 @@ describe('licenses of the production dependencies', () => {
     expect(licenseAllowed('a', 'UNLICENSED')).toBe(false)
     expect(licenseAllowed('a', undefined)).toBe(false)
     expect(licenseAllowed('a', { type: 'MIT' })).toBe(false)
-    expect(licenseAllowed('@img/sharp-libvips-linux-x64', LGPL)).toBe(true)
-    expect(licenseAllowed('some-other-lib', LGPL)).toBe(false)
+    expect(licenseAllowed('@img/sharp-libvips-linux-x64', 'LGPL-3.0-or-later')).toBe(true)
+    expect(licenseAllowed('some-other-lib', 'LGPL-3.0-or-later')).toBe(false)
+    expect(licenseAllowed('libheif-js', 'LGPL-3.0')).toBe(true)
+    expect(licenseAllowed('libheif-js-fork', 'LGPL-3.0')).toBe(false)
+    expect(licenseAllowed('some-other-lib', 'LGPL-3.0')).toBe(false)
+    // Each under the id it declares: a libheif-js relicensed to GPL, or a libvips to LGPL-2.1, is looked at first.
+    expect(licenseAllowed('libheif-js', 'GPL-3.0-only')).toBe(false)
+    expect(licenseAllowed('@img/sharp-libvips-linux-x64', 'LGPL-3.0')).toBe(false)
   })
 })

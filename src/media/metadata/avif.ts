@@ -4,8 +4,8 @@ import { scrubTiff } from './tiff'
 import { blankXmp, scrubXmp } from './xmp'
 
 /**
- * AVIF (HEIF): metadata lives in items of the top-level `meta` box: an `Exif` item and a `mime` item of type
- * application/rdf+xml (XMP), whose bytes `iloc` places in the file or in `meta`'s `idat`. They are edited in place:
+ * AVIF and HEIC (both HEIF): metadata lives in items of the top-level `meta` box: an `Exif` item and a `mime` item
+ * of type application/rdf+xml (XMP), whose bytes `iloc` places in the file or in `meta`'s `idat`. They are edited in place:
  * the Exif item's GPS directory zeroed (STRIP_METADATA=all: the whole item), GPS properties of the XMP item blanked
  * (all: the whole packet). Nothing moves, so every offset in iloc stays right. A layout that cannot be edited so with
  * certainty (an item in another file or built from other items, protected, compressed, cut off, overlapping itself,
@@ -26,7 +26,7 @@ interface Box {
   end: number
 }
 
-const malformed = () => unsafe('a malformed AVIF meta box')
+const malformed = () => unsafe('a malformed HEIF meta box')
 
 /** The boxes between `start` and `end`; `strict` refuses a box that does not fit (inside meta), else stops there. */
 function boxes(b: Uint8Array, start: number, end: number, strict: boolean, cost: Cost): Box[] {
@@ -94,7 +94,7 @@ function metadataItems(b: Uint8Array, iinf: Box, cost: Cost): Map<number, ItemKi
     if (type === 'mime' && string() === 'application/rdf+xml')
       kind = at < infe.end && string() !== '' ? 'encoded-xmp' : 'xmp'
     if (!kind) continue
-    if (protection !== 0) throw unsafe('protected metadata in an AVIF file')
+    if (protection !== 0) throw unsafe('protected metadata in a HEIF file')
     items.set(id, kind)
   }
   return items
@@ -132,9 +132,9 @@ function itemExtents(b: Uint8Array, iloc: Box, idat: Box | undefined, items: Map
       at += n * extentSize // skipped without reading: the cost does not depend on the count
       continue
     }
-    if (reference !== 0 || method === 2) throw unsafe('AVIF metadata stored in another file or built from other items')
+    if (reference !== 0 || method === 2) throw unsafe('HEIF metadata stored in another file or built from other items')
     const ranges = extents.get(id) ?? []
-    if (ranges.length + n > MAX_EXTENTS) throw unsafe('AVIF metadata in too many pieces')
+    if (ranges.length + n > MAX_EXTENTS) throw unsafe('HEIF metadata in too many pieces')
     const container = method === 1 ? idat : { body: 0, end: b.length }
     if (!container) throw malformed()
     for (let e = 0; e < n; e++) {
@@ -144,7 +144,7 @@ function itemExtents(b: Uint8Array, iloc: Box, idat: Box | undefined, items: Map
       cost.add(extentSize)
       const start = container.body + base + offset
       const end = length === 0 ? container.end : start + length
-      if (end > container.end || start > end) throw unsafe('AVIF metadata that extends past the file')
+      if (end > container.end || start > end) throw unsafe('HEIF metadata that extends past the file')
       ranges.push([start, end])
     }
     extents.set(id, ranges)
@@ -177,14 +177,14 @@ export function stripAvif(b: Uint8Array, mode: 'gps' | 'all', cost: Cost): Uint8
     )
     for (const [id, ranges] of extents) {
       const kind = items.get(id)!
-      if (kind === 'encoded-xmp' && mode === 'gps') throw unsafe('compressed XMP in an AVIF file')
+      if (kind === 'encoded-xmp' && mode === 'gps') throw unsafe('compressed XMP in a HEIF file')
       const sorted = [...ranges].sort((x, y) => x[0] - y[0])
       for (let i = 1; i < sorted.length; i++)
-        if (sorted[i]![0] < sorted[i - 1]![1]) throw unsafe('AVIF metadata that overlaps itself')
+        if (sorted[i]![0] < sorted[i - 1]![1]) throw unsafe('HEIF metadata that overlaps itself')
       // One extent is edited where it lies; several are put together, edited, and written back.
       const size = ranges.reduce((n, [s, e]) => n + e - s, 0)
       budget -= size
-      if (budget < 0) throw unsafe('AVIF metadata items that overlap each other')
+      if (budget < 0) throw unsafe('HEIF metadata items that overlap each other')
       const item = ranges.length === 1 ? b.subarray(...ranges[0]!) : new Uint8Array(size)
       if (ranges.length > 1) {
         let o = 0
@@ -221,6 +221,6 @@ function cleanItem(item: Uint8Array, kind: ItemKind, mode: 'gps' | 'all', cost: 
   // An Exif item starts with the offset of its TIFF header (after an optional "Exif\0\0").
   if (item.length < 4) return false
   const tiff = 4 + u32be(item, 0)
-  if (tiff > item.length) throw unsafe('an AVIF Exif item that points past its end')
+  if (tiff > item.length) throw unsafe('a HEIF Exif item that points past its end')
   return scrubTiff(item.subarray(tiff), 'gps', cost)
 }

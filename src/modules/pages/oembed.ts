@@ -34,13 +34,15 @@ export const OEmbedResponse = t.Union([OEmbedPhoto, OEmbedLink])
 export const OEmbedQuery = t.Object({
   url: t.String({ description: 'A viewer link, {base_url}/i/<id>' }),
   format: t.Optional(t.String({ description: 'Only json is supported (anything else: 501)' })),
-  maxwidth: t.Optional(t.String({ description: 'Accepted and ignored: the photo is always the original' })),
+  maxwidth: t.Optional(
+    t.String({ description: 'Accepted and ignored: the photo is the original (its thumbnail for HEIC)' }),
+  ),
   maxheight: t.Optional(t.String({ description: 'Accepted and ignored' })),
 })
 
 /** The oEmbed answer of a viewer link; its title, author and provider match the page's head. */
 export function oembedFor(config: Config, data: ImagePageData) {
-  const { image, embed, links } = data
+  const { image, embed, links, shown } = data
   const base = {
     version: '1.0' as const,
     title: embed.title,
@@ -55,9 +57,9 @@ export function oembedFor(config: Config, data: ImagePageData) {
   return {
     ...base,
     type: 'photo' as const,
-    url: links.url,
-    width: image.width,
-    height: image.height,
+    url: shown.url,
+    width: shown.width,
+    height: shown.height,
     thumbnail_url: links.thumbnail,
     thumbnail_width: thumb.width,
     thumbnail_height: thumb.height,

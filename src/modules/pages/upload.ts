@@ -5,16 +5,19 @@ import type { PageRenderer } from '../../web/page'
 import { humanSize } from '../embeds/service'
 import { SHARE_CODES, type ShareCode } from './share-codes'
 
+/** Other spellings of an extension, which the file picker offers too. */
+const OTHER_SPELLINGS: Record<string, string> = { jpg: 'jpeg', tiff: 'tif', heic: 'heif' }
 /** Extensions the file picker offers (the server decides the type from the bytes; this only guides the picker). */
-const PICKER_EXTENSIONS = [
-  ...new Set(
-    Object.values(FORMATS).flatMap((f) =>
-      f.ext === 'jpg' ? ['jpg', 'jpeg'] : f.ext === 'tiff' ? ['tiff', 'tif'] : [f.ext],
-    ),
-  ),
-]
-const ACCEPT = [...Object.values(FORMATS).map((f) => f.mime), ...PICKER_EXTENSIONS.map((e) => `.${e}`)].join(',')
-const FORMAT_NAMES = 'JPG, PNG, GIF, WebP, SVG, BMP, ICO, TIFF, AVIF'
+const PICKER_EXTENSIONS = Object.values(FORMATS).flatMap((f) =>
+  OTHER_SPELLINGS[f.ext] ? [f.ext, OTHER_SPELLINGS[f.ext]] : [f.ext],
+)
+// image/heif too: what browsers call a .heif file (detection from the bytes takes both as HEIC).
+const ACCEPT = [
+  ...Object.values(FORMATS).map((f) => f.mime),
+  'image/heif',
+  ...PICKER_EXTENSIONS.map((e) => `.${e}`),
+].join(',')
+const FORMAT_NAMES = 'JPG, PNG, GIF, WebP, SVG, BMP, ICO, TIFF, AVIF, HEIC'
 /** The result links' share codes, the direct link first (what an upload is most often for). */
 const SHARE_ORDER: ShareCode['key'][] = ['direct', 'viewer', 'markdown', 'bbcode', 'html']
 const UPLOAD_SHARE_CODES = JSON.stringify(SHARE_ORDER.map((key) => SHARE_CODES.find((code) => code.key === key)))
