@@ -4,6 +4,7 @@ import sharp from 'sharp'
 import { thumbnailKey } from '../../src/storage'
 import { type Bytes, makeAnimatedGif, makeImage } from '../fixtures'
 import { eventually, jsonBody, startTestServer, storedKeys, type TestServer, testClock, userWithKey } from '../helpers'
+import { heifEnc, turnedHeic } from '../media/heic-files'
 import { countingMedia, upload } from './support'
 
 const clock = testClock()
@@ -51,6 +52,18 @@ describe('presets x formats', () => {
       })
     }
   }
+
+  test('a HEIC original (browsers cannot show it) is delivered as web formats, upright', async () => {
+    // 800x600, stored turned a quarter as a phone's portrait photo: the presets follow the upright 600x800 picture.
+    const heic = turnedHeic(await heifEnc(sharp(await makeImage('png', 800, 600))))
+    const { id } = await upload(t, owner.keyHeader, heic, 'portrait.heic')
+    for (const format of ['jpg', 'webp'] as const) {
+      const { res, meta } = await get(`/cdn/small/${id}.${format}`)
+      expect(res.status).toBe(200)
+      expect(meta!.format).toBe(SNIFFED[format])
+      expect([meta!.width, meta!.height]).toEqual([240, 320])
+    }
+  })
 
   test('never upscaled: a smaller original keeps its size in every preset', async () => {
     for (const preset of ['small', 'medium', 'large']) {
