@@ -35,6 +35,7 @@ function bodyFor(method: string, path: string): unknown {
   const bodies: Record<string, unknown> = {
     'patch /api/v1/image/{id}': { visibility: 'public', nsfw: true },
     'patch /api/images/{id}': { visibility: 'public', nsfw: true },
+    'post /api/v1/image/{id}/variants': { width: 100, format: 'webp' },
     'put /api/albums/{id}': { title: 'stolen', isPublic: true, password: 'mine now' },
     'post /api/albums/{id}/images': { imageId: B.image },
     'put /api/embeds/{id}': { name: 'stolen', title: 'stolen' },
