@@ -276,8 +276,10 @@ const prepareWindowStatements = (db: Db | Tx) => ({
 function windowStatementsOf(db: Db | Tx) {
   // drizzle keeps the session on an internal field; a transaction's is its database's.
   const session = (db as unknown as { session: object }).session
-  let statements = windowStatements.get(session)
-  if (!statements) windowStatements.set(session, (statements = prepareWindowStatements(db)))
+  const known = windowStatements.get(session)
+  if (known) return known
+  const statements = prepareWindowStatements(db)
+  windowStatements.set(session, statements)
   return statements
 }
 
