@@ -162,11 +162,8 @@ export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?:
     }
     const image = await open(path, info, false)
     return decoding(async () => {
-      // In sRGB, as the WebP encoder would have converted it (a CMYK JPEG's raw pixels would be CMYK).
-      const { data: pixels, info: px } = await fitThumbnail(image)
-        .toColourspace('srgb')
-        .raw()
-        .toBuffer({ resolveWithObject: true })
+      // 8-bit sRGB (sharp's default output), as the WebP encoder gets it, alpha kept.
+      const { data: pixels, info: px } = await fitThumbnail(image).raw().toBuffer({ resolveWithObject: true })
       const raw = { raw: { width: px.width, height: px.height, channels: px.channels } }
       const [data, classifierInput] = await Promise.all([
         encodeThumbnail(sharp(pixels, raw)).toBuffer(),
