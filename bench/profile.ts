@@ -125,23 +125,28 @@ async function perRequest(call: () => Promise<Response>, n: number): Promise<num
   return ((performance.now() - start) * 1000) / n
 }
 
-/** Self time per function (name, file and line) of a .cpuprofile, largest first, as shares of the whole. */
+/**
+ * Self time per function (name, file and line) of a .cpuprofile, largest first, as shares of the whole, by sample
+ * count. Not by the samples' time deltas: the sampler takes none while the thread is idle, so the first sample after
+ * an idle gap carries the whole gap, and a route that waits (an upload waits for its media worker) showed whatever
+ * ran right after the wait (a `link`, an IPC `send`) as its largest cost.
+ */
 function topSelfTime(file: string, top: number): string[] {
   type Node = { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }
-  const profile = JSON.parse(readFileSync(file, 'utf8')) as { nodes: Node[]; samples: number[]; timeDeltas: number[] }
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as { nodes: Node[]; samples: number[] }
   const nodes = new Map(profile.nodes.map((n) => [n.id, n]))
   const self = new Map<string, number>()
-  profile.samples.forEach((id, i) => {
+  for (const id of profile.samples) {
     const { functionName, url, lineNumber } = nodes.get(id)!.callFrame
     const where = url ? `${url.replace(/^.*\/(node_modules|src)\//, '$1/')}:${lineNumber + 1}` : 'native'
     const key = `${functionName || '(anonymous)'}  ${where}`
-    self.set(key, (self.get(key) ?? 0) + profile.timeDeltas[i])
-  })
-  const total = [...self.values()].reduce((a, b) => a + b, 0)
+    self.set(key, (self.get(key) ?? 0) + 1)
+  }
+  const total = profile.samples.length
   return [...self.entries()]
     .sort((a, b) => b[1] - a[1])
     .slice(0, top)
-    .map(([key, us]) => `${((100 * us) / total).toFixed(1).padStart(5)} %  ${key}`)
+    .map(([key, n]) => `${((100 * n) / total).toFixed(1).padStart(5)} %  ${key}`)
 }
 
 const iterations = Number(args.iterations)

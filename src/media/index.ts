@@ -8,7 +8,7 @@ export interface Ingested {
   info: ImageInfo
   /** Bytes of the file as it will be stored (after metadata stripping). */
   size: number
-  /** The classifier's 224x224 RGB input, cut from the thumbnail; null when not asked for. */
+  /** The classifier's 224x224 RGB input, from the same decode as the thumbnail; null when not asked for. */
   classifierInput: Uint8Array | null
 }
 
@@ -19,7 +19,7 @@ export interface Ingested {
 export interface Media {
   /**
    * An upload: detect the format, probe the size from the header (over the pixel limit is refused before decoding),
-   * strip metadata in place, decode fully into a WebP thumbnail at `thumbPath`, and cut the classifier's input from it.
+   * strip metadata in place, decode fully once into a WebP thumbnail at `thumbPath` and the classifier's input.
    */
   ingest(path: string, opts: { thumbPath: string; classifierInput: boolean }): Promise<Ingested>
   /** A stored original's thumbnail again (`check --repair`). */

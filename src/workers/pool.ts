@@ -70,7 +70,7 @@ interface Slot {
 }
 
 /** How much lower than the server's a worker process's CPU priority is (nice). */
-const WORKER_NICENESS = 10
+export const WORKER_NICENESS = 10
 
 const RSS_LINE = /^VmRSS:\s+(\d+)\s+kB$/m
 

@@ -260,6 +260,33 @@ describe('thumbnail', () => {
     expect(out.classifierInput.length).toBe(150528)
     expect(await readThumb(dest)).toEqual({ width: 500, height: 281, pages: 1 })
   })
+
+  test('from the one decode, 16-bit, CMYK and transparent images give the same RGB as classifierInput, and the thumbnail keeps alpha', async () => {
+    const images = {
+      deep: await sharp({ create: { width: 30, height: 20, channels: 4, background: '#ff800080' } })
+        .toColourspace('rgb16')
+        .png()
+        .toBuffer(),
+      cmyk: await sharp({ create: { width: 30, height: 20, channels: 3, background: '#ff8000' } })
+        .toColourspace('cmyk')
+        .jpeg()
+        .toBuffer(),
+      clear: await sharp({ create: { width: 10, height: 10, channels: 4, background: '#00000000' } })
+        .png()
+        .toBuffer(),
+    }
+    for (const [name, bytes] of Object.entries(images)) {
+      const path = await scratch.file(bytes)
+      const info = await media.inspect(path)
+      const dest = scratch.path(`one-decode-${name}.webp`)
+      const both = await media.thumbnailAndClassifierInput(path, info, dest)
+      const alone = await media.classifierInput(path, info)
+      expect(both.classifierInput.length).toBe(150528)
+      for (let i = 0; i < 3; i++) expect(Math.abs(both.classifierInput[i]! - alone[i]!)).toBeLessThanOrEqual(2)
+      const thumb = await sharp(dest).raw().toBuffer({ resolveWithObject: true })
+      expect(thumb.info.channels).toBe(name === 'cmyk' ? 3 : 4)
+    }
+  })
 })
 
 describe('classifier input', () => {

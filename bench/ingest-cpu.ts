@@ -1,0 +1,99 @@
+/**
+ * Where an upload's time goes (the ingest target in bench/README.md), in CPU time rather than throughput, so the load
+ * other processes put on the machine moves it little: the CPU the service's process, its media worker processes and
+ * the client spend per upload of the 1920x1080 PNG (`--uploads`, 4 at a time), read from /proc, beside the CPU sharp
+ * alone spends per thumbnail of the same file (bench/ref/sharp-thumbs.ts's operation, 4 at a time, in this process).
+ * At concurrency 4 both cores are busy, so sharp's CPU over the sum is the throughput ratio on an otherwise idle machine.
+ *
+ * Usage: bun bench/ingest-cpu.ts [--uploads=N]
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import sharp from 'sharp'
+import { adminCredentials, startApp, upload } from './lib/app'
+import { ensureFixtures } from './lib/fixtures'
+import { ROOT } from './lib/proc'
+
+const { values: args } = parseArgs({ options: { uploads: { type: 'string', default: '60' } } })
+const N = Number(args.uploads)
+const CONCURRENCY = 4
+/** Clock ticks per second of /proc/<pid>/stat (USER_HZ, 100 on Linux). */
+const TICKS = 100
+
+/** CPU ms of a process (`self`) and of its children that have exited and were waited for (`children`). */
+function cpuMs(pid: number) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'latin1')
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return {
+    self: ((Number(f[11]) + Number(f[12])) * 1000) / TICKS,
+    children: ((Number(f[13]) + Number(f[14])) * 1000) / TICKS,
+  }
+}
+function childrenOf(pid: number): number[] {
+  return readdirSync('/proc').flatMap((entry) => {
+    if (!/^\d+$/.test(entry)) return []
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'latin1')
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid ? [Number(entry)] : []
+    } catch {
+      return [] // gone meanwhile
+    }
+  })
+}
+const workersMs = (pid: number) => childrenOf(pid).reduce((ms, child) => ms + cpuMs(child).self, cpuMs(pid).children)
+const ownMs = () => {
+  const u = process.cpuUsage()
+  return (u.user + u.system) / 1000
+}
+async function inParallel(n: number, run: (worker: number) => Promise<unknown>) {
+  let next = 0
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async (_, w) => {
+      while (next++ < n) await run(w)
+    }),
+  )
+}
+
+const fixtures = await ensureFixtures(join(ROOT, 'bench/results/fixtures'))
+const dataDir = mkdtempSync(join(tmpdir(), 'imghost-ingest-cpu-'))
+const app = await startApp({ dataDir: join(dataDir, 'data'), log: join(dataDir, 'app.log') })
+try {
+  const { apiKey } = await adminCredentials(app.url)
+  const headers = { 'x-api-key': apiKey }
+  const file = { blob: new Blob([await Bun.file(fixtures.png1080).bytes()], { type: 'image/png' }), name: '1080p.png' }
+  // Warm-up: the worker processes started and the code paths compiled.
+  await inParallel(2 * CONCURRENCY, () => upload(app.url, '/api/v1/upload', headers, [file]))
+  const [server0, workers0, client0] = [cpuMs(app.pid).self, workersMs(app.pid), ownMs()]
+  await inParallel(N, () => upload(app.url, '/api/v1/upload', headers, [file]))
+  const server = (cpuMs(app.pid).self - server0) / N
+  const workers = (workersMs(app.pid) - workers0) / N
+  const client = (ownMs() - client0) / N
+
+  sharp.cache(false)
+  const thumb = (w: number) =>
+    sharp(fixtures.png1080, { failOn: 'error', sequentialRead: true, autoOrient: true })
+      .resize(500, 500, { fit: 'inside', withoutEnlargement: true })
+      .webp({ quality: 80, effort: 4 })
+      .toFile(join(dataDir, `ref-${w}.webp`))
+  await inParallel(CONCURRENCY, thumb)
+  const sharp0 = ownMs()
+  await inParallel(N, thumb)
+  const alone = (ownMs() - sharp0) / N
+
+  const ms = (x: number) => `${x.toFixed(1)} ms`
+  console.log(`CPU per upload of the 1920x1080 PNG, ${N} uploads ${CONCURRENCY} at a time:`)
+  console.log(
+    `  server process   ${ms(server)}  (receiving, hashing, IPC, storage, SQL, answer; JIT and GC threads included)`,
+  )
+  console.log(`  media workers    ${ms(workers)}  (detection, metadata check, decode and thumbnail)`)
+  console.log(`  client           ${ms(client)}  (the load generator, on the same cores)`)
+  console.log(`  sharp alone      ${ms(alone)}  per thumbnail of the same file, ${CONCURRENCY} at a time`)
+  console.log(
+    `  ratio            ${(alone / (server + workers + client)).toFixed(2)}x with the client, ${(alone / (server + workers)).toFixed(2)}x without`,
+  )
+} finally {
+  await app.stop()
+  rmSync(dataDir, { recursive: true, force: true })
+}
