@@ -60,6 +60,19 @@ describe('<picture> in a real browser (Chromium)', () => {
     }
   })
 
+  test('viewer: an image narrower than the page is shown at its own width, not enlarged by its srcset', async () => {
+    const image = await uploadImage(t, owner.keyHeader, {}, { bytes: await makeImage('jpeg', 400, 300, 3) })
+    const p = await open(`/i/${image.id}`, 'figure.viewer img')
+    try {
+      const [img] = p.images
+      expect(img.currentSrc).toBe(`${t.url}/cdn/medium/${image.id}.avif`)
+      expect(img.shownWidth).toBe(400)
+      expect(img.naturalWidth).toBe(400)
+    } finally {
+      await p.close()
+    }
+  })
+
   test('gallery: every tile loads from a preset source (AVIF, WebP for an animation), the small one at this size', async () => {
     const still = await uploadImage(t, owner.keyHeader, {}, { bytes: await makeImage('jpeg', 900, 600, 2) })
     const gif = await uploadImage(t, owner.keyHeader, {}, { bytes: await makeAnimatedGif(300, 200, 3), name: 'a.gif' })

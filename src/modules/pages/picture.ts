@@ -15,9 +15,18 @@ export interface PictureImage {
 /** GIF and WebP originals may be animated (the row does not record it): only WebP presets keep the frames. */
 const MAY_BE_ANIMATED = new Set([FORMATS.gif.mime, FORMATS.webp.mime])
 
-/** How wide the viewer shows an image (main is at most 1100 px wide, less its padding) and a grid tile (site.css). */
-const VIEWER_SIZES = '(max-width: 1100px) 100vw, 1040px'
+/** The viewer's widest image box (main is at most 1100 px wide, less its padding) and a grid tile's width (site.css). */
+const VIEWER_MAX_WIDTH = 1040
 const TILE_SIZES = '(max-width: 640px) 50vw, 260px'
+
+/**
+ * How wide the viewer shows an image: its own width up to the page's, the window's when narrower. The viewer's CSS
+ * sizes the image by its intrinsic width, which a srcset entry gives as the `sizes` width: a larger one would enlarge it.
+ */
+function viewerSizes(width: number) {
+  const shown = Math.min(width, VIEWER_MAX_WIDTH)
+  return `(max-width: ${shown}px) 100vw, ${shown}px`
+}
 
 /**
  * The presets worth offering for an image with their real widths, smallest first, up to the first that holds the
@@ -54,7 +63,7 @@ export function viewerPicture(cdnBase: string, image: PictureImage & { ext: stri
   const shown = readableImage(cdnBase, image, 'browser')
   const img = html`<img src="${shown.url}" width="${image.width}" height="${image.height}" loading="eager" fetchpriority="high" alt="${alt}">`
   if (MAY_BE_ANIMATED.has(image.mime) || image.mime === FORMATS.svg.mime) return img
-  return html`<picture>${sources(cdnBase, image, ['avif', 'webp'], VIEWER_SIZES)}${img}</picture>`
+  return html`<picture>${sources(cdnBase, image, ['avif', 'webp'], viewerSizes(image.width))}${img}</picture>`
 }
 
 /**
