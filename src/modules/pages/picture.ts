@@ -32,7 +32,7 @@ function viewerSizes(width: number) {
  * The presets worth offering for an image with their real widths, smallest first, up to the first that holds the
  * whole original: presets are never enlarged, so a larger one would be the same pixels again.
  */
-export function presetWidths(image: { width: number; height: number }) {
+function presetWidths(image: { width: number; height: number }) {
   const widths: { preset: Preset; width: number }[] = []
   for (const preset of Object.keys(PRESETS) as Preset[]) {
     const size = fitWithin(PRESETS[preset], image.width, image.height)
