@@ -7,7 +7,7 @@ import { startTestServer, storedKeys, type TestServer, userWithKey } from '../he
 import { heifEnc, turnedHeic } from '../media/heic-files'
 import { gradient } from '../media/helpers'
 
-// HEIC/HEIF uploads end to end, with files heif-enc makes: every door, the original kept, pages on its thumbnail.
+// HEIC/HEIF uploads end to end, with files heif-enc makes: every door, the original kept, pages on its JPEG preset.
 
 sharp.cache(false)
 
@@ -119,17 +119,22 @@ describe('HEIC uploads', () => {
     expect(await done.json()).toMatchObject({ mime: 'image/heic', width: 640, height: 480, filename: 'tus.heic' })
   })
 
-  test('the viewer page and oEmbed show the thumbnail: no unfurler or browser is pointed at the .heic', async () => {
+  test('the viewer page and oEmbed show the large JPEG preset: no unfurler or browser is pointed at the .heic', async () => {
     const res = await apiUpload(heic, 'page.heic')
     const page = await (await t.fetch(`/i/${res.body.id}`)).text()
-    const thumb = res.body.thumbnail
-    expect(page).toContain(`<meta property="og:image" content="${thumb}">`)
-    expect(page).toContain('<meta property="og:image:type" content="image/webp">')
-    expect(page).toContain('<meta property="og:image:width" content="500">')
-    expect(page).toContain(`<img src="${thumb}" width="500" height="375"`)
+    // Presets are never enlarged: the 640x480 picture's large JPEG is 640x480.
+    const jpeg = res.body.url.replace(`/cdn/${res.body.id}.heic`, `/cdn/large/${res.body.id}.jpg`)
+    expect(page).toContain(`<meta property="og:image" content="${jpeg}">`)
+    expect(page).toContain('<meta property="og:image:type" content="image/jpeg">')
+    expect(page).toContain('<meta property="og:image:width" content="640">')
+    expect(page).toContain(`<img src="${jpeg}" width="640" height="480"`)
+    expect(page).not.toContain(`src="${res.body.url}"`)
     // The link around the picture still gives the original.
     expect(page).toContain(`<a href="${res.body.url}">`)
     const oembed = await t.json(`/api/oembed?url=${encodeURIComponent(res.body.viewer)}`)
-    expect(oembed.body).toMatchObject({ type: 'photo', url: thumb, width: 500, height: 375 })
+    expect(oembed.body).toMatchObject({ type: 'photo', url: jpeg, width: 640, height: 480 })
+    const served = await t.fetch(path(jpeg))
+    expect(served.status).toBe(200)
+    expect(served.headers.get('content-type')).toBe('image/jpeg')
   })
 })

@@ -17,7 +17,7 @@ describe('formats table', () => {
       ico: { mime: 'image/x-icon', ext: 'ico' },
       tiff: { mime: 'image/tiff', ext: 'tiff' },
       avif: { mime: 'image/avif', ext: 'avif' },
-      heic: { mime: 'image/heic', ext: 'heic', inPages: false },
+      heic: { mime: 'image/heic', ext: 'heic' },
     })
     for (const [format, { ext }] of Object.entries(FORMATS)) expect(formatFromExt(ext)).toBe(format as ImageFormat)
     for (const other of ['jpeg', 'JPG', 'tif', '.png', 'exe', '']) expect(formatFromExt(other)).toBeUndefined()

@@ -62,7 +62,8 @@ describe('album page /a/<id>', () => {
     expect(text).not.toContain(priv.id)
     const plainThumb = links[1]
     expect(plainThumb.classList.contains('nsfw-thumb')).toBe(false)
-    expect(plainThumb.querySelector('img')!.getAttribute('src')).toBe(first.thumbnail)
+    // The fallback of the tile's <picture> is the medium JPEG preset (test/pages/picture.test.ts has the sources).
+    expect(plainThumb.querySelector('img')!.getAttribute('src')).toBe(first.thumbnail.replace(/\.webp$/, '.jpg'))
     expect(plainThumb.querySelector('img')!.getAttribute('width')).toBe('500')
     expect(plainThumb.querySelector('img')!.getAttribute('height')).toBe('250')
     const nsfwThumb = links[0]
@@ -75,8 +76,8 @@ describe('album page /a/<id>', () => {
     expect(meta('og:description')).toBe('Mountains and lakes')
     expect(meta('og:site_name')).toBe('Pixbin')
     expect(meta('og:url')).toBe(`${t.url}/a/${album.id}`)
-    // The preview is never a mature image.
-    expect(meta('og:image')).toBe(first.thumbnail)
+    // The preview is never a mature image; a PNG is unfurled as it is.
+    expect(meta('og:image')).toBe(first.url)
     expect(doc.querySelector('meta[name="robots"]')).toBeNull()
 
     const { result } = await ogs({
@@ -84,7 +85,7 @@ describe('album page /a/<id>', () => {
       urlValidatorSettings: { require_tld: false, protocols: ['http', 'https'], require_protocol: true } as never,
     })
     expect(result.ogTitle).toBe('Trip')
-    expect(result.ogImage?.[0]?.url).toBe(first.thumbnail)
+    expect(result.ogImage?.[0]?.url).toBe(first.url)
   })
 
   test('an album of only NSFW images has no preview image at all', async () => {

@@ -1,14 +1,50 @@
+import { FORMATS, type ImageFormat } from '../../media/formats'
+import { fitWithin } from '../../media/thumbnail'
+import { PRESETS, type Preset } from '../variants/model'
+
 /** A viewer page's path prefix: `/i/<id>`. */
 export const VIEWER_PATH = '/i/'
+
+/** A preset's link, `/cdn/<preset>/<id>.<format>` (src/modules/variants/model.ts lists presets and formats). */
+export const presetUrl = (cdnBase: string, id: string, preset: Preset, format: 'webp' | 'avif' | 'jpg' | 'png') =>
+  `${cdnBase}/cdn/${preset}/${id}.${format}`
+
+const originalUrl = (cdnBase: string, image: { id: string; ext: string }) => `${cdnBase}/cdn/${image.id}.${image.ext}`
 
 /** The link shapes of INTERFACE.md, defined once. `cdnBase` is where /cdn paths are served from. */
 export function imageLinks(base: { publicUrl: string; cdnBase: string }, image: { id: string; ext: string }) {
   return {
-    url: `${base.cdnBase}/cdn/${image.id}.${image.ext}`,
-    thumbnail: `${base.cdnBase}/cdn/medium/${image.id}.webp`,
+    url: originalUrl(base.cdnBase, image),
+    thumbnail: presetUrl(base.cdnBase, image.id, 'medium', 'webp'),
     viewer: `${base.publicUrl}${VIEWER_PATH}${image.id}`,
     delete: `${base.publicUrl}/api/v1/image/${image.id}`,
   }
 }
 
 export type LinkBase = Parameters<typeof imageLinks>[0]
+
+const mimesOf = (formats: ImageFormat[]) => new Set(formats.map((format) => FORMATS[format].mime))
+/**
+ * Originals each reader shows as they are: every browser (an `<img>` src), every link unfurler (og:image: Facebook,
+ * Discord, Slack, X... read JPEG, PNG and GIF; WebP and AVIF not everywhere). Any other original (TIFF, BMP, ICO,
+ * HEIC, ...) is shown through its `large` JPEG preset.
+ */
+const READABLE = {
+  browser: mimesOf(['jpeg', 'png', 'gif', 'webp', 'avif', 'svg']),
+  unfurler: mimesOf(['jpeg', 'png', 'gif']),
+}
+
+/**
+ * The one rule for which file stands for an image where only a plain link fits (an `<img>` src, og:image, oEmbed):
+ * the original when `reader` reads its format, else the `large` JPEG preset, with the size and type of what it names.
+ */
+export function readableImage(
+  cdnBase: string,
+  image: { id: string; ext: string; mime: string; width: number; height: number },
+  reader: keyof typeof READABLE,
+) {
+  if (READABLE[reader].has(image.mime))
+    return { url: originalUrl(cdnBase, image), mime: image.mime, width: image.width, height: image.height }
+  const size = fitWithin(PRESETS.large, image.width, image.height)
+  return { url: presetUrl(cdnBase, image.id, 'large', 'jpg'), mime: 'image/jpeg', ...size }
+}

@@ -2,11 +2,11 @@ import type { Config } from '../../config'
 import type { Album, Image } from '../../db/schema'
 import type { RateLimited } from '../../errors'
 import { httpErrorOf } from '../../http/errors'
-import { thumbnailSize } from '../../media/thumbnail'
 import { html } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
 import { albumPath } from '../albums/model'
 import { profilePath } from '../gallery/model'
+import { readableImage } from '../images/links'
 import type { ImageService } from '../images/service'
 import { thumbGrid } from './grid'
 
@@ -47,7 +47,7 @@ export function renderAlbum(
   // Mature images, and those still waiting for a scan verdict, are blurred here and never used as the preview.
   const hidden = (image: Image) => image.nsfw || image.scanStatus === 'pending'
   const preview = items.find((image) => !hidden(image))
-  const previewSize = preview ? thumbnailSize(preview.width, preview.height) : null
+  const previewImage = preview ? readableImage(config.cdnUrl, preview, 'unfurler') : null
   const description = album.description || `${items.length} image${items.length === 1 ? '' : 's'}`
 
   const head = html`<meta name="description" content="${description}">
@@ -57,10 +57,11 @@ export function renderAlbum(
 <meta property="og:site_name" content="${config.siteName}">
 <meta property="og:url" content="${deps.albumUrl}">
 ${
-  preview && previewSize
-    ? html`<meta property="og:image" content="${images.links(preview).thumbnail}">
-<meta property="og:image:width" content="${previewSize.width}">
-<meta property="og:image:height" content="${previewSize.height}">
+  previewImage
+    ? html`<meta property="og:image" content="${previewImage.url}">
+<meta property="og:image:type" content="${previewImage.mime}">
+<meta property="og:image:width" content="${previewImage.width}">
+<meta property="og:image:height" content="${previewImage.height}">
 `
     : ''
 }<meta name="theme-color" content="${config.siteColor}">
@@ -68,13 +69,13 @@ ${
 
   const grid = items.length
     ? thumbGrid(
+        config.cdnUrl,
         items.map((image) => {
           const links = images.links(image)
           return {
+            image,
             viewer: links.viewer,
             thumbnail: links.thumbnail,
-            width: image.width,
-            height: image.height,
             alt: image.filename,
             hidden: hidden(image),
           }

@@ -17,10 +17,9 @@ const dateText = (iso: string) => iso.slice(0, 10)
 function tiles(pages: PageService, items: FeedImage[], opts: { byline: boolean }): Tile[] {
   const names = pages.filenames(items.map((i) => i.id))
   return items.map((image) => ({
+    image,
     viewer: image.viewer,
     thumbnail: image.thumbnail,
-    width: image.width,
-    height: image.height,
     alt: names.get(image.id) ?? `Image ${image.id}`,
     hidden: image.nsfw,
     caption: opts.byline
@@ -75,7 +74,7 @@ export function renderGallery(
 ${searchError ? html`<p class="error" role="alert">${searchError}</p>` : ''}
 ${
   result?.images.length
-    ? html`${thumbGrid(tiles(deps.pages, result.images, { byline: true }))}
+    ? html`${thumbGrid(config.cdnUrl, tiles(deps.pages, result.images, { byline: true }))}
 ${pager(result.page, result.totalPages, href)}`
     : result
       ? html`<section class="notice"><p class="muted">${opts.q ? 'Nothing matches this search.' : 'No public images yet.'}</p><p><a class="button" href="/">Upload the first one</a></p></section>`
@@ -125,7 +124,7 @@ export function renderProfile(
 </section>
 ${
   result.images.length
-    ? html`${thumbGrid(tiles(deps.pages, result.images, { byline: false }))}
+    ? html`${thumbGrid(config.cdnUrl, tiles(deps.pages, result.images, { byline: false }))}
 ${pager(result.page, result.totalPages, href)}`
     : html`<p class="muted">No public images yet.</p>`
 }`

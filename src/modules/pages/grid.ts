@@ -1,12 +1,16 @@
 import { thumbnailSize } from '../../media/thumbnail'
 import { html, type SafeHtml } from '../../web/html'
+import { type PictureImage, tilePicture } from './picture'
+
+/** Tiles loaded at once: the first rows, in view on arrival (2 to 5 a row); the others load as they scroll in. */
+const EAGER_TILES = 6
 
 /** One thumbnail of a grid (gallery, profile, album). */
 export interface Tile {
+  image: PictureImage
   viewer: string
+  /** The upload-time thumbnail: a hidden tile's blurred preview. */
   thumbnail: string
-  width: number
-  height: number
   alt: string
   /** Mature (or not yet scanned): blurred behind a badge, with a button that reveals it. */
   hidden: boolean
@@ -18,14 +22,14 @@ export interface Tile {
  * A grid of thumbnails linking to their viewer pages. A hidden tile's thumbnail is not in the markup (site.js loads it
  * from data-preview, blurred by CSS) so link unfurlers never pick it; its Show button unblurs it.
  */
-export function thumbGrid(tiles: Tile[]): SafeHtml {
+export function thumbGrid(cdnBase: string, tiles: Tile[]): SafeHtml {
   return html`<ul class="grid">
-${tiles.map((tile) => {
-  const size = thumbnailSize(tile.width, tile.height)
+${tiles.map((tile, index) => {
   if (!tile.hidden) {
-    return html`<li class="tile"><a class="thumb" href="${tile.viewer}"><img src="${tile.thumbnail}" width="${size.width}" height="${size.height}" loading="lazy" alt="${tile.alt}"></a>${tile.caption ?? ''}</li>
+    return html`<li class="tile"><a class="thumb" href="${tile.viewer}">${tilePicture(cdnBase, tile.image, tile.alt, index >= EAGER_TILES)}</a>${tile.caption ?? ''}</li>
 `
   }
+  const size = thumbnailSize(tile.image.width, tile.image.height)
   return html`<li class="tile nsfw is-hidden"><a class="thumb nsfw-thumb" href="${tile.viewer}"><img data-preview="${tile.thumbnail}" width="${size.width}" height="${size.height}" alt="${tile.alt}"><span class="badge">NSFW</span></a><button type="button" class="reveal" data-reveal aria-label="Show mature image ${tile.alt}">Show</button>${tile.caption ?? ''}</li>
 `
 })}</ul>`

@@ -1,6 +1,7 @@
 import { t } from 'elysia'
 import type { Config } from '../../config'
 import { thumbnailSize } from '../../media/thumbnail'
+import { readableImage } from '../images/links'
 import type { ImagePageData } from './service'
 
 const common = {
@@ -16,7 +17,10 @@ export const OEmbedPhoto = t.Object(
   {
     ...common,
     type: t.Literal('photo'),
-    url: t.String({ format: 'uri', description: 'Direct link' }),
+    url: t.String({
+      format: 'uri',
+      description: 'Direct link; for originals other than JPEG, PNG and GIF, their 1280 px JPEG preset (the og:image)',
+    }),
     width: t.Integer(),
     height: t.Integer(),
     thumbnail_url: t.String({ format: 'uri' }),
@@ -34,15 +38,14 @@ export const OEmbedResponse = t.Union([OEmbedPhoto, OEmbedLink])
 export const OEmbedQuery = t.Object({
   url: t.String({ description: 'A viewer link, {base_url}/i/<id>' }),
   format: t.Optional(t.String({ description: 'Only json is supported (anything else: 501)' })),
-  maxwidth: t.Optional(
-    t.String({ description: 'Accepted and ignored: the photo is the original (its thumbnail for HEIC)' }),
-  ),
+  maxwidth: t.Optional(t.String({ description: 'Accepted and ignored: the photo is always the og:image' })),
   maxheight: t.Optional(t.String({ description: 'Accepted and ignored' })),
 })
 
 /** The oEmbed answer of a viewer link; its title, author and provider match the page's head. */
 export function oembedFor(config: Config, data: ImagePageData) {
-  const { image, embed, links, shown } = data
+  const { image, embed, links } = data
+  const photo = readableImage(config.cdnUrl, image, 'unfurler')
   const base = {
     version: '1.0' as const,
     title: embed.title,
@@ -57,9 +60,9 @@ export function oembedFor(config: Config, data: ImagePageData) {
   return {
     ...base,
     type: 'photo' as const,
-    url: shown.url,
-    width: shown.width,
-    height: shown.height,
+    url: photo.url,
+    width: photo.width,
+    height: photo.height,
     thumbnail_url: links.thumbnail,
     thumbnail_width: thumb.width,
     thumbnail_height: thumb.height,

@@ -1,8 +1,6 @@
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
 import type { EmbedProfile, Image } from '../../db/schema'
-import { FORMATS, shownInPages } from '../../media/formats'
-import { thumbnailSize } from '../../media/thumbnail'
 import { findAccountName } from '../auth/repository'
 import { type ResolvedEmbed, resolveEmbed } from '../embeds/service'
 import { VIEWER_PATH } from '../images/links'
@@ -18,11 +16,6 @@ export interface ImagePageData {
   profile: EmbedProfile | null
   embed: ResolvedEmbed
   links: ReturnType<ImageService['links']>
-  /**
-   * The picture the page, its Open Graph tags and oEmbed show: the original, or its thumbnail (WebP) when browsers and
-   * unfurlers cannot show the original's format (HEIC).
-   */
-  shown: { url: string; mime: string; width: number; height: number }
   /** The view count including views still buffered in memory (read once, on first use). */
   views: () => number
 }
@@ -56,10 +49,7 @@ export function createPageService(deps: { db: Db; config: Config; images: ImageS
     })
     const links = imageService.links(row.image)
     const { image } = row
-    const shown = shownInPages(image.mime)
-      ? { url: links.url, mime: image.mime, width: image.width, height: image.height }
-      : { url: links.thumbnail, mime: FORMATS.webp.mime, ...thumbnailSize(image.width, image.height) }
-    return { image, username, profile: row.profile, embed, links, shown, views }
+    return { image, username, profile: row.profile, embed, links, views }
   }
 
   /** The image id of one of our viewer links (`{base_url}/i/<id>`), or null for anything else. */

@@ -3,6 +3,8 @@ import { html } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
 import { humanSize } from '../embeds/service'
 import { profilePath } from '../gallery/model'
+import { readableImage } from '../images/links'
+import { viewerPicture } from './picture'
 import { reportForm } from './report-form'
 import type { ImagePageData } from './service'
 import { fillShareCode, SHARE_CODES } from './share-codes'
@@ -21,7 +23,8 @@ const dateText = (date: Date) => `${date.toISOString().slice(0, 16).replace('T',
 
 /** The head of a viewer page: Open Graph, Twitter, theme colour and the oEmbed discovery link. */
 function viewerHead(config: Config, data: ImagePageData) {
-  const { image, embed, links, shown } = data
+  const { image, embed, links } = data
+  const preview = readableImage(config.cdnUrl, image, 'unfurler')
   const oembed = `${config.publicUrl}/api/oembed?url=${encodeURIComponent(links.viewer)}`
   return html`<meta name="description" content="${embed.description}">
 <meta property="og:type" content="website">
@@ -32,10 +35,10 @@ function viewerHead(config: Config, data: ImagePageData) {
 ${
   image.nsfw
     ? ''
-    : html`<meta property="og:image" content="${shown.url}">
-<meta property="og:image:type" content="${shown.mime}">
-<meta property="og:image:width" content="${shown.width}">
-<meta property="og:image:height" content="${shown.height}">
+    : html`<meta property="og:image" content="${preview.url}">
+<meta property="og:image:type" content="${preview.mime}">
+<meta property="og:image:width" content="${preview.width}">
+<meta property="og:image:height" content="${preview.height}">
 <meta property="og:image:alt" content="${image.filename}">
 `
 }<meta name="theme-color" content="${embed.color}">
@@ -45,15 +48,17 @@ ${
 }
 
 export function renderViewer(pages: PageRenderer, config: Config, data: ImagePageData): Response {
-  const { image, links, shown, username } = data
+  const { image, links, username } = data
+  const shown = readableImage(config.cdnUrl, image, 'browser')
   // A mature image is not in the markup at all: unfurlers that fall back to the first <img> find nothing to show.
-  // site.js loads the thumbnail (blurred by CSS) behind the warning, and the original once the visitor reveals it.
+  // site.js loads the thumbnail (blurred by CSS) behind the warning, and the image (its JPEG preset where browsers cannot
+  // show the original) once the visitor reveals it.
   const figure = image.nsfw
     ? html`<figure class="viewer nsfw is-hidden">
-<a href="${links.url}"><img data-preview="${links.thumbnail}" data-src="${shown.url}" width="${shown.width}" height="${shown.height}" alt="${image.filename}"></a>
+<a href="${links.url}"><img data-preview="${links.thumbnail}" data-src="${shown.url}" width="${image.width}" height="${image.height}" alt="${image.filename}"></a>
 <div class="nsfw-warning"><p>This image is marked as mature content (NSFW).</p><button type="button" data-reveal>Show image</button><noscript><a href="${links.url}">Open the image</a></noscript></div>
 </figure>`
-    : html`<figure class="viewer"><a href="${links.url}"><img src="${shown.url}" width="${shown.width}" height="${shown.height}" alt="${image.filename}"></a></figure>`
+    : html`<figure class="viewer"><a href="${links.url}">${viewerPicture(config.cdnUrl, image, image.filename)}</a></figure>`
 
   const body = html`<article class="image-page">
 ${figure}
