@@ -279,7 +279,10 @@ export function cdnModule(deps: {
     const known = all.variants
     const stored = variants.stored(key)
     // Remembered once stored, so as many as the image's stored variants (made under the per-IP cap), never a guess.
-    if (stored && signedUrl) (all.signed ??= new Map()).set(signedUrl, spec)
+    if (stored && signedUrl) {
+      all.signed ??= new Map()
+      all.signed.set(signedUrl, spec)
+    }
     const kept = known.get(key)
     if (stored && kept) return serve(request, storage, hot, kept)
     // Not stored (or not served yet): a new delivery, so nothing learned of an evicted file is used again.

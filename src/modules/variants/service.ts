@@ -82,14 +82,19 @@ export function createVariantService(deps: {
 
   async function make(image: { id: string; ext: string }, spec: VariantSpec, key: StorageKey) {
     mkdirSync(tmpDir, { recursive: true })
-    const source = join(tmpDir, `variant-${randomToken(9)}.${image.ext}`)
     const target = join(tmpDir, `variant-${randomToken(9)}.${spec.format}`)
+    let copy: string | undefined
     try {
-      // The worker reads a local file: the original is copied out of the store (a bucket's, or the disk's).
-      const original = storage.file(originalKey(image.id, image.ext))
+      const stored = originalKey(image.id, image.ext)
+      const original = storage.file(stored)
       // Gone meanwhile (deleted) or lost: nothing to make it from.
       if (!(await original.exists())) throw notFound()
-      await Bun.write(source, original)
+      // The worker reads a local file: the stored one itself on local disk (the job only reads it), else a copy.
+      let source = storage.localPath?.(stored)
+      if (!source) {
+        source = copy = join(tmpDir, `variant-${randomToken(9)}.${image.ext}`)
+        await Bun.write(copy, original)
+      }
       await media.variant(source, spec, target)
       // A file without a row (a crash before the insert) is an orphan: replaced here, or removed by the sweep.
       await storage.put(key, target, { replace: true })
@@ -97,7 +102,7 @@ export function createVariantService(deps: {
       recordVariant(db, { key, imageId: image.id, bytes: Bun.file(target).size, at: now() })
       known.add(key)
     } finally {
-      await Promise.all([rm(source, { force: true }), rm(target, { force: true })])
+      await Promise.all([copy && rm(copy, { force: true }), rm(target, { force: true })])
     }
     await evict(key)
   }
