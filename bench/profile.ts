@@ -4,7 +4,7 @@
  * bare Elysia + SQLite reference route on the same database; then a CPU profile of one route (`bun --cpu-prof` on a
  * child that runs only that loop) summarised as its top functions by self time.
  *
- * Usage: bun bench/profile.ts [--route=metadata|original|thumbnail|healthz|upload|'sharp alone'|reference|'bare file'] [--iterations=N] [--top=N]
+ * Usage: bun bench/profile.ts [--route=metadata|original|thumbnail|preset|signed|healthz|upload|'sharp alone'|reference|'bare file'] [--iterations=N] [--top=N]
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -66,6 +66,13 @@ async function setUp() {
   const image = await upload(url, '/api/v1/upload', { 'x-api-key': apiKey }, [
     { blob: new Blob([new Uint8Array(jpeg)], { type: 'image/jpeg' }), name: 'p.jpg' },
   ])
+  // A stored variant of each kind (made by the set-up's first call below): a preset, and a signed size.
+  const signing = await fetch(`${url}/api/v1/image/${image.id}/variants`, {
+    method: 'POST',
+    headers: { 'x-api-key': apiKey, 'content-type': 'application/json' },
+    body: JSON.stringify({ width: 320, format: 'jpg' }),
+  })
+  const signed = new URL(((await signing.json()) as { url: string }).url)
   const reference = referenceApp(join(dataDir, 'imghost.sqlite'))
   const base = 'http://localhost'
   const fixtures = await ensureFixtures(join(ROOT, 'bench/results/fixtures'))
@@ -80,6 +87,8 @@ async function setUp() {
     metadata: routed('/api/v1/image/:id', `/api/v1/image/${image.id}`, { id: image.id }),
     original: routed('/cdn/:file', new URL(image.url).pathname, { file: file(image.url) }),
     thumbnail: routed('/cdn/medium/:file', new URL(image.thumbnail).pathname, { file: file(image.thumbnail) }),
+    preset: routed('/cdn/large/:file', `/cdn/large/${image.id}.webp`, { file: `${image.id}.webp` }),
+    signed: routed('/cdn/custom/:file', signed.pathname + signed.search, { file: file(signed.href) }),
     healthz: () => server.app.handle(new Request(`${base}/healthz`)),
     // Ingest: one 1920x1080 PNG through POST /api/v1/upload, beside sharp alone making the same thumbnail from the
     // same file (bench/ref/sharp-thumbs.ts): the difference is what the pipeline adds to libvips.

@@ -4,9 +4,10 @@
  * sharp alone, the classifier alone), prints every figure with its reference and ratio, and writes
  * bench/results/<time>.json (and latest.json, latest.md). See bench/README.md.
  *
- * Options: --only=startup,classify,memory,healthz,hostile,login,ingest,cdn,metadata,views   run some groups only
+ * Options: --only=startup,classify,memory,healthz,hostile,login,ingest,variants,cdn,metadata,views   run some groups only
  *          --seconds=N (default 3) --rounds=N (default 3)                       per throughput figure
- *          --ingest-seconds=N (default 4)   --readme   rewrite the table in bench/README.md   --keep   keep temp dirs
+ *          --ingest-seconds=N (default 4)   --variant-count=N (default 8: first requests per round, 4 rounds)
+ *          --readme   rewrite the table in bench/README.md   --keep   keep temp dirs
  *          --from=bench/results/latest.json   only rewrite the tables (latest.md, and README with --readme) from a saved run
  */
 import { Database } from 'bun:sqlite'
@@ -41,6 +42,7 @@ const { values: args } = parseArgs({
     seconds: { type: 'string', default: '3' },
     rounds: { type: 'string', default: '3' },
     'ingest-seconds': { type: 'string', default: '4' },
+    'variant-count': { type: 'string', default: '8' },
     readme: { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
     from: { type: 'string' },
@@ -54,6 +56,7 @@ const GROUPS = [
   'hostile',
   'login',
   'ingest',
+  'variants',
   'cdn',
   'metadata',
   'views',
@@ -64,6 +67,9 @@ for (const g of only) if (!GROUPS.includes(g)) throw new Error(`unknown group ${
 const SECONDS = Number(args.seconds)
 const ROUNDS = Number(args.rounds)
 const INGEST_SECONDS = Number(args['ingest-seconds'])
+const VARIANT_COUNT = Number(args['variant-count'])
+/** Rounds of first requests, each beside a round of the reference: short rounds, so load from elsewhere hits both. */
+const VARIANT_ROUNDS = 4
 const MB = 1024 * 1024
 const mb = (bytes: number) => bytes / MB
 
@@ -528,6 +534,8 @@ async function main() {
       }
     }
 
+    if (only.has('variants')) await variantFigures()
+
     const needsServing = only.has('cdn') || only.has('metadata') || only.has('views')
     if (needsServing) await servingFigures()
   } finally {
@@ -535,6 +543,163 @@ async function main() {
     await app.stop()
   }
   return finish(machineInfo)
+
+  /**
+   * Variants: first requests (each of a different image, so each one is made) against sharp alone making the same
+   * resize from the same file at the same concurrency, interleaved; then a stored variant against a bare Bun.file.
+   */
+  async function variantFigures() {
+    section('variants')
+    const concurrency = 4
+    const outDir = join(work, 'sharp-variants')
+    const refDir = join(work, 'variant-files')
+    mkdirSync(outDir, { recursive: true })
+    mkdirSync(refDir, { recursive: true })
+    type Spec = { width: number; height?: number; fit: 'inside'; format: 'webp' | 'jpg' }
+    const cases: { name: string; spec: Spec; url: (id: string) => Promise<string> }[] = [
+      {
+        name: 'preset /cdn/large/<id>.webp (fits 1280x1280)',
+        spec: { width: 1280, height: 1280, fit: 'inside', format: 'webp' },
+        url: async (id) => `${app.url}/cdn/large/${id}.webp`,
+      },
+      {
+        name: 'signed custom size, 800 wide, JPEG',
+        spec: { width: 800, fit: 'inside', format: 'jpg' },
+        url: async (id) => {
+          const res = await fetch(`${app.url}/api/v1/image/${id}/variants`, {
+            method: 'POST',
+            headers: { ...keyHeader, 'content-type': 'application/json' },
+            body: JSON.stringify({ width: 800, format: 'jpg' }),
+          })
+          if (res.status !== 200) throw new Error(`signing -> ${res.status}: ${await res.text()}`)
+          return ((await res.json()) as { url: string }).url
+        },
+      },
+    ]
+    const sets = [
+      { name: '1920x1080 PNG', path: fixtures.png1080, type: 'image/png', file: '1080p.png' },
+      { name: '3000x2000 JPEG', path: fixtures.largeJpeg, type: 'image/jpeg', file: 'large.jpg' },
+    ]
+    raw.variants = {}
+    const cached: { what: string; url: string; file: string; bytes: number }[] = []
+    for (const set of sets) {
+      const file = { blob: await blobOf(set.path, set.type), name: set.file }
+      for (const c of cases) {
+        // Distinct images, uploaded beforehand: every request below is the first of its variant.
+        const ids: string[] = []
+        while (ids.length < VARIANT_ROUNDS * VARIANT_COUNT) {
+          const batch = Array.from({ length: Math.min(8, VARIANT_ROUNDS * VARIANT_COUNT - ids.length) }, () => file)
+          const res = await upload(app.url, '/api/v1/upload', keyHeader, batch)
+          ids.push(...(res.images ?? [res]).map((i) => i.id))
+        }
+        const urls = await Promise.all(ids.map(c.url))
+        const warm = await fetch(await c.url((await upload(app.url, '/api/v1/upload', keyHeader, [file])).id))
+        await warm.arrayBuffer()
+        const firstRequests = async (batch: string[]) => {
+          const latencies: number[] = []
+          let next = 0
+          const start = performance.now()
+          await Promise.all(
+            Array.from({ length: concurrency }, async () => {
+              while (next < batch.length) {
+                const url = batch[next++]
+                const t = performance.now()
+                const res = await fetch(url)
+                await res.arrayBuffer()
+                if (res.status !== 200) throw new Error(`${url} -> ${res.status}`)
+                latencies.push(performance.now() - t)
+              }
+            }),
+          )
+          const seconds = (performance.now() - start) / 1000
+          return { count: batch.length, seconds, rate: batch.length / seconds, p50Ms: percentile(latencies, 50) }
+        }
+        type Made = { count: number; seconds: number; rate: number; p50Ms: number }
+        const apps: Made[] = []
+        const refs: Made[] = []
+        const { width, height, fit, format } = c.spec
+        for (let round = 0; round < VARIANT_ROUNDS; round++) {
+          apps.push(await firstRequests(urls.slice(round * VARIANT_COUNT, (round + 1) * VARIANT_COUNT)))
+          refs.push(
+            await runJson<Made>(
+              [
+                BUN,
+                'bench/ref/sharp-variants.ts',
+                set.path,
+                String(width),
+                String(height ?? 0),
+                fit,
+                format,
+                String(concurrency),
+                String(VARIANT_COUNT),
+                outDir,
+              ],
+              { timeoutMs: 120_000 },
+            ),
+          )
+        }
+        // Time per variant at this concurrency: the total over both rounds.
+        const per = (xs: Made[]) => (xs.reduce((s, x) => s + x.seconds, 0) / xs.reduce((s, x) => s + x.count, 0)) * 1000
+        const what = `first request, ${c.name}, of a ${set.name}, concurrency ${concurrency}`
+        ;(raw.variants as Record<string, unknown>)[what] = { app: apps, sharp: refs }
+        const ratio = per(apps) / per(refs)
+        add(
+          figure({
+            group: 'variants',
+            figure: what,
+            value: per(apps),
+            unit: 'ms',
+            reference: `sharp alone, the same resize from the same file, ${concurrency} in parallel`,
+            refValue: per(refs),
+            target: '<= 1.2x',
+            met: ratio <= 1.2,
+            note: `time per variant (wall time / count, ${VARIANT_ROUNDS} x ${VARIANT_COUNT} each, interleaved); per-round ratios ${apps.map((a, i) => (a.seconds / refs[i].seconds).toFixed(2)).join('/')}; request p50 ${(apps.reduce((s, a) => s + a.p50Ms, 0) / apps.length).toFixed(0)} vs sharp p50 ${(refs.reduce((s, r) => s + r.p50Ms, 0) / refs.length).toFixed(0)} ms; rounds ${apps.map((a) => a.rate.toFixed(1)).join('/')} vs ${refs.map((r) => r.rate.toFixed(1)).join('/')} /s`,
+          }),
+        )
+        // The stored variant's bytes, for the cached figure and its reference.
+        const stored = await fetch(urls[0])
+        const bytes = new Uint8Array(await stored.arrayBuffer())
+        const name = `${cached.length}.${format}`
+        writeFileSync(join(refDir, name), bytes)
+        cached.push({ what: `${c.name} of a ${set.name}`, url: urls[0], file: name, bytes: bytes.length })
+      }
+    }
+
+    section(`stored variants (${tool}, 32 connections)`)
+    const bunPort = freePort()
+    const bunRef = spawnLogged([BUN, 'bench/ref/bun-file.ts', String(bunPort), refDir], {
+      log: join(work, 'bun-file-variants.log'),
+    })
+    others.push({ stop: () => stopChild(bunRef) })
+    const bunUrl = `http://127.0.0.1:${bunPort}`
+    await waitHealthy(`${bunUrl}/${cached[0].file}`, performance.now(), 10_000, bunRef)
+    // The 1080p PNG's two: a preset and a signed size (the JPEG's are the same path at other sizes).
+    for (const c of cached.slice(0, 2)) {
+      const [a, b] = await compare(
+        tool,
+        [
+          { label: 'app', url: c.url },
+          { label: 'bun', url: `${bunUrl}/${c.file}` },
+        ],
+        { connections: 32, seconds: SECONDS, rounds: ROUNDS, warmup: 1 },
+      )
+      ;(raw.variants as Record<string, unknown>)[`cached ${c.what}`] = [a, b]
+      add(
+        figure({
+          group: 'variants',
+          figure: `stored variant, ${c.what}, ${(c.bytes / 1000).toFixed(0)} KB`,
+          value: a.rps,
+          unit: 'req/s',
+          reference: 'bare Bun.serve + Bun.file',
+          refValue: b.rps,
+          target: '>= 0.9x',
+          met: a.rps / b.rps >= 0.9,
+          note: `app p99 ${a.p99Ms.toFixed(1)} ms; runs ${a.runs.join('/')} vs ${b.runs.join('/')}${a.errors + b.errors ? `; ${a.errors + b.errors} errors` : ''}`,
+        }),
+      )
+    }
+    await stopChild(bunRef)
+  }
 
   /** /cdn, metadata and view counting: the app against bare servers of the same bytes and rows. */
   async function servingFigures() {

@@ -48,6 +48,11 @@ export interface Storage {
    * local disk, where the Blob itself is the body (sent with sendfile).
    */
   openBody?(file: Blob, length: number): Promise<BodyInit | null>
+  /**
+   * The object's own file on this machine, for readers that take a path (the media workers): to be read, never
+   * written. Absent where objects are not local files (object stores: copy `file` out instead).
+   */
+  localPath?(key: StorageKey): string
   /** A URL that fetches the object directly for `expiresIn` seconds (object stores only). */
   presign?(key: StorageKey, expiresIn: number): string
   /**

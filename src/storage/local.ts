@@ -48,6 +48,7 @@ export function createLocalStorage(root: string): Storage {
       }
     },
     file: (key) => Bun.file(pathOf(key)),
+    localPath: pathOf,
     async stat(key) {
       // Synchronous on purpose: a stat of a local file takes microseconds, while the promise version's thread-pool
       // round trip cut /cdn throughput about threefold (bench/README.md).

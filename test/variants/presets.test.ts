@@ -1,7 +1,9 @@
 /** Presets on /cdn: sizes, formats, no upscaling, alpha, animation, the medium thumbnail, headers and the /cdn rules. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
 import sharp from 'sharp'
-import { thumbnailKey } from '../../src/storage'
+import { originalKey, thumbnailKey } from '../../src/storage'
 import { type Bytes, makeAnimatedGif, makeImage } from '../fixtures'
 import { eventually, jsonBody, startTestServer, storedKeys, type TestServer, testClock, userWithKey } from '../helpers'
 import { heifEnc, turnedHeic } from '../media/heic-files'
@@ -157,6 +159,22 @@ describe('headers and rules as /cdn', () => {
     expect(answer.status).toBe(404)
     expect(typeof answer.body.error).toBe('string')
     expect((await storedKeys(t)).filter((k) => k.startsWith(`variants/${image.id}`))).toEqual([])
+  })
+
+  test('made from the stored original itself on local disk, from a removed temp copy out of a bucket', async () => {
+    const image = await upload(t, owner.keyHeader, await makeImage('png', 300, 200, 7), 'source.png')
+    const storage = t.server.deps.storage
+    const key = originalKey(image.id, 'png')
+    const before = await storage.file(key).bytes()
+    expect((await t.fetch(`/cdn/small/${image.id}.jpg`)).status).toBe(200)
+    const source = counting.counter.sources.at(-1)!
+    if (storage.localPath) expect(source).toBe(storage.localPath(key))
+    else {
+      expect(source.startsWith(join(t.dataDir, 'tmp'))).toBe(true)
+      expect(existsSync(source)).toBe(false)
+    }
+    // Read, never written: the original is stored as it was.
+    expect(await storage.file(key).bytes()).toEqual(before)
   })
 
   test('unknown id, preset or format: 404', async () => {

@@ -104,6 +104,9 @@ describe('tampering', () => {
     const good = pathOf(res.body.url)
     const signature = new URL(res.body.url).searchParams.get('s')!
     const flipped = signature.slice(0, -1) + (signature.endsWith('A') ? 'B' : 'A')
+    // Made and stored first: a URL served before is remembered, and only that exact URL.
+    expect((await t.fetch(good)).status).toBe(200)
+    expect((await t.fetch(good)).status).toBe(200)
     for (const bad of [
       good.replace('w=200', 'w=201'),
       good.replace('w=200', 'w=0200'),
@@ -224,8 +227,9 @@ describe('VARIANT_STORAGE_LIMIT', () => {
       clock.set(start + 3000)
       expect((await lru.fetch(urls[2])).status).toBe(200)
       expect(await variantKeys()).toEqual([`variants/${img.id}w200h0inside.png`, `variants/${img.id}w210h0inside.png`])
-      // The evicted one is made again on request.
+      // The evicted one is made again on request, and stored again.
       expect((await lru.fetch(urls[1])).status).toBe(200)
+      expect(await variantKeys()).toContain(`variants/${img.id}w220h0inside.png`)
     } finally {
       clock.reset()
       await lru.stop()

@@ -26,7 +26,7 @@ export async function upload(
   return res.body as { id: string; url: string; thumbnail: string }
 }
 
-/** The real media pool, counting the variant jobs it is given. */
+/** The real media pool, counting the variant jobs it is given and keeping the files they read. */
 export function countingMedia() {
   const pool = createMediaPool({
     maxPixels: 100_000_000,
@@ -37,11 +37,12 @@ export function countingMedia() {
     memoryBytes: 1024 * 1024 * 1024,
     maxQueue: 64,
   })
-  const counter = { variantJobs: 0 }
+  const counter = { variantJobs: 0, sources: [] as string[] }
   const media: Media = {
     ...pool,
     variant(path, spec, dest) {
       counter.variantJobs++
+      counter.sources.push(path)
       return pool.variant(path, spec, dest)
     },
   }

@@ -182,6 +182,8 @@ interface Deliveries {
   thumbnail?: Delivery
   /** By storage key: presets and signed sizes. */
   variants?: Map<StorageKey, Delivery>
+  /** Signed URLs (`<file>?<query>`) already verified whose variant is stored: no HMAC per cached request. */
+  signed?: Map<string, VariantSpec>
 }
 
 export function cdnModule(deps: {
@@ -260,20 +262,27 @@ export function cdnModule(deps: {
     const image = match ? images.liveCache.get(match[1]) : undefined
     if (!image) return notFound()
     const format = match![2] as VariantSpec['format']
+    const all = deliveriesOf(image)
     let spec: VariantSpec
+    let signedUrl: string | undefined
     if (preset === CUSTOM) {
       const at = request.url.indexOf('?')
-      spec = variants.verify(file, format, at < 0 ? '' : request.url.slice(at + 1))
+      signedUrl = at < 0 ? file : `${file}?${request.url.slice(at + 1)}`
+      spec = all.signed?.get(signedUrl) ?? variants.verify(file, format, at < 0 ? '' : request.url.slice(at + 1))
     } else {
       // The medium WebP is the thumbnail made at upload, under its own link.
       if (preset === 'medium' && format === 'webp') return serve(request, storage, hot, thumbnailDelivery(image))
       spec = presetSpec(preset, format)
     }
     const key = variants.keyOf(image.id, spec)
-    const all = deliveriesOf(image)
     all.variants ??= new Map()
     const known = all.variants
     const stored = variants.stored(key)
+    // Remembered once stored, so as many as the image's stored variants (made under the per-IP cap), never a guess.
+    if (stored && signedUrl) {
+      all.signed ??= new Map()
+      all.signed.set(signedUrl, spec)
+    }
     const kept = known.get(key)
     if (stored && kept) return serve(request, storage, hot, kept)
     // Not stored (or not served yet): a new delivery, so nothing learned of an evicted file is used again.
