@@ -130,3 +130,38 @@ export async function makeDecompressionBomb(): Promise<Bytes> {
     Buffer.concat([signature, chunk('IHDR', header), chunk('IDAT', pixels), chunk('IEND', new Uint8Array(0))]),
   )
 }
+
+/** A body of `count` chunks of `size` zero bytes, sent with no Content-Length: only counting while reading can bound it. */
+export function chunkedBody(size: number, count: number): ReadableStream<Uint8Array> {
+  let sent = 0
+  return new ReadableStream({
+    pull(controller) {
+      controller.enqueue(new Uint8Array(size))
+      if (++sent === count) controller.close()
+    },
+  })
+}
+
+/** Bodies that send their first bytes and then nothing, until `release()` (after each test) ends them. */
+export function stallingBodies() {
+  const held: ReadableStreamDefaultController<Uint8Array>[] = []
+  return {
+    body(prefix: Uint8Array): ReadableStream<Uint8Array> {
+      return new ReadableStream({
+        start(controller) {
+          controller.enqueue(prefix)
+          held.push(controller)
+        },
+      })
+    },
+    release() {
+      for (const controller of held.splice(0)) {
+        try {
+          controller.close()
+        } catch {
+          // already cancelled by the reader's abort
+        }
+      }
+    },
+  }
+}

@@ -6,7 +6,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { type Bytes, makeImage, uploadForm } from '../fixtures'
+import { type Bytes, chunkedBody, makeImage, stallingBodies, uploadForm } from '../fixtures'
 import { startTestServer, storedKeys, type TestServer, userWithKey } from '../helpers'
 
 const MAX_FILE_SIZE = 20_000
@@ -15,7 +15,8 @@ let png: Bytes
 let jpeg: Bytes
 /** Paths the picture server was asked for. */
 const seen: string[] = []
-const stalled: ReadableStreamDefaultController[] = []
+/** Ends the streams that stall, once their test is over. */
+const stalling = stallingBodies()
 let pictures: ReturnType<typeof Bun.serve>
 let base = ''
 
@@ -39,26 +40,10 @@ beforeAll(async () => {
           return new Response('just some text, not an image at all')
         case '/big-declared':
           return new Response(new Uint8Array(MAX_FILE_SIZE + 1))
-        case '/big-chunked': {
-          let chunks = 0
-          return new Response(
-            new ReadableStream({
-              pull(controller) {
-                controller.enqueue(new Uint8Array(5_000))
-                if (++chunks === 10) controller.close()
-              },
-            }),
-          )
-        }
+        case '/big-chunked':
+          return new Response(chunkedBody(5_000, 10))
         case '/stall':
-          return new Response(
-            new ReadableStream({
-              start(controller) {
-                controller.enqueue(png.slice(0, 16))
-                stalled.push(controller)
-              },
-            }),
-          )
+          return new Response(stalling.body(png.slice(0, 16)))
         case '/redirect':
           return new Response(null, { status: 302, headers: { Location: url.searchParams.get('to') ?? '/' } })
         default:
@@ -70,13 +55,7 @@ beforeAll(async () => {
 })
 
 afterEach(() => {
-  for (const controller of stalled.splice(0)) {
-    try {
-      controller.close()
-    } catch {
-      // already cancelled by the fetcher's abort
-    }
-  }
+  stalling.release()
   seen.length = 0
 })
 

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Invalid } from '../../src/errors'
 import { type FetchOptions, fetchToFile, MAX_REDIRECTS } from '../../src/net/fetch-url'
-import { type Bytes, makeImage } from '../fixtures'
+import { type Bytes, chunkedBody, makeImage, stallingBodies } from '../fixtures'
 
 let png: Bytes
 let tmpDir: string
@@ -17,7 +17,7 @@ const seen: string[] = []
 /** The Host header of the last request. */
 let lastHost = ''
 /** Ends the streams that stall, once their test is over. */
-const stalled: ReadableStreamDefaultController[] = []
+const stalling = stallingBodies()
 let server: ReturnType<typeof Bun.serve>
 let declaring: Bun.TCPSocketListener
 let base = ''
@@ -51,28 +51,11 @@ beforeAll(async () => {
           })
         case '/redirect':
           return new Response(null, { status: 301, headers: { Location: url.searchParams.get('to') ?? '/' } })
-        case '/big-chunked': {
+        case '/big-chunked':
           // 10 kB with no Content-Length: only counting while streaming can tell.
-          let chunks = 0
-          return new Response(
-            new ReadableStream({
-              pull(controller) {
-                controller.enqueue(new Uint8Array(1000))
-                if (++chunks === 10) controller.close()
-              },
-            }),
-          )
-        }
+          return new Response(chunkedBody(1000, 10))
         case '/stall-body':
-          return new Response(
-            new ReadableStream({
-              start(controller) {
-                controller.enqueue(png.slice(0, 10))
-                stalled.push(controller)
-              },
-            }),
-            { headers: { 'Content-Length': String(png.length) } },
-          )
+          return new Response(stalling.body(png.slice(0, 10)), { headers: { 'Content-Length': String(png.length) } })
         case '/stall-headers':
           return new Promise<Response>(() => {})
         default:
@@ -95,13 +78,7 @@ beforeAll(async () => {
 })
 
 afterEach(() => {
-  for (const controller of stalled.splice(0)) {
-    try {
-      controller.close()
-    } catch {
-      // already cancelled by the client's abort
-    }
-  }
+  stalling.release()
   seen.length = 0
 })
 
