@@ -18,6 +18,11 @@ import { createHotFiles, type HotFiles } from './hot-files'
 const IMMUTABLE = 'public, max-age=31536000, immutable'
 // A script inside an SVG must never run: no loads, inline styles only, and a sandbox on top.
 const SVG_CSP = "default-src 'none'; style-src 'unsafe-inline'; sandbox"
+/**
+ * Every /cdn answer but 404/503 (the redirect too): a direct link may be embedded anywhere, on pages with COEP
+ * `require-corp` and, with `crossorigin`, in a canvas; images are public by link, private ones too (the contract).
+ */
+const EMBED = { 'cross-origin-resource-policy': 'cross-origin', 'access-control-allow-origin': '*' } as const
 const ORIGINAL = new RegExp(`^(${IMAGE_ID})\\.([a-z]{3,4})$`)
 const VARIANT = new RegExp(`^(${IMAGE_ID})\\.(${VARIANT_FORMATS.join('|')})$`)
 
@@ -67,7 +72,9 @@ const unavailable = () => {
 export interface Delivery {
   key: StorageKey
   etag: string
-  /** Content type, ETag, caching, ranges, nosniff (and the SVG CSP): every answer but 404/503 carries them. */
+  /** Whole seconds: what `Last-Modified` says and `If-Modified-Since` is compared with. */
+  modified: number
+  /** Content type, ETag, Last-Modified, caching, ranges, nosniff, the embed headers (and the SVG CSP): every answer but 404/503 carries them. */
   common: Record<string, string>
   /** `common` as a ready Headers object (the 304 answer): Bun copies it into a Response ~3x faster than a plain object. */
   commonHeaders: Headers
@@ -79,22 +86,38 @@ export interface Delivery {
   full?: Headers
 }
 
-function delivery(key: StorageKey, headers: Record<string, string>, etag: string, redirect: boolean): Delivery {
+/**
+ * `modified` is the image's upload time, for its variants too: they are made from the original, which never changes
+ * under its id (their ETag says the same).
+ */
+function delivery(
+  key: StorageKey,
+  headers: Record<string, string>,
+  etag: string,
+  redirect: boolean,
+  modified: number,
+): Delivery {
+  const seconds = Math.floor(modified / 1000) * 1000
   const common = {
     ...headers,
+    ...EMBED,
     etag,
+    'last-modified': new Date(seconds).toUTCString(),
     'cache-control': IMMUTABLE,
     'accept-ranges': 'bytes',
     'x-content-type-options': 'nosniff',
   }
-  return { key, etag, redirect, common, commonHeaders: new Headers(common) }
+  return { key, etag, redirect, modified: seconds, common, commonHeaders: new Headers(common) }
 }
 
+/** RFC 9110 13.2.2: If-None-Match decides when present; If-Modified-Since only without it (an unparsable date is ignored). */
 function notModified(request: Request, d: Delivery): Response | undefined {
   const ifNoneMatch = request.headers.get('if-none-match')
-  if (ifNoneMatch?.split(',').some((tag) => tag.trim() === d.etag || tag.trim() === '*')) {
-    return new Response(null, { status: 304, headers: d.commonHeaders })
-  }
+  const fresh =
+    ifNoneMatch !== null
+      ? ifNoneMatch.split(',').some((tag) => tag.trim() === d.etag || tag.trim() === '*')
+      : Date.parse(request.headers.get('if-modified-since') ?? '') >= d.modified
+  if (fresh) return new Response(null, { status: 304, headers: d.commonHeaders })
 }
 
 /** The answer for a known size: whole (200), a range (206) or an unsatisfiable range (416); HEAD without the body. */
@@ -140,7 +163,7 @@ async function serveFromStore(request: Request, storage: Storage, d: Delivery): 
       if (!(await storage.exists(d.key))) return notFound()
       return new Response(null, {
         status: 302,
-        headers: { location: storage.presign(d.key, PRESIGN_SECONDS), 'cache-control': REDIRECT_CACHE },
+        headers: { ...EMBED, location: storage.presign(d.key, PRESIGN_SECONDS), 'cache-control': REDIRECT_CACHE },
       })
     }
     const stat = await storage.stat(d.key)
@@ -223,6 +246,7 @@ export function cdnModule(deps: {
       headers,
       `"${image.id}-${image.size}"`,
       redirect && !svg,
+      image.createdAt,
     )
     return known.original
   }
@@ -234,6 +258,7 @@ export function cdnModule(deps: {
       { 'content-type': 'image/webp' },
       `"${image.id}-thumb"`,
       redirect,
+      image.createdAt,
     )
     return known.thumbnail
   }
@@ -286,7 +311,8 @@ export function cdnModule(deps: {
     const kept = known.get(key)
     if (stored && kept) return serve(request, storage, hot, kept)
     // Not stored (or not served yet): a new delivery, so nothing learned of an evicted file is used again.
-    const d = delivery(key, { 'content-type': FORMAT_MIME[format] }, `"${key.slice(key.indexOf('/') + 1)}"`, redirect)
+    const etag = `"${key.slice(key.indexOf('/') + 1)}"`
+    const d = delivery(key, { 'content-type': FORMAT_MIME[format] }, etag, redirect, image.createdAt)
     known.set(key, d)
     if (stored) return serve(request, storage, hot, d)
     const cached = notModified(request, d)
