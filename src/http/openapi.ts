@@ -28,6 +28,11 @@ function documentJsonBodies(doc: OpenApiDoc, routes: { method: string; path: str
 }
 
 const UI_PATH = '/swagger'
+/**
+ * The page's document URL is absolute: the plugin's own is relative (swagger/json), which from /swagger/ resolves to
+ * /swagger/swagger/json. Its option type leaves `url` out, yet spreads these options over its own, so `url` wins.
+ */
+const uiOptions = { url: SPEC_PATH, cdn: `${ASSETS}/swagger-ui-bundle.js`, theme: `${ASSETS}/swagger-ui.css` }
 
 /**
  * The Swagger UI page gets the security headers of our own pages. Its one inline script (the UI's start-up call) is
@@ -67,17 +72,20 @@ export function apiDocs(siteName: string) {
   return docs
     .onAfterHandle(async ({ path, responseValue }) => {
       if (path === SPEC_PATH) documentJsonBodies(responseValue as OpenApiDoc, globalRoutes())
-      if (path === UI_PATH && responseValue instanceof Response) return withUiSecurityHeaders(responseValue)
+      // The router also answers the page at /swagger/ (paths are not strict).
+      if ((path === UI_PATH || path === `${UI_PATH}/`) && responseValue instanceof Response) {
+        return withUiSecurityHeaders(responseValue)
+      }
     })
     .use(
       openapi({
-        path: '/swagger',
+        path: UI_PATH,
         specPath: SPEC_PATH,
         provider: 'swagger-ui',
         // Makes the UI page a handler instead of a static Response (which skips every hook), so the hook above can
         // add the security headers. With Swagger UI the flag embeds nothing: the page still loads /swagger/json.
         embedSpec: true,
-        swagger: { cdn: `${ASSETS}/swagger-ui-bundle.js`, theme: `${ASSETS}/swagger-ui.css` },
+        swagger: uiOptions,
         exclude: { paths: [/^\/swagger/, /^\/cdn/, /^\/assets/] },
         documentation: {
           info: {

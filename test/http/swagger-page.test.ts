@@ -1,0 +1,32 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { startTestServer, type TestServer } from '../helpers'
+
+let t: TestServer
+beforeAll(async () => {
+  t = await startTestServer()
+})
+afterAll(() => t.stop())
+
+/** The document URL the page hands to SwaggerUIBundle, resolved against the page's own address like a browser does. */
+function specUrl(page: string, pageUrl: string): string {
+  const options = page.match(/SwaggerUIBundle\((\{[\s\S]*?\})\);/)
+  expect(options).not.toBeNull()
+  return new URL(JSON.parse(options?.[1] ?? '{}').url, pageUrl).href
+}
+
+describe('the Swagger UI page', () => {
+  for (const path of ['/swagger', '/swagger/']) {
+    test(`${path} serves the page with its headers, and the document it references loads`, async () => {
+      const res = await t.fetch(path)
+      expect(res.status).toBe(200)
+      expect(res.headers.get('content-type')).toContain('text/html')
+      expect(res.headers.get('content-security-policy')).toContain("script-src 'self' 'sha256-")
+      const page = await res.text()
+      const spec = specUrl(page, t.url + path)
+      expect(spec).toBe(`${t.url}/swagger/json`)
+      const doc = await fetch(spec)
+      expect(doc.status).toBe(200)
+      expect(((await doc.json()) as { openapi: string }).openapi).toStartWith('3.')
+    })
+  }
+})
