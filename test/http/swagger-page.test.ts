@@ -29,4 +29,13 @@ describe('the Swagger UI page', () => {
       expect(((await doc.json()) as { openapi: string }).openapi).toStartWith('3.')
     })
   }
+
+  test('every colour in the inline dark-mode style is a valid CSS hex colour', async () => {
+    const page = await (await t.fetch('/swagger')).text()
+    const style = page.match(/<style>([\s\S]*?)<\/style>/)?.[1] ?? ''
+    expect(style).toContain('prefers-color-scheme: dark')
+    const colours = [...style.matchAll(/#[0-9a-f]+\b/gi)].map((m) => m[0])
+    expect(colours.length).toBeGreaterThan(0)
+    for (const colour of colours) expect([4, 5, 7, 9]).toContain(colour.length)
+  })
 })
