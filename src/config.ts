@@ -3,6 +3,7 @@ import { resolve } from 'node:path'
 import { type Static, Type as T, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { loadLegacyMap } from './modules/import/model'
+import { DEFAULT_ROBOTS_TXT, loadRobotsTxt } from './modules/pages/robots'
 
 const MB = 1024 * 1024
 const GB = 1024 * MB
@@ -71,6 +72,7 @@ const variables = {
   URL_UPLOAD_ALLOW_PRIVATE: { schema: Bool, default: 'false' },
   URL_UPLOAD_TIMEOUT_MS: { schema: Int(1), default: '15000' },
   LEGACY_REDIRECTS: { schema: T.String(), default: '' },
+  ROBOTS_TXT: { schema: T.String(), default: '' },
   VARIANT_SECRET: { schema: T.String(), default: '' },
   VARIANT_STORAGE_LIMIT: { schema: Int(0), default: String(GB) },
   VARIANTS_MADE_PER_SECOND: { schema: Int(1), default: '5' },
@@ -114,6 +116,16 @@ function legacyRedirects(file: string) {
     return loadLegacyMap(resolve(file))
   } catch (error) {
     throw new ConfigError(`Invalid LEGACY_REDIRECTS file ${file}: ${(error as Error).message}`)
+  }
+}
+
+/** The text /robots.txt answers: the ROBOTS_TXT file's, read once here (missing or too large stops the start). */
+function robotsTxt(file: string) {
+  if (!file) return DEFAULT_ROBOTS_TXT
+  try {
+    return loadRobotsTxt(resolve(file))
+  } catch (error) {
+    throw new ConfigError(`Invalid ROBOTS_TXT file ${file}: ${(error as Error).message}`)
   }
 }
 
@@ -257,6 +269,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     }),
     /** Old path (percent-decoded) to the image it now is, or null: no legacy links (src/modules/import/model.ts). */
     legacyRedirects: legacyRedirects(raw.LEGACY_REDIRECTS),
+    robotsTxt: robotsTxt(raw.ROBOTS_TXT),
   })
 }
 

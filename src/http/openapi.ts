@@ -28,13 +28,20 @@ function documentJsonBodies(doc: OpenApiDoc, routes: { method: string; path: str
 }
 
 const UI_PATH = '/swagger'
+/**
+ * The page's document URL is absolute: the plugin's own is relative (swagger/json), which from /swagger/ resolves to
+ * /swagger/swagger/json. Its option type leaves `url` out, yet spreads these options over its own, so `url` wins.
+ */
+const uiOptions = { url: SPEC_PATH, cdn: `${ASSETS}/swagger-ui-bundle.js`, theme: `${ASSETS}/swagger-ui.css` }
 
 /**
- * The Swagger UI page gets the security headers of our own pages. Its one inline script (the UI's start-up call) is
+ * The Swagger UI page gets the security headers of our own pages (and one fix to its inline style). Its one inline script (the UI's start-up call) is
  * allowed by its hash, so no other inline script could run; its inline dark-mode style needs 'unsafe-inline' styles.
  */
 async function withUiSecurityHeaders(response: Response): Promise<Response> {
-  const page = await response.text()
+  // The plugin's dark-mode style has an invalid colour (#faf9a, one digit short), so browsers dropped the rule: an
+  // off-white that was meant.
+  const page = (await response.text()).replaceAll('#faf9a;', '#faf9fa;')
   const inline = [...page.matchAll(/<script>([\s\S]*?)<\/script>/g)].map(
     (m) => `'sha256-${new Bun.CryptoHasher('sha256').update(m[1]).digest('base64')}'`,
   )
@@ -67,17 +74,20 @@ export function apiDocs(siteName: string) {
   return docs
     .onAfterHandle(async ({ path, responseValue }) => {
       if (path === SPEC_PATH) documentJsonBodies(responseValue as OpenApiDoc, globalRoutes())
-      if (path === UI_PATH && responseValue instanceof Response) return withUiSecurityHeaders(responseValue)
+      // The router also answers the page at /swagger/ (paths are not strict).
+      if ((path === UI_PATH || path === `${UI_PATH}/`) && responseValue instanceof Response) {
+        return withUiSecurityHeaders(responseValue)
+      }
     })
     .use(
       openapi({
-        path: '/swagger',
+        path: UI_PATH,
         specPath: SPEC_PATH,
         provider: 'swagger-ui',
         // Makes the UI page a handler instead of a static Response (which skips every hook), so the hook above can
         // add the security headers. With Swagger UI the flag embeds nothing: the page still loads /swagger/json.
         embedSpec: true,
-        swagger: { cdn: `${ASSETS}/swagger-ui-bundle.js`, theme: `${ASSETS}/swagger-ui.css` },
+        swagger: uiOptions,
         exclude: { paths: [/^\/swagger/, /^\/cdn/, /^\/assets/] },
         documentation: {
           info: {

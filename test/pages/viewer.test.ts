@@ -187,6 +187,8 @@ describe('viewer page /i/<id>', () => {
     for (const key of ['og:image', 'og:image:width', 'og:image:height', 'og:image:type', 'twitter:image'])
       expect(all(key)).toHaveLength(0)
     expect(meta('og:title')).toBeDefined()
+    expect(meta('twitter:card')).toBe('summary')
+    expect(meta('robots')).toBe('noindex')
     const figure = doc.querySelector('figure.nsfw')!
     expect(figure.classList.contains('is-hidden')).toBe(true)
     expect(figure.querySelector('.nsfw-warning')!.text).toContain('NSFW')

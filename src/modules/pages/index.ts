@@ -2,7 +2,7 @@ import { Elysia, t } from 'elysia'
 import type { Config } from '../../config'
 import { notFound } from '../../errors'
 import { clientIp } from '../../http/client-ip'
-import { errors, HttpError } from '../../http/errors'
+import { errors, HttpError, NOSNIFF } from '../../http/errors'
 import { createPageRenderer, getAsset } from '../../web/page'
 import type { AlbumService } from '../albums/service'
 import type { GalleryService } from '../gallery/service'
@@ -21,7 +21,7 @@ const hidden = { detail: { hide: true } }
 
 /**
  * Server-rendered pages (upload, gallery, profile, viewer, album, account pages, dashboard, 404), their local assets,
- * and the oEmbed endpoint the viewer page links to.
+ * /robots.txt and the oEmbed endpoint the viewer page links to.
  */
 export function pagesModule(deps: {
   config: Config
@@ -74,6 +74,14 @@ export function pagesModule(deps: {
         })
       },
       { params: t.Object({ name: t.String() }), query: t.Object({ v: t.Optional(t.String()) }), ...hidden },
+    )
+    .get(
+      '/robots.txt',
+      () =>
+        new Response(config.robotsTxt, {
+          headers: { 'content-type': 'text/plain; charset=utf-8', ...NOSNIFF },
+        }),
+      hidden,
     )
     .get('/', () => renderUploadPage(renderer, config), hidden)
     .get(

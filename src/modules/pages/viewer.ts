@@ -21,7 +21,10 @@ export function shareCodes(data: Pick<ImagePageData, 'image' | 'links'>) {
 
 const dateText = (date: Date) => `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`
 
-/** The head of a viewer page: Open Graph, Twitter, theme colour and the oEmbed discovery link. */
+/**
+ * The head of a viewer page: Open Graph, Twitter, theme colour and the oEmbed discovery link. A mature image has no
+ * og:image and a plain `summary` card, so no preview shows a large (empty) image slot.
+ */
 function viewerHead(config: Config, data: ImagePageData) {
   const { image, embed, links } = data
   const preview = readableImage(config.cdnUrl, image, 'unfurler')
@@ -42,7 +45,7 @@ ${
 <meta property="og:image:alt" content="${image.filename}">
 `
 }<meta name="theme-color" content="${embed.color}">
-<meta name="twitter:card" content="summary_large_image">
+<meta name="twitter:card" content="${image.nsfw ? 'summary' : 'summary_large_image'}">
 <link rel="alternate" type="application/json+oembed" href="${oembed}" title="${embed.title}">
 <link rel="canonical" href="${links.viewer}">`
 }
@@ -85,7 +88,8 @@ ${reportForm(image.id)}
     title: data.embed.title,
     head: viewerHead(config, data),
     body,
-    noindex: image.visibility === 'private',
+    // Mature images are kept out of search results as they are kept out of previews.
+    noindex: image.visibility === 'private' || image.nsfw,
     bodyClass: 'viewer-page',
     scripts: ['report.js'],
     styles: ['reports.css'],
