@@ -94,7 +94,7 @@ export function apiDocs(siteName: string) {
             title: `${siteName} API`,
             version: VERSION,
             description:
-              'Image hosting: uploads, links, albums and embed profiles. Errors are always `{ "error": "..." }`.',
+              'Image hosting: uploads, links, albums and embed profiles. Every error is a JSON object with one `error` string.',
           },
           // Declared once here, in the order the UI lists them; each route names its tag.
           tags: [

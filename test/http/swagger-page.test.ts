@@ -26,7 +26,10 @@ describe('the Swagger UI page', () => {
       expect(spec).toBe(`${t.url}/swagger/json`)
       const doc = await fetch(spec)
       expect(doc.status).toBe(200)
-      expect(((await doc.json()) as { openapi: string }).openapi).toStartWith('3.')
+      const document = (await doc.json()) as { openapi: string; info: { description: string } }
+      expect(document.openapi).toStartWith('3.')
+      // The plugin writes the description into a meta tag unescaped: whole there only while it has no double quote.
+      expect(page).toContain(`content="${document.info.description}"`)
     })
   }
 
