@@ -83,6 +83,22 @@ function add(f: Figure) {
   figures.push(f)
   printFigure(f)
 }
+/** A byte-serving figure held to the bare `Bun.serve` + `Bun.file` reference (>= 0.9x): /cdn files and stored variants. */
+function addVsBareFile(group: string, what: string, a: Compared, b: Compared, errors: number) {
+  add(
+    figure({
+      group,
+      figure: what,
+      value: a.rps,
+      unit: 'req/s',
+      reference: 'bare Bun.serve + Bun.file',
+      refValue: b.rps,
+      target: '>= 0.9x',
+      met: a.rps / b.rps >= 0.9,
+      note: `app p99 ${a.p99Ms.toFixed(1)} ms; runs ${a.runs.join('/')} vs ${b.runs.join('/')}${errors ? `; ${errors} errors` : ''}`,
+    }),
+  )
+}
 const section = (title: string) => console.log(`\n== ${title} (${((performance.now() - began) / 1000).toFixed(0)} s)`)
 
 const blobOf = async (path: string, type: string) => new Blob([await Bun.file(path).arrayBuffer()], { type })
@@ -684,18 +700,12 @@ async function main() {
         { connections: 32, seconds: SECONDS, rounds: ROUNDS, warmup: 1 },
       )
       ;(raw.variants as Record<string, unknown>)[`cached ${c.what}`] = [a, b]
-      add(
-        figure({
-          group: 'variants',
-          figure: `stored variant, ${c.what}, ${(c.bytes / 1000).toFixed(0)} KB`,
-          value: a.rps,
-          unit: 'req/s',
-          reference: 'bare Bun.serve + Bun.file',
-          refValue: b.rps,
-          target: '>= 0.9x',
-          met: a.rps / b.rps >= 0.9,
-          note: `app p99 ${a.p99Ms.toFixed(1)} ms; runs ${a.runs.join('/')} vs ${b.runs.join('/')}${a.errors + b.errors ? `; ${a.errors + b.errors} errors` : ''}`,
-        }),
+      addVsBareFile(
+        'variants',
+        `stored variant, ${c.what}, ${(c.bytes / 1000).toFixed(0)} KB`,
+        a,
+        b,
+        a.errors + b.errors,
       )
     }
     await stopChild(bunRef)
@@ -777,19 +787,7 @@ async function main() {
         const [a, b, n] = results
         if (c.ref === '/small.jpg') smallCdn = a
         const errors = results.reduce((s, r) => s + r.errors, 0)
-        add(
-          figure({
-            group: c.group,
-            figure: c.what,
-            value: a.rps,
-            unit: 'req/s',
-            reference: 'bare Bun.serve + Bun.file',
-            refValue: b.rps,
-            target: '>= 0.9x',
-            met: a.rps / b.rps >= 0.9,
-            note: `app p99 ${a.p99Ms.toFixed(1)} ms; runs ${a.runs.join('/')} vs ${b.runs.join('/')}${errors ? `; ${errors} errors` : ''}`,
-          }),
-        )
+        addVsBareFile(c.group, c.what, a, b, errors)
         if (n) {
           add(
             figure({
