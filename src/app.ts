@@ -16,6 +16,8 @@ import { albumsModule } from './modules/albums'
 import { createAlbumService } from './modules/albums/service'
 import { authModule } from './modules/auth'
 import type { Mailer } from './modules/auth/mailer'
+import { passkeysModule } from './modules/auth/passkey-routes'
+import { createPasskeyService } from './modules/auth/passkeys'
 import { createAuthService } from './modules/auth/service'
 import { cdnModule } from './modules/cdn'
 import { cheveretoModule } from './modules/chevereto'
@@ -71,6 +73,7 @@ export function createApp(deps: AppDeps) {
   const classifier = metrics.instrument(deps.classifier)
   const auth = createAuthService(db, deps.mailer, config.limits.guesses, now)
   const guard = authGuard(auth, { secret: deps.jwtSecret, trustProxy: config.trustProxy })
+  const passkeys = createPasskeyService({ db, config, now })
   // Image events (upload, delete) reach the webhooks through this one hook.
   const webhooks = createWebhookService({ db, config, options: deps.webhookOptions })
   const variants = createVariantService({
@@ -128,6 +131,7 @@ export function createApp(deps: AppDeps) {
   const services = {
     reports,
     auth,
+    passkeys,
     admin: createAdminService({ db, images }),
     images,
     pipeline,
@@ -151,6 +155,7 @@ export function createApp(deps: AppDeps) {
     .use(apiDocs(config.siteName))
     .use(healthModule({ db, metrics, metricsToken: config.metricsToken, classifier }))
     .use(authModule(auth, guard))
+    .use(passkeysModule(passkeys, guard))
     .use(imagesModule({ images, pipeline, guard }))
     .use(cheveretoModule({ config, images, pipeline, auth, guard }))
     .use(variantsModule({ images, variants, publicUrl: config.cdnUrl, guard }))

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 
 const createdAt = () =>
   integer('created_at', { mode: 'timestamp_ms' }).notNull().default(sql`(unixepoch('subsec') * 1000)`)
@@ -51,6 +51,29 @@ export const verificationTokens = sqliteTable('verification_tokens', {
   expiresAt: integer('expires_at', { mode: 'timestamp_ms' }).notNull(),
   usedAt: integer('used_at', { mode: 'timestamp_ms' }),
 })
+
+/** WebAuthn credentials (passkeys): an account signs in with any of them instead of its password. */
+export const passkeys = sqliteTable(
+  'passkeys',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    userId: integer('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    /** The credential id, base64url, as the authenticator names it. */
+    credentialId: text('credential_id').notNull().unique(),
+    /** The COSE public key. */
+    publicKey: blob('public_key', { mode: 'buffer' }).notNull(),
+    /** The authenticator's signature counter (0 for those that keep none). */
+    counter: integer('counter').notNull().default(0),
+    /** JSON array of the transports the browser reported (usb, internal, hybrid...). */
+    transports: text('transports').notNull().default('[]'),
+    name: text('name').notNull(),
+    createdAt: createdAt(),
+    lastUsedAt: integer('last_used_at', { mode: 'timestamp_ms' }),
+  },
+  (t) => [index('passkeys_user').on(t.userId)],
+)
 
 export const embedProfiles = sqliteTable(
   'embed_profiles',
@@ -260,6 +283,7 @@ export const healthProbe = sqliteTable('health_probe', {
 
 export type User = typeof users.$inferSelect
 export type ApiKey = typeof apiKeys.$inferSelect
+export type Passkey = typeof passkeys.$inferSelect
 export type Image = typeof images.$inferSelect
 export type Album = typeof albums.$inferSelect
 export type EmbedProfile = typeof embedProfiles.$inferSelect

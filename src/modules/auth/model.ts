@@ -50,3 +50,90 @@ export const KeyCreatedResponse = t.Object({
 })
 export const KeyIdParams = t.Object({ id: NumericId() })
 export { Success }
+
+export const PASSKEY_NAME_MAX = 100
+/** Passkeys per account, at most. */
+export const MAX_PASSKEYS = 20
+/** Each base64url field of a browser's WebAuthn answer, at most (real ones are a few hundred bytes). */
+const WEBAUTHN_FIELD_MAX = 16_384
+const B64 = (description: string) => t.String({ maxLength: WEBAUTHN_FIELD_MAX, description })
+
+export const PasskeyModel = t.Object({
+  id: t.Integer(),
+  name: t.String(),
+  transports: t.Array(t.String(), {
+    description: 'How the browser reaches the authenticator (internal, usb, hybrid...)',
+  }),
+  createdAt: Timestamp,
+  lastUsedAt: t.Union([Timestamp, t.Null()]),
+})
+export const PasskeyListResponse = t.Object({ success: t.Literal(true), passkeys: t.Array(PasskeyModel) })
+export const PasskeyCreatedResponse = t.Object({ success: t.Literal(true), passkey: PasskeyModel })
+export const PasskeyIdParams = t.Object({ id: NumericId() })
+
+/** What the server's options carry for the browser (the rest as WebAuthn defines it). */
+const options = (description: string) =>
+  t.Object({ challenge: t.String(), timeout: t.Optional(t.Integer()) }, { additionalProperties: true, description })
+export const PasskeyRegistrationOptionsResponse = t.Object({
+  success: t.Literal(true),
+  options: options(
+    'PublicKeyCredentialCreationOptionsJSON (WebAuthn Level 3) for navigator.credentials.create(); its challenge is answerable once, for 5 minutes',
+  ),
+})
+export const PasskeyAuthenticationOptionsResponse = t.Object({
+  success: t.Literal(true),
+  options: options(
+    'PublicKeyCredentialRequestOptionsJSON (WebAuthn Level 3) for navigator.credentials.get(); its challenge is answerable once, for 5 minutes',
+  ),
+})
+
+/** The browser's answers, as PublicKeyCredential.toJSON() gives them (binary fields in base64url). */
+const credentialFields = {
+  id: B64('Credential id'),
+  rawId: B64('Credential id'),
+  type: t.Literal('public-key'),
+  clientExtensionResults: t.Object({}, { additionalProperties: true }),
+  authenticatorAttachment: t.Optional(t.Union([t.Literal('platform'), t.Literal('cross-platform')])),
+}
+export const PasskeyRegisterBody = t.Object({
+  name: t.Optional(
+    t.String({ maxLength: PASSKEY_NAME_MAX, description: 'A name to recognise it by; default "Passkey"' }),
+  ),
+  response: t.Object(
+    {
+      ...credentialFields,
+      response: t.Object(
+        {
+          clientDataJSON: B64('Client data'),
+          attestationObject: B64('Attestation object'),
+          transports: t.Optional(t.Array(t.String({ maxLength: 32 }), { maxItems: 10 })),
+        },
+        { additionalProperties: true },
+      ),
+    },
+    {
+      additionalProperties: true,
+      description: 'The answer of navigator.credentials.create() (RegistrationResponseJSON)',
+    },
+  ),
+})
+export const PasskeyLoginBody = t.Object({
+  response: t.Object(
+    {
+      ...credentialFields,
+      response: t.Object(
+        {
+          clientDataJSON: B64('Client data'),
+          authenticatorData: B64('Authenticator data'),
+          signature: B64('Signature'),
+          userHandle: t.Optional(B64('User handle')),
+        },
+        { additionalProperties: true },
+      ),
+    },
+    {
+      additionalProperties: true,
+      description: 'The answer of navigator.credentials.get() (AuthenticationResponseJSON)',
+    },
+  ),
+})

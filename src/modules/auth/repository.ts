@@ -1,8 +1,8 @@
 import { and, count, desc, eq, isNull, type SQL, sql } from 'drizzle-orm'
 import type { Db, Tx } from '../../db/client'
-import { type ApiKey, apiKeys, type User, users, verificationTokens } from '../../db/schema'
+import { type ApiKey, apiKeys, type Passkey, passkeys, type User, users, verificationTokens } from '../../db/schema'
 
-/** Every query of the users, api_keys and verification_tokens tables. */
+/** Every query of the users, api_keys, verification_tokens and passkeys tables. */
 
 /**
  * What other features' queries join of an account (an image's or a report's owner: name and ban, by id); they read
@@ -125,3 +125,31 @@ export const claimVerification = (tx: Tx, tokenHash: string, usedAt: Date) =>
     .where(and(eq(verificationTokens.tokenHash, tokenHash), isNull(verificationTokens.usedAt)))
     .returning({ userId: verificationTokens.userId })
     .get()
+
+/** The user's passkeys, newest first. */
+export const passkeysOf = (db: Db, userId: number): Passkey[] =>
+  db.select().from(passkeys).where(eq(passkeys.userId, userId)).orderBy(desc(passkeys.id)).all()
+
+/** The passkey with this credential id, and its account. */
+export const findPasskeyOwner = (db: Db, credentialId: string) =>
+  db
+    .select({ passkey: passkeys, user: users })
+    .from(passkeys)
+    .innerJoin(users, eq(users.id, passkeys.userId))
+    .where(eq(passkeys.credentialId, credentialId))
+    .get()
+
+export const insertPasskey = (db: Db, values: typeof passkeys.$inferInsert): Passkey =>
+  db.insert(passkeys).values(values).returning().get()
+
+/** Notes a sign-in: the authenticator's new counter and the time. */
+export const notePasskeyUse = (db: Db, id: number, counter: number, at: Date) =>
+  db.update(passkeys).set({ counter, lastUsedAt: at }).where(eq(passkeys.id, id)).run()
+
+/** Deletes one of the user's passkeys; returns whether there was one. */
+export const deletePasskey = (db: Db, id: number, userId: number): boolean =>
+  db
+    .delete(passkeys)
+    .where(and(eq(passkeys.id, id), eq(passkeys.userId, userId)))
+    .returning({ id: passkeys.id })
+    .get() !== undefined

@@ -73,6 +73,12 @@ const LOGIN_KEY_LENGTH = 254
 /** The throttle key of a login name: the name as typed, so an unknown name throttles exactly like a known one. */
 const loginKey = (login: string) => `login:${login.toLowerCase().slice(0, LOGIN_KEY_LENGTH)}`
 
+/** The account, unless it is banned (403): every way of signing in ends here. */
+export function assertActive(user: User) {
+  if (user.banned) throw forbidden('This account is banned')
+  return user
+}
+
 export type AuthService = ReturnType<typeof createAuthService>
 
 /** `now` is the failed-login windows' clock (tests step it). */
@@ -92,11 +98,6 @@ export function createAuthService(
   // API key uses (key id -> time of the last use), kept in memory and written in batches by flushKeyUses: a write on
   // every request would make each one fail, or wait, whenever the database cannot be written.
   const keyUses = new Map<number, number>()
-
-  function assertActive(user: User) {
-    if (user.banned) throw forbidden('This account is banned')
-    return user
-  }
 
   async function issueVerification(user: User) {
     const token = randomToken()

@@ -2,7 +2,7 @@ import type { Config } from '../../config'
 import { html, type SafeHtml } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
 import { DESCRIPTION_MAX, PASSWORD_MAX, TITLE_MAX } from '../albums/model'
-import { KEY_NAME_MAX, PASSWORD_LENGTH, USERNAME_LENGTH, USERNAME_PATTERN } from '../auth/model'
+import { KEY_NAME_MAX, PASSKEY_NAME_MAX, PASSWORD_LENGTH, USERNAME_LENGTH, USERNAME_PATTERN } from '../auth/model'
 import { COLOR, MAX_BULK_EMBED, MAX_EMBED_PROFILES, NAME_MAX, PLACEHOLDERS, TEXT_MAX, URL_MAX } from '../embeds/model'
 
 /**
@@ -13,11 +13,17 @@ import { COLOR, MAX_BULK_EMBED, MAX_EMBED_PROFILES, NAME_MAX, PLACEHOLDERS, TEXT
 
 const needsScript = html`<noscript><p class="error">This page needs JavaScript.</p></noscript>`
 
-function authPage(renderer: PageRenderer, config: Config, title: string, body: SafeHtml): Response {
+function authPage(
+  renderer: PageRenderer,
+  config: Config,
+  title: string,
+  body: SafeHtml,
+  scripts = ['auth.js'],
+): Response {
   return renderer.respond({
     title: `${title} · ${config.siteName}`,
     body,
-    scripts: ['auth.js'],
+    scripts,
     bodyClass: 'auth-page',
     noindex: true,
   })
@@ -36,9 +42,15 @@ export function renderLogin(renderer: PageRenderer, config: Config): Response {
 <input id="login-password" name="password" type="password" autocomplete="current-password" required>
 <p class="error" data-form-error role="alert" hidden></p>
 <button type="submit" disabled>Log in</button>
+<div class="passkey-login" id="passkey-login" hidden>
+<p class="muted">or, without a password:</p>
+<button type="button" class="secondary" id="passkey-button">Sign in with a passkey</button>
+</div>
 <p class="muted">No account yet? <a href="/register">Create one</a></p>
 ${needsScript}
 </form>`,
+    // The passkey button appears only where the browser can use one (auth.js asks passkeys.js).
+    ['passkeys.js', 'auth.js'],
   )
 }
 
@@ -105,6 +117,7 @@ const tabs = [
   ['embeds', 'Embeds'],
   ['usage', 'Usage'],
   ['settings', 'Settings'],
+  ['security', 'Security'],
 ] as const
 
 /**
@@ -288,6 +301,24 @@ ${clientDownloads}
 <a class="button secondary" href="/logout">Log out</a>
 </div>
 </section>
+
+<section class="panel" id="panel-security" data-panel="security" aria-labelledby="security-title" hidden>
+<h2 id="security-title">Security</h2>
+<div id="security-sessions" data-security-section="sessions"></div>
+<div id="security-totp" data-security-section="totp"></div>
+<div class="card" id="security-passkeys" data-security-section="passkeys" role="group" aria-labelledby="passkeys-title">
+<h3 id="passkeys-title">Passkeys</h3>
+<p class="muted">A passkey signs you in with this device’s screen lock, fingerprint or face, or a security key, instead of your password (the login page’s <strong>Sign in with a passkey</strong>). Add one per device.</p>
+<form class="form-inline" id="passkey-create">
+<label for="passkey-name">Name</label>
+<input id="passkey-name" name="name" type="text" maxlength="${PASSKEY_NAME_MAX}" placeholder="My laptop">
+<button type="submit" disabled>Add a passkey</button>
+<p class="error" data-form-error role="alert" hidden></p>
+</form>
+<p class="status" id="passkeys-status" role="status" aria-live="polite"></p>
+<ul class="rows" id="passkey-list" aria-label="Your passkeys"></ul>
+</div>
+</section>
 </div>`
 
   return renderer.respond({
@@ -302,6 +333,8 @@ ${clientDownloads}
       'dashboard-embeds.js',
       'dashboard-usage.js',
       'dashboard-settings.js',
+      'passkeys.js',
+      'dashboard-security.js',
     ],
     bodyClass: 'dashboard-page',
     noindex: true,

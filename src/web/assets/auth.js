@@ -56,6 +56,34 @@
     })
   }
 
+  // Signing in with a passkey: no username, the browser offers the passkeys it holds for this site.
+  const passkeyLogin = document.getElementById('passkey-login')
+  const { passkeys } = window.imghost
+  if (login && passkeyLogin && passkeys?.supported()) {
+    passkeyLogin.hidden = false
+    const button = document.getElementById('passkey-button')
+    button.addEventListener('click', async () => {
+      showError(login, '')
+      button.disabled = true
+      try {
+        const options = await api('/api/auth/passkeys/login/options', { method: 'POST', auth: false })
+        if (!options.ok) return showError(login, options.data.error)
+        let response
+        try {
+          response = await passkeys.get(options.data.options)
+        } catch (error) {
+          return showError(login, passkeys.failure(error))
+        }
+        const res = await api('/api/auth/passkeys/login', { method: 'POST', auth: false, body: { response } })
+        if (!res.ok) return showError(login, res.data.error)
+        setToken(res.data.token)
+        location.assign(nextPath())
+      } finally {
+        button.disabled = false
+      }
+    })
+  }
+
   const register = document.querySelector('[data-auth-form="register"]')
   if (register) {
     wire(register, async (data) => {

@@ -1,5 +1,5 @@
 // The account dashboard: a small client-side app over the JSON API, authenticated by the JWT in localStorage.
-// Sections (tabs, by URL hash): images, albums, API keys, embed profiles, usage, settings, each in its own script
+// Sections (tabs, by URL hash): images, albums, API keys, embed profiles, usage, settings, security, each in its own script
 // (dashboard-<tab>.js, loaded after this one); this is their shared part: session, state, helpers and the tab switch.
 ;(() => {
   'use strict'
@@ -73,7 +73,7 @@
   // ---------------------------------------------------------------------------------------------------------------
   // Tabs.
 
-  const TABS = ['images', 'albums', 'keys', 'embeds', 'usage', 'settings']
+  const TABS = ['images', 'albums', 'keys', 'embeds', 'usage', 'settings', 'security']
   const loaders = {}
   function showTab() {
     const name = TABS.includes(location.hash.slice(1)) ? location.hash.slice(1) : 'images'

@@ -1,0 +1,229 @@
+import {
+  type AuthenticationResponseJSON,
+  generateAuthenticationOptions,
+  generateRegistrationOptions,
+  type RegistrationResponseJSON,
+  verifyAuthenticationResponse,
+  verifyRegistrationResponse,
+} from '@simplewebauthn/server'
+import { decodeClientDataJSON } from '@simplewebauthn/server/helpers'
+import type { Db } from '../../db/client'
+import type { Passkey, User } from '../../db/schema'
+import { badRequest, conflict, type DomainError, notFound, unauthorized } from '../../errors'
+import { iso } from '../../lib/time'
+import { MAX_PASSKEYS } from './model'
+import { deletePasskey, findPasskeyOwner, insertPasskey, notePasskeyUse, passkeysOf } from './repository'
+import { assertActive } from './service'
+
+/** How long a ceremony's challenge can be answered; the browser's own timeout is the same. */
+export const CHALLENGE_TTL_MS = 5 * 60_000
+/** Challenges waiting for an answer, at most: beyond it the oldest are forgotten (their ceremony must start over). */
+const MAX_PENDING_CHALLENGES = 10_000
+
+type Ceremony = 'register' | 'login' | 'second-factor'
+
+/**
+ * The challenges handed out and not yet answered, in memory with their expiry: each answers one ceremony, once, for
+ * the account it was made for (null: a sign-in, whoever it turns out to be). Memory is enough for one instance; a
+ * restart only makes a ceremony in progress start over.
+ */
+function challengeStore(now: () => number) {
+  // Insertion order is expiry order (one TTL), so the expired and the oldest are always first.
+  const pending = new Map<string, { ceremony: Ceremony; userId: number | null; expiresAt: number }>()
+  return {
+    issue(challenge: string, ceremony: Ceremony, userId: number | null) {
+      for (const [key, entry] of pending) {
+        if (entry.expiresAt > now() && pending.size < MAX_PENDING_CHALLENGES) break
+        pending.delete(key)
+      }
+      pending.set(challenge, { ceremony, userId, expiresAt: now() + CHALLENGE_TTL_MS })
+    },
+    /** Whether `challenge` is pending for this ceremony and account; it is used up either way. */
+    take(challenge: string, ceremony: Ceremony, userId: number | null) {
+      const entry = pending.get(challenge)
+      pending.delete(challenge)
+      return entry?.ceremony === ceremony && entry.userId === userId && entry.expiresAt > now()
+    },
+  }
+}
+
+const transportsOf = (passkey: Passkey): AuthenticatorTransport[] => JSON.parse(passkey.transports)
+
+export function publicPasskey(passkey: Passkey) {
+  return {
+    id: passkey.id,
+    name: passkey.name,
+    transports: transportsOf(passkey),
+    createdAt: iso(passkey.createdAt),
+    lastUsedAt: passkey.lastUsedAt ? iso(passkey.lastUsedAt) : null,
+  }
+}
+
+const reason = (error: unknown) => (error instanceof Error ? error.message : String(error))
+
+export type PasskeyService = ReturnType<typeof createPasskeyService>
+
+/**
+ * Passkeys (WebAuthn): registered from the dashboard, then a sign-in of their own (discoverable credentials: no
+ * username needed) or a second factor after the password. The relying party is PUBLIC_URL: its host is the RP id, its
+ * origin the only origin accepted. `now` is the challenges' clock (tests step it).
+ */
+export function createPasskeyService(opts: {
+  db: Db
+  config: { publicUrl: string; siteName: string }
+  now?: () => number
+}) {
+  const { db } = opts
+  const now = opts.now ?? Date.now
+  const site = new URL(opts.config.publicUrl)
+  const rp = { id: site.hostname, origin: site.origin, name: opts.config.siteName }
+  const challenges = challengeStore(now)
+
+  /** Uses up the challenge the browser signed (from its client data) and returns it; `refuse` when it was not ours. */
+  function takeChallenge(
+    clientDataJSON: string,
+    ceremony: Ceremony,
+    userId: number | null,
+    refuse: (message: string) => DomainError,
+  ) {
+    let challenge: string
+    try {
+      challenge = decodeClientDataJSON(clientDataJSON).challenge
+    } catch {
+      throw refuse('The passkey answer is malformed')
+    }
+    if (typeof challenge !== 'string' || !challenges.take(challenge, ceremony, userId))
+      throw refuse('The passkey challenge is unknown, used or expired: start again')
+    return challenge
+  }
+
+  /** Verifies an assertion for `ceremony`; `userId` when the account is known already (the second factor). */
+  async function verifyAssertion(
+    response: AuthenticationResponseJSON,
+    ceremony: Ceremony,
+    userId: number | null,
+  ): Promise<User> {
+    const challenge = takeChallenge(response.response.clientDataJSON, ceremony, userId, unauthorized)
+    const row = findPasskeyOwner(db, response.id)
+    if (!row || (userId !== null && row.user.id !== userId)) throw unauthorized('This passkey is not registered here')
+    let newCounter: number
+    try {
+      const result = await verifyAuthenticationResponse({
+        response,
+        expectedChallenge: challenge,
+        expectedOrigin: rp.origin,
+        expectedRPID: rp.id,
+        credential: {
+          id: row.passkey.credentialId,
+          publicKey: new Uint8Array(row.passkey.publicKey),
+          counter: row.passkey.counter,
+          transports: transportsOf(row.passkey),
+        },
+        // Signing in with the passkey alone needs both factors from it: possession and the user's PIN or biometrics.
+        requireUserVerification: ceremony === 'login',
+      })
+      if (!result.verified) throw new Error('signature not verified')
+      newCounter = result.authenticationInfo.newCounter
+    } catch (error) {
+      throw unauthorized(`The passkey could not be verified: ${reason(error)}`)
+    }
+    notePasskeyUse(db, row.passkey.id, newCounter, new Date(now()))
+    return assertActive(row.user)
+  }
+
+  return {
+    list: (user: User) => passkeysOf(db, user.id),
+
+    /** Options for navigator.credentials.create(): a discoverable credential, user verification required. */
+    async registrationOptions(user: User) {
+      const existing = passkeysOf(db, user.id)
+      if (existing.length >= MAX_PASSKEYS) throw badRequest(`An account can have at most ${MAX_PASSKEYS} passkeys`)
+      const options = await generateRegistrationOptions({
+        rpName: rp.name,
+        rpID: rp.id,
+        userName: user.username,
+        attestationType: 'none',
+        // The same authenticator twice would be one passkey under two names.
+        excludeCredentials: existing.map((p) => ({ id: p.credentialId, transports: transportsOf(p) })),
+        authenticatorSelection: { residentKey: 'required', userVerification: 'required' },
+        timeout: CHALLENGE_TTL_MS,
+      })
+      challenges.issue(options.challenge, 'register', user.id)
+      return options
+    },
+
+    /** Stores the passkey the browser made from registrationOptions' challenge. */
+    async register(user: User, response: RegistrationResponseJSON, name: string) {
+      const challenge = takeChallenge(response.response.clientDataJSON, 'register', user.id, badRequest)
+      let credential: { id: string; publicKey: Uint8Array; counter: number }
+      try {
+        const result = await verifyRegistrationResponse({
+          response,
+          expectedChallenge: challenge,
+          expectedOrigin: rp.origin,
+          expectedRPID: rp.id,
+          requireUserVerification: true,
+        })
+        if (!result.verified) throw new Error('attestation not verified')
+        credential = result.registrationInfo.credential
+      } catch (error) {
+        throw badRequest(`The passkey could not be verified: ${reason(error)}`)
+      }
+      if (passkeysOf(db, user.id).length >= MAX_PASSKEYS)
+        throw badRequest(`An account can have at most ${MAX_PASSKEYS} passkeys`)
+      try {
+        return insertPasskey(db, {
+          userId: user.id,
+          credentialId: credential.id,
+          publicKey: Buffer.from(credential.publicKey),
+          counter: credential.counter,
+          transports: JSON.stringify(response.response.transports ?? []),
+          name: name.trim() || 'Passkey',
+        })
+      } catch (error) {
+        if (String(error).includes('UNIQUE')) throw conflict('This passkey is already registered')
+        throw error
+      }
+    },
+
+    /** Options for navigator.credentials.get() on the login page: any passkey of this site, no username asked. */
+    async loginOptions() {
+      const options = await generateAuthenticationOptions({
+        rpID: rp.id,
+        userVerification: 'required',
+        timeout: CHALLENGE_TTL_MS,
+      })
+      challenges.issue(options.challenge, 'login', null)
+      return options
+    },
+
+    /** The active account that signed loginOptions' challenge with one of its passkeys. */
+    login: (response: AuthenticationResponseJSON) => verifyAssertion(response, 'login', null),
+
+    /**
+     * The second factor after a password: options for navigator.credentials.get() limited to this account's passkeys
+     * (a 400 when it has none), then verifySecondFactor checks the browser's answer for the same account.
+     */
+    async secondFactorOptions(user: User) {
+      const existing = passkeysOf(db, user.id)
+      if (existing.length === 0) throw badRequest('This account has no passkey')
+      const options = await generateAuthenticationOptions({
+        rpID: rp.id,
+        allowCredentials: existing.map((p) => ({ id: p.credentialId, transports: transportsOf(p) })),
+        userVerification: 'preferred',
+        timeout: CHALLENGE_TTL_MS,
+      })
+      challenges.issue(options.challenge, 'second-factor', user.id)
+      return options
+    },
+
+    /** Throws Unauthorized unless `response` signs secondFactorOptions' challenge with one of `user`'s passkeys. */
+    async verifySecondFactor(user: User, response: AuthenticationResponseJSON) {
+      await verifyAssertion(response, 'second-factor', user.id)
+    },
+
+    remove(user: User, id: number) {
+      if (!deletePasskey(db, id, user.id)) throw notFound('Passkey not found')
+    },
+  }
+}
