@@ -22,6 +22,7 @@ const CREATED = new Set([
   'post /api/albums',
   'post /api/embeds',
   'post /api/keys',
+  'post /api/auth/passkeys/register',
   'post /api/reports',
   'post /api/webhooks',
   'post /api/v1/tus',

@@ -65,7 +65,7 @@ export function passkeysModule(passkeys: PasskeyService, guard: ReturnType<typeo
           },
         )
         .post('/login/options', async () => ({ success: true as const, options: await passkeys.loginOptions() }), {
-          response: { 200: PasskeyAuthenticationOptionsResponse },
+          response: { 200: PasskeyAuthenticationOptionsResponse, ...errors(429) },
           detail: {
             summary:
               'Start signing in with a passkey: options for navigator.credentials.get() (any passkey of this site, no username)',
