@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import type { Browser, CDPSession, Page } from 'playwright-core'
+import { MAX_PASSKEYS } from '../../src/modules/auth/model'
 import { CHALLENGE_TTL_MS } from '../../src/modules/auth/passkeys'
 import { launchBrowser } from '../browser'
 import { jsonBody, registerUser, startTestServer, type TestServer, testClock } from '../helpers'
@@ -63,6 +64,17 @@ const loginOptions = async () => {
 }
 const passkeyLogin = (response: unknown) =>
   t.json('/api/auth/passkeys/login', { method: 'POST', ...jsonBody({ response }) })
+/** The credentials the authenticator holds now. */
+const heldCredentials = async () =>
+  (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials.map((c) => c.credentialId)
+/**
+ * Removes from the authenticator every credential not in `keep`: credentials the server refused or that a test made
+ * only to send stay out of the sign-ins that follow (and out of the authenticator's limited storage).
+ */
+async function forgetAllBut(keep: string[]) {
+  for (const credentialId of await heldCredentials())
+    if (!keep.includes(credentialId)) await cdp.send('WebAuthn.removeCredential', { authenticatorId, credentialId })
+}
 /** Opens the dashboard's Security tab with the token stored, as after a login. */
 async function openSecurity(token: string) {
   await page.goto(`${t.url}/login`)
@@ -153,7 +165,7 @@ describe('passkeys in the browser', () => {
 
   test('a registration challenge is bound to its account and to registering', async () => {
     const bob = await registerUser(t, 'bob')
-    const held = (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials
+    const held = await heldCredentials()
     try {
       // Bob's registration options answered by the browser, sent in by Alice: refused, nothing stored.
       const options = await t.json('/api/auth/passkeys/register/options', { method: 'POST', headers: bob.bearer })
@@ -184,10 +196,7 @@ describe('passkeys in the browser', () => {
       expect(await listPasskeys(bob.token)).toEqual([])
     } finally {
       // The refused credentials stay in the authenticator: it forgets them, so only Alice's is offered at sign-in.
-      const ids = new Set(held.map((c) => c.credentialId))
-      for (const c of (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials)
-        if (!ids.has(c.credentialId))
-          await cdp.send('WebAuthn.removeCredential', { authenticatorId, credentialId: c.credentialId })
+      await forgetAllBut(held)
     }
   })
 
@@ -200,14 +209,42 @@ describe('passkeys in the browser', () => {
     await passkeys.verifySecondFactor(account, response)
     // The same answer again: used up.
     await expect(passkeys.verifySecondFactor(account, response)).rejects.toThrow('challenge')
-    // Another account cannot pass with Alice's passkey, nor with a challenge made for her.
-    const bob = t.server.services.auth.findById((await registerUser(t, 'bob2')).user.id)!
-    await expect(passkeys.secondFactorOptions(bob)).rejects.toThrow('no passkey')
-    const forAlice = await browserGet(await passkeys.secondFactorOptions(account))
-    await expect(passkeys.verifySecondFactor(bob, forAlice)).rejects.toThrow('challenge')
-    // A sign-in challenge is no second-factor challenge.
+    // A sign-in challenge, or her registration challenge, is no second-factor challenge.
     const signIn = await browserGet(await loginOptions())
     await expect(passkeys.verifySecondFactor(account, signIn)).rejects.toThrow('challenge')
+    const registering = await passkeys.registrationOptions(account)
+    const withRegistration = await browserGet({ ...options, challenge: registering.challenge })
+    await expect(passkeys.verifySecondFactor(account, withRegistration)).rejects.toThrow('challenge')
+    // Nor is her second-factor challenge a registration challenge.
+    const second = await passkeys.secondFactorOptions(account)
+    const stray = await heldCredentials()
+    try {
+      const made = await browserCreate({ ...registering, excludeCredentials: [], challenge: second.challenge })
+      const res = await t.json('/api/auth/passkeys/register', {
+        method: 'POST',
+        ...jsonBody({ response: made }, alice.bearer),
+      })
+      expect(res.status).toBe(400)
+
+      // Another account cannot pass with Alice's passkey, nor with a challenge made for her.
+      const bobAccount = await registerUser(t, 'bob2')
+      const bob = t.server.services.auth.findById(bobAccount.user.id)!
+      await expect(passkeys.secondFactorOptions(bob)).rejects.toThrow('no passkey')
+      const forAlice = await browserGet(await passkeys.secondFactorOptions(account))
+      await expect(passkeys.verifySecondFactor(bob, forAlice)).rejects.toThrow('challenge')
+      // Bob with a passkey of his own: his challenge signed with Alice's passkey is refused.
+      const bobOptions = await passkeys.registrationOptions(bob)
+      await passkeys.register(bob, await browserCreate(bobOptions), 'Bob’s')
+      const signedByAlice = await browserGet({
+        ...(await passkeys.secondFactorOptions(bob)),
+        allowCredentials: options.allowCredentials,
+      })
+      await expect(passkeys.verifySecondFactor(bob, signedByAlice)).rejects.toThrow('not registered')
+      await passkeys.verifySecondFactor(bob, await browserGet(await passkeys.secondFactorOptions(bob)))
+    } finally {
+      // Only Alice's credential stays in the authenticator, so the sign-ins below offer hers.
+      await forgetAllBut(stray)
+    }
   })
 
   test('another account’s passkey cannot be removed (404), and stays', async () => {
@@ -246,6 +283,33 @@ describe('passkeys in the browser', () => {
     expect(page.url()).toEndWith('/login')
     expect(await storedToken()).toBeNull()
     expectClean(p, [/401/])
+  })
+})
+
+describe('how many passkeys an account has', () => {
+  test(`at most ${MAX_PASSKEYS}: no options past it, and options taken earlier cannot pass it`, async () => {
+    const passkeys = t.server.services.passkeys
+    const carol = t.server.services.auth.findById((await registerUser(t, 'carol')).user.id)!
+    const held = await heldCredentials()
+    try {
+      const options = []
+      for (let i = 0; i <= MAX_PASSKEYS; i++) options.push(await passkeys.registrationOptions(carol))
+      const answers = []
+      for (const o of options) {
+        answers.push(await browserCreate(o))
+        await forgetAllBut(held)
+      }
+      // A blank name is "Passkey".
+      for (const answer of answers.slice(0, MAX_PASSKEYS)) await passkeys.register(carol, answer, '  ')
+      expect(passkeys.list(carol).map((k) => k.name)).toEqual(Array(MAX_PASSKEYS).fill('Passkey'))
+      await expect(passkeys.register(carol, answers[MAX_PASSKEYS], 'one more')).rejects.toThrow(
+        `at most ${MAX_PASSKEYS} passkeys`,
+      )
+      await expect(passkeys.registrationOptions(carol)).rejects.toThrow(`at most ${MAX_PASSKEYS} passkeys`)
+      expect(passkeys.list(carol)).toHaveLength(MAX_PASSKEYS)
+    } finally {
+      await forgetAllBut(held)
+    }
   })
 })
 

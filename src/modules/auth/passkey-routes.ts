@@ -57,7 +57,7 @@ export function passkeysModule(passkeys: PasskeyService, guard: ReturnType<typeo
           {
             session: true,
             body: PasskeyRegisterBody,
-            response: { 201: PasskeyCreatedResponse, ...errors(400, 401, 403, 409) },
+            response: { 201: PasskeyCreatedResponse, ...errors(400, 401, 403) },
             detail: {
               summary:
                 'Finish registering a passkey with the browser’s answer to the options (their challenge is used up, whatever the outcome)',
