@@ -9,7 +9,7 @@ import {
 import { decodeClientDataJSON } from '@simplewebauthn/server/helpers'
 import type { Db } from '../../db/client'
 import type { Passkey, User } from '../../db/schema'
-import { badRequest, conflict, type DomainError, notFound, unauthorized } from '../../errors'
+import { badRequest, type DomainError, notFound, unauthorized } from '../../errors'
 import { iso } from '../../lib/time'
 import { MAX_PASSKEYS } from './model'
 import { deletePasskey, findPasskeyOwner, insertPasskey, notePasskeyUse, passkeysOf } from './repository'
@@ -171,19 +171,15 @@ export function createPasskeyService(opts: {
       }
       if (passkeysOf(db, user.id).length >= MAX_PASSKEYS)
         throw badRequest(`An account can have at most ${MAX_PASSKEYS} passkeys`)
-      try {
-        return insertPasskey(db, {
-          userId: user.id,
-          credentialId: credential.id,
-          publicKey: Buffer.from(credential.publicKey),
-          counter: credential.counter,
-          transports: JSON.stringify(response.response.transports ?? []),
-          name: name.trim() || 'Passkey',
-        })
-      } catch (error) {
-        if (String(error).includes('UNIQUE')) throw conflict('This passkey is already registered')
-        throw error
-      }
+      // A credential id is new at each registration, and an answer is accepted once (its challenge is used up).
+      return insertPasskey(db, {
+        userId: user.id,
+        credentialId: credential.id,
+        publicKey: Buffer.from(credential.publicKey),
+        counter: credential.counter,
+        transports: JSON.stringify(response.response.transports ?? []),
+        name: name.trim() || 'Passkey',
+      })
     },
 
     /** Options for navigator.credentials.get() on the login page: any passkey of this site, no username asked. */
