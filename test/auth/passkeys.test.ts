@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import type { Browser, CDPSession, Page } from 'playwright-core'
 import { MAX_PASSKEYS } from '../../src/modules/auth/model'
-import { CHALLENGE_TTL_MS } from '../../src/modules/auth/passkeys'
+import { CHALLENGE_TTL_MS, MAX_PENDING_CHALLENGES } from '../../src/modules/auth/passkeys'
 import { launchBrowser } from '../browser'
 import { jsonBody, registerUser, startTestServer, type TestServer, testClock } from '../helpers'
 import { expectClean, openPage, type WebPage } from '../web/support'
@@ -265,6 +265,37 @@ describe('passkeys in the browser', () => {
     } finally {
       t.server.services.admin.updateUser(alice.user.id, { banned: false })
     }
+  })
+
+  test('a copy of the passkey whose signature counter went back is refused (a cloned authenticator)', async () => {
+    const [credential] = (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials
+    expect(credential.signCount).toBeGreaterThan(1)
+    await cdp.send('WebAuthn.removeCredential', { authenticatorId, credentialId: credential.credentialId })
+    await cdp.send('WebAuthn.addCredential', { authenticatorId, credential: { ...credential, signCount: 0 } })
+    try {
+      const res = await passkeyLogin(await browserGet(await loginOptions()))
+      expect(res.status).toBe(401)
+      expect(res.body.error).toContain('counter')
+    } finally {
+      // Back to the real count, so the next sign-in is the genuine authenticator's.
+      await cdp.send('WebAuthn.removeCredential', { authenticatorId, credentialId: credential.credentialId })
+      await cdp.send('WebAuthn.addCredential', {
+        authenticatorId,
+        credential: { ...credential, signCount: credential.signCount + 10 },
+      })
+    }
+    expect((await passkeyLogin(await browserGet(await loginOptions()))).status).toBe(200)
+  })
+
+  test(`at most ${MAX_PENDING_CHALLENGES} challenges wait: past it the oldest is forgotten, the next one kept`, async () => {
+    const passkeys = t.server.services.passkeys
+    const oldest = await passkeys.loginOptions()
+    const next = await passkeys.loginOptions()
+    for (let i = 0; i < MAX_PENDING_CHALLENGES - 1; i++) await passkeys.loginOptions()
+    const forgotten = await passkeyLogin(await browserGet(oldest))
+    expect(forgotten.status).toBe(401)
+    expect(forgotten.body.error).toContain('challenge')
+    expect((await passkeyLogin(await browserGet(next))).status).toBe(200)
   })
 
   test('removed from the dashboard, the passkey no longer signs in', async () => {

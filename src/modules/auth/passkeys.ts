@@ -18,7 +18,7 @@ import { assertActive } from './service'
 /** How long a ceremony's challenge can be answered; the browser's own timeout is the same. */
 export const CHALLENGE_TTL_MS = 5 * 60_000
 /** Challenges waiting for an answer, at most: beyond it the oldest are forgotten (their ceremony must start over). */
-const MAX_PENDING_CHALLENGES = 10_000
+export const MAX_PENDING_CHALLENGES = 10_000
 
 type Ceremony = 'register' | 'login' | 'second-factor'
 
