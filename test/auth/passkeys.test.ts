@@ -4,7 +4,7 @@ import { MAX_PASSKEYS } from '../../src/modules/auth/model'
 import { CHALLENGE_TTL_MS, MAX_PENDING_CHALLENGES } from '../../src/modules/auth/passkeys'
 import { launchBrowser } from '../browser'
 import { jsonBody, registerUser, startTestServer, type TestServer, testClock } from '../helpers'
-import { expectClean, openPage, type WebPage } from '../web/support'
+import { expectClean, openPage, shoot, type WebPage } from '../web/support'
 
 // Passkeys end to end: a real Chromium with a CDP virtual authenticator (a platform authenticator with user
 // verification, holding discoverable credentials) against the real server, whose PUBLIC_URL is its own address.
@@ -100,6 +100,7 @@ describe('passkeys in the browser', () => {
     expect(await page.textContent('#passkey-list .row-title')).toBe('Laptop <b>')
     expect(await page.locator('#passkey-list b').count()).toBe(0)
     expect(await page.textContent('#passkeys-status')).toContain('Added')
+    await shoot(page, 'dashboard-security')
     const listed = await listPasskeys(alice.token)
     expect(listed).toHaveLength(1)
     expect(listed[0]).toMatchObject({ name: 'Laptop <b>', transports: ['internal'], lastUsedAt: null })
@@ -122,6 +123,7 @@ describe('passkeys in the browser', () => {
     await logOut()
     await page.goto(`${t.url}/login`)
     expect(await page.isVisible('#passkey-button')).toBe(true)
+    await shoot(page, 'login-passkey')
     const [request] = await Promise.all([
       page.waitForRequest((r) => r.url().endsWith('/api/auth/passkeys/login') && r.method() === 'POST'),
       page.waitForURL('**/dashboard'),
