@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from '
 import type { Browser, CDPSession, Page } from 'playwright-core'
 import { MAX_PASSKEYS } from '../../src/modules/auth/model'
 import { CHALLENGE_TTL_MS, MAX_PENDING_CHALLENGES } from '../../src/modules/auth/passkeys'
-import { launchBrowser } from '../browser'
+import { launchBrowser, newIsolatedPage } from '../browser'
 import { jsonBody, registerUser, startTestServer, type TestServer, testClock } from '../helpers'
 import { expectClean, openPage, shoot, type WebPage } from '../web/support'
 
@@ -316,6 +316,31 @@ describe('passkeys in the browser', () => {
     expect(page.url()).toEndWith('/login')
     expect(await storedToken()).toBeNull()
     expectClean(p, [/401/])
+  })
+})
+
+describe('a browser without WebAuthn', () => {
+  test('is offered no passkey button at login, and told in the dashboard that it cannot make one', async () => {
+    const other = await newIsolatedPage(browser, t.url)
+    try {
+      await other.context.addInitScript(() => {
+        delete (window as { PublicKeyCredential?: unknown }).PublicKeyCredential
+      })
+      await other.page.goto(`${t.url}/login`)
+      await other.page.waitForSelector('#login-form button[type="submit"]:not([disabled])')
+      expect(await other.page.isVisible('#passkey-button')).toBe(false)
+      const bob = await registerUser(t)
+      await other.page.evaluate((jwt) => localStorage.setItem('imghost.token', jwt), bob.token)
+      await other.page.goto(`${t.url}/dashboard#security`)
+      await other.page.waitForSelector('#passkey-create [data-form-error]:not([hidden])')
+      expect(await other.page.textContent('#passkey-create [data-form-error]')).toBe(
+        'This browser cannot make passkeys.',
+      )
+      expect(await other.page.isDisabled('#passkey-create button[type="submit"]')).toBe(true)
+      expect(other.pageErrors).toEqual([])
+    } finally {
+      await other.close()
+    }
   })
 })
 
