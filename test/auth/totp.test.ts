@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { Secret, TOTP } from 'otpauth'
 import { jsonBody, registerUser, startTestServer, type TestServer, userWithKey } from '../helpers'

@@ -2,7 +2,7 @@ import type { Config } from '../../config'
 import { html, type SafeHtml } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
 import { DESCRIPTION_MAX, PASSWORD_MAX, TITLE_MAX } from '../albums/model'
-import { KEY_NAME_MAX, PASSWORD_LENGTH, USERNAME_LENGTH, USERNAME_PATTERN } from '../auth/model'
+import { CODE_MAX, KEY_NAME_MAX, PASSWORD_LENGTH, USERNAME_LENGTH, USERNAME_PATTERN } from '../auth/model'
 import { COLOR, MAX_BULK_EMBED, MAX_EMBED_PROFILES, NAME_MAX, PLACEHOLDERS, TEXT_MAX, URL_MAX } from '../embeds/model'
 
 /**
@@ -24,6 +24,21 @@ function authPage(renderer: PageRenderer, config: Config, title: string, body: S
 }
 
 export function renderLogin(renderer: PageRenderer, config: Config): Response {
+  const sso =
+    config.oidc &&
+    html`<p class="actions"><a class="button secondary" id="sso-start" href="/api/auth/oidc/start">Sign in with ${config.oidc.name}</a></p>`
+  // With OIDC_ONLY the provider is the only way in: no password form to fill in vain.
+  if (config.oidc?.only)
+    return authPage(
+      renderer,
+      config,
+      'Log in',
+      html`<section class="auth-form card" id="login-sso">
+<h1>Log in</h1>
+<p class="error" data-sso-error role="alert" hidden></p>
+${sso}
+</section>`,
+    )
   return authPage(
     renderer,
     config,
@@ -34,8 +49,14 @@ export function renderLogin(renderer: PageRenderer, config: Config): Response {
 <input id="login-username" name="username" type="text" autocomplete="username" required autofocus>
 <label for="login-password">Password</label>
 <input id="login-password" name="password" type="password" autocomplete="current-password" required>
-<p class="error" data-form-error role="alert" hidden></p>
+<div id="login-totp" data-totp-step hidden>
+<label for="login-code">Two-factor code</label>
+<input id="login-code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" maxlength="${CODE_MAX}" aria-describedby="login-code-hint">
+<p class="muted small" id="login-code-hint">The 6-digit code from your authenticator app, or one of your recovery codes.</p>
+</div>
+<p class="error" data-form-error data-sso-error role="alert" hidden></p>
 <button type="submit" disabled>Log in</button>
+${sso}
 <p class="muted">No account yet? <a href="/register">Create one</a></p>
 ${needsScript}
 </form>`,
