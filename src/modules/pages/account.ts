@@ -146,6 +146,37 @@ const clientDownloads = html`<div class="client-downloads" data-client-downloads
 <p class="status" data-client-status role="status" aria-live="polite"></p>
 </div>`
 
+/**
+ * Two-factor (TOTP) setup, in a card of its own (dashboard-totp.js): it works in whichever dashboard panel holds it,
+ * loading when that panel is shown.
+ */
+const totpCard = html`<div class="card" id="totp" data-totp aria-labelledby="totp-title">
+<h3 id="totp-title">Two-factor authentication</h3>
+<p id="totp-status">Loading…</p>
+<div class="actions"><button type="button" id="totp-setup" hidden>Set up two-factor</button></div>
+<form id="totp-enable-form" hidden>
+<p>Scan this QR code with an authenticator app, or type the key into it, then enter the 6-digit code the app shows.</p>
+<img id="totp-qr" alt="QR code of your two-factor key" width="200" height="200">
+<p>Key: <code id="totp-secret"></code></p>
+<label for="totp-enable-code">Code from the app</label>
+<input id="totp-enable-code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" required maxlength="${CODE_MAX}">
+<p class="error" data-form-error role="alert" hidden></p>
+<div class="actions"><button type="submit">Turn on two-factor</button><button type="button" class="secondary" id="totp-cancel">Cancel</button></div>
+</form>
+<div id="totp-recovery" tabindex="-1" hidden>
+<p><strong>Your recovery codes.</strong> Each signs you in once if you lose your device. Save them now: they are not shown again.</p>
+<ul id="totp-recovery-list" aria-label="Recovery codes"></ul>
+<div class="actions"><button type="button" id="totp-recovery-done">I saved them</button></div>
+</div>
+<form id="totp-disable-form" hidden>
+<label for="totp-disable-code">Code from the app, or a recovery code</label>
+<input id="totp-disable-code" name="code" type="text" autocomplete="one-time-code" required maxlength="${CODE_MAX}">
+<p class="error" data-form-error role="alert" hidden></p>
+<div class="actions"><button type="submit" class="danger">Turn off two-factor</button></div>
+</form>
+<p class="status" id="totp-action-status" role="status" aria-live="polite"></p>
+</div>`
+
 /** The dashboard: a client-side app over the JSON API (dashboard.js and dashboard-<tab>.js); this is its static markup. */
 export function renderDashboard(renderer: PageRenderer, config: Config): Response {
   const body = html`<div class="dashboard" id="dashboard" data-site-name="${config.siteName}" data-site-color="${config.siteColor}" data-public-url="${config.publicUrl}" data-max-embeds="${MAX_EMBED_PROFILES}" data-max-bulk="${MAX_BULK_EMBED}" data-placeholders="${PLACEHOLDERS.join(' ')}">
@@ -303,6 +334,7 @@ ${clientDownloads}
 <div class="actions"><button type="button" class="secondary" id="resend-verification" hidden>Send a new verification email</button><a class="button secondary" href="/verify">Enter a token</a></div>
 <p class="status" id="email-action-status" role="status" aria-live="polite"></p>
 </div>
+${totpCard}
 <div class="card">
 <h3>Session</h3>
 <p class="muted">You stay logged in on this browser for 7 days.</p>
@@ -323,6 +355,7 @@ ${clientDownloads}
       'dashboard-embeds.js',
       'dashboard-usage.js',
       'dashboard-settings.js',
+      'dashboard-totp.js',
     ],
     bodyClass: 'dashboard-page',
     noindex: true,
