@@ -73,9 +73,12 @@ export function createOidcService(opts: {
     return discovered
   }
 
+  /** Drops ended sign-ins: they were added in the order they end, so the first one still running stops the sweep. */
   function forgetExpired(at: number) {
-    for (const [state, flow] of pending) if (flow.expiresAt <= at) pending.delete(state)
-    while (pending.size >= MAX_PENDING) pending.delete(pending.keys().next().value!)
+    for (const [state, flow] of pending) {
+      if (flow.expiresAt > at && pending.size < MAX_PENDING) break
+      pending.delete(state)
+    }
   }
 
   /** The account an identity signs in to: its linked one, else one linked or created by email. */

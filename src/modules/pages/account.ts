@@ -150,7 +150,7 @@ const clientDownloads = html`<div class="client-downloads" data-client-downloads
  * Two-factor (TOTP) setup, in a card of its own (dashboard-totp.js): it works in whichever dashboard panel holds it,
  * loading when that panel is shown.
  */
-const totpCard = html`<div class="card" id="totp" data-totp aria-labelledby="totp-title">
+const totpCard = html`<section class="card" id="totp" data-totp aria-labelledby="totp-title">
 <h3 id="totp-title">Two-factor authentication</h3>
 <p id="totp-status">Loading…</p>
 <div class="actions"><button type="button" id="totp-setup" hidden>Set up two-factor</button></div>
@@ -175,7 +175,7 @@ const totpCard = html`<div class="card" id="totp" data-totp aria-labelledby="tot
 <div class="actions"><button type="submit" class="danger">Turn off two-factor</button></div>
 </form>
 <p class="status" id="totp-action-status" role="status" aria-live="polite"></p>
-</div>`
+</section>`
 
 /** The dashboard: a client-side app over the JSON API (dashboard.js and dashboard-<tab>.js); this is its static markup. */
 export function renderDashboard(renderer: PageRenderer, config: Config): Response {
