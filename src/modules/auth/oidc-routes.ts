@@ -41,6 +41,8 @@ export function oidcRoutes(oidc: OidcService, guard: ReturnType<typeof authGuard
     summary,
     description,
     responses: { '303': { description } },
+    // Public: the browser has no credential yet.
+    security: [],
   })
   return new Elysia({ name: 'module-auth-oidc' })
     .use(guard)
