@@ -22,8 +22,7 @@ export interface TestProvider {
  * A real OpenID provider (oidc-provider, a certified implementation) on loopback, with one confidential client whose
  * redirect URI is `redirectUri`. Its development interactions sign in any login with any password, then ask consent.
  */
-export async function startProvider(redirectUri: string): Promise<TestProvider> {
-  const port = freePort()
+export async function startProvider(redirectUri: string, port = freePort()): Promise<TestProvider> {
   const issuer = `http://localhost:${port}`
   const accounts = new Map<string, ProviderAccount>()
   const clientId = 'imghost-test'

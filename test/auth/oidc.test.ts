@@ -12,20 +12,25 @@ import { browse, CookieJar, startProvider, type TestProvider } from './oidc-prov
 let provider: TestProvider
 let t: TestServer
 
+/** How far the server's clock runs ahead of the real one (the provider's and the ID tokens' stay real). */
+let skew = 0
+
 /** A server whose PUBLIC_URL (so its redirect URI) is known before the provider registers it. */
-async function serverWithProvider(env: Record<string, string> = {}) {
+async function serverWithProvider() {
   const port = freePort()
   const publicUrl = `http://localhost:${port}`
   provider = await startProvider(`${publicUrl}/api/auth/oidc/callback`)
-  return startTestServer({
-    PORT: String(port),
-    PUBLIC_URL: publicUrl,
-    OIDC_ISSUER: provider.issuer,
-    OIDC_CLIENT_ID: provider.clientId,
-    OIDC_CLIENT_SECRET: provider.clientSecret,
-    OIDC_NAME: 'Test ID',
-    ...env,
-  })
+  return startTestServer(
+    {
+      PORT: String(port),
+      PUBLIC_URL: publicUrl,
+      OIDC_ISSUER: provider.issuer,
+      OIDC_CLIENT_ID: provider.clientId,
+      OIDC_CLIENT_SECRET: provider.clientSecret,
+      OIDC_NAME: 'Test ID',
+    },
+    { now: () => Date.now() + skew },
+  )
 }
 
 beforeAll(async () => {
@@ -185,6 +190,19 @@ describe('the checks of the flow', () => {
     expect((await finish(second, secondJar)).token).toBeNull()
   })
 
+  test('a sign-in that comes back after 10 minutes is refused', async () => {
+    provider.accounts.set('sub-jack', { email: 'jack@example.org', email_verified: true })
+    const { callback, jar } = await toCallback('sub-jack')
+    skew = 10 * 60_000
+    try {
+      const late = await finish(callback, jar)
+      expect(late.token).toBeNull()
+      expect(late.error).toContain('expired')
+    } finally {
+      skew = 0
+    }
+  })
+
   test("the callback in another browser (without the start's cookie) is refused: no login CSRF", async () => {
     provider.accounts.set('sub-ivy', { email: 'ivy@example.org', email_verified: true })
     const { callback } = await toCallback('sub-ivy')
@@ -257,6 +275,27 @@ describe('OIDC_ONLY and configuration', () => {
       expect(new URLSearchParams(location.hash.slice(1)).get('error')).toContain('cannot be reached')
     } finally {
       await dead.stop()
+    }
+  })
+
+  test('discovery is tried again after a failure: the provider started later works', async () => {
+    const providerPort = freePort()
+    const port = freePort()
+    const late = await startTestServer({
+      PORT: String(port),
+      OIDC_ISSUER: `http://localhost:${providerPort}`,
+      OIDC_CLIENT_ID: 'imghost-test',
+    })
+    let started: TestProvider | null = null
+    try {
+      const down = await late.fetch('/api/auth/oidc/start', { redirect: 'manual' })
+      expect(down.headers.get('location')).toStartWith('/login#error=')
+      started = await startProvider(`http://localhost:${port}/api/auth/oidc/callback`, providerPort)
+      const up = await late.fetch('/api/auth/oidc/start', { redirect: 'manual' })
+      expect(up.headers.get('location')).toStartWith(`${started.issuer}/`)
+    } finally {
+      await late.stop()
+      await started?.stop()
     }
   })
 

@@ -1,7 +1,9 @@
 import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import { Secret, TOTP } from 'otpauth'
+import { seal } from '../../src/lib/crypto'
 import { jsonBody, registerUser, startTestServer, type TestServer, userWithKey } from '../helpers'
 
 /** Two-factor (TOTP): codes are computed here from the secret the API hands out, at the server's clock (stepped). */
@@ -86,6 +88,22 @@ describe('setting up two-factor', () => {
     db.close()
     expect(row.secret).not.toContain(account.secret)
     expect(row.secret.length).toBeGreaterThan(account.secret.length)
+  })
+
+  test('the key is generated into the data directory (owner only); under another key codes fail but recovery codes work', async () => {
+    expect(statSync(join(t.dataDir, 'totp-key')).mode & 0o777).toBe(0o600)
+    const account = await withTotp()
+    // As if TOTP_KEY had changed: the secret is sealed under a key the server does not have.
+    const db = new Database(join(t.dataDir, 'imghost.sqlite'))
+    db.query('UPDATE totp_secrets SET secret = ? WHERE user_id = ?').run(
+      seal('another key', account.secret),
+      account.user.id,
+    )
+    db.close()
+    const name = account.user.username
+    const refused = await login(name, account.password, codeAt(account.secret))
+    expect(refused.status).toBe(401)
+    expect((await login(name, account.password, account.recovery[0])).status).toBe(200)
   })
 })
 
