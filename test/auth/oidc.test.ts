@@ -239,8 +239,9 @@ describe('the checks of the flow', () => {
 })
 
 describe('OIDC_ONLY and configuration', () => {
-  test('OIDC_ONLY=true refuses password login and registration (403) and hides the password form', async () => {
+  test('OIDC_ONLY=true refuses password login and registration (403) and hides the password form; https cookies are Secure', async () => {
     const only = await startTestServer({
+      PUBLIC_URL: 'https://img.example',
       OIDC_ISSUER: provider.issuer,
       OIDC_CLIENT_ID: provider.clientId,
       OIDC_ONLY: 'true',
@@ -260,6 +261,11 @@ describe('OIDC_ONLY and configuration', () => {
       const page = parse(await (await only.fetch('/login')).text())
       expect(page.querySelector('[data-auth-form="login"]')).toBeNull()
       expect(page.querySelector('a[href="/api/auth/oidc/start"]')).not.toBeNull()
+      // Behind https, the state cookie is Secure and the redirect URI comes from PUBLIC_URL.
+      const start = await only.fetch('/api/auth/oidc/start', { redirect: 'manual' })
+      expect(start.headers.get('set-cookie')).toEndWith('; HttpOnly; SameSite=Lax; Secure')
+      const authorize = new URL(start.headers.get('location')!)
+      expect(authorize.searchParams.get('redirect_uri')).toBe('https://img.example/api/auth/oidc/callback')
     } finally {
       await only.stop()
     }

@@ -202,6 +202,22 @@ describe('turning two-factor off', () => {
     expect((await post('/api/auth/totp/disable', { code: codeAt(account.secret) }, account.bearer)).status).toBe(400)
   })
 
+  test('wrong codes at enable and disable count against the same window (a stolen session cannot guess its way)', async () => {
+    const account = await withTotp()
+    for (let i = 0; i < 3; i++)
+      expect((await post('/api/auth/totp/disable', { code: '000000' }, account.bearer)).status).toBe(400)
+    const limited = await post('/api/auth/totp/disable', { code: codeAt(account.secret) }, account.bearer)
+    expect(limited.status).toBe(429)
+    expect((await login(account.user.username, account.password, codeAt(account.secret))).status).toBe(429)
+    clock += WINDOW_SECONDS * 1000
+
+    const fresh = await registerUser(t)
+    const setup = await post('/api/auth/totp/setup', {}, fresh.bearer)
+    for (let i = 0; i < 3; i++)
+      expect((await post('/api/auth/totp/enable', { code: '000000' }, fresh.bearer)).status).toBe(400)
+    expect((await post('/api/auth/totp/enable', { code: codeAt(setup.body.secret) }, fresh.bearer)).status).toBe(429)
+  })
+
   test('a recovery code turns it off too (a lost device)', async () => {
     const account = await withTotp()
     expect((await post('/api/auth/totp/disable', { code: account.recovery[3] }, account.bearer)).status).toBe(200)
