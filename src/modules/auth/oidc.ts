@@ -91,6 +91,7 @@ export function createOidcService(opts: {
     const email = typeof claims.email === 'string' ? claims.email : ''
     if (!email) throw new SignInRefused(`${oidc.name} did not share an email address: no account can be made`)
     const emailVerified = claims.email_verified === true
+    // Usernames cannot hold an `@`: only the account with this email answers.
     const existing = findUserByLogin(db, email)
     let user: User
     if (existing) {
