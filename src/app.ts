@@ -16,9 +16,11 @@ import { albumsModule } from './modules/albums'
 import { createAlbumService } from './modules/albums/service'
 import { authModule } from './modules/auth'
 import type { Mailer } from './modules/auth/mailer'
+import { createOidcService } from './modules/auth/oidc'
 import { passkeysModule } from './modules/auth/passkey-routes'
 import { createPasskeyService } from './modules/auth/passkeys'
 import { createAuthService } from './modules/auth/service'
+import { createTotpService } from './modules/auth/totp'
 import { cdnModule } from './modules/cdn'
 import { cheveretoModule } from './modules/chevereto'
 import { clientsModule } from './modules/clients'
@@ -49,6 +51,8 @@ export interface AppDeps {
   db: Db
   mailer: Mailer
   jwtSecret: string
+  /** The key TOTP secrets are sealed with at rest (TOTP_KEY or the generated one). */
+  totpKey: string
   /** The HMAC key of signed variant URLs (VARIANT_SECRET or the generated one). */
   variantSecret: string
   storage: Storage
@@ -74,6 +78,14 @@ export function createApp(deps: AppDeps) {
   const auth = createAuthService(db, deps.mailer, config.limits.guesses, now)
   const guard = authGuard(auth, { secret: deps.jwtSecret, trustProxy: config.trustProxy })
   const passkeys = createPasskeyService({ db, config, now })
+  const totp = createTotpService({
+    db,
+    key: deps.totpKey,
+    siteName: config.siteName,
+    guesses: config.limits.guesses,
+    now: now ?? Date.now,
+  })
+  const oidc = config.oidc && createOidcService({ db, oidc: config.oidc, auth, now: now ?? Date.now })
   // Image events (upload, delete) reach the webhooks through this one hook.
   const webhooks = createWebhookService({ db, config, options: deps.webhookOptions })
   const variants = createVariantService({
@@ -154,7 +166,14 @@ export function createApp(deps: AppDeps) {
     .use(rateLimit.plugin)
     .use(apiDocs(config.siteName))
     .use(healthModule({ db, metrics, metricsToken: config.metricsToken, classifier }))
-    .use(authModule(auth, guard))
+    .use(
+      authModule(auth, guard, {
+        totp,
+        oidc,
+        oidcOnly: config.oidc?.only ?? false,
+        secureCookie: config.publicUrl.startsWith('https:'),
+      }),
+    )
     .use(passkeysModule(passkeys, guard))
     .use(imagesModule({ images, pipeline, guard }))
     .use(cheveretoModule({ config, images, pipeline, auth, guard }))

@@ -74,6 +74,12 @@ const variables = {
   LEGACY_REDIRECTS: { schema: T.String(), default: '' },
   ROBOTS_TXT: { schema: T.String(), default: '' },
   VARIANT_SECRET: { schema: T.String(), default: '' },
+  TOTP_KEY: { schema: T.String(), default: '' },
+  OIDC_ISSUER: { schema: T.String({ pattern: '^(|https?://\\S+)$' }), default: '' },
+  OIDC_CLIENT_ID: { schema: T.String(), default: '' },
+  OIDC_CLIENT_SECRET: { schema: T.String(), default: '' },
+  OIDC_NAME: { schema: T.String({ minLength: 1, maxLength: 50 }), default: 'single sign-on' },
+  OIDC_ONLY: { schema: Bool, default: 'false' },
   VARIANT_STORAGE_LIMIT: { schema: Int(0), default: String(GB) },
   VARIANTS_MADE_PER_SECOND: { schema: Int(1), default: '5' },
 
@@ -108,6 +114,12 @@ function parseVariable(name: string, raw: string, schema: TSchema): unknown {
 }
 
 const isTrue = (v: string) => v === '1' || v === 'true'
+
+/** Whether a URL names this machine (localhost, 127.0.0.0/8 or ::1). */
+export function isLoopbackUrl(url: string): boolean {
+  const host = new URL(url).hostname
+  return host === 'localhost' || host.endsWith('.localhost') || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host)
+}
 
 /** The LEGACY_REDIRECTS file, read once here: a missing or malformed file stops the start with its first bad line. */
 function legacyRedirects(file: string) {
@@ -160,6 +172,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     for (const name of ['S3_BUCKET', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY'] as const) {
       if (!raw[name]) throw new ConfigError(`Missing value for ${name}: required when STORAGE=s3`)
     }
+  }
+  if (raw.OIDC_ISSUER) {
+    if (!raw.OIDC_CLIENT_ID) throw new ConfigError('Missing value for OIDC_CLIENT_ID: required with OIDC_ISSUER')
+    // Tokens and keys come from the issuer: plain HTTP only where nothing lies between (a provider on this machine).
+    if (!raw.OIDC_ISSUER.startsWith('https://') && !isLoopbackUrl(raw.OIDC_ISSUER))
+      throw new ConfigError('Invalid value for OIDC_ISSUER: https is required (http only on loopback)')
+  } else if (isTrue(raw.OIDC_ONLY)) {
+    throw new ConfigError('Invalid value for OIDC_ONLY: true needs OIDC_ISSUER (nobody could log in)')
   }
   const publicUrl = (raw.PUBLIC_URL || `http://localhost:${raw.PORT}`).replace(/\/+$/, '')
   return deepFreeze({
@@ -267,6 +287,21 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       /** Signed sizes made (not served from storage) per client IP per second. */
       madePerSecond: raw.VARIANTS_MADE_PER_SECOND,
     }),
+    /** TOTP_KEY: seals TOTP secrets at rest; empty: generated and kept in DATA_DIR/totp-key. */
+    totpKey: raw.TOTP_KEY,
+    /** OpenID Connect single sign-on (src/modules/auth/oidc.ts); null: not offered. */
+    oidc: raw.OIDC_ISSUER
+      ? Object.freeze({
+          issuer: raw.OIDC_ISSUER,
+          clientId: raw.OIDC_CLIENT_ID,
+          clientSecret: raw.OIDC_CLIENT_SECRET,
+          /** The button's label: "Sign in with {name}". */
+          name: raw.OIDC_NAME,
+          /** Password login refused (403) and hidden: accounts sign in through the provider only. */
+          only: isTrue(raw.OIDC_ONLY),
+          redirectUri: `${publicUrl}/api/auth/oidc/callback`,
+        })
+      : null,
     /** Old path (percent-decoded) to the image it now is, or null: no legacy links (src/modules/import/model.ts). */
     legacyRedirects: legacyRedirects(raw.LEGACY_REDIRECTS),
     robotsTxt: robotsTxt(raw.ROBOTS_TXT),

@@ -5,7 +5,7 @@ import type { Config } from './config'
 import { startCheckpointer } from './db/checkpointer'
 import { closeDatabase, openDatabase, SERVER_BUSY_TIMEOUT_MS } from './db/client'
 import { lockDataDir } from './db/lock'
-import { loadJwtSecret, loadVariantSecret } from './lib/secrets'
+import { loadJwtSecret, loadTotpKey, loadVariantSecret } from './lib/secrets'
 import { log } from './log'
 import { createNsfwClassifier } from './moderation'
 import { createRescanner, type RescanOptions } from './moderation/rescan'
@@ -65,6 +65,7 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
       }),
     jwtSecret: overrides.jwtSecret ?? loadJwtSecret(config),
     variantSecret: overrides.variantSecret ?? loadVariantSecret(config),
+    totpKey: loadTotpKey(config),
     storage: overrides.storage ?? createConfiguredStorage(config),
     media: overrides.media ?? mediaPoolFor(config),
     classifier:

@@ -7,7 +7,7 @@ import { type ServerOverrides, startServer } from '../src/server'
 import { noModel } from './moderation/fake-classifier'
 
 /** A port nobody listens on right now (the OS picks it). */
-function freePort(): number {
+export function freePort(): number {
   const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
   const port = probe.port
   probe.stop(true)
@@ -66,7 +66,8 @@ export async function startTestServer(
   overrides: ServerOverrides = {},
 ): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'imghost-test-'))
-  const port = freePort()
+  // A test that must know the address before the server starts (a redirect URI to register) passes its own PORT.
+  const port = env.PORT ? Number(env.PORT) : freePort()
   const fullEnv = {
     ...storageEnv(),
     DATA_DIR: dataDir,

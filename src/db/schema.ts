@@ -75,6 +75,47 @@ export const passkeys = sqliteTable(
   (t) => [index('passkeys_user').on(t.userId)],
 )
 
+/** An account's TOTP second factor (owned by the auth feature): a row while being set up, enabled once confirmed. */
+export const totpSecrets = sqliteTable('totp_secrets', {
+  userId: integer('user_id')
+    .primaryKey()
+    .references(() => users.id, { onDelete: 'cascade' }),
+  /** The shared secret (base32), sealed with AES-256-GCM under the TOTP key (src/lib/secrets.ts). */
+  secret: text('secret').notNull(),
+  /** Null while being set up: login asks for a code only once it is enabled. */
+  enabledAt: integer('enabled_at', { mode: 'timestamp_ms' }),
+  /** The time step of the last accepted code: a code of that step or an earlier one is refused (no replay). */
+  lastStep: integer('last_step'),
+  createdAt: createdAt(),
+})
+
+/** Single-use recovery codes of an account's TOTP, by SHA-256 (they are random, so a fast hash suffices). */
+export const recoveryCodes = sqliteTable(
+  'recovery_codes',
+  {
+    codeHash: text('code_hash').primaryKey(),
+    userId: integer('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    usedAt: integer('used_at', { mode: 'timestamp_ms' }),
+  },
+  (t) => [index('recovery_codes_user').on(t.userId)],
+)
+
+/** Accounts signed in through OIDC single sign-on: the provider's subject, per issuer, to the account. */
+export const oidcIdentities = sqliteTable(
+  'oidc_identities',
+  {
+    issuer: text('issuer').notNull(),
+    subject: text('subject').notNull(),
+    userId: integer('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.issuer, t.subject] }), index('oidc_identities_user').on(t.userId)],
+)
+
 export const embedProfiles = sqliteTable(
   'embed_profiles',
   {
@@ -284,6 +325,7 @@ export const healthProbe = sqliteTable('health_probe', {
 export type User = typeof users.$inferSelect
 export type ApiKey = typeof apiKeys.$inferSelect
 export type Passkey = typeof passkeys.$inferSelect
+export type TotpSecret = typeof totpSecrets.$inferSelect
 export type Image = typeof images.$inferSelect
 export type Album = typeof albums.$inferSelect
 export type EmbedProfile = typeof embedProfiles.$inferSelect

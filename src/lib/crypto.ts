@@ -1,4 +1,4 @@
-import { createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto'
+import { createCipheriv, createDecipheriv, createHash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto'
 
 const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
 
@@ -24,4 +24,29 @@ export function sha256Hex(value: string | Uint8Array): string {
  */
 export function safeEqual(a: string, b: string): boolean {
   return timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest())
+}
+
+const SEAL_IV_BYTES = 12
+const SEAL_TAG_BYTES = 16
+
+/** Encrypts `plain` with AES-256-GCM under a key derived from `key` (any string); the result is base64url. */
+export function seal(key: string, plain: string): string {
+  const iv = randomBytes(SEAL_IV_BYTES)
+  const cipher = createCipheriv('aes-256-gcm', createHash('sha256').update(key).digest(), iv)
+  const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()])
+  return Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url')
+}
+
+/** The text `seal` encrypted; throws when the key is not the one it was sealed with or the text was changed. */
+export function unseal(key: string, sealed: string): string {
+  const bytes = Buffer.from(sealed, 'base64url')
+  const decipher = createDecipheriv(
+    'aes-256-gcm',
+    createHash('sha256').update(key).digest(),
+    bytes.subarray(0, SEAL_IV_BYTES),
+  )
+  decipher.setAuthTag(bytes.subarray(SEAL_IV_BYTES, SEAL_IV_BYTES + SEAL_TAG_BYTES))
+  return Buffer.concat([decipher.update(bytes.subarray(SEAL_IV_BYTES + SEAL_TAG_BYTES)), decipher.final()]).toString(
+    'utf8',
+  )
 }

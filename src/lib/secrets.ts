@@ -20,3 +20,7 @@ export const loadJwtSecret = (config: Pick<Config, 'jwtSecret' | 'dataDir'>) =>
 /** VARIANT_SECRET, or the generated one: restarts keep signed variant URLs valid. */
 export const loadVariantSecret = (config: Pick<Config, 'variants' | 'dataDir'>) =>
   loadSecret(config.variants.secret, config.dataDir, 'variant-secret')
+
+/** TOTP_KEY, or the generated one: the key TOTP secrets are sealed with at rest (a database copy alone reveals none). */
+export const loadTotpKey = (config: Pick<Config, 'totpKey' | 'dataDir'>) =>
+  loadSecret(config.totpKey, config.dataDir, 'totp-key')

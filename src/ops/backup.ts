@@ -11,8 +11,8 @@ import { forgetAllVariants } from '../modules/variants/repository'
 import { checkKey, originalKey, type Storage, thumbnailKey } from '../storage'
 
 const DB_FILE = 'imghost.sqlite'
-/** Generated secrets (src/lib/secrets.ts): a restore keeps sessions and signed variant URLs valid. */
-const SECRET_FILES = ['jwt-secret', 'variant-secret']
+/** Generated secrets (src/lib/secrets.ts): a restore keeps sessions, signed variant URLs and TOTP codes valid. */
+const SECRET_FILES = ['jwt-secret', 'variant-secret', 'totp-key']
 
 async function run(cmd: string[]) {
   const proc = Bun.spawn(cmd, { stdout: 'ignore', stderr: 'pipe' })

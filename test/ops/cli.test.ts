@@ -1,6 +1,6 @@
 import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
 import { loadConfig } from '../../src/config'
@@ -113,6 +113,10 @@ describe('backup and restore', () => {
       const restoredDir = join(scratch, `restored-${target}`)
       expect(cli(restoredDir, 'restore', dest).code).toBe(0)
       expect(rows(restoredDir)).toEqual(rows(t.dataDir))
+      // Without the key TOTP secrets are sealed with, no two-factor code would work after a restore.
+      expect(readFileSync(join(restoredDir, 'totp-key'), 'utf8')).toBe(
+        readFileSync(join(t.dataDir, 'totp-key'), 'utf8'),
+      )
 
       const again = await startTestServer({ DATA_DIR: restoredDir, ...storageOf(restoredDir) })
       try {

@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia'
+import { forbidden } from '../../errors'
 import type { authGuard } from '../../http/auth'
 import { errors } from '../../http/errors'
 import {
@@ -14,31 +15,45 @@ import {
   UserResponse,
   VerifyBody,
 } from './model'
+import type { OidcService } from './oidc'
+import { oidcRoutes } from './oidc-routes'
 import { type AuthService, publicApiKey, publicUser } from './service'
+import { issueToken } from './session-token'
+import type { TotpService } from './totp'
+import { totpRoutes } from './totp-routes'
 
-export function authModule(auth: AuthService, guard: ReturnType<typeof authGuard>) {
-  return new Elysia({ name: 'module-auth' })
+/** `oidc`: single sign-on when configured; `oidcOnly`: password login refused (403), the provider is the only way in. */
+export function authModule(
+  auth: AuthService,
+  guard: ReturnType<typeof authGuard>,
+  opts: { totp: TotpService; oidc: OidcService | null; oidcOnly: boolean; secureCookie: boolean },
+) {
+  const app = new Elysia({ name: 'module-auth' })
     .use(guard)
+    .use(totpRoutes(opts.totp, guard))
     .group('/api/auth', { detail: { tags: ['Auth'] } }, (app) =>
       app
         .post(
           '/register',
           async ({ body, jwt, set }) => {
+            if (opts.oidcOnly) throw forbidden(`Accounts are made by signing in with ${opts.oidc?.name}`)
             const user = await auth.register(body)
             set.status = 201
-            return { success: true as const, token: await jwt.sign({ sub: String(user.id) }), user: publicUser(user) }
+            return { success: true as const, token: await issueToken(jwt, user), user: publicUser(user) }
           },
           {
             body: RegisterBody,
-            response: { 201: SessionResponse, ...errors(400, 409) },
+            response: { 201: SessionResponse, ...errors(400, 403, 409) },
             detail: { summary: 'Create an account' },
           },
         )
         .post(
           '/login',
           async ({ body, jwt, clientIp }) => {
+            if (opts.oidcOnly) throw forbidden(`Password login is off: sign in with ${opts.oidc?.name}`)
             const user = await auth.login(body.username, body.password, clientIp)
-            return { success: true as const, token: await jwt.sign({ sub: String(user.id) }), user: publicUser(user) }
+            opts.totp.checkLogin(user, body.code)
+            return { success: true as const, token: await issueToken(jwt, user), user: publicUser(user) }
           },
           {
             body: LoginBody,
@@ -46,6 +61,8 @@ export function authModule(auth: AuthService, guard: ReturnType<typeof authGuard
             detail: {
               summary:
                 'Log in; the JWT lasts 7 days. Failed logins are throttled per login name and per address (429 with Retry-After)',
+              description:
+                'With two-factor on, a right password without `code` answers 401 `{ error, twoFactor: "totp" }` and no token; send it again with `code` (the current TOTP code, or a recovery code; each is accepted once, wrong ones are throttled per account). With OIDC_ONLY=true: 403.',
             },
           },
         )
@@ -124,4 +141,5 @@ export function authModule(auth: AuthService, guard: ReturnType<typeof authGuard
           },
         ),
     )
+  return opts.oidc ? app.use(oidcRoutes(opts.oidc, guard, { secureCookie: opts.secureCookie })) : app
 }

@@ -32,9 +32,14 @@ export const RegisterBody = t.Object({
   password: t.String({ description: `${PASSWORD_LENGTH.min}-${PASSWORD_LENGTH.max} characters` }),
 })
 
+/** Longest two-factor code accepted (a TOTP code is 6 digits, a recovery code 14 characters). */
+export const CODE_MAX = 64
+const code = (description: string) => t.String({ minLength: 1, maxLength: CODE_MAX, description })
+
 export const LoginBody = t.Object({
   username: t.String({ description: 'Username or email' }),
   password: t.String(),
+  code: t.Optional(code('With two-factor on: the current TOTP code or a recovery code')),
 })
 
 export const SessionResponse = t.Object({ success: t.Literal(true), token: t.String(), user: UserModel })
@@ -49,6 +54,27 @@ export const KeyCreatedResponse = t.Object({
   apiKey: t.String({ description: 'The secret, shown only once' }),
 })
 export const KeyIdParams = t.Object({ id: NumericId() })
+export const TotpCodeBody = t.Object({
+  code: code('The current 6-digit code of the authenticator app (or, to turn it off, a recovery code)'),
+})
+export const TotpStatusResponse = t.Object({
+  success: t.Literal(true),
+  enabled: t.Boolean(),
+  recoveryCodesLeft: t.Integer({ description: 'Unused recovery codes (0 while two-factor is off)' }),
+})
+export const TotpSetupResponse = t.Object({
+  success: t.Literal(true),
+  secret: t.String({ description: 'The shared secret, base32 (for typing into an authenticator app)' }),
+  otpauthUrl: t.String({ description: 'otpauth://totp/... URL of the secret' }),
+  qrCode: t.String({ description: 'The otpauth URL as a QR code: an SVG data URL, made on the server' }),
+})
+export const TotpEnabledResponse = t.Object({
+  success: t.Literal(true),
+  recoveryCodes: t.Array(t.String(), { description: 'Single-use codes for when the device is lost: shown only once' }),
+})
+export const OidcStartQuery = t.Object({
+  next: t.Optional(t.String({ description: 'A path of this site to go to after signing in (else the dashboard)' })),
+})
 export { Success }
 
 export const PASSKEY_NAME_MAX = 100

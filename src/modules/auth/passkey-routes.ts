@@ -1,6 +1,5 @@
 import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server'
 import { Elysia } from 'elysia'
-import type { User } from '../../db/schema'
 import type { authGuard } from '../../http/auth'
 import { errors } from '../../http/errors'
 import {
@@ -16,10 +15,7 @@ import {
 } from './model'
 import { type PasskeyService, publicPasskey } from './passkeys'
 import { publicUser } from './service'
-
-/** Issues a session's token exactly as POST /api/auth/login does: the one call to change when sessions change. */
-const sessionToken = (jwt: { sign(payload: { sub: string }): Promise<string> }, user: User) =>
-  jwt.sign({ sub: String(user.id) })
+import { issueToken } from './session-token'
 
 // The browser's answers are checked by the schemas for shape and size; the WebAuthn library checks the rest.
 const asRegistration = (response: unknown) => response as RegistrationResponseJSON
@@ -75,7 +71,7 @@ export function passkeysModule(passkeys: PasskeyService, guard: ReturnType<typeo
           '/login',
           async ({ body, jwt }) => {
             const user = await passkeys.login(asAuthentication(body.response))
-            return { success: true as const, token: await sessionToken(jwt, user), user: publicUser(user) }
+            return { success: true as const, token: await issueToken(jwt, user), user: publicUser(user) }
           },
           {
             body: PasskeyLoginBody,

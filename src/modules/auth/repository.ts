@@ -1,8 +1,23 @@
-import { and, count, desc, eq, isNull, type SQL, sql } from 'drizzle-orm'
+import { and, count, desc, eq, isNotNull, isNull, lt, or, type SQL, sql } from 'drizzle-orm'
 import type { Db, Tx } from '../../db/client'
-import { type ApiKey, apiKeys, type Passkey, passkeys, type User, users, verificationTokens } from '../../db/schema'
+import {
+  type ApiKey,
+  apiKeys,
+  oidcIdentities,
+  type Passkey,
+  passkeys,
+  recoveryCodes,
+  type TotpSecret,
+  totpSecrets,
+  type User,
+  users,
+  verificationTokens,
+} from '../../db/schema'
 
-/** Every query of the users, api_keys, verification_tokens and passkeys tables. */
+/**
+ * Every query of the users, api_keys, verification_tokens, passkeys, totp_secrets, recovery_codes and oidc_identities
+ * tables.
+ */
 
 /**
  * What other features' queries join of an account (an image's or a report's owner: name and ban, by id); they read
@@ -153,3 +168,82 @@ export const deletePasskey = (db: Db, id: number, userId: number): boolean =>
     .where(and(eq(passkeys.id, id), eq(passkeys.userId, userId)))
     .returning({ id: passkeys.id })
     .get() !== undefined
+export const findTotp = (db: Db | Tx, userId: number): TotpSecret | undefined =>
+  db.select().from(totpSecrets).where(eq(totpSecrets.userId, userId)).get()
+
+/** Whether the account has TOTP turned on. */
+export const totpEnabled = (db: Db, userId: number) =>
+  db
+    .select({ userId: totpSecrets.userId })
+    .from(totpSecrets)
+    .where(and(eq(totpSecrets.userId, userId), isNotNull(totpSecrets.enabledAt)))
+    .get() !== undefined
+
+/** A new secret being set up (not enabled): it replaces an earlier one that was never confirmed. */
+export const savePendingTotp = (db: Db, userId: number, secret: string) =>
+  db
+    .insert(totpSecrets)
+    .values({ userId, secret })
+    .onConflictDoUpdate({ target: totpSecrets.userId, set: { secret, enabledAt: null, lastStep: null } })
+    .run()
+
+/**
+ * Records `step` as the last one used, only when it is later than the last: false means a code of that step (or a
+ * later one) was accepted already, so the code is a replay. A conditional update, so two requests racing with one code
+ * cannot both pass.
+ */
+export const claimTotpStep = (db: Db | Tx, userId: number, step: number) =>
+  db
+    .update(totpSecrets)
+    .set({ lastStep: step })
+    .where(and(eq(totpSecrets.userId, userId), or(isNull(totpSecrets.lastStep), lt(totpSecrets.lastStep, step))))
+    .returning({ userId: totpSecrets.userId })
+    .get() !== undefined
+
+/** Turns TOTP on (with its first accepted step) and replaces the recovery codes, in one transaction. */
+export function enableTotp(db: Db, userId: number, step: number, codeHashes: string[], at: Date) {
+  db.transaction((tx) => {
+    tx.update(totpSecrets).set({ enabledAt: at, lastStep: step }).where(eq(totpSecrets.userId, userId)).run()
+    tx.delete(recoveryCodes).where(eq(recoveryCodes.userId, userId)).run()
+    tx.insert(recoveryCodes)
+      .values(codeHashes.map((codeHash) => ({ codeHash, userId })))
+      .run()
+  })
+}
+
+/** Turns TOTP off: the secret and the recovery codes go. */
+export function deleteTotp(db: Db, userId: number) {
+  db.transaction((tx) => {
+    tx.delete(totpSecrets).where(eq(totpSecrets.userId, userId)).run()
+    tx.delete(recoveryCodes).where(eq(recoveryCodes.userId, userId)).run()
+  })
+}
+
+/** Uses one of the account's unused recovery codes (single-use even under concurrent requests); whether it was one. */
+export const claimRecoveryCode = (db: Db, userId: number, codeHash: string, usedAt: Date) =>
+  db
+    .update(recoveryCodes)
+    .set({ usedAt })
+    .where(and(eq(recoveryCodes.codeHash, codeHash), eq(recoveryCodes.userId, userId), isNull(recoveryCodes.usedAt)))
+    .returning({ userId: recoveryCodes.userId })
+    .get() !== undefined
+
+/** How many of the account's recovery codes are left. */
+export const recoveryCodesLeft = (db: Db, userId: number) =>
+  db
+    .select({ n: count() })
+    .from(recoveryCodes)
+    .where(and(eq(recoveryCodes.userId, userId), isNull(recoveryCodes.usedAt)))
+    .get()?.n ?? 0
+
+/** The account an OIDC identity signs in to. */
+export const findIdentityUser = (db: Db, issuer: string, subject: string): User | undefined =>
+  db
+    .select({ user: users })
+    .from(oidcIdentities)
+    .innerJoin(users, eq(users.id, oidcIdentities.userId))
+    .where(and(eq(oidcIdentities.issuer, issuer), eq(oidcIdentities.subject, subject)))
+    .get()?.user
+
+export const insertIdentity = (db: Db | Tx, values: typeof oidcIdentities.$inferInsert) =>
+  db.insert(oidcIdentities).values(values).run()

@@ -2,7 +2,14 @@ import type { Config } from '../../config'
 import { html, type SafeHtml } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
 import { DESCRIPTION_MAX, PASSWORD_MAX, TITLE_MAX } from '../albums/model'
-import { KEY_NAME_MAX, PASSKEY_NAME_MAX, PASSWORD_LENGTH, USERNAME_LENGTH, USERNAME_PATTERN } from '../auth/model'
+import {
+  CODE_MAX,
+  KEY_NAME_MAX,
+  PASSKEY_NAME_MAX,
+  PASSWORD_LENGTH,
+  USERNAME_LENGTH,
+  USERNAME_PATTERN,
+} from '../auth/model'
 import { COLOR, MAX_BULK_EMBED, MAX_EMBED_PROFILES, NAME_MAX, PLACEHOLDERS, TEXT_MAX, URL_MAX } from '../embeds/model'
 
 /**
@@ -30,6 +37,21 @@ function authPage(
 }
 
 export function renderLogin(renderer: PageRenderer, config: Config): Response {
+  const sso =
+    config.oidc &&
+    html`<p class="actions"><a class="button secondary" id="sso-start" href="/api/auth/oidc/start">Sign in with ${config.oidc.name}</a></p>`
+  // With OIDC_ONLY the provider is the only way in: no password form to fill in vain.
+  if (config.oidc?.only)
+    return authPage(
+      renderer,
+      config,
+      'Log in',
+      html`<section class="auth-form card" id="login-sso">
+<h1>Log in</h1>
+<p class="error" data-sso-error role="alert" hidden></p>
+${sso}
+</section>`,
+    )
   return authPage(
     renderer,
     config,
@@ -40,12 +62,18 @@ export function renderLogin(renderer: PageRenderer, config: Config): Response {
 <input id="login-username" name="username" type="text" autocomplete="username" required autofocus>
 <label for="login-password">Password</label>
 <input id="login-password" name="password" type="password" autocomplete="current-password" required>
-<p class="error" data-form-error role="alert" hidden></p>
+<div id="login-totp" data-totp-step hidden>
+<label for="login-code">Two-factor code</label>
+<input id="login-code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" maxlength="${CODE_MAX}" aria-describedby="login-code-hint">
+<p class="muted small" id="login-code-hint">The 6-digit code from your authenticator app, or one of your recovery codes.</p>
+</div>
+<p class="error" data-form-error data-sso-error role="alert" hidden></p>
 <button type="submit" disabled>Log in</button>
 <div class="passkey-login" id="passkey-login" hidden>
 <p class="muted">or, without a password:</p>
 <button type="button" class="secondary" id="passkey-button">Sign in with a passkey</button>
 </div>
+${sso}
 <p class="muted">No account yet? <a href="/register">Create one</a></p>
 ${needsScript}
 </form>`,
@@ -137,6 +165,37 @@ const clientDownloads = html`<div class="client-downloads" data-client-downloads
 </div>
 <p class="status" data-client-status role="status" aria-live="polite"></p>
 </div>`
+
+/**
+ * Two-factor (TOTP) setup, in a card of its own (dashboard-totp.js): it works in whichever dashboard panel holds it,
+ * loading when that panel is shown.
+ */
+const totpCard = html`<section class="card" id="totp" data-totp aria-labelledby="totp-title">
+<h3 id="totp-title">Two-factor authentication</h3>
+<p id="totp-status">Loading…</p>
+<div class="actions"><button type="button" id="totp-setup" hidden>Set up two-factor</button></div>
+<form id="totp-enable-form" hidden>
+<p>Scan this QR code with an authenticator app, or type the key into it, then enter the 6-digit code the app shows.</p>
+<img id="totp-qr" alt="QR code of your two-factor key" width="200" height="200">
+<p>Key: <code id="totp-secret"></code></p>
+<label for="totp-enable-code">Code from the app</label>
+<input id="totp-enable-code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" required maxlength="${CODE_MAX}">
+<p class="error" data-form-error role="alert" hidden></p>
+<div class="actions"><button type="submit">Turn on two-factor</button><button type="button" class="secondary" id="totp-cancel">Cancel</button></div>
+</form>
+<div id="totp-recovery" tabindex="-1" hidden>
+<p><strong>Your recovery codes.</strong> Each signs you in once if you lose your device. Save them now: they are not shown again.</p>
+<ul id="totp-recovery-list" aria-label="Recovery codes"></ul>
+<div class="actions"><button type="button" id="totp-recovery-done">I saved them</button></div>
+</div>
+<form id="totp-disable-form" hidden>
+<label for="totp-disable-code">Code from the app, or a recovery code</label>
+<input id="totp-disable-code" name="code" type="text" autocomplete="one-time-code" required maxlength="${CODE_MAX}">
+<p class="error" data-form-error role="alert" hidden></p>
+<div class="actions"><button type="submit" class="danger">Turn off two-factor</button></div>
+</form>
+<p class="status" id="totp-action-status" role="status" aria-live="polite"></p>
+</section>`
 
 /** The dashboard: a client-side app over the JSON API (dashboard.js and dashboard-<tab>.js); this is its static markup. */
 export function renderDashboard(renderer: PageRenderer, config: Config): Response {
@@ -305,7 +364,7 @@ ${clientDownloads}
 <section class="panel" id="panel-security" data-panel="security" aria-labelledby="security-title" hidden>
 <h2 id="security-title">Security</h2>
 <div id="security-sessions" data-security-section="sessions"></div>
-<div id="security-totp" data-security-section="totp"></div>
+<div id="security-totp" data-security-section="totp">${totpCard}</div>
 <div class="card" id="security-passkeys" data-security-section="passkeys" role="group" aria-labelledby="passkeys-title">
 <h3 id="passkeys-title">Passkeys</h3>
 <p class="muted">A passkey signs you in with this device’s screen lock, fingerprint or face, or a security key, instead of your password (the login page’s <strong>Sign in with a passkey</strong>). Add one per device.</p>
@@ -335,6 +394,7 @@ ${clientDownloads}
       'dashboard-settings.js',
       'passkeys.js',
       'dashboard-security.js',
+      'dashboard-totp.js',
     ],
     bodyClass: 'dashboard-page',
     noindex: true,

@@ -1,4 +1,5 @@
-// Log in, register, verify an email address, log out. The JWT from login or register is kept in localStorage.
+// Log in (with a two-factor code step, or through single sign-on), register, verify an email address, log out. The
+// JWT from login or register is kept in localStorage.
 ;(() => {
   'use strict'
   if (!window.imghost) return
@@ -44,12 +45,21 @@
 
   const login = document.querySelector('[data-auth-form="login"]')
   if (login) {
+    const totpStep = login.querySelector('[data-totp-step]')
     wire(login, async (data) => {
-      const res = await api('/api/auth/login', {
-        method: 'POST',
-        auth: false,
-        body: { username: data.get('username'), password: data.get('password') },
-      })
+      const body = { username: data.get('username'), password: data.get('password') }
+      const code = String(data.get('code') || '').trim()
+      if (!totpStep.hidden && code) body.code = code
+      const res = await api('/api/auth/login', { method: 'POST', auth: false, body })
+      if (!res.ok && res.data.twoFactor === 'totp') {
+        // The password was right: the account asks for its second factor next.
+        const asked = totpStep.hidden
+        totpStep.hidden = false
+        login.elements.code.required = true
+        login.elements.code.value = ''
+        login.elements.code.focus()
+        return showError(login, asked ? 'Enter the code from your authenticator app.' : res.data.error)
+      }
       if (!res.ok) return showError(login, res.data.error)
       setToken(res.data.token)
       location.assign(nextPath())
@@ -82,6 +92,26 @@
         button.disabled = false
       }
     })
+  }
+
+  // Single sign-on: the button keeps ?next=, and the provider's sign-in comes back here with the session token (or
+  // why it was refused) in the fragment, which no server sees; it leaves the address bar (and the history) at once.
+  const sso = document.getElementById('sso-start')
+  if (sso) {
+    const next = new URLSearchParams(location.search).get('next')
+    if (next) sso.href = `${sso.pathname}?next=${encodeURIComponent(next)}`
+    const handed = new URLSearchParams(location.hash.slice(1))
+    if (handed.has('token') || handed.has('error')) {
+      history.replaceState(null, '', location.pathname + location.search)
+      if (handed.get('token')) {
+        setToken(handed.get('token'))
+        location.assign(nextPath())
+      } else {
+        const box = document.querySelector('[data-sso-error]')
+        box.textContent = handed.get('error')
+        box.hidden = false
+      }
+    }
   }
 
   const register = document.querySelector('[data-auth-form="register"]')

@@ -1,0 +1,177 @@
+import { randomBytes } from 'node:crypto'
+import { Secret, TOTP } from 'otpauth'
+import QRCode from 'qrcode'
+import type { Config } from '../../config'
+import type { Db } from '../../db/client'
+import type { TotpSecret, User } from '../../db/schema'
+import { badRequest, conflict, Unauthorized } from '../../errors'
+import { seal, sha256Hex, unseal } from '../../lib/crypto'
+import { log } from '../../log'
+import { clearWindows, guessWindow, takeAttempt } from '../images/limits'
+import {
+  claimRecoveryCode,
+  claimTotpStep,
+  deleteTotp,
+  enableTotp,
+  findTotp,
+  recoveryCodesLeft,
+  savePendingTotp,
+} from './repository'
+
+/** RFC 6238 as every authenticator app reads it: SHA-1, 6 digits, 30-second steps. */
+const DIGITS = 6
+const PERIOD = 30
+/** Codes of the step before and after are accepted too: phone clocks drift. */
+const DRIFT_STEPS = 1
+const SECRET_BYTES = 20
+const RECOVERY_CODES = 10
+/** A recovery code: 12 hex digits (48 bits), shown in groups of four. */
+const RECOVERY_BYTES = 6
+
+/** What a person types, as compared: no spaces or dashes, lower case. */
+const normalize = (code: string) => code.replace(/[\s-]/g, '').toLowerCase()
+
+const newRecoveryCode = () =>
+  randomBytes(RECOVERY_BYTES)
+    .toString('hex')
+    .replace(/(.{4})(?!$)/g, '$1-')
+
+export type TotpService = ReturnType<typeof createTotpService>
+
+/**
+ * TOTP two-factor: setup, enable, disable, and the code check of a login. Secrets are sealed at rest with `key`; every
+ * code check counts against the account's guess window (wrong codes from anywhere add up), and a right one clears it.
+ * `now` is the clock of both the codes and the windows (tests step it).
+ */
+export function createTotpService(opts: {
+  db: Db
+  key: string
+  siteName: string
+  guesses: Config['limits']['guesses']
+  now: () => number
+}) {
+  const { db, key, guesses, now } = opts
+
+  const totpFor = (secret: string, label = '') =>
+    new TOTP({
+      issuer: opts.siteName,
+      label,
+      algorithm: 'SHA1',
+      digits: DIGITS,
+      period: PERIOD,
+      secret: Secret.fromBase32(secret),
+    })
+
+  /** The time step a code belongs to when it is valid now (within the drift), else null. */
+  function stepOf(row: TotpSecret, code: string): number | null {
+    let secret: string
+    try {
+      secret = unseal(key, row.secret)
+    } catch (error) {
+      // Recovery codes still work: they do not need the secret.
+      log.error('a TOTP secret cannot be unsealed (was TOTP_KEY changed?)', {
+        userId: row.userId,
+        error: String(error),
+      })
+      return null
+    }
+    const totp = totpFor(secret)
+    const at = now()
+    const delta = totp.validate({ token: code, timestamp: at, window: DRIFT_STEPS })
+    return delta === null ? null : totp.counter({ timestamp: at }) + delta
+  }
+
+  /** Counts one code attempt against the account's window (429 once it is used up); returns the window. */
+  function attempt(user: User) {
+    const rule = guessWindow(
+      guesses,
+      `totp:${user.id}`,
+      guesses.loginPerAccount,
+      'Too many wrong two-factor codes for this account',
+    )
+    takeAttempt(db, [rule], now())
+    return rule
+  }
+
+  /**
+   * Whether `code` is a current TOTP code of a step not used yet (which it then uses up) or an unused recovery code
+   * (likewise). Throttled per account.
+   */
+  function accept(user: User, row: TotpSecret, code: string): boolean {
+    const rule = attempt(user)
+    const typed = normalize(code)
+    let ok: boolean
+    if (new RegExp(`^\\d{${DIGITS}}$`).test(typed)) {
+      const step = stepOf(row, typed)
+      ok = step !== null && claimTotpStep(db, user.id, step)
+    } else {
+      ok = typed.length > 0 && claimRecoveryCode(db, user.id, sha256Hex(typed), new Date(now()))
+    }
+    if (ok) clearWindows(db, [rule.key])
+    return ok
+  }
+
+  function enabledRow(user: User) {
+    const row = findTotp(db, user.id)
+    return row?.enabledAt ? row : null
+  }
+
+  return {
+    status(user: User) {
+      const on = enabledRow(user) !== null
+      return { enabled: on, recoveryCodesLeft: on ? recoveryCodesLeft(db, user.id) : 0 }
+    },
+
+    /** A new secret for the account (replacing one never confirmed), its otpauth:// URL and that URL as a QR code. */
+    async setup(user: User) {
+      if (enabledRow(user)) throw conflict('Two-factor is already on: turn it off first')
+      const secret = new Secret({ size: SECRET_BYTES }).base32
+      savePendingTotp(db, user.id, seal(key, secret))
+      const otpauthUrl = totpFor(secret, user.username).toString()
+      // Made here, not by a third-party service: the URL holds the secret.
+      const svg = await QRCode.toString(otpauthUrl, { type: 'svg', margin: 2 })
+      return { secret, otpauthUrl, qrCode: `data:image/svg+xml;base64,${Buffer.from(svg).toString('base64')}` }
+    },
+
+    /** Turns TOTP on once a code from the new secret checks; answers the recovery codes (only their hashes are kept). */
+    enable(user: User, code: string) {
+      const row = findTotp(db, user.id)
+      if (!row) throw badRequest('No two-factor setup in progress: start with POST /api/auth/totp/setup')
+      if (row.enabledAt) throw conflict('Two-factor is already on')
+      const rule = attempt(user)
+      const step = stepOf(row, normalize(code))
+      if (step === null) throw badRequest('Invalid code: check the time on your device and try the current code')
+      clearWindows(db, [rule.key])
+      const codes = Array.from({ length: RECOVERY_CODES }, newRecoveryCode)
+      // The code that enabled it counts as used.
+      enableTotp(
+        db,
+        user.id,
+        step,
+        codes.map((c) => sha256Hex(normalize(c))),
+        new Date(now()),
+      )
+      return codes
+    },
+
+    /** Turns TOTP off with a current code or a recovery code. */
+    disable(user: User, code: string) {
+      const row = enabledRow(user)
+      if (!row) throw badRequest('Two-factor is not on')
+      if (!accept(user, row, code)) throw badRequest('Invalid code')
+      deleteTotp(db, user.id)
+    },
+
+    /**
+     * The second step of a password login: nothing to do without TOTP; otherwise a 401 that says a code is needed
+     * (`twoFactor: "totp"`), or that the one given was wrong or used.
+     */
+    checkLogin(user: User, code: string | undefined) {
+      const row = enabledRow(user)
+      if (!row) return
+      if (!code) throw new Unauthorized('Two-factor code required', { twoFactor: 'totp' })
+      if (!accept(user, row, code))
+        throw new Unauthorized('Invalid or already used two-factor code', { twoFactor: 'totp' })
+    },
+  }
+}
