@@ -148,7 +148,7 @@ export function createApp(deps: AppDeps) {
     .use(requestLog(metrics, { log: config.logRequests }))
     .use(bodyLimit)
     .use(rateLimit.plugin)
-    .use(apiDocs(config.siteName))
+    .use(apiDocs({ siteName: config.siteName, publicUrl: config.publicUrl }))
     .use(healthModule({ db, metrics, metricsToken: config.metricsToken, classifier }))
     .use(authModule(auth, guard))
     .use(imagesModule({ images, pipeline, guard }))

@@ -5,6 +5,7 @@ import swaggerUiCss from 'swagger-ui-dist/swagger-ui.css' with { type: 'file' }
 import swaggerUiBundle from 'swagger-ui-dist/swagger-ui-bundle.js' with { type: 'file' }
 import { notFound } from '../errors'
 import { VERSION } from '../version'
+import { type OpenApiDocument, publishDocument } from './openapi-document'
 
 const ASSETS = '/swagger/assets'
 const SPEC_PATH = '/swagger/json'
@@ -66,14 +67,25 @@ async function withUiSecurityHeaders(response: Response): Promise<Response> {
 }
 
 /** OpenAPI document at /swagger/json and Swagger UI at /swagger, its assets served from the installed package. */
-export function apiDocs(siteName: string) {
+export function apiDocs({ siteName, publicUrl }: { siteName: string; publicUrl: string }) {
   const docs = new Elysia({ name: 'api-docs' })
   // Elysia points a plugin's (protected) getGlobalRoutes at the root app's routes once it is used, as the plugin relies on too.
   const globalRoutes = () =>
     (docs as unknown as { getGlobalRoutes(): Parameters<typeof documentJsonBodies>[1] }).getGlobalRoutes()
+  // The plugin keeps its document until the routes change; the published one is made once per document it makes.
+  const published = new WeakMap<object, OpenApiDocument>()
   return docs
     .onAfterHandle(async ({ path, responseValue }) => {
-      if (path === SPEC_PATH) documentJsonBodies(responseValue as OpenApiDoc, globalRoutes())
+      if (path === SPEC_PATH) {
+        const generated = responseValue as OpenApiDocument
+        let doc = published.get(generated)
+        if (!doc) {
+          documentJsonBodies(generated as OpenApiDoc, globalRoutes())
+          doc = publishDocument(generated, publicUrl)
+          published.set(generated, doc)
+        }
+        return doc
+      }
       // The router also answers the page at /swagger/ (paths are not strict).
       if ((path === UI_PATH || path === `${UI_PATH}/`) && responseValue instanceof Response) {
         return withUiSecurityHeaders(responseValue)
