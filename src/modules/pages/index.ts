@@ -111,7 +111,10 @@ export function pagesModule(deps: {
     .get(
       '/i/:id',
       ({ params, request }) => {
-        const data = pages.imagePage(params.id, { countView: request.method === 'GET' })
+        const data = pages.imagePage(params.id, {
+          countView: request.method === 'GET',
+          userAgent: request.headers.get('user-agent'),
+        })
         if (!data) return renderer.notFound('This image does not exist, or it was deleted.')
         return renderViewer(renderer, config, data)
       },
