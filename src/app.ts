@@ -4,6 +4,7 @@ import type { Config } from './config'
 import type { Db } from './db/client'
 import { authGuard } from './http/auth'
 import { bodyLimit } from './http/body-limit'
+import { htmlCompression } from './http/compression'
 import { errorModel } from './http/errors'
 import { createMetrics, requestLog } from './http/observability'
 import { apiDocs } from './http/openapi'
@@ -146,6 +147,7 @@ export function createApp(deps: AppDeps) {
   const app = new Elysia({ serve: { routes: fastRoutes } })
     .use(errorModel)
     .use(requestLog(metrics, { log: config.logRequests }))
+    .use(htmlCompression)
     .use(bodyLimit)
     .use(rateLimit.plugin)
     .use(apiDocs({ siteName: config.siteName, publicUrl: config.publicUrl }))
