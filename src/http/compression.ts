@@ -106,13 +106,18 @@ function encodePage(bytes: Uint8Array<ArrayBuffer>): Negotiable {
  */
 export const htmlCompression = new Elysia({ name: 'html-compression' }).mapResponse(
   { as: 'global' },
-  async ({ request, responseValue }) => {
-    if (!(responseValue instanceof Response) || !responseValue.body) return
-    if (!responseValue.headers.get('content-type')?.startsWith('text/html')) return
-    if (responseValue.headers.has('content-encoding')) return
+  // Every other answer is handed back as it is, not left undefined: on the error path Elysia answers whatever this
+  // hook returns, so an undefined would empty every error body.
+  ({ request, responseValue }) => {
+    // Typed as a Response (the hook's type), though it is any value an answer can be.
+    const unchanged = responseValue as Response
+    if (!(responseValue instanceof Response) || !responseValue.body) return unchanged
+    const type = responseValue.headers.get('content-type')
+    if (!type?.startsWith('text/html') || responseValue.headers.has('content-encoding')) return unchanged
     const headers = new Headers(responseValue.headers)
     if (!headers.has('cache-control')) headers.set('cache-control', 'no-cache')
-    const page = encodePage(new Uint8Array(await responseValue.arrayBuffer()))
-    return negotiatedResponse(request, page, headers, responseValue.status)
+    return responseValue
+      .arrayBuffer()
+      .then((bytes) => negotiatedResponse(request, encodePage(new Uint8Array(bytes)), headers, responseValue.status))
   },
 )
