@@ -113,10 +113,23 @@ function finishSchemas(value: unknown, schemas: Record<string, Json>): unknown {
 
 const refName = (ref: string) => ref.slice(ref.lastIndexOf('/') + 1)
 
+/** Plain strings that read better by the name of their field (used where the schema allows them). */
+const NAMED_STRINGS: Record<string, string> = {
+  username: 'ada',
+  email: 'ada@example.com',
+  password: 'correct horse battery staple',
+  filename: 'holiday.png',
+  mime: 'image/png',
+  name: 'My laptop',
+  title: 'Holiday 2026',
+  description: 'Photos of the trip',
+  reason: 'Spam',
+}
+
 /** A value that fits `schema`: its own example or default where it has one, else the simplest that passes. */
-export function exampleOf(schema: Json | undefined, schemas: Record<string, Json>, depth = 0): unknown {
+export function exampleOf(schema: Json | undefined, schemas: Record<string, Json>, depth = 0, field = ''): unknown {
   if (!schema || depth > 12) return undefined
-  if (typeof schema.$ref === 'string') return exampleOf(schemas[refName(schema.$ref)], schemas, depth + 1)
+  if (typeof schema.$ref === 'string') return exampleOf(schemas[refName(schema.$ref)], schemas, depth + 1, field)
   if (Array.isArray(schema.examples) && schema.examples.length > 0) return schema.examples[0]
   if ('example' in schema) return schema.example
   if ('const' in schema) return schema.const
@@ -128,7 +141,7 @@ export function exampleOf(schema: Json | undefined, schemas: Record<string, Json
       // A nullable field shows its value; an integer (the framework also takes it as a numeric string) its number.
       const numericString = (o: Json) => o.type === 'string' && (o.format === 'integer' || o.format === 'numeric')
       const option = (options as Json[]).find((o) => o.type !== 'null' && !numericString(o)) ?? options[0]
-      return exampleOf(option as Json, schemas, depth + 1)
+      return exampleOf(option as Json, schemas, depth + 1, field)
     }
   }
   if (Array.isArray(schema.allOf)) {
@@ -139,7 +152,7 @@ export function exampleOf(schema: Json | undefined, schemas: Record<string, Json
     case 'object': {
       const properties = (schema.properties ?? {}) as Record<string, Json>
       return Object.fromEntries(
-        Object.entries(properties).map(([name, s]) => [name, exampleOf(s, schemas, depth + 1)] as const),
+        Object.entries(properties).map(([name, s]) => [name, exampleOf(s, schemas, depth + 1, name)] as const),
       )
     }
     case 'array':
@@ -152,13 +165,15 @@ export function exampleOf(schema: Json | undefined, schemas: Record<string, Json
     case 'null':
       return null
     case 'string':
-      return stringExample(schema)
+      return stringExample(schema, field)
     default:
       return undefined
   }
 }
 
-function stringExample(schema: Json): string {
+function stringExample(schema: Json, field: string): string {
+  const named = NAMED_STRINGS[field]
+  if (named && !schema.format && fits(schema, named)) return named
   switch (schema.format) {
     case 'date-time':
       return '2026-01-02T03:04:05.000Z'
@@ -171,6 +186,13 @@ function stringExample(schema: Json): string {
   }
   const minLength = typeof schema.minLength === 'number' ? schema.minLength : 1
   return 'example'.padEnd(minLength, 'x')
+}
+
+/** Whether a string meets a schema's pattern and length bounds. */
+function fits(schema: Json, value: string): boolean {
+  if (typeof schema.pattern === 'string' && !new RegExp(schema.pattern).test(value)) return false
+  if (typeof schema.minLength === 'number' && value.length < schema.minLength) return false
+  return typeof schema.maxLength !== 'number' || value.length <= schema.maxLength
 }
 
 /** An error answer's schema on this operation: its own (the Chevereto door has its own shape), else the Error one. */
