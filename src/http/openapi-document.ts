@@ -1,4 +1,4 @@
-import { IMAGE_ID } from '../modules/images/model'
+import { ImageId } from '../modules/images/model'
 import { TUS_ID_PATTERN } from '../modules/tus/model'
 import { API_PREFIX } from './rate-limit'
 
@@ -67,18 +67,16 @@ const RATE_LIMIT_HEADERS = {
   'RateLimit-Reset': header('Seconds until the window ends'),
 }
 
+/** The image id schema as plain JSON (album ids have the same form). */
+const IMAGE_ID_SCHEMA: Json = JSON.parse(JSON.stringify(ImageId))
 /** Path parameters taken as plain strings (a malformed one answers 404 like an unknown one), with their real form. */
 const PATH_IDS: { path: RegExp; name: string; schema: Json }[] = [
   {
     path: /^\/api\/(v1\/image|images|admin\/images|albums)\/\{id\}/,
     name: 'id',
-    schema: { type: 'string', pattern: `^${IMAGE_ID}$`, description: '8-character id', examples: ['Ab3dE5gH'] },
+    schema: { ...IMAGE_ID_SCHEMA, description: '8-character image or album id' },
   },
-  {
-    path: /^\/api\/albums\/\{id\}\/images\/\{imageId\}$/,
-    name: 'imageId',
-    schema: { type: 'string', pattern: `^${IMAGE_ID}$`, description: '8-character image id', examples: ['Ab3dE5gH'] },
-  },
+  { path: /^\/api\/albums\/\{id\}\/images\/\{imageId\}$/, name: 'imageId', schema: IMAGE_ID_SCHEMA },
   {
     path: /^\/api\/(v1\/)?tus\/\{id\}$/,
     name: 'id',
