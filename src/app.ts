@@ -4,6 +4,7 @@ import type { Config } from './config'
 import type { Db } from './db/client'
 import { authGuard } from './http/auth'
 import { bodyLimit } from './http/body-limit'
+import { htmlCompression } from './http/compression'
 import { errorModel } from './http/errors'
 import { createMetrics, requestLog } from './http/observability'
 import { apiDocs } from './http/openapi'
@@ -162,9 +163,10 @@ export function createApp(deps: AppDeps) {
   const app = new Elysia({ serve: { routes: fastRoutes } })
     .use(errorModel)
     .use(requestLog(metrics, { log: config.logRequests }))
+    .use(htmlCompression)
     .use(bodyLimit)
     .use(rateLimit.plugin)
-    .use(apiDocs(config.siteName))
+    .use(apiDocs({ siteName: config.siteName, publicUrl: config.publicUrl }))
     .use(healthModule({ db, metrics, metricsToken: config.metricsToken, classifier }))
     .use(
       authModule(auth, guard, {

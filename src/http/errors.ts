@@ -39,7 +39,10 @@ export class HttpError extends Error {
   }
 }
 
-export const ErrorBody = t.Object({ error: t.String() }, { description: 'Error', additionalProperties: true })
+export const ErrorBody = t.Object(
+  { error: t.String({ examples: ['Not found'] }) },
+  { $id: 'Error', description: 'Error', additionalProperties: true },
+)
 
 /** Error responses for route schemas, so /swagger lists them next to the success shape. */
 export function errors(...statuses: number[]) {

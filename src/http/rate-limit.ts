@@ -6,6 +6,8 @@ import { ipKey, resolveClientIp } from './client-ip'
 const pathOf = (url: string) => url.slice(url.indexOf('/', url.indexOf('//') + 2))
 
 const WINDOW_MS = 60_000
+/** What the global per-IP limiter covers: the whole API (the OpenAPI document gives each of its operations a 429). */
+export const API_PREFIX = '/api/'
 
 /** A rate window's state as the RateLimit-* headers of an answer (a success, or the 429 with its Retry-After). */
 export function rateLimitHeaders(state: RateLimitFacts): Record<string, string> {
@@ -35,7 +37,7 @@ export function globalRateLimit(opts: {
   const { limit } = opts
   const clock = opts.now ?? Date.now
   const windowMs = opts.windowMs ?? WINDOW_MS
-  const prefix = opts.prefix ?? '/api/'
+  const prefix = opts.prefix ?? API_PREFIX
   // A Map iterates in insertion order and every window is (re)inserted when it starts, so the oldest come first.
   const windows = new Map<string, { start: number; used: number }>()
 

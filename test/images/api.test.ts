@@ -277,6 +277,32 @@ describe('views', () => {
     expect(row.views).toBe(2)
     expect((await t.json(`/api/v1/image/${up.id}`)).body.data.views).toBe(2)
   })
+  test('unfurlers and crawlers (CRAWLER_AGENTS) do not count, on the direct link or the viewer page; browsers do', async () => {
+    const up = await upload(alice)
+    const agents = [
+      'Mozilla/5.0 (compatible; Discordbot/2.0; +https://discordapp.com)',
+      'Twitterbot/1.0',
+      'Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)',
+      'TelegramBot (like TwitterBot)',
+      'facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)',
+      'WhatsApp/2.23.20.0',
+      'LinkedInBot/1.0 (compatible; Mozilla/5.0; Apache-HttpClient +http://www.linkedin.com)',
+      'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)',
+      'Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)',
+    ]
+    for (const agent of agents) {
+      for (const path of [new URL(up.url).pathname, `/i/${up.id}`]) {
+        const res = await t.fetch(path, { headers: { 'user-agent': agent } })
+        expect({ agent, path, status: res.status }).toEqual({ agent, path, status: 200 })
+        await res.arrayBuffer()
+      }
+    }
+    expect((await t.json(`/api/v1/image/${up.id}`)).body.data.views).toBe(0)
+    const browser = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36'
+    await (await t.fetch(new URL(up.url).pathname, { headers: { 'user-agent': browser } })).arrayBuffer()
+    await (await t.fetch(`/i/${up.id}`, { headers: { 'user-agent': browser } })).arrayBuffer()
+    expect((await t.json(`/api/v1/image/${up.id}`)).body.data.views).toBe(2)
+  })
   test('a flush keeps the image in memory with the written count; the next views add to it', async () => {
     const up = await upload(alice)
     await t.fetch(new URL(up.url).pathname)

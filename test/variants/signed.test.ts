@@ -94,7 +94,7 @@ describe('OpenAPI', () => {
     const schema = op.requestBody.content['application/json'].schema
     expect(schema.properties.width).toMatchObject({ minimum: 16, maximum: 4096 })
     expect(schema.required).toEqual(['width', 'format'])
-    expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '401', '403', '404'])
+    expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '401', '403', '404', '413', '429', '500'])
   })
 })
 

@@ -10,20 +10,23 @@ export const albumPath = (id: string) => `/a/${id}`
 export const DESCRIPTION_MAX = 1000
 export const PASSWORD_MAX = 256
 
-export const AlbumModel = t.Object({
-  id: t.String({ description: '8-character album id' }),
-  title: t.String(),
-  description: t.String(),
-  isPublic: t.Boolean(),
-  hasPassword: t.Boolean(),
-  imageCount: t.Integer({ description: 'Images the caller can see (others: public images only)' }),
-  cover: t.Union([t.String({ format: 'uri' }), t.Null()], {
-    description: 'Thumbnail link of the image added most recently, or null',
-  }),
-  url: t.String({ format: 'uri', description: 'The album page, {base_url}/a/<id>' }),
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-})
+export const AlbumModel = t.Object(
+  {
+    id: t.String({ description: '8-character album id', examples: ['Xy7kLm2Q'] }),
+    title: t.String(),
+    description: t.String(),
+    isPublic: t.Boolean(),
+    hasPassword: t.Boolean(),
+    imageCount: t.Integer({ description: 'Images the caller can see (others: public images only)' }),
+    cover: t.Union([t.String({ format: 'uri' }), t.Null()], {
+      description: 'Thumbnail link of the image added most recently, or null',
+    }),
+    url: t.String({ format: 'uri', description: 'The album page, {base_url}/a/<id>' }),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  },
+  { $id: 'Album' },
+)
 
 export const AlbumImage = t.Object({
   id: ImageId,

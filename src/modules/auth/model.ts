@@ -8,15 +8,18 @@ export const USERNAME_PATTERN = `[A-Za-z0-9_\\-]{${USERNAME_LENGTH.min},${USERNA
 export const PASSWORD_LENGTH = { min: 8, max: 256 } as const
 export const KEY_NAME_MAX = 100
 
-export const UserModel = t.Object({
-  id: t.Integer(),
-  username: t.String(),
-  email: t.String(),
-  role: t.Union([t.Literal('user'), t.Literal('admin')]),
-  emailVerified: t.Boolean(),
-  privateAccount: t.Boolean(),
-  createdAt: Timestamp,
-})
+export const UserModel = t.Object(
+  {
+    id: t.Integer(),
+    username: t.String(),
+    email: t.String(),
+    role: t.Union([t.Literal('user'), t.Literal('admin')]),
+    emailVerified: t.Boolean(),
+    privateAccount: t.Boolean(),
+    createdAt: Timestamp,
+  },
+  { $id: 'Account' },
+)
 
 export const ApiKeyModel = t.Object({
   id: t.Integer(),

@@ -271,7 +271,8 @@ export function cdnModule(deps: {
     const response = serve(request, storage, hot, originalDelivery(image))
     if (!countViews || request.method !== 'GET') return response
     const count = (r: Response) => {
-      if (r.status === 200 || r.status === 302 || r.status === 304) images.countView(image.id)
+      if (r.status === 200 || r.status === 302 || r.status === 304)
+        images.countView(image.id, request.headers.get('user-agent'))
       return r
     }
     return response instanceof Response ? count(response) : response.then(count)

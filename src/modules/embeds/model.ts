@@ -16,20 +16,23 @@ export const PLACEHOLDERS = ['filename', 'id', 'width', 'height', 'size', 'mime'
 /** A colour: `#rrggbb`. */
 export const COLOR = '#[0-9a-fA-F]{6}'
 
-export const EmbedProfileModel = t.Object({
-  id: t.Integer({ minimum: 1 }),
-  name: t.String(),
-  title: Nullable(t.String()),
-  description: Nullable(t.String()),
-  color: Nullable(t.String({ pattern: `^${COLOR}$` })),
-  author_name: Nullable(t.String()),
-  author_url: Nullable(
-    t.String({ description: 'An http(s) URL, normalised (e.g. unsafe characters percent-encoded)' }),
-  ),
-  site_name: Nullable(t.String()),
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-})
+export const EmbedProfileModel = t.Object(
+  {
+    id: t.Integer({ minimum: 1 }),
+    name: t.String(),
+    title: Nullable(t.String()),
+    description: Nullable(t.String()),
+    color: Nullable(t.String({ pattern: `^${COLOR}$`, examples: ['#3b82f6'] })),
+    author_name: Nullable(t.String()),
+    author_url: Nullable(
+      t.String({ description: 'An http(s) URL, normalised (e.g. unsafe characters percent-encoded)' }),
+    ),
+    site_name: Nullable(t.String()),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  },
+  { $id: 'EmbedProfile' },
+)
 
 const NullableWithError = <T extends import('@sinclair/typebox').TSchema>(s: T, error: string) =>
   t.Union([s, t.Null()], { error })
@@ -52,6 +55,7 @@ const fields = {
     NullableWithError(
       t.String({
         pattern: `^(${COLOR})?$`,
+        examples: ['#3b82f6'],
         description: 'theme-color, `#rrggbb`; null or "" for the site colour',
       }),
       'color must be a hex colour like #3b82f6, or null',

@@ -8,7 +8,11 @@ import { Nullable, PageQuery, Timestamp, Visibility } from '../../http/schemas'
 export const IMAGE_ID = '[A-Za-z0-9]{8}'
 const ID = new RegExp(`^${IMAGE_ID}$`)
 export const isImageId = (id: string) => ID.test(id)
-export const ImageId = t.String({ pattern: `^${IMAGE_ID}$`, description: '8-character image id' })
+export const ImageId = t.String({
+  pattern: `^${IMAGE_ID}$`,
+  description: '8-character image id',
+  examples: ['Ab3dE5gH'],
+})
 
 /**
  * The fields of an image each response shows (INTERFACE.md), in the order it shows them: the one list per shape.
@@ -156,15 +160,19 @@ export const UploadBatchResponse = t.Object(
 )
 export const UploadResponse = t.Union([UploadSingleResponse, UploadBatchResponse])
 
-export const ImageDetails = t.Object({
-  ...links,
-  ...dimensions,
-  views: t.Integer(),
-  visibility: Visibility,
-  nsfw: t.Boolean(),
-  uploadedAt: Timestamp,
-  expiresAt: ExpiresAt,
-})
+export const ImageDetails = t.Object(
+  {
+    ...links,
+    ...dimensions,
+    views: t.Integer(),
+    visibility: Visibility,
+    nsfw: t.Boolean(),
+    uploadedAt: Timestamp,
+    expiresAt: ExpiresAt,
+  },
+  // `$id`: a reusable schema of the published OpenAPI document (src/http/openapi-document.ts).
+  { $id: 'Image' },
+)
 export const ImageDetailsResponse = t.Object({ success: t.Literal(true), data: ImageDetails })
 
 export const ImagePatch = t.Object({

@@ -3,6 +3,7 @@ import type { Db, Tx } from '../../db/client'
 import type { Image, User } from '../../db/schema'
 import { badRequest, notFound } from '../../errors'
 import { pageCount } from '../../http/pagination'
+import { isCrawler } from '../../lib/crawlers'
 import { safeEqual, sha256Hex } from '../../lib/crypto'
 import { log } from '../../log'
 import { originalKey, type Storage, thumbnailKey } from '../../storage'
@@ -286,7 +287,9 @@ export function createImageService(deps: {
       }
     },
 
-    countView(id: string) {
+    /** Counts a view of the image, unless the User-Agent is a known unfurler or crawler (src/lib/crawlers.ts). */
+    countView(id: string, userAgent: string | null = null) {
+      if (isCrawler(userAgent)) return
       pendingViews.set(id, (pendingViews.get(id) ?? 0) + 1)
     },
     flushViews,

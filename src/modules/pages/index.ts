@@ -2,6 +2,7 @@ import { Elysia, t } from 'elysia'
 import type { Config } from '../../config'
 import { notFound } from '../../errors'
 import { clientIp } from '../../http/client-ip'
+import { type Encoding, negotiatedResponse } from '../../http/compression'
 import { errors, HttpError, NOSNIFF } from '../../http/errors'
 import { createPageRenderer, getAsset } from '../../web/page'
 import type { AlbumService } from '../albums/service'
@@ -56,21 +57,20 @@ export function pagesModule(deps: {
     .use(clientIp(config.trustProxy))
     .get(
       '/assets/:name',
-      ({ params, query, headers }) => {
+      ({ params, query, request }) => {
         const asset = getAsset(params.name)
         if (!asset) throw notFound()
         // Scripts and styles go out compressed (about a quarter of their size) to clients that accept gzip.
-        const gzip = asset.gzip && /\bgzip\b/.test(headers['accept-encoding'] ?? '') ? asset.gzip : null
-        return new Response(gzip ?? asset.bytes, {
-          headers: {
-            ...(gzip ? { 'content-encoding': 'gzip' } : {}),
-            ...(asset.gzip ? { vary: 'accept-encoding' } : {}),
-            'content-type': asset.type,
-            // A versioned URL never changes content; an unversioned one is revalidated.
-            'cache-control': query.v === asset.hash ? 'public, max-age=31536000, immutable' : 'no-cache',
-            etag: gzip ? `"${asset.hash}-gz"` : `"${asset.hash}"`,
-            'x-content-type-options': 'nosniff',
-          },
+        const body = {
+          identity: asset.bytes,
+          tag: asset.hash,
+          coded: (e: Encoding) => (e === 'gzip' ? asset.gzip : null),
+        }
+        return negotiatedResponse(request, body, {
+          'content-type': asset.type,
+          // A versioned URL never changes content; an unversioned one is revalidated.
+          'cache-control': query.v === asset.hash ? 'public, max-age=31536000, immutable' : 'no-cache',
+          'x-content-type-options': 'nosniff',
         })
       },
       { params: t.Object({ name: t.String() }), query: t.Object({ v: t.Optional(t.String()) }), ...hidden },
@@ -111,7 +111,10 @@ export function pagesModule(deps: {
     .get(
       '/i/:id',
       ({ params, request }) => {
-        const data = pages.imagePage(params.id, { countView: request.method === 'GET' })
+        const data = pages.imagePage(params.id, {
+          countView: request.method === 'GET',
+          userAgent: request.headers.get('user-agent'),
+        })
         if (!data) return renderer.notFound('This image does not exist, or it was deleted.')
         return renderViewer(renderer, config, data)
       },

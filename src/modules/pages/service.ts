@@ -30,13 +30,16 @@ export function createPageService(deps: { db: Db; config: Config; images: ImageS
   const base = new URL(config.publicUrl)
   const basePath = base.pathname.replace(/\/+$/, '')
 
-  /** A viewer page's data; `countView` counts this load first, so the page shows a count that includes it. */
-  function imagePage(id: string, opts: { countView?: boolean } = {}): ImagePageData | null {
+  /**
+   * A viewer page's data; `countView` counts this load first (unless `userAgent` is a crawler's), so the page shows a
+   * count that includes it.
+   */
+  function imagePage(id: string, opts: { countView?: boolean; userAgent?: string | null } = {}): ImagePageData | null {
     if (!isImageId(id)) return null
     // At the image service's time, so the page and its view count (details(), below) agree on what has expired.
     const row = imagePageRow(db, id, imageService.now())
     if (!row) return null
-    if (opts.countView) imageService.countView(id)
+    if (opts.countView) imageService.countView(id, opts.userAgent)
     const username = row.username && !row.banned ? row.username : null
     let count: number | undefined
     // details() adds the views still buffered in memory, so the count is current.

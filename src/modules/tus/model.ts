@@ -5,6 +5,10 @@ import { UploadResponse } from '../images/model'
 export const TUS_VERSION = '1.0.0'
 export const TUS_EXTENSIONS = 'creation,termination,expiration'
 
+/** Upload ids: 32 random characters of [A-Za-z0-9] (the service makes and checks them; the document shows the form). */
+export const TUS_ID_LENGTH = 32
+export const TUS_ID_PATTERN = `[A-Za-z0-9]{${TUS_ID_LENGTH}}`
+
 export const TusIdParams = t.Object({ id: t.String({ description: 'Upload id (from the Location of the creation)' }) })
 
 /** The tus routes answer with headers (and no body) as the protocol says; this is their OpenAPI description. */

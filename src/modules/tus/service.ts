@@ -25,6 +25,7 @@ import { log } from '../../log'
 import type { AdmittedUpload } from '../images/limits'
 import type { UploadOptions, UploadPipeline } from '../images/upload'
 import { parseUploadMetadata } from './metadata'
+import { TUS_ID_LENGTH, TUS_ID_PATTERN } from './model'
 import {
   countOpenUploads,
   deleteTusUpload,
@@ -59,8 +60,7 @@ export interface TusResult {
   headers: Record<string, string>
 }
 
-const ID_LENGTH = 32
-const ID = /^[A-Za-z0-9]{32}$/
+const ID = new RegExp(`^${TUS_ID_PATTERN}$`)
 /** Files in the tus folder with no row, older than this, are leftovers (a crash between file and row). */
 const ORPHAN_AGE_MS = HOUR_MS
 
@@ -165,7 +165,7 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
       if (openCount(caller, now) >= maxOpen) {
         throw badRequest(`Too many unfinished uploads: at most ${maxOpen}; finish or delete one first`)
       }
-      const id = randomAlphanumeric(ID_LENGTH)
+      const id = randomAlphanumeric(TUS_ID_LENGTH)
       // File first, row second: a crash in between leaves a file without a row, which the sweep removes.
       await writeFile(pathOf(id), new Uint8Array(0), { flag: 'wx' })
       return insertTusUpload(db, {
