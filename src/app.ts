@@ -17,6 +17,8 @@ import { createAlbumService } from './modules/albums/service'
 import { authModule } from './modules/auth'
 import type { Mailer } from './modules/auth/mailer'
 import { createAuthService } from './modules/auth/service'
+import { blocksModule } from './modules/blocks'
+import { createBlockService } from './modules/blocks/service'
 import { cdnModule } from './modules/cdn'
 import { cheveretoModule } from './modules/chevereto'
 import { clientsModule } from './modules/clients'
@@ -89,6 +91,12 @@ export function createApp(deps: AppDeps) {
     },
   }
   const images = createImageService({ db, config, storage, events: imageEvents, now })
+  const blocks = createBlockService({
+    db,
+    storage,
+    maxDistance: config.blockHammingDistance,
+    publicUrl: config.publicUrl,
+  })
   const pipeline = createUploadPipeline({
     db,
     config,
@@ -96,6 +104,7 @@ export function createApp(deps: AppDeps) {
     media: deps.media,
     classifier,
     thresholds: config.nsfw.thresholds,
+    blocks,
     images,
     metrics,
     events: imageEvents,
@@ -106,7 +115,7 @@ export function createApp(deps: AppDeps) {
   const albums = createAlbumService({ db, images, publicUrl: config.publicUrl, guesses: config.limits.guesses, now })
   const embeds = createEmbedService({ db, images })
   const pages = createPageService({ db, config, images })
-  const reports = createReportService({ db, config, storage, images, now })
+  const reports = createReportService({ db, config, images, blocks, now })
   // Where the routes answered ahead of the app (src/http/fast-route.ts) record their requests.
   const observe = { metrics, log: config.logRequests }
   const cdn = cdnModule({
@@ -127,6 +136,7 @@ export function createApp(deps: AppDeps) {
   const rateLimit = globalRateLimit({ limit: config.limits.globalPerMinute, trustProxy: config.trustProxy, now })
   const services = {
     reports,
+    blocks,
     auth,
     admin: createAdminService({ db, images }),
     images,
@@ -160,6 +170,7 @@ export function createApp(deps: AppDeps) {
     .use(cdn.plugin)
     .use(adminModule(services.admin, guard))
     .use(reportsModule(reports, guard))
+    .use(blocksModule({ blocks, images, guard }))
     .use(galleryModule(gallery))
     .use(albumsModule(albums, guard))
     .use(embedsModule(embeds, guard))

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { eq } from 'drizzle-orm'
 import sharp from 'sharp'
-import { blockedHashes, images, uploadWindows } from '../../src/db/schema'
+import { blockSha256s, blocks, images, uploadWindows } from '../../src/db/schema'
 import { originalKey, thumbnailKey } from '../../src/storage'
 import { makeImage, type UploadPart, uploadForm } from '../fixtures'
 import { jsonBody, makeAdmin, registerUser, startTestServer, type TestServer, testClock, userWithKey } from '../helpers'
@@ -347,7 +347,12 @@ describe('removed bytes cannot come back', () => {
     const up = await upload(owner, [{ bytes }])
     await action((await reported(up.id)).id, { deleteImage: true })
     expect(
-      t.server.db.select().from(blockedHashes).where(eq(blockedHashes.imageId, up.id)).all().length,
+      t.server.db
+        .select()
+        .from(blockSha256s)
+        .innerJoin(blocks, eq(blocks.id, blockSha256s.blockId))
+        .where(eq(blocks.imageId, up.id))
+        .all().length,
     ).toBeGreaterThanOrEqual(1)
 
     const someone = await userWithKey(t)
