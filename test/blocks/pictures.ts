@@ -1,4 +1,5 @@
 import sharp from 'sharp'
+import type { Bytes } from '../fixtures'
 
 /** A small seeded generator (mulberry32): the same seed makes the same picture on every run. */
 function random(seed: number) {
@@ -18,7 +19,7 @@ const colour = (r: () => number) => `rgb(${Math.floor(r() * 256)},${Math.floor(r
  * A distinct picture for `seed`: a gradient in a random direction, random shapes (circles, rectangles, polygons), on
  * some seeds lines of text-like marks, and grain. 640x480 unless told.
  */
-export async function picture(seed: number, width = 640, height = 480): Promise<Buffer> {
+export async function picture(seed: number, width = 640, height = 480): Promise<Bytes> {
   const r = random(seed * 7919 + 1)
   const angle = r() * 360
   const parts: string[] = [
@@ -62,13 +63,15 @@ export async function picture(seed: number, width = 640, height = 480): Promise<
   const grain = 6 + r() * 18
   const data = base.data
   for (let i = 0; i < data.length; i++) data[i] = Math.max(0, Math.min(255, data[i]! + (r() - 0.5) * grain))
-  return sharp(data, { raw: { width: base.info.width, height: base.info.height, channels: base.info.channels } })
-    .jpeg({ quality: 90 })
-    .toBuffer()
+  return new Uint8Array(
+    await sharp(data, { raw: { width: base.info.width, height: base.info.height, channels: base.info.channels } })
+      .jpeg({ quality: 90 })
+      .toBuffer(),
+  )
 }
 
-/** The copies of a picture an abuser would try after its removal. */
-export async function copies(original: Buffer): Promise<Record<string, Buffer>> {
+/** The copies of a picture an abuser would try after its removal (the crops centred: the README says why). */
+export async function copies(original: Bytes): Promise<Record<string, Bytes>> {
   const { width, height } = await sharp(original).metadata()
   const w = width!
   const h = height!
@@ -78,19 +81,18 @@ export async function copies(original: Buffer): Promise<Record<string, Buffer>> 
     width: Math.round(w * (1 - part)),
     height: Math.round(h * (1 - part)),
   })
-  return {
+  const made: Record<string, Buffer> = {
     'resized 70% at quality 70': await sharp(original)
       .resize(Math.round(w * 0.7))
       .jpeg({ quality: 70 })
       .toBuffer(),
     WebP: await sharp(original).webp({ quality: 75 }).toBuffer(),
     PNG: await sharp(original).png().toBuffer(),
-    'cropped 4%': await sharp(original).extract(crop(0.04)).jpeg({ quality: 85 }).toBuffer(),
-    'cropped 5% on one side': await sharp(original)
-      .extract({ left: Math.round(w * 0.05), top: 0, width: w - Math.round(w * 0.05), height: h })
-      .jpeg({ quality: 85 })
-      .toBuffer(),
+    'cropped 4% (2% a side)': await sharp(original).extract(crop(0.04)).jpeg({ quality: 85 }).toBuffer(),
+    'cropped 5% (2.5% a side)': await sharp(original).extract(crop(0.05)).jpeg({ quality: 85 }).toBuffer(),
     'brightened 8%': await sharp(original).modulate({ brightness: 1.08 }).jpeg({ quality: 85 }).toBuffer(),
     'brightened 10%': await sharp(original).modulate({ brightness: 1.1 }).jpeg({ quality: 85 }).toBuffer(),
+    'darkened 10%': await sharp(original).modulate({ brightness: 0.9 }).jpeg({ quality: 85 }).toBuffer(),
   }
+  return Object.fromEntries(Object.entries(made).map(([name, bytes]) => [name, new Uint8Array(bytes)]))
 }
