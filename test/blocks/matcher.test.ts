@@ -25,7 +25,7 @@ describe('multi-index hashing', () => {
     for (const maxDistance of [0, 3, 4, 10, 16]) {
       const hashes = randomHashes(400, maxDistance + 1)
       const index = createHashIndex(maxDistance)
-      hashes.forEach((h, id) => index.add(id, h))
+      for (const [id, h] of hashes.entries()) index.add(id, h)
       const queries = [
         ...hashes.slice(0, 50).map((h, i) => flip(h, [i % 64, (i * 7 + 3) % 64, (i * 13 + 5) % 64].slice(0, i % 4))),
         // Spread over every block: the pigeonhole case, where no block matches exactly.

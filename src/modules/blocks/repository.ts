@@ -23,21 +23,24 @@ export const anyBlockedBytes = (db: Db, sha256s: string[]): boolean =>
   db.select({ sha256: blockSha256s.sha256 }).from(blockSha256s).where(inArray(blockSha256s.sha256, sha256s)).get() !==
   undefined
 
-/** The newest block's id (ids only grow: AUTOINCREMENT never reuses one), 0 when there is none. */
-export const lastBlockId = (db: Db): number =>
+/**
+ * The newest block's id (ids only grow: AUTOINCREMENT never reuses one), as a prepared statement: `.get()?.id`, null
+ * when there is none. Read at every upload check: built once (building a query costs more than running this one).
+ */
+export const prepareLastBlockId = (db: Db) =>
   db
     .select({ id: max(blocks.id) })
     .from(blocks)
-    .get()?.id ?? 0
+    .prepare()
 
-/** Perceptual hashes of the blocks after `id`, oldest first. */
+/** Perceptual hashes of the blocks after `id`, oldest first, as [id, phash] rows (no object per row: 100,000 load at start). */
 export const hashesAfter = (db: Db, id: number) =>
   db
     .select({ id: blocks.id, phash: blocks.phash })
     .from(blocks)
     .where(and(gt(blocks.id, id), isNotNull(blocks.phash)))
     .orderBy(blocks.id)
-    .all() as { id: number; phash: string }[]
+    .values() as [number, string][]
 
 export const countBlocks = (db: Db) => db.select({ n: count() }).from(blocks).get()?.n ?? 0
 

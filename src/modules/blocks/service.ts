@@ -15,8 +15,8 @@ import {
   deleteBlock,
   hashesAfter,
   insertBlock,
-  lastBlockId,
   type NewBlock,
+  prepareLastBlockId,
 } from './repository'
 
 /** The one answer to a blocked upload, whichever hash matched. */
@@ -50,14 +50,15 @@ export function createBlockService(deps: {
   const { db, storage } = deps
   const index = createHashIndex(deps.maxDistance)
   let loaded = 0
+  const lastBlock = prepareLastBlockId(db)
 
   /** Adds the blocks made since the last look; one indexed read when there are none. */
   function sync() {
-    const last = lastBlockId(db)
+    const last = lastBlock.get()?.id ?? 0
     if (last <= loaded) return
-    for (const row of hashesAfter(db, loaded)) {
-      index.add(row.id, row.phash)
-      loaded = Math.max(loaded, row.id)
+    for (const [id, phash] of hashesAfter(db, loaded)) {
+      index.add(id, phash)
+      loaded = Math.max(loaded, id)
     }
     loaded = Math.max(loaded, last)
   }
