@@ -7,9 +7,11 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import sharp from 'sharp'
 import { hammingDistance } from '../../src/media/phash'
 import { uploadForm } from '../fixtures'
 import { jsonBody, makeAdmin, registerUser, startTestServer, type TestServer, userWithKey } from '../helpers'
+import { heifEnc } from '../media/heic-files'
 import { copies, picture } from './pictures'
 
 let t: TestServer
@@ -199,6 +201,50 @@ describe('a blocked picture stays out', () => {
     const page = await asAdmin('/api/admin/blocks?limit=1')
     expect(page.body).toMatchObject({ success: true, page: 1, limit: 1 })
     expect(page.body.blocks.length).toBeLessThanOrEqual(1)
+  })
+})
+
+describe('every format is hashed from its decoded pixels', () => {
+  test('blocking a JPEG refuses the same picture as HEIC (through heic-decode) and as an animation starting with it', async () => {
+    const owner = await userWithKey(t)
+    const someone = await userWithKey(t)
+    const original = await picture(7000)
+    const heic = await heifEnc(sharp(original))
+    const frames = [original, await picture(7001)].map((bytes) => sharp(bytes).resize(320, 240).png().toBuffer())
+    const animated = new Uint8Array(
+      await sharp(await Promise.all(frames), { join: { animated: true } })
+        .gif({ delay: 500 })
+        .toBuffer(),
+    )
+    // Stored as they are, each with its hash, before the block.
+    for (const bytes of [heic, animated]) {
+      const res = await upload(owner, bytes)
+      expect(res.status).toBe(201)
+      expect(phashOf(res.body.id)).toMatch(/^[0-9a-f]{16}$/)
+    }
+    const up = await upload(owner, original)
+    expect((await asAdmin(`/api/admin/images/${up.body.id}/block`, { method: 'POST', ...jsonBody({}) })).status).toBe(
+      200,
+    )
+    expect((await doors['multipart (API key)']!(someone, heic)).status).toBe(400)
+    expect((await doors['anonymous web']!(someone, animated)).status).toBe(400)
+  })
+
+  test('a report action on an image its owner already deleted still blocks the picture (the report kept its hash)', async () => {
+    const owner = await userWithKey(t)
+    const original = await picture(8000)
+    const up = await upload(owner, original)
+    const report = await t.json('/api/reports', {
+      method: 'POST',
+      ...jsonBody({ imageId: up.body.id, reason: 'spam' }),
+    })
+    await t.json(`/api/v1/image/${up.body.id}`, { method: 'DELETE', headers: owner.keyHeader })
+    const acted = await asAdmin(`/api/admin/reports/${report.body.report.id}/action`, {
+      method: 'POST',
+      ...jsonBody({ deleteImage: true, keepThumbnail: true }),
+    })
+    expect([acted.status, acted.body.imageDeleted]).toEqual([200, false])
+    expect((await doors['multipart (API key)']!(owner, (await copies(original)).WebP!)).status).toBe(400)
   })
 })
 
