@@ -66,6 +66,20 @@ const doors: Record<string, (who: Account, bytes: Uint8Array) => Promise<{ statu
     })
     return { status: res.status, error: res.body.error }
   },
+  'batch (web, signed in), beside a harmless picture': async (who, bytes) => {
+    const before = imageCount()
+    const res = await t.json('/api/upload', {
+      method: 'POST',
+      headers: who.bearer,
+      body: uploadForm([
+        { bytes: await picture(9000 + before), name: 'fine.jpg' },
+        { bytes: bytes as Uint8Array<ArrayBuffer>, name: 'a.jpg' },
+      ]),
+    })
+    // All or nothing: the harmless picture is not stored either.
+    expect(imageCount()).toBe(before)
+    return { status: res.status, error: res.body.error }
+  },
   'tus (web, signed in)': async (who, bytes) => {
     const created = await t.fetch('/api/tus', {
       method: 'POST',
@@ -103,6 +117,8 @@ async function upload(who: Account, bytes: Uint8Array) {
   })
   return res
 }
+
+const imageCount = () => t.server.db.$client.query<{ n: number }, []>('SELECT count(*) AS n FROM images').get()!.n
 
 const phashOf = (id: string) =>
   t.server.db.$client.query<{ phash: string | null }, [string]>('SELECT phash FROM images WHERE id = ?').get(id)?.phash
