@@ -22,6 +22,8 @@ import { passkeysModule } from './modules/auth/passkey-routes'
 import { createPasskeyService } from './modules/auth/passkeys'
 import { createAuthService } from './modules/auth/service'
 import { createTotpService } from './modules/auth/totp'
+import { blocksModule } from './modules/blocks'
+import { createBlockService } from './modules/blocks/service'
 import { cdnModule } from './modules/cdn'
 import { cheveretoModule } from './modules/chevereto'
 import { clientsModule } from './modules/clients'
@@ -105,6 +107,12 @@ export function createApp(deps: AppDeps) {
     },
   }
   const images = createImageService({ db, config, storage, events: imageEvents, now })
+  const blocks = createBlockService({
+    db,
+    storage,
+    maxDistance: config.blockHammingDistance,
+    publicUrl: config.publicUrl,
+  })
   const pipeline = createUploadPipeline({
     db,
     config,
@@ -112,6 +120,7 @@ export function createApp(deps: AppDeps) {
     media: deps.media,
     classifier,
     thresholds: config.nsfw.thresholds,
+    blocks,
     images,
     metrics,
     events: imageEvents,
@@ -122,7 +131,7 @@ export function createApp(deps: AppDeps) {
   const albums = createAlbumService({ db, images, publicUrl: config.publicUrl, guesses: config.limits.guesses, now })
   const embeds = createEmbedService({ db, images })
   const pages = createPageService({ db, config, images })
-  const reports = createReportService({ db, config, storage, images, now })
+  const reports = createReportService({ db, config, images, blocks, now })
   // Where the routes answered ahead of the app (src/http/fast-route.ts) record their requests.
   const observe = { metrics, log: config.logRequests }
   const cdn = cdnModule({
@@ -143,6 +152,7 @@ export function createApp(deps: AppDeps) {
   const rateLimit = globalRateLimit({ limit: config.limits.globalPerMinute, trustProxy: config.trustProxy, now })
   const services = {
     reports,
+    blocks,
     auth,
     passkeys,
     admin: createAdminService({ db, images }),
@@ -186,6 +196,7 @@ export function createApp(deps: AppDeps) {
     .use(cdn.plugin)
     .use(adminModule(services.admin, guard))
     .use(reportsModule(reports, guard))
+    .use(blocksModule({ blocks, images, guard }))
     .use(galleryModule(gallery))
     .use(albumsModule(albums, guard))
     .use(embedsModule(embeds, guard))

@@ -1,5 +1,5 @@
 import { mkdirSync } from 'node:fs'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { Value } from '@sinclair/typebox/value'
 import { type Config, ConfigError, loadConfig } from './config'
@@ -7,11 +7,13 @@ import { closeDatabase, openDatabase } from './db/client'
 import { DataDirLockedError } from './db/lock'
 import type { User } from './db/schema'
 import { DomainError } from './errors'
+import { sha256Hex } from './lib/crypto'
 import { loadVariantSecret } from './lib/secrets'
-import { localMedia } from './media'
+import { localMedia, MediaError } from './media'
 import { createNsfwClassifier } from './moderation'
 import { findUserByName, setUserFields } from './modules/auth/repository'
 import { createAuthService } from './modules/auth/service'
+import { createBlockService } from './modules/blocks/service'
 import { isImageId } from './modules/images/model'
 import { createImageService } from './modules/images/service'
 import { createUploadPipeline } from './modules/images/upload'
@@ -41,6 +43,10 @@ const USAGE = `Usage: bun run cli <command> [arguments]
                                                 be running); a JSON summary on stdout, exit 2 if any file failed
   migrate-storage                               copy every file of DATA_DIR/files into the bucket of the S3_*
                                                 variables (resumable; sizes verified); then set STORAGE=s3
+  block <file> [--reason <text>]                block the picture in <file> from being uploaded (its perceptual hash
+                                                and SHA-256; the server picks it up at its next upload)
+  import-blocklist <file>                       block the perceptual hashes in <file>, one 16-hex-digit hash a line
+                                                (blank lines and # comments skipped; bad lines reported, exit 2)
   sign-variant <id> --width <px> [--height <px>] [--fit inside|cover|contain|fill] --format webp|avif|jpg|png
                                                 print a signed URL of the image resized (as POST
                                                 /api/v1/image/:id/variants answers it)
@@ -53,23 +59,22 @@ function fail(message: string): never {
   process.exit(1)
 }
 
-function importArgs(args: string[]) {
+function parseOrFail<O extends Record<string, { type: 'string' | 'boolean' }>>(args: string[], options: O) {
   try {
-    return parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        user: { type: 'string' },
-        album: { type: 'string' },
-        visibility: { type: 'string' },
-        'dry-run': { type: 'boolean' },
-        map: { type: 'string' },
-      },
-    })
+    return parseArgs({ args, allowPositionals: true, options })
   } catch (error) {
     return fail(`${(error as Error).message}\n\n${USAGE}`)
   }
 }
+
+const importArgs = (args: string[]) =>
+  parseOrFail(args, {
+    user: { type: 'string' },
+    album: { type: 'string' },
+    visibility: { type: 'string' },
+    'dry-run': { type: 'boolean' },
+    map: { type: 'string' },
+  })
 
 /** What a dry run would do with a file, one line each. */
 const planned = (step: ImportStep) =>
@@ -125,6 +130,13 @@ async function main(argv: string[]) {
   const db = openDatabase(join(config.dataDir, 'imghost.sqlite'))
   const auth = createAuthService(db, { async sendVerification() {} }, config.limits.guesses)
   const storage = () => createConfiguredStorage(config)
+  const blocklist = () =>
+    createBlockService({
+      db,
+      storage: storage(),
+      maxDistance: config.blockHammingDistance,
+      publicUrl: config.publicUrl,
+    })
   const byName = (name: string | undefined) => {
     if (!name) fail(USAGE)
     return findUserByName(db, name) ?? fail(`No account named ${name}`)
@@ -203,6 +215,7 @@ async function main(argv: string[]) {
             media,
             classifier,
             thresholds: config.nsfw.thresholds,
+            blocks: blocklist(),
             images,
           })
           const importFolder = createImporter({ db, pipeline, tmpDir: join(config.dataDir, 'tmp') })
@@ -236,6 +249,44 @@ async function main(argv: string[]) {
           await media.close()
           await classifier.close()
         }
+        break
+      }
+      case 'block': {
+        const { values, positionals } = parseOrFail(args, { reason: { type: 'string' } })
+        const file = positionals[0]
+        if (positionals.length !== 1 || !file) fail(USAGE)
+        if (!(await Bun.file(file).exists())) fail(`No such file: ${file}`)
+        let phash: string | null
+        try {
+          phash = await localMedia(mediaOptionsOf(config)).perceptualHash(file)
+        } catch (error) {
+          if (error instanceof MediaError) fail(`${file}: ${error.message}`)
+          throw error
+        }
+        const sha256 = sha256Hex(await Bun.file(file).bytes())
+        const id = blocklist().record(db, {
+          phash,
+          sha256s: [sha256],
+          reason: values.reason?.trim() || `cli block ${basename(file)}`,
+          source: 'cli',
+        })
+        console.log(
+          phash
+            ? `Blocked ${file} as block ${id}: perceptual hash ${phash}, SHA-256 ${sha256}`
+            : `Blocked ${file} as block ${id} by its SHA-256 ${sha256} only: the picture is too plain for a perceptual hash`,
+        )
+        break
+      }
+      case 'import-blocklist': {
+        if (args.length !== 1) fail(USAGE)
+        const file = Bun.file(args[0]!)
+        if (!(await file.exists())) fail(`No such file: ${args[0]}`)
+        const result = blocklist().importHashes(await file.text(), `imported from ${basename(args[0]!)}`)
+        for (const bad of result.bad) console.error(`line ${bad.line}: not a 16-hex-digit hash: ${bad.text}`)
+        console.log(
+          `${result.added} hashes blocked, ${result.alreadyBlocked} already blocked, ${result.bad.length} bad lines skipped`,
+        )
+        if (result.bad.length > 0) process.exitCode = 2
         break
       }
       case 'migrate-storage': {

@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os'
 import { resolve } from 'node:path'
 import { type Static, Type as T, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
+import { MAX_MATCH_DISTANCE } from './modules/blocks/matcher'
 import { loadLegacyMap } from './modules/import/model'
 import { DEFAULT_ROBOTS_TXT, loadRobotsTxt } from './modules/pages/robots'
 
@@ -47,6 +48,8 @@ const variables = {
   MAX_EXPIRY: { schema: Int(1), default: String(365 * 24 * 3600) },
   ANON_DEFAULT_EXPIRY: { schema: Int(0), default: '0' },
   REPORTS_PER_HOUR: { schema: Int(1), default: '5' },
+  // 10: the copies in test/blocks reach 10, distinct pictures come no closer than 14 (README, "Blocked pictures").
+  BLOCK_HAMMING_DISTANCE: { schema: T.Integer({ minimum: 0, maximum: MAX_MATCH_DISTANCE }), default: '10' },
   REFUSED_UPLOADS_PER_WINDOW: { schema: Int(1), default: '20' },
   REFUSED_UPLOADS_WINDOW_SECONDS: { schema: Int(1), default: '3600' },
   UPLOADS_IN_FLIGHT_PER_IP: { schema: Int(1), default: '4' },
@@ -259,6 +262,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       memoryBytes: raw.MEDIA_MEMORY_LIMIT,
       maxQueue: raw.MEDIA_MAX_QUEUE,
     }),
+    /** Uploads within this many bits of a blocked picture's perceptual hash are refused (src/modules/blocks). */
+    blockHammingDistance: raw.BLOCK_HAMMING_DISTANCE,
     nsfw: Object.freeze({
       thresholds: { pornHentai: raw.NSFW_PORN_HENTAI_THRESHOLD, sexy: raw.NSFW_SEXY_THRESHOLD },
       timeoutMs: raw.NSFW_SCAN_TIMEOUT_MS,

@@ -149,6 +149,8 @@ export const images = sqliteTable(
     height: integer('height').notNull(),
     size: integer('size').notNull(),
     sha256: text('sha256').notNull(),
+    /** 64-bit perceptual hash, 16 hex digits (src/media/phash.ts); null for a picture too plain to hash, or older rows. */
+    phash: text('phash'),
     visibility: text('visibility', { enum: ['public', 'private'] })
       .notNull()
       .default('public'),
@@ -170,6 +172,8 @@ export const images = sqliteTable(
     index('images_feed').on(t.visibility, t.nsfw, t.scanStatus, t.createdAt),
     index('images_pending').on(t.scanStatus),
     index('images_sha256').on(t.sha256),
+    // duplicateOf: an account's own images with the same perceptual hash.
+    index('images_user_phash').on(t.userId, t.phash),
     // The expiry sweeper's lookup; most images never expire, so only those that do are indexed.
     index('images_expires').on(t.expiresAt).where(sql`expires_at IS NOT NULL`),
   ],
@@ -224,6 +228,7 @@ export const reports = sqliteTable(
     /** The reported image's owner and uploaded bytes at report time, so an action still works once the image is gone. */
     imageOwnerId: integer('image_owner_id').references(() => users.id, { onDelete: 'set null' }),
     imageSha256: text('image_sha256').notNull(),
+    imagePhash: text('image_phash'),
     reason: text('reason', { enum: ['illegal', 'nsfw', 'copyright', 'spam', 'other'] }).notNull(),
     details: text('details'),
     reporterIp: text('reporter_ip').notNull(),
@@ -237,13 +242,39 @@ export const reports = sqliteTable(
   (t) => [index('reports_status_created').on(t.status, t.createdAt), index('reports_image').on(t.imageId, t.status)],
 )
 
-/** SHA-256 of bytes removed after an abuse report: uploads carrying them are refused. */
-export const blockedHashes = sqliteTable('blocked_hashes', {
-  sha256: text('sha256').primaryKey(),
-  imageId: text('image_id').notNull(),
-  reportId: integer('report_id').references(() => reports.id, { onDelete: 'set null' }),
-  createdAt: createdAt(),
-})
+/**
+ * Blocked pictures (src/modules/blocks): an upload within BLOCK_HAMMING_DISTANCE of `phash`, or carrying bytes of one of
+ * its `block_sha256s`, is refused. Made by a report action, an admin's block of an image, or the CLI.
+ */
+export const blocks = sqliteTable(
+  'blocks',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    /** 16 hex digits; null when the picture had none (too plain to hash): then its bytes alone are blocked. */
+    phash: text('phash'),
+    reason: text('reason').notNull(),
+    source: text('source', { enum: ['report', 'admin', 'cli', 'import'] }).notNull(),
+    /** The removed image and the report acted on, when there were; not foreign keys, the block outlives them. */
+    imageId: text('image_id'),
+    reportId: integer('report_id'),
+    /** The removed image's WebP thumbnail, kept only when the operator asked for it. */
+    thumbnail: blob('thumbnail', { mode: 'buffer' }),
+    createdAt: createdAt(),
+  },
+  (t) => [index('blocks_created').on(t.createdAt)],
+)
+
+/** SHA-256 of blocked bytes (as uploaded and as stored), each of one block. */
+export const blockSha256s = sqliteTable(
+  'block_sha256s',
+  {
+    sha256: text('sha256').primaryKey(),
+    blockId: integer('block_id')
+      .notNull()
+      .references(() => blocks.id, { onDelete: 'cascade' }),
+  },
+  (t) => [index('block_sha256s_block').on(t.blockId)],
+)
 
 /**
  * Resumable (tus 1.0) uploads in progress, and for a while their outcome. The bytes are in `DATA_DIR/tus/<id>`;
@@ -330,5 +361,6 @@ export type Image = typeof images.$inferSelect
 export type Album = typeof albums.$inferSelect
 export type EmbedProfile = typeof embedProfiles.$inferSelect
 export type Report = typeof reports.$inferSelect
+export type Block = typeof blocks.$inferSelect
 export type TusUpload = typeof tusUploads.$inferSelect
 export type Webhook = typeof webhooks.$inferSelect

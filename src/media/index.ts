@@ -10,6 +10,8 @@ export interface Ingested {
   size: number
   /** The classifier's 224x224 RGB input, from the same decode as the thumbnail; null when not asked for. */
   classifierInput: Uint8Array | null
+  /** The perceptual hash (src/media/phash.ts), from the same decode; null for a picture too plain to hash. */
+  phash: string | null
 }
 
 /**
@@ -19,9 +21,12 @@ export interface Ingested {
 export interface Media {
   /**
    * An upload: detect the format, probe the size from the header (over the pixel limit is refused before decoding),
-   * strip metadata in place, decode fully once into a WebP thumbnail at `thumbPath` and the classifier's input.
+   * strip metadata in place, decode fully once into a WebP thumbnail at `thumbPath`, the perceptual hash and the
+   * classifier's input.
    */
   ingest(path: string, opts: { thumbPath: string; classifierInput: boolean }): Promise<Ingested>
+  /** A file's perceptual hash, as an upload of it would get (`cli block`); null for a picture too plain to hash. */
+  perceptualHash(path: string): Promise<string | null>
   /** A stored original's thumbnail again (`check --repair`). */
   thumbnail(path: string, thumbPath: string): Promise<{ width: number; height: number }>
   /** A stored original resized to `spec` at `destPath` (presets and signed sizes: src/modules/variants). */
@@ -47,13 +52,12 @@ export function localMedia(opts: MediaOptions): Media {
       const info = await processor.inspect(path)
       await stripMetadata(path, info.format, opts.stripMetadata)
       const size = Bun.file(path).size
-      if (!classifierInput) {
-        await processor.thumbnail(path, info, thumbPath)
-        return { info, size, classifierInput: null }
-      }
-      // One decode feeds both the thumbnail and the classifier.
-      const made = await processor.thumbnailAndClassifierInput(path, info, thumbPath)
-      return { info, size, classifierInput: made.classifierInput }
+      // One decode feeds the thumbnail, the hash and the classifier.
+      const made = await processor.thumbnailAndClassifierInput(path, info, thumbPath, classifierInput)
+      return { info, size, classifierInput: made.classifierInput, phash: made.phash }
+    },
+    async perceptualHash(path) {
+      return processor.perceptualHash(path, await processor.inspect(path))
     },
     async thumbnail(path, thumbPath) {
       return processor.thumbnail(path, await processor.inspect(path), thumbPath)

@@ -7,6 +7,7 @@ import { exceedsMessage, MediaError } from './errors'
 import type { ImageFormat } from './formats'
 import { decodeHeic } from './heic'
 import { decodeIco, icoEntrySize, largestIcoEntry } from './ico'
+import { PHASH_SIDE, perceptualHash } from './phash'
 import { THUMBNAIL_SIZE } from './thumbnail'
 
 export { MediaError } from './errors'
@@ -49,12 +50,18 @@ export interface MediaProcessor {
     spec: VariantSpec,
     destPath: string,
   ): Promise<{ width: number; height: number }>
-  /** `thumbnail` and `classifierInput` from a single decode of the original (both made from its pixels at the thumbnail's size). */
+  /**
+   * `thumbnail`, the perceptual hash (src/media/phash.ts; null for a picture too plain to hash) and, when asked for,
+   * `classifierInput`, from a single decode of the original (all made from its pixels at the thumbnail's size).
+   */
   thumbnailAndClassifierInput(
     path: string,
     info: ImageInfo,
     destPath: string,
-  ): Promise<{ width: number; height: number; classifierInput: Uint8Array }>
+    classifierInput: boolean,
+  ): Promise<{ width: number; height: number; classifierInput: Uint8Array | null; phash: string | null }>
+  /** The perceptual hash of a file as an upload of it would get (`cli block`). */
+  perceptualHash(path: string, info: ImageInfo): Promise<string | null>
 }
 
 /** Animations are decoded frame by frame; this many canvases' worth of pixels in total is the most we decode. */
@@ -90,6 +97,21 @@ async function toClassifierPixels(image: Sharp): Promise<Uint8Array> {
     .toBuffer({ resolveWithObject: true })
   if (info.channels !== 3 || data.length !== IMAGE_SIDE * IMAGE_SIDE * 3) throw undecodable()
   return new Uint8Array(data.buffer, data.byteOffset, data.length)
+}
+
+/**
+ * The perceptual hash of a picture, from the same pixels as the thumbnail (so it does not depend on the original's
+ * size): white behind transparency, as it is seen on a page; an animation's first frame.
+ */
+async function hashPixels(image: Sharp): Promise<string | null> {
+  const { data, info } = await image
+    .flatten({ background: '#ffffff' })
+    .resize(PHASH_SIDE, PHASH_SIDE, { fit: 'fill' })
+    .greyscale()
+    .raw()
+    .toBuffer({ resolveWithObject: true })
+  if (info.channels !== 1) throw undecodable()
+  return perceptualHash(new Uint8Array(data.buffer, data.byteOffset, data.length))
 }
 
 /** Largest pixel buffer our own decoders (BMP, ICO) allocate unless told otherwise. */
@@ -189,26 +211,31 @@ export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?:
   }
 
   /**
-   * The thumbnail and the classifier's input from one decode: the original is decoded and cut to the thumbnail's size
-   * as raw pixels once, and both are made from those (the classifier's input was cut from the encoded thumbnail,
-   * decoded again: 7 ms of CPU per scanned 1080p upload). An animation's thumbnail keeps every frame, so it is encoded
-   * from the decode directly and the classifier reads its first frame.
+   * The thumbnail, the perceptual hash and (when asked for) the classifier's input from one decode: the original is
+   * decoded and cut to the thumbnail's size as raw pixels once, and all are made from those (the classifier's input was
+   * cut from the encoded thumbnail, decoded again: 7 ms of CPU per scanned 1080p upload). An animation's thumbnail keeps
+   * every frame, so it is encoded from the decode directly and the others read its first frame.
    */
-  async function renderBoth(path: string, info: ImageInfo) {
+  async function renderAll(path: string, info: ImageInfo, classify: boolean) {
     if (info.animated) {
       const thumb = await renderThumbnail(path, info)
-      return { ...thumb, classifierInput: await decoding(() => toClassifierPixels(sharp(thumb.data))) }
+      return {
+        ...thumb,
+        classifierInput: classify ? await decoding(() => toClassifierPixels(sharp(thumb.data))) : null,
+        phash: await decoding(() => hashPixels(sharp(thumb.data))),
+      }
     }
     const image = await open(path, info, false)
     return decoding(async () => {
       // 8-bit sRGB (sharp's default output), as the WebP encoder gets it, alpha kept.
       const { data: pixels, info: px } = await fitThumbnail(image).raw().toBuffer({ resolveWithObject: true })
       const raw = { raw: { width: px.width, height: px.height, channels: px.channels } }
-      const [data, classifierInput] = await Promise.all([
+      const [data, classifierInput, phash] = await Promise.all([
         encodeThumbnail(sharp(pixels, raw)).toBuffer(),
-        toClassifierPixels(sharp(pixels, raw)),
+        classify ? toClassifierPixels(sharp(pixels, raw)) : null,
+        hashPixels(sharp(pixels, raw)),
       ])
-      return { data, width: px.width, height: px.height, classifierInput }
+      return { data, width: px.width, height: px.height, classifierInput, phash }
     })
   }
 
@@ -247,10 +274,19 @@ export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?:
       return decoding(() => toClassifierPixels(image))
     },
 
-    async thumbnailAndClassifierInput(path, info, destPath) {
-      const { data, width, height, classifierInput } = await renderBoth(path, info)
+    async thumbnailAndClassifierInput(path, info, destPath, classify) {
+      const { data, width, height, classifierInput, phash } = await renderAll(path, info, classify)
       await Bun.write(destPath, data)
-      return { width, height, classifierInput }
+      return { width, height, classifierInput, phash }
+    },
+
+    async perceptualHash(path, info) {
+      if (info.animated) return decoding(async () => hashPixels(sharp((await renderThumbnail(path, info)).data)))
+      const image = await open(path, info, false)
+      return decoding(async () => {
+        const { data, info: px } = await fitThumbnail(image).raw().toBuffer({ resolveWithObject: true })
+        return hashPixels(sharp(data, { raw: { width: px.width, height: px.height, channels: px.channels } }))
+      })
     },
   }
 }

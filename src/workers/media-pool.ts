@@ -86,6 +86,7 @@ export function createMediaPool(opts: MediaPoolOptions): Media {
     thumbnail: (path, thumbPath) => run('thumbnail', path, thumbPath),
     variant: (path, spec, destPath) => run('variant', path, spec, destPath),
     classifierInput: (path) => run('classifierInput', path),
+    perceptualHash: (path) => run('perceptualHash', path),
     close: () => pool.close(),
   }
 }

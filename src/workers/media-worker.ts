@@ -13,4 +13,5 @@ serveJobs({
   thumbnail: (path: string, thumbPath: string) => media.thumbnail(path, thumbPath),
   variant: (path: string, spec: VariantSpec, destPath: string) => media.variant(path, spec, destPath),
   classifierInput: (path: string) => media.classifierInput(path),
+  perceptualHash: (path: string) => media.perceptualHash(path),
 })

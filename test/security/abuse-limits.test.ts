@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { blockedHashes } from '../../src/db/schema'
 import { makeImage, uploadForm } from '../fixtures'
 import {
   makeAdmin,
@@ -135,10 +134,11 @@ describe('refused uploads cost their sender', () => {
   test('a 3 KB SVG of nested <use> past its budget, and every file refused once processing began, count against the sender; earlier refusals do not', async () => {
     const { t } = await fresh({ MAX_IMAGE_PIXELS: '10000', ANON_MAX_FILE_SIZE: '100000' })
     const blocked = await image()
-    t.server.db
-      .insert(blockedHashes)
-      .values({ sha256: new Bun.CryptoHasher('sha256').update(blocked).digest('hex'), imageId: 'abcdefgh' })
-      .run()
+    t.server.services.blocks.record(t.server.db, {
+      sha256s: [new Bun.CryptoHasher('sha256').update(blocked).digest('hex')],
+      reason: 'test',
+      source: 'cli',
+    })
     const png = await image()
     const refused: [string, Uint8Array, RegExp][] = [
       ['nested <use> SVG', new TextEncoder().encode(nestedUseSvg(6, 10, 100)), /too long/],

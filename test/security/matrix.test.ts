@@ -43,6 +43,7 @@ function bodyFor(method: string, path: string): unknown {
     'patch /api/admin/users/{id}': { banned: true, role: 'user' },
     'post /api/admin/reports/{id}/action': { deleteImage: true, banOwner: true },
     'post /api/admin/reports/{id}/dismiss': {},
+    'post /api/admin/images/{id}/block': { reason: 'stolen', keepThumbnail: true },
   }
   return bodies[key]
 }

@@ -81,6 +81,7 @@ const pages = () => [
   '/verify',
   '/dashboard',
   '/admin/reports',
+  '/admin/blocks',
   '/i/zzzzzzzz',
   `/i/${encodeURIComponent(XSS)}`,
   `/a/${encodeURIComponent(XSS)}`,

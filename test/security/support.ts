@@ -379,6 +379,10 @@ export async function ownEverything(
   // A report on the image, so the admin report routes have a real id.
   const report = await t.json('/api/reports', send('POST', { imageId: image.id, reason: 'spam' }))
   if (report.status === 201) own.report = String(report.body.report.id)
+  // A block (only admins make them, so made here directly; no hash: it blocks nothing), for the admin block routes.
+  own.block = String(
+    t.server.services.blocks.record(t.server.db, { sha256s: [], reason: `${tag}-block`, source: 'cli' }),
+  )
   return own
 }
 
@@ -392,6 +396,7 @@ export function resourceFor(own: Resources, path: string, param: string): string
   if (path.startsWith('/api/tus/')) return own.tusWeb
   if (path.startsWith('/api/admin/users/')) return own.user
   if (path.startsWith('/api/admin/reports/')) return own.report
+  if (path.startsWith('/api/admin/blocks/')) return own.block
   if (path.startsWith('/api/users/')) return own.username
   if (path.startsWith('/api/admin/images/') || path.startsWith('/api/v1/image/') || path.startsWith('/api/images/'))
     return own.image

@@ -19,7 +19,7 @@ export const ImageId = t.String({
  * `imageFields` (repository.ts) maps an image to every field once; each answer picks its shape from here.
  */
 export const IMAGE_SHAPES = {
-  /** upload answers */
+  /** upload answers (with `deleteToken` and `duplicateOf` after them when they apply) */
   uploaded: [
     'id',
     'url',
@@ -149,6 +149,14 @@ export const UploadedImage = t.Object({
   filename: t.String(),
   expiresAt: ExpiresAt,
   deleteToken: t.Optional(t.String({ description: 'Anonymous uploads only: send as X-Delete-Token to delete' })),
+  duplicateOf: t.Optional(
+    t.String({
+      pattern: `^${IMAGE_ID}$`,
+      description:
+        'Informational: the id of a live image of the same account that is perceptually the same picture (same ' +
+        'perceptual hash: the same picture re-encoded or resized). The upload is stored all the same.',
+    }),
+  ),
 })
 
 export const UploadSingleResponse = t.Composite([t.Object({ success: t.Literal(true) }), UploadedImage], {

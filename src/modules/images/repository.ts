@@ -130,6 +130,15 @@ export const ownedImageWithHash = (db: Db | Tx, userId: number, sha256: string):
     .where(and(eq(images.sha256, sha256), eq(images.userId, userId), liveImage()))
     .get()?.id
 
+/** The id of a live image of the user with this perceptual hash (an upload's `duplicateOf`), the oldest first. */
+export const ownedImageWithPhash = (db: Db | Tx, userId: number, phash: string): string | undefined =>
+  db
+    .select({ id: images.id })
+    .from(images)
+    .where(and(eq(images.userId, userId), eq(images.phash, phash), liveImage()))
+    .orderBy(images.createdAt)
+    .get()?.id
+
 /** Sets the embed profile (null: the default embed) of these images. */
 export const setEmbedProfile = (db: Db | Tx, ids: string[], embedProfileId: number | null) =>
   db.update(images).set({ embedProfileId }).where(inArray(images.id, ids)).run()

@@ -199,10 +199,12 @@ export function createImageService(deps: {
 
     fields,
 
-    uploadedView(image: Image, deleteToken?: string) {
+    /** `duplicateOf`: the uploader's own live image with the same perceptual hash, when there is one. */
+    uploadedView(image: Image, deleteToken?: string, duplicateOf?: string) {
       return {
         ...pickImage(fields(image), IMAGE_SHAPES.uploaded),
         ...(deleteToken ? { deleteToken } : {}),
+        ...(duplicateOf ? { duplicateOf } : {}),
       }
     },
 

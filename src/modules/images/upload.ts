@@ -31,7 +31,7 @@ import {
 import { PoolBusyError } from '../../workers/pool'
 import { TITLE_MAX } from '../albums/model'
 import { addToAlbum, resolveUploadAlbum } from '../albums/repository'
-import { refuseBlocked } from '../reports/blocklist'
+import type { BlockService } from '../blocks/service'
 import { type ImageEvents, noImageEvents } from './events'
 import { expiryDate, uploadExpiry } from './expiry'
 import {
@@ -43,7 +43,7 @@ import {
   createUploadAdmission,
   type UploadPolicy,
 } from './limits'
-import { insertImages } from './repository'
+import { insertImages, ownedImageWithPhash } from './repository'
 import type { ImageService } from './service'
 
 const TRUE_FORMS = new Set(['true', '1', 'yes', 'on'])
@@ -75,13 +75,19 @@ interface Prepared {
   info: ImageInfo
   thumbPath: string
   size: number
+  phash: string | null
   nsfw: boolean
   scanStatus: Image['scanStatus']
 }
 
 /** The answer of every upload door (multipart or tus): one file a flat object, several `{ success, images }`. */
-function uploadAnswer(images: Pick<ImageService, 'uploadedView'>, rows: Image[], deleteTokens: string[]) {
-  const views = rows.map((row, i) => images.uploadedView(row, deleteTokens[i]))
+function uploadAnswer(
+  images: Pick<ImageService, 'uploadedView'>,
+  rows: Image[],
+  deleteTokens: string[],
+  duplicates: (string | undefined)[],
+) {
+  const views = rows.map((row, i) => images.uploadedView(row, deleteTokens[i], duplicates[i]))
   return views.length === 1 ? { success: true as const, ...views[0] } : { success: true as const, images: views }
 }
 
@@ -95,6 +101,8 @@ export function createUploadPipeline(deps: {
   media: Media
   classifier: Classifier
   thresholds: NsfwThresholds
+  /** Refuses blocked bytes and pictures. */
+  blocks: Pick<BlockService, 'refuseBytes' | 'refusePictures'>
   /** Gives the answer's view of each stored image. */
   images: Pick<ImageService, 'uploadedView'>
   /** Counts every stored batch. */
@@ -135,7 +143,7 @@ export function createUploadPipeline(deps: {
     try {
       // One job in a media worker, under its time and memory budget. A user's own nsfw=true stands without a scan;
       // otherwise the same decode feeds both the thumbnail and the classifier.
-      const { info, size, classifierInput } = await media.ingest(file.path, {
+      const { info, size, classifierInput, phash } = await media.ingest(file.path, {
         thumbPath,
         classifierInput: scan && !userNsfw,
       })
@@ -143,7 +151,7 @@ export function createUploadPipeline(deps: {
       const verdict = classifierInput
         ? await classify(classifierInput)
         : { nsfw: userNsfw, scanStatus: 'none' as const }
-      return { file, info, thumbPath, size, ...verdict }
+      return { file, info, thumbPath, size, phash, ...verdict }
     } catch (error) {
       if (error instanceof MediaError) throw badRequest(`${file.filename}: ${error.message}`)
       if (error instanceof PoolBusyError) throw new PoolBusy()
@@ -253,19 +261,23 @@ export function createUploadPipeline(deps: {
       const options = readOptions(fields, policy)
       if (files.length === 0) throw badRequest('No files: send one or more `file` fields')
       // By the hash of the bytes as sent (metadata stripping changes them later): what a re-upload sends again.
-      await refusable(opts, () =>
-        refuseBlocked(
-          db,
-          files.map((f) => f.sha256),
-        ),
-      )
+      await refusable(opts, () => deps.blocks.refuseBytes(files.map((f) => f.sha256)))
       // The real batch, beside what other admitted uploads hold: what cannot fit is refused before any decoding.
       admitted.hold(
         files.length,
         files.reduce((sum, f) => sum + f.size, 0),
       )
 
-      const prepared = await refusable(opts, () => prepareAll(files, options.nsfw, opts.scan))
+      const prepared = await refusable(opts, async () => {
+        const prepared = await prepareAll(files, options.nsfw, opts.scan)
+        // By the decoded picture: resized, re-encoded, slightly cropped or brightened copies of a blocked one too.
+        deps.blocks.refusePictures(prepared.map((p) => p.phash))
+        return prepared
+      })
+      // Informational: the same picture already among the account's own live images.
+      const duplicates = prepared.map((p) =>
+        policy.owner && p.phash ? ownedImageWithPhash(db, policy.owner.id, p.phash) : undefined,
+      )
       // Files first, row second: a crash in between leaves orphan files (swept later), never a row without bytes.
       const ids: string[] = []
       for (const p of prepared) ids.push(await storeFiles(p, storedKeys))
@@ -297,6 +309,7 @@ export function createUploadPipeline(deps: {
               height: p.info.height,
               size: p.size,
               sha256: p.file.sha256,
+              phash: p.phash,
               visibility: options.visibility,
               nsfw: p.nsfw,
               scanStatus: p.scanStatus,
@@ -324,7 +337,7 @@ export function createUploadPipeline(deps: {
         rows.length,
         rows.reduce((sum, row) => sum + row.size, 0),
       )
-      return { body: uploadAnswer(deps.images, rows, deleteTokens), window, rows }
+      return { body: uploadAnswer(deps.images, rows, deleteTokens, duplicates), window, rows }
     } catch (error) {
       // All or nothing: whatever this request already stored goes again.
       await Promise.all(storedKeys.map((key) => storage.delete(key).catch(() => {})))

@@ -12,6 +12,7 @@ export function renderAdminReports(pages: PageRenderer, config: Pick<Config, 'si
 <h1>Abuse reports</h1>
 <p class="muted" data-reports-signed-out hidden>This page is for administrators. <a href="/login?next=/admin/reports">Log in</a> with an admin account.</p>
 <div data-reports-app hidden>
+<p class="muted"><a href="/admin/blocks">Blocked pictures</a></p>
 <div class="toolbar" role="group" aria-label="Status">
 <button type="button" data-status-filter="open" aria-pressed="true">Open</button>
 <button type="button" data-status-filter="dismissed" aria-pressed="false">Dismissed</button>

@@ -9,6 +9,7 @@ import type { AlbumService } from '../albums/service'
 import type { GalleryService } from '../gallery/service'
 import type { ImageService } from '../images/service'
 import { renderDashboard, renderLogin, renderLogout, renderRegister, renderVerify } from './account'
+import { renderAdminBlocks } from './admin-blocks'
 import { renderAdminReports } from './admin-reports'
 import { renderAlbum, renderAlbumPassword } from './album'
 import { renderGallery, renderProfile } from './feeds'
@@ -108,6 +109,7 @@ export function pagesModule(deps: {
     .get('/logout', () => renderLogout(renderer, config), hidden)
     .get('/dashboard', () => renderDashboard(renderer, config), hidden)
     .get('/admin/reports', () => renderAdminReports(renderer, config), hidden)
+    .get('/admin/blocks', () => renderAdminBlocks(renderer, config), hidden)
     .get(
       '/i/:id',
       ({ params, request }) => {

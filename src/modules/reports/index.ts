@@ -68,11 +68,12 @@ export function reportsModule(reports: ReportService, guard: ReturnType<typeof a
           response: { 200: ReportActionResponse, ...errors(400, 401, 403, 404, 409) },
           detail: {
             tags: ['Admin'],
-            summary: 'Act on a report: delete the image, block its bytes, optionally ban the owner',
+            summary: 'Act on a report: delete the image, block the picture, optionally ban the owner',
             description:
-              'Deletes the image with its files, records its SHA-256 (as uploaded, and as stored) so the same bytes ' +
-              'are refused on upload, bans the uploader when banOwner is true, and marks every open report of the ' +
-              'image actioned. Works when the image is already gone. An actioned report: 409.',
+              'Deletes the image with its files, adds its perceptual hash and SHA-256 (as uploaded, and as stored) to ' +
+              'the blocklist (GET /api/admin/blocks) so the same picture is refused on upload, resized, re-encoded or ' +
+              'slightly cropped or brightened too, bans the uploader when banOwner is true, and marks every open ' +
+              'report of the image actioned. Works when the image is already gone. An actioned report: 409.',
           },
         }),
     )

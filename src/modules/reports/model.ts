@@ -87,6 +87,9 @@ export const ReportResponse = t.Object({ success: t.Literal(true), report: Admin
 export const ReportActionBody = t.Object({
   deleteImage: t.Literal(true, { description: 'Delete the image, files included (the only action so far)' }),
   banOwner: t.Optional(t.Boolean({ description: 'Also ban the uploader (default false)' })),
+  keepThumbnail: t.Optional(
+    t.Boolean({ description: 'Keep the image’s thumbnail with its block, for admins to see (default false)' }),
+  ),
 })
 
 export const ReportActionResponse = t.Object({

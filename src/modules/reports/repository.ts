@@ -1,10 +1,10 @@
-import { aliasedTable, and, count, desc, eq, inArray, or, sql } from 'drizzle-orm'
+import { aliasedTable, and, count, desc, eq, or, sql } from 'drizzle-orm'
 import type { Db, Tx } from '../../db/client'
-import { blockedHashes, type Image, type Report, reports } from '../../db/schema'
+import { type Image, type Report, reports } from '../../db/schema'
 import { accounts } from '../auth/repository'
 import { liveImageJoin } from '../images/repository'
 
-/** Every query of the reports and blocked_hashes tables. */
+/** Every query of the reports table. */
 
 /** A report, its image while live, that image's owner (or the owner at report time), and the image's open reports. */
 export type ReportRow = {
@@ -66,19 +66,3 @@ export const actionReports = (tx: Tx, report: Report, adminId: number): number =
     .where(or(eq(reports.id, report.id), and(eq(reports.imageId, report.imageId), eq(reports.status, 'open'))))
     .returning({ id: reports.id })
     .all().length
-
-/** Blocks these hashes from being uploaded again (those already blocked stay as they are). */
-export const blockHashes = (tx: Tx, hashes: string[], report: Report) =>
-  tx
-    .insert(blockedHashes)
-    .values(hashes.map((sha256) => ({ sha256, imageId: report.imageId, reportId: report.id })))
-    .onConflictDoNothing()
-    .run()
-
-/** Whether any of these hashes is blocked. */
-export const anyBlocked = (db: Db, sha256s: string[]): boolean =>
-  db
-    .select({ sha256: blockedHashes.sha256 })
-    .from(blockedHashes)
-    .where(inArray(blockedHashes.sha256, sha256s))
-    .get() !== undefined

@@ -5,8 +5,8 @@ import { badRequest, conflict, notFound } from '../../errors'
 import { ipKey } from '../../http/client-ip'
 import { pageCount } from '../../http/pagination'
 import { HOUR_MS, iso } from '../../lib/time'
-import { originalKey, type Storage } from '../../storage'
 import { setUserFields } from '../auth/repository'
+import type { BlockService } from '../blocks/service'
 import { checkWindow, consumeWindow, type WindowRule } from '../images/limits'
 import { IMAGE_SHAPES } from '../images/model'
 import { anyImage, pickImage } from '../images/repository'
@@ -14,7 +14,6 @@ import type { ImageService } from '../images/service'
 import type { REPORT_REASONS, REPORT_STATUSES } from './model'
 import {
   actionReports,
-  blockHashes,
   countReports,
   dismissReport,
   findReport,
@@ -28,22 +27,15 @@ export type ReportStatus = (typeof REPORT_STATUSES)[number]
 
 export type ReportService = ReturnType<typeof createReportService>
 
-/** SHA-256 (hex) of a stored file, streamed. */
-async function hashOf(file: Blob): Promise<string> {
-  const hasher = new Bun.CryptoHasher('sha256')
-  for await (const chunk of file.stream()) hasher.update(chunk)
-  return hasher.digest('hex')
-}
-
 export function createReportService(deps: {
   db: Db
   config: Config
-  storage: Storage
   images: ImageService
+  blocks: Pick<BlockService, 'pictureOf' | 'record'>
   /** The report windows' clock (tests step it). */
   now?: () => number
 }) {
-  const { db, config, storage, images: imageService } = deps
+  const { db, config, images: imageService, blocks } = deps
   const windowNow = deps.now ?? Date.now
 
   /** Reports share the persisted fixed windows of uploads, keyed per IP. */
@@ -98,6 +90,7 @@ export function createReportService(deps: {
           imageId: image.id,
           imageOwnerId: image.userId,
           imageSha256: image.sha256,
+          imagePhash: image.phash,
           reason: input.reason,
           details,
           reporterIp: ip,
@@ -132,11 +125,11 @@ export function createReportService(deps: {
     },
 
     /**
-     * Acts on a report in one step: deletes the image (files included), blocks its bytes from being uploaded again,
+     * Acts on a report in one step: deletes the image (files included), blocks the picture from being uploaded again,
      * optionally bans its owner, and marks every open report of the image (and this one) actioned. It also works when
      * the image is already gone: the report kept its hash and owner.
      */
-    async action(admin: User, id: number, opts: { banOwner?: boolean }) {
+    async action(admin: User, id: number, opts: { banOwner?: boolean; keepThumbnail?: boolean }) {
       const report = get(id)
       if (report.status === 'actioned') throw conflict('Report is already actioned')
       // Any row, live or expired-but-not-yet-swept: either way its files go now.
@@ -145,18 +138,21 @@ export function createReportService(deps: {
       const banOwner = (opts.banOwner ?? false) && ownerId !== null
       if (banOwner && ownerId === admin.id) throw badRequest('You cannot ban yourself')
 
-      // The uploaded bytes, and the stored bytes when metadata stripping changed them: a copy saved from the direct
-      // link and uploaded again is refused too.
-      const hashes = new Set([report.imageSha256])
-      if (image) {
-        const file = storage.file(originalKey(image.id, image.ext))
-        if (await file.exists()) hashes.add(await hashOf(file))
-        hashes.add(image.sha256)
-      }
+      const picture = await blocks.pictureOf(
+        image,
+        { sha256: report.imageSha256, phash: report.imagePhash },
+        opts.keepThumbnail,
+      )
 
       let reportsActioned = 0
       const apply = (tx: Tx) => {
-        blockHashes(tx, [...hashes], report)
+        blocks.record(tx, {
+          ...picture,
+          reason: `Abuse report #${report.id} (${report.reason})`,
+          source: 'report',
+          imageId: report.imageId,
+          reportId: report.id,
+        })
         reportsActioned = actionReports(tx, report, admin.id)
         if (banOwner) setUserFields(tx, ownerId!, { banned: true })
       }

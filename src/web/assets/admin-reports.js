@@ -48,8 +48,8 @@
     }
     const ban = kind === 'ban'
     const question = ban
-      ? `Delete image ${report.imageId}, block its bytes and ban ${owner}?`
-      : `Delete image ${report.imageId} and block its bytes from being uploaded again?`
+      ? `Delete image ${report.imageId}, block the picture and ban ${owner}?`
+      : `Delete image ${report.imageId} and block the picture from being uploaded again?`
     if (!window.confirm(question)) return
     const res = await api(`/api/admin/reports/${report.id}/action`, 'POST', { deleteImage: true, banOwner: ban })
     const closed = res.data?.reportsActioned

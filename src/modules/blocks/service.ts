@@ -1,0 +1,194 @@
+import type { Db, Tx } from '../../db/client'
+import type { Image } from '../../db/schema'
+import { badRequest, notFound } from '../../errors'
+import { pageCount } from '../../http/pagination'
+import { iso } from '../../lib/time'
+import { parseHash } from '../../media/phash'
+import { originalKey, type Storage, thumbnailKey } from '../../storage'
+import type { ImageService } from '../images/service'
+import { createHashIndex } from './matcher'
+import {
+  anyBlockedBytes,
+  blocksPage,
+  blockThumbnail,
+  countBlocks,
+  deleteBlock,
+  hashesAfter,
+  insertBlock,
+  type NewBlock,
+  prepareLastBlockId,
+} from './repository'
+
+/** The one answer to a blocked upload, whichever hash matched. */
+export const BLOCKED_MESSAGE = 'This image was removed after an abuse report and cannot be uploaded again'
+
+export type BlockService = ReturnType<typeof createBlockService>
+
+/** What blocking a picture records, before the image (if any) goes: its hashes, and its thumbnail when kept. */
+export type BlockedPicture = Pick<NewBlock, 'phash' | 'sha256s' | 'thumbnail'>
+
+/** SHA-256 (hex) of a stored file, streamed. */
+async function hashOf(file: Blob): Promise<string> {
+  const hasher = new Bun.CryptoHasher('sha256')
+  for await (const chunk of file.stream()) hasher.update(chunk)
+  return hasher.digest('hex')
+}
+
+/**
+ * The blocklist: pictures no upload may bring back, matched by the SHA-256 of the bytes and by perceptual hash within
+ * `maxDistance` bits (BLOCK_HAMMING_DISTANCE). The perceptual hashes live in memory (src/modules/blocks/matcher.ts),
+ * loaded at start; blocks added by anyone (this process, the CLI beside it) are picked up at the next check by id,
+ * lifted ones are dropped at once.
+ */
+export function createBlockService(deps: {
+  db: Db
+  storage: Storage
+  maxDistance: number
+  /** Base of the thumbnail links in the admin list. */
+  publicUrl: string
+}) {
+  const { db, storage } = deps
+  const index = createHashIndex(deps.maxDistance)
+  let loaded = 0
+  const lastBlock = prepareLastBlockId(db)
+
+  /** Adds the blocks made since the last look; one indexed read when there are none. */
+  function sync() {
+    const last = lastBlock.get()?.id ?? 0
+    if (last <= loaded) return
+    for (const [id, phash] of hashesAfter(db, loaded)) {
+      index.add(id, phash)
+      loaded = Math.max(loaded, id)
+    }
+    loaded = Math.max(loaded, last)
+  }
+  sync()
+
+  type PageRow = ReturnType<typeof blocksPage>[number]
+  const view = (row: PageRow) => ({
+    id: row.id,
+    phash: row.phash,
+    sha256: row.sha256s,
+    reason: row.reason,
+    source: row.source,
+    imageId: row.imageId,
+    reportId: row.reportId,
+    thumbnail: row.hasThumbnail ? `${deps.publicUrl}/api/admin/blocks/${row.id}/thumbnail` : null,
+    createdAt: iso(row.createdAt),
+  })
+
+  /**
+   * What blocking this image records: its perceptual hash, the SHA-256 of its bytes as uploaded and as stored
+   * (metadata stripping changes them: a copy saved from the direct link is refused too), and its thumbnail when
+   * `keepThumbnail`. `known` is what a report kept of it, for an image already gone.
+   */
+  async function pictureOf(
+    image: Image | null,
+    known: { sha256: string; phash: string | null },
+    keepThumbnail = false,
+  ): Promise<BlockedPicture> {
+    const sha256s = new Set([known.sha256])
+    let thumbnail: Buffer | null = null
+    if (image) {
+      sha256s.add(image.sha256)
+      const file = storage.file(originalKey(image.id, image.ext))
+      if (await file.exists()) sha256s.add(await hashOf(file))
+      const thumb = storage.file(thumbnailKey(image.id))
+      if (keepThumbnail && (await thumb.exists())) thumbnail = Buffer.from(await thumb.arrayBuffer())
+    }
+    return { phash: image?.phash ?? known.phash, sha256s: [...sha256s], thumbnail }
+  }
+
+  function get(id: number) {
+    const row = blocksPage(db, { limit: 1, offset: 0, id })[0]
+    if (!row) throw notFound('Block not found')
+    return view(row)
+  }
+
+  return {
+    /** Refuses bytes that were blocked, by the SHA-256 of the bytes as received: checked before any decoding. */
+    refuseBytes(sha256s: string[]) {
+      if (sha256s.length > 0 && anyBlockedBytes(db, sha256s)) throw badRequest(BLOCKED_MESSAGE)
+    },
+
+    /** Refuses pictures within BLOCK_HAMMING_DISTANCE of a blocked one (null: a picture too plain to hash). */
+    refusePictures(phashes: (string | null)[]) {
+      sync()
+      if (phashes.some((h) => h !== null && index.nearest(h) !== null)) throw badRequest(BLOCKED_MESSAGE)
+    },
+
+    pictureOf,
+
+    /** Records a block (in the caller's transaction when it removes the image at the same time); returns its id. */
+    record: (tx: Db | Tx, block: NewBlock) => insertBlock(tx, block),
+
+    /** Removes a live image and blocks it (POST /api/admin/images/:id/block). */
+    async blockImage(images: ImageService, id: string, opts: { reason?: string; keepThumbnail?: boolean }) {
+      const image = images.find(id)
+      if (!image) throw notFound('Image not found')
+      const picture = await pictureOf(image, image, opts.keepThumbnail)
+      let blockId = 0
+      await images.remove(image, (tx) => {
+        blockId = insertBlock(tx, {
+          ...picture,
+          reason: opts.reason?.trim() || 'Blocked by an administrator',
+          source: 'admin',
+          imageId: image.id,
+        })
+      })
+      return { success: true as const, block: get(blockId) }
+    },
+
+    /**
+     * Blocks hex hashes, one a line (a hash list received from elsewhere): blank lines and `#` comments are skipped,
+     * a hash already blocked is counted and left, a line that is not a hash is reported with its number.
+     */
+    importHashes(text: string, reason: string) {
+      sync()
+      const bad: { line: number; text: string }[] = []
+      let added = 0
+      let already = 0
+      db.transaction((tx) => {
+        for (const [i, raw] of text.split(/\r?\n/).entries()) {
+          const line = raw.trim()
+          if (line === '' || line.startsWith('#')) continue
+          const phash = parseHash(line)
+          if (!phash) bad.push({ line: i + 1, text: line.slice(0, 80) })
+          else if (index.nearest(phash)?.distance === 0) already++
+          else {
+            index.add(insertBlock(tx, { phash, sha256s: [], reason, source: 'import' }), phash)
+            added++
+          }
+        }
+      })
+      return { added, alreadyBlocked: already, bad }
+    },
+
+    get,
+
+    list(opts: { page: number; limit: number; offset: number }) {
+      const total = countBlocks(db)
+      return {
+        success: true as const,
+        blocks: blocksPage(db, opts).map(view),
+        total,
+        page: opts.page,
+        limit: opts.limit,
+        pages: pageCount(total, opts.limit),
+      }
+    },
+
+    /** Lifts a block: the picture may be uploaded again. */
+    lift(id: number) {
+      if (!deleteBlock(db, id)) throw notFound('Block not found')
+      index.remove(id)
+      return { success: true as const }
+    },
+
+    thumbnail(id: number): Buffer {
+      const thumbnail = blockThumbnail(db, id)
+      if (!thumbnail) throw notFound('No thumbnail kept for this block')
+      return thumbnail
+    },
+  }
+}
