@@ -1,4 +1,5 @@
-// Small progressive enhancements shared by every page. No inline scripts anywhere: the CSP forbids them.
+// Small progressive enhancements shared by every page. No inline scripts but the theme's (src/web/page.ts): the CSP
+// allows that one by its hash and forbids every other.
 
 // The session and a small JSON API client, shared by the page scripts (upload.js, auth.js, dashboard.js), which load
 // after this one. The JWT lives in localStorage; a 401 from the API forgets it.
@@ -113,6 +114,36 @@ window.imghost = (() => {
   }
   updateNav()
   window.addEventListener('storage', updateNav)
+
+  // The light/dark toggle: the choice is kept per browser (the page's inline script applies it before the first
+  // paint, src/web/page.ts); without one the system's scheme applies. The button is pressed while dark is in effect.
+  const THEME_KEY = 'imghost.theme'
+  const toggle = document.getElementById('theme-toggle')
+  if (toggle) {
+    const root = document.documentElement
+    const systemDark = matchMedia('(prefers-color-scheme: dark)')
+    const isDark = () => (root.dataset.theme ? root.dataset.theme === 'dark' : systemDark.matches)
+    const show = () => toggle.setAttribute('aria-pressed', String(isDark()))
+    toggle.addEventListener('click', () => {
+      root.dataset.theme = isDark() ? 'light' : 'dark'
+      try {
+        localStorage.setItem(THEME_KEY, root.dataset.theme)
+      } catch {
+        // Storage disabled: the choice lasts as long as the page.
+      }
+      show()
+    })
+    systemDark.addEventListener('change', show)
+    // A choice made in another tab applies here too.
+    window.addEventListener('storage', (event) => {
+      if (event.key !== THEME_KEY) return
+      if (event.newValue === 'light' || event.newValue === 'dark') root.dataset.theme = event.newValue
+      else delete root.dataset.theme
+      show()
+    })
+    show()
+    toggle.hidden = false
+  }
 
   async function copyText(text) {
     try {
