@@ -99,6 +99,8 @@ describe('account journey in the browser', () => {
     await page.waitForSelector('#verify-form [data-form-error]:not([hidden])')
     expect(await status('verify-status')).toContain('did not work')
     expectClean(p, [/status of 400/])
+    // That 400 (the refused rename) was expected: the later steps start from a clean record.
+    p.problems.length = 0
     p.problems.length = 0
   })
 
@@ -343,6 +345,8 @@ describe('account journey in the browser', () => {
     // Only an admin's dashboard links to the reports.
     expect(await page.locator('a[href="/admin/reports"]').count()).toBe(0)
     expectClean(p, [/status of 400/])
+    // That 400 (the refused rename) was expected: the later steps start from a clean record.
+    p.problems.length = 0
   })
 
   test('albums: create one, add both images, set a password, edit and delete', async () => {
