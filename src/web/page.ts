@@ -10,8 +10,7 @@ import { html, raw, type SafeHtml } from './html'
  * Usage from a module:
  *   const pages = createPageRenderer(config)
  *   return pages.respond({ title: 'Gallery', body: html`<h1>…</h1>`, scripts: ['gallery.js'] })
- * Everything user-supplied goes through `html` templates; pages carry no inline styles and one inline script, the
- * theme below, allowed by its hash (the CSP forbids every other).
+ * Everything user-supplied goes through `html` templates; pages never carry inline scripts or styles (the CSP forbids both).
  */
 
 export type PageConfig = Pick<Config, 'siteName' | 'siteColor' | 'publicUrl' | 'cdnUrl'>
@@ -71,14 +70,6 @@ function assetUrl(name: string): string {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// The theme chosen with the header's toggle (site.js stores it), set on <html> before the first paint: inline, so the
-// page never shows the other theme first, and allowed by its hash alone. Without a stored choice the system's applies.
-
-export const THEME_KEY = 'imghost.theme'
-const THEME_SCRIPT = `try{var t=localStorage.getItem('${THEME_KEY}');if(t==='light'||t==='dark')document.documentElement.dataset.theme=t}catch(e){}`
-const THEME_SCRIPT_HASH = `'sha256-${new Bun.CryptoHasher('sha256').update(THEME_SCRIPT).digest('base64')}'`
-
-// ---------------------------------------------------------------------------------------------------------------
 // Security headers shared by every HTML page.
 
 /** Content-Security-Policy of the pages: everything local; images also from the CDN base when it is another origin. */
@@ -88,7 +79,7 @@ export function contentSecurityPolicy(config: Pick<Config, 'publicUrl' | 'cdnUrl
   return [
     "default-src 'self'",
     `img-src ${imgSrc}`,
-    `script-src 'self' ${THEME_SCRIPT_HASH}`,
+    "script-src 'self'",
     "style-src 'self'",
     "frame-ancestors 'none'",
     "base-uri 'none'",
@@ -142,7 +133,7 @@ export function createPageRenderer(config: PageConfig) {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
-<script>${raw(THEME_SCRIPT)}</script>
+<script src="${assetUrl('theme.js')}"></script>
 <link rel="icon" href="${assetUrl('favicon.svg')}" type="image/svg+xml">
 <title>${opts.title}</title>
 ${opts.noindex ? raw('<meta name="robots" content="noindex">\n') : ''}${opts.head ?? ''}

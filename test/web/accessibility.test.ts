@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import AxeBuilder from '@axe-core/playwright'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
-import { THEME_KEY } from '../../src/web/page'
 import { launchBrowser } from '../browser'
 import { jsonBody, makeAdmin, type TestServer, userWithKey } from '../helpers'
 import { send, uploadImage } from '../pages/support'
@@ -11,6 +10,9 @@ import { pngFile, startWebServer, waitForImages } from './support'
  * axe over every page and state, in both schemes: the system's (emulated prefers-color-scheme) and the header toggle's.
  * One server and one browser for the whole sweep; each state is a path plus what to do there before the check.
  */
+
+/** Where site.js keeps the toggle's choice and theme.js reads it. */
+const THEME_KEY = 'imghost.theme'
 
 let t: TestServer
 let browser: Browser
@@ -168,12 +170,17 @@ describe('dashboard', () => {
 })
 
 describe('theme toggle', () => {
-  test('the choice is remembered per browser and applied before the first paint; the system decides otherwise', async () => {
+  test('the choice is remembered per browser and applied by theme.js; the system decides otherwise', async () => {
     const page = await open({ name: 'upload', path: '/' }, 'light')
     const errors: string[] = []
     page.on('console', (msg) => {
       if (msg.type() === 'error') errors.push(msg.text())
     })
+    // theme.js runs before the first paint: in the head, ahead of the stylesheets, not deferred.
+    const head = (await (await t.fetch('/gallery')).text()).split('</head>')[0]
+    const themeTag = /<script src="\/assets\/theme\.js\?v=[0-9a-f]+"><\/script>/.exec(head)
+    expect(themeTag).not.toBeNull()
+    expect(themeTag!.index).toBeLessThan(head.indexOf('<link rel="stylesheet"'))
     const background = () => page.evaluate(() => getComputedStyle(document.body).backgroundColor)
     const toggle = page.locator('#theme-toggle')
     try {
@@ -186,7 +193,7 @@ describe('theme toggle', () => {
       expect(await toggle.getAttribute('aria-pressed')).toBe('true')
       expect(await page.evaluate((key) => localStorage.getItem(key), THEME_KEY)).toBe('dark')
 
-      // Another page of the site, before any deferred script ran: the inline script already set the theme.
+      // Another page of the site, without site.js: theme.js alone set the theme.
       await page.route('**/assets/site.js*', (route) => route.abort())
       await page.goto(`${t.url}/gallery`)
       expect(await page.getAttribute('html', 'data-theme')).toBe('dark')
@@ -204,7 +211,7 @@ describe('theme toggle', () => {
       expect(await page.getAttribute('html', 'data-theme')).toBeNull()
       expect(await background()).toBe(dark)
       expect(await toggle.getAttribute('aria-pressed')).toBe('true')
-      // The CSP allowed the inline script (a refused one logs an error); the only error is the aborted site.js.
+      // No error but the aborted site.js's.
       expect(errors.filter((e) => e !== 'Failed to load resource: net::ERR_FAILED')).toEqual([])
     } finally {
       await page.close()

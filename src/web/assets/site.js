@@ -1,5 +1,4 @@
-// Small progressive enhancements shared by every page. No inline scripts but the theme's (src/web/page.ts): the CSP
-// allows that one by its hash and forbids every other.
+// Small progressive enhancements shared by every page. No inline scripts anywhere: the CSP forbids them.
 
 // The session and a small JSON API client, shared by the page scripts (upload.js, auth.js, dashboard.js), which load
 // after this one. The JWT lives in localStorage; a 401 from the API forgets it.
@@ -150,8 +149,8 @@ window.imghost = (() => {
   updateNav()
   window.addEventListener('storage', updateNav)
 
-  // The light/dark toggle: the choice is kept per browser (the page's inline script applies it before the first
-  // paint, src/web/page.ts); without one the system's scheme applies. The button is pressed while dark is in effect.
+  // The light/dark toggle: the choice is kept per browser (theme.js, loaded first, applies it before the first
+  // paint); without one the system's scheme applies. The button is pressed while dark is in effect.
   const THEME_KEY = 'imghost.theme'
   const toggle = document.getElementById('theme-toggle')
   if (toggle) {
