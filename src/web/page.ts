@@ -142,7 +142,7 @@ ${styles.map((s) => html`<link rel="stylesheet" href="${assetUrl(s)}">\n`)}${scr
 <header class="site-header">
 <a class="brand" href="/">${config.siteName}</a>
 <nav aria-label="Site"><a href="/">Upload</a><a href="/gallery">Gallery</a><a href="/dashboard" data-auth="in" hidden>Dashboard</a><a href="/login" data-auth="out">Log in</a></nav>
-<button type="button" class="theme-toggle secondary" id="theme-toggle" aria-pressed="false" hidden>Dark theme</button>
+<button type="button" class="theme-toggle secondary" id="theme-toggle" aria-pressed="false">Dark theme</button>
 </header>
 <main>
 ${opts.body}

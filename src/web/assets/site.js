@@ -150,7 +150,8 @@ window.imghost = (() => {
   window.addEventListener('storage', updateNav)
 
   // The light/dark toggle: the choice is kept per browser (theme.js, loaded first, applies it before the first
-  // paint); without one the system's scheme applies. The button is pressed while dark is in effect.
+  // paint); without one the system's scheme applies. The button is pressed while dark is in effect. It is in the
+  // markup from the start (revealing it here would shift the header, a layout shift on every page).
   const THEME_KEY = 'imghost.theme'
   const toggle = document.getElementById('theme-toggle')
   if (toggle) {
@@ -176,7 +177,6 @@ window.imghost = (() => {
       show()
     })
     show()
-    toggle.hidden = false
   }
 
   async function copyText(text) {
