@@ -50,7 +50,10 @@
         const tags = el('p', { class: 'tags' })
         if (image.visibility === 'private') tags.append(el('span', { class: 'tag' }, 'Private'))
         if (image.nsfw) tags.append(el('span', { class: 'tag danger' }, 'NSFW'))
-        tags.append(el('span', { class: 'muted' }, `${plural(image.views, 'view')} · ${size(image.size)}`))
+        tags.append(
+          el('span', { class: 'muted' }, `${plural(image.views, 'view')} · ${size(image.size)}`),
+          el('span', { class: 'muted' }, dateText(image.created_at)),
+        )
         const more = el(
           'button',
           {
@@ -72,12 +75,7 @@
             { class: 'thumb', href: image.viewer },
             el('img', { src: image.thumbnail, alt: image.filename, loading: 'lazy', width: 250, height: 250 }),
           ),
-          el(
-            'p',
-            { class: 'tile-meta' },
-            el('span', { class: 'name', title: image.filename }, image.filename),
-            el('span', {}, dateText(image.created_at)),
-          ),
+          el('p', { class: 'tile-meta' }, el('span', { class: 'name', title: image.filename }, image.filename)),
           tags,
           el(
             'p',
