@@ -4,6 +4,9 @@ import Busboy, { type BusboyInstance } from '@fastify/busboy'
 import { badRequest, DomainError, tooLarge } from '../errors'
 import { newPublicId } from '../lib/crypto'
 
+/** The longest file name kept (longer client names are cut; a rename is held to it too). */
+export const FILENAME_MAX = 255
+
 export interface ReceivedFile {
   /** Temporary file holding the uploaded bytes. */
   path: string
@@ -141,7 +144,7 @@ export async function receiveMultipart(
     const maxSize = perFile === null ? null : text ? base64Bound(perFile) : perFile
     const file: ReceivedFile = {
       path: tempUploadPath(current.tmpDir),
-      filename: (filename || 'image').slice(0, 255),
+      filename: (filename || 'image').slice(0, FILENAME_MAX),
       size: 0,
       sha256: '',
       ...(text ? { text } : {}),

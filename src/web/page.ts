@@ -133,6 +133,7 @@ export function createPageRenderer(config: PageConfig) {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
+<script src="${assetUrl('theme.js')}"></script>
 <link rel="icon" href="${assetUrl('favicon.svg')}" type="image/svg+xml">
 <title>${opts.title}</title>
 ${opts.noindex ? raw('<meta name="robots" content="noindex">\n') : ''}${opts.head ?? ''}
@@ -141,6 +142,7 @@ ${styles.map((s) => html`<link rel="stylesheet" href="${assetUrl(s)}">\n`)}${scr
 <header class="site-header">
 <a class="brand" href="/">${config.siteName}</a>
 <nav aria-label="Site"><a href="/">Upload</a><a href="/gallery">Gallery</a><a href="/dashboard" data-auth="in" hidden>Dashboard</a><a href="/login" data-auth="out">Log in</a></nav>
+<button type="button" class="theme-toggle secondary" id="theme-toggle" aria-pressed="false">Dark theme</button>
 </header>
 <main>
 ${opts.body}

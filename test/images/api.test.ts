@@ -121,9 +121,49 @@ describe('PATCH /api/v1/image/:id', () => {
       ...jsonBody({ visibility: 'private' }, alice.keyHeader),
     })
     expect(res.status).toBe(200)
-    expect(res.body).toEqual({ success: true, id: up.id, visibility: 'private', nsfw: false, expiresAt: null })
+    const filename = up.filename
+    expect(res.body).toEqual({
+      success: true,
+      id: up.id,
+      visibility: 'private',
+      nsfw: false,
+      expiresAt: null,
+      filename,
+    })
     res = await t.json(`/api/v1/image/${up.id}`, { method: 'PATCH', ...jsonBody({ nsfw: true }, alice.keyHeader) })
-    expect(res.body).toEqual({ success: true, id: up.id, visibility: 'private', nsfw: true, expiresAt: null })
+    expect(res.body).toEqual({ success: true, id: up.id, visibility: 'private', nsfw: true, expiresAt: null, filename })
+  })
+  test('renames: the new name (spaces trimmed) shows in the list, the viewer page and the search', async () => {
+    const up = await upload(alice, [{ bytes: await makeImage('png'), name: 'IMG_0001.png' }])
+    const res = await t.json(`/api/v1/image/${up.id}`, {
+      method: 'PATCH',
+      ...jsonBody({ filename: '  Lake <at> "dawn".png ' }, alice.keyHeader),
+    })
+    expect(res.status).toBe(200)
+    expect(res.body.filename).toBe('Lake <at> "dawn".png')
+    const listed = await t.json('/api/v1/images?q=dawn', { headers: alice.keyHeader })
+    expect(listed.body.images.map((i: any) => [i.id, i.filename])).toEqual([[up.id, 'Lake <at> "dawn".png']])
+    const page = await (await t.fetch(`/i/${up.id}`)).text()
+    expect(page).toContain('Lake &lt;at&gt; &quot;dawn&quot;.png')
+    expect(page).not.toContain('IMG_0001')
+    expect((await t.json('/api/search?q=dawn')).body.images.map((i: any) => i.id)).toEqual([up.id])
+  })
+  test('a rename to nothing or past the upload bound (255): 400, the name stays', async () => {
+    const up = await upload(alice, [{ bytes: await makeImage('png'), name: 'keep.png' }])
+    for (const filename of ['', '   ', 'x'.repeat(256)]) {
+      const res = await t.json(`/api/v1/image/${up.id}`, {
+        method: 'PATCH',
+        ...jsonBody({ filename, nsfw: true }, alice.keyHeader),
+      })
+      expect(res.status).toBe(400)
+      expect(res.body.error).toBe('filename must be 1 to 255 characters')
+    }
+    const ok = await t.json(`/api/v1/image/${up.id}`, {
+      method: 'PATCH',
+      ...jsonBody({ filename: 'y'.repeat(255) }, alice.keyHeader),
+    })
+    expect(ok.body.filename).toBe('y'.repeat(255))
+    expect((await t.json(`/api/v1/image/${up.id}`)).body.data.nsfw).toBe(false)
   })
   test('no fields or an invalid visibility: 400, nothing changes', async () => {
     const up = await upload(alice)
@@ -221,6 +261,52 @@ describe('GET /api/v1/images', () => {
       pages: 0,
       images: [],
     })
+  })
+})
+
+describe('GET /api/v1/images: search and order', () => {
+  test('q matches a part of the filename, case-insensitively; wildcards are literal', async () => {
+    const erin = await userWithKey(t)
+    const names = ['Holiday_beach.png', 'holidayXbeach.png', 'work 100%.png', 'notes.png']
+    const ids: Record<string, string> = {}
+    for (const name of names) ids[name] = (await upload(erin, [{ bytes: await makeImage('png'), name }])).id
+    const found = async (q: string) =>
+      (await t.json(`/api/v1/images?q=${encodeURIComponent(q)}`, { headers: erin.keyHeader })).body
+    expect((await found('HOLIDAY')).images.map((i: any) => i.filename).sort()).toEqual([
+      'Holiday_beach.png',
+      'holidayXbeach.png',
+    ])
+    expect(await found('y_b')).toMatchObject({ total: 1, images: [{ id: ids['Holiday_beach.png'] }] })
+    expect(await found('0%')).toMatchObject({ total: 1, images: [{ id: ids['work 100%.png'] }] })
+    expect((await found('nothing like it')).total).toBe(0)
+    // Another account's images never match.
+    expect((await t.json('/api/v1/images?q=holiday', { headers: alice.keyHeader })).body.total).toBe(0)
+    const long = await t.json(`/api/v1/images?q=${'a'.repeat(256)}`, { headers: erin.keyHeader })
+    expect(long.status).toBe(400)
+    expect(long.body.error).toBe('q must be at most 255 characters')
+  })
+  test('sort by date, size or views, either way; a bad value is a 400', async () => {
+    const frank = await userWithKey(t)
+    const small = await upload(frank, [{ bytes: await makeImage('png', 8, 8, 1), name: 'small.png' }])
+    const large = await upload(frank, [{ bytes: await makeImage('png', 300, 300, 2), name: 'large.png' }])
+    const mid = await upload(frank, [{ bytes: await makeImage('png', 60, 60, 3), name: 'mid.png' }])
+    expect(small.size < mid.size && mid.size < large.size).toBe(true)
+    for (let i = 0; i < 3; i++) await t.fetch(new URL(small.url).pathname)
+    await t.fetch(new URL(large.url).pathname)
+    t.server.services.images.flushViews()
+    const order = async (query: string) =>
+      (await t.json(`/api/v1/images?${query}`, { headers: frank.keyHeader })).body.images.map((i: any) => i.filename)
+    expect(await order('')).toEqual(['mid.png', 'large.png', 'small.png'])
+    expect(await order('sort=date&order=asc')).toEqual(['small.png', 'large.png', 'mid.png'])
+    expect(await order('sort=size')).toEqual(['large.png', 'mid.png', 'small.png'])
+    expect(await order('sort=size&order=asc')).toEqual(['small.png', 'mid.png', 'large.png'])
+    expect(await order('sort=views')).toEqual(['small.png', 'large.png', 'mid.png'])
+    expect(await order('sort=views&order=asc&limit=2')).toEqual(['mid.png', 'large.png'])
+    for (const query of ['sort=name', 'order=up', 'sort=']) {
+      const res = await t.json(`/api/v1/images?${query}`, { headers: frank.keyHeader })
+      expect(res.status).toBe(400)
+      expect(typeof res.body.error).toBe('string')
+    }
   })
 })
 

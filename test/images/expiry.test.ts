@@ -322,7 +322,14 @@ describe('PATCH /api/v1/image/:id expires', () => {
       method: 'PATCH',
       ...jsonBody({ nsfw: true }, alice.keyHeader),
     })
-    expect(res.body).toEqual({ success: true, id: up.id, visibility: 'private', nsfw: true, expiresAt: up.expiresAt })
+    expect(res.body).toEqual({
+      success: true,
+      id: up.id,
+      visibility: 'private',
+      nsfw: true,
+      expiresAt: up.expiresAt,
+      filename: up.filename,
+    })
   })
 
   test('bad values and above MAX_EXPIRY: 400 and nothing changes; not the owner: 404', async () => {

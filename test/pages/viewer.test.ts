@@ -248,7 +248,9 @@ describe('viewer page /i/<id>', () => {
       expect(res.headers.get('cache-control')).toContain('immutable')
     }
     const css = await (await t.fetch('/assets/site.css')).text()
-    expect(css).toContain('prefers-color-scheme: dark')
+    // Dark with the system (color-scheme: light dark picks each light-dark() colour), or by the toggle.
+    expect(css).toContain('color-scheme: light dark')
+    expect(css).toContain('light-dark(')
     expect(css).not.toMatch(/url\(\s*['"]?(https?:)?\/\//)
     expect(css).not.toContain('@import')
     expect((await t.fetch('/assets/../../package.json')).status).toBe(404)

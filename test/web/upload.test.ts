@@ -30,6 +30,41 @@ const doneItems = (p: { page: import('playwright-core').Page }, n: number) =>
   })
 
 describe('upload page', () => {
+  test('"Delete after" gives the upload an expiry; the offered choices stay within MAX_EXPIRY', async () => {
+    const p = await openPage(browser, t, '/')
+    try {
+      expect(await p.page.locator('#expires-select option').allTextContents()).toEqual([
+        'Never',
+        '1 hour',
+        '1 day',
+        '1 week',
+        '30 days',
+        '1 year',
+      ])
+      await p.page.selectOption('#expires-select', 'P1D')
+      await p.page.setInputFiles('#file-input', await pngFile('brief.png'))
+      const before = Date.now()
+      await p.page.click('#upload-start')
+      await doneItems(p, 1)
+      const viewer = await p.page.locator('input[id$="-viewer"]').inputValue()
+      const id = /\/i\/([A-Za-z0-9]{8})$/.exec(viewer)![1]
+      const expiresAt = Date.parse((await t.json(`/api/v1/image/${id}`)).body.data.expiresAt)
+      expect(expiresAt - before).toBeGreaterThanOrEqual(86_400_000 - 1000)
+      expect(expiresAt - Date.now()).toBeLessThanOrEqual(86_400_000)
+      expectClean(p)
+    } finally {
+      await p.close()
+    }
+    // A smaller bound leaves the longer choices out.
+    const short = await startWebServer({ MAX_EXPIRY: '604800' })
+    try {
+      const html = await (await short.fetch('/')).text()
+      expect([...html.matchAll(/<option value="(P[^"]*)"/g)].map((m) => m[1])).toEqual(['PT1H', 'P1D', 'P7D'])
+    } finally {
+      await short.stop()
+    }
+  })
+
   test('an anonymous visitor uploads two files with the file input and gets their links, with copy buttons', async () => {
     const p = await openPage(browser, t, '/')
     try {

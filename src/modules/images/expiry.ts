@@ -60,3 +60,15 @@ export function uploadExpiry(field: string | undefined, policy: ExpiryPolicy, an
 /** The moment `seconds` from `now` (ms), as stored. */
 export const expiryDate = (seconds: number | null, now: number) =>
   seconds === null ? null : new Date(now + seconds * 1000)
+
+/** The expiries the pages offer (the upload page, the dashboard), as the API takes them. */
+const EXPIRY_CHOICES = [
+  { value: 'PT1H', label: '1 hour' },
+  { value: 'P1D', label: '1 day' },
+  { value: 'P7D', label: '1 week' },
+  { value: 'P30D', label: '30 days' },
+  { value: 'P365D', label: '1 year' },
+] as const
+
+/** The choices within the server's bound (MAX_EXPIRY): a page never offers what the API would refuse. */
+export const expiryChoices = (maxSeconds: number) => EXPIRY_CHOICES.filter((c) => parseExpiry(c.value) <= maxSeconds)

@@ -19,6 +19,7 @@ import {
   OwnImageListQuery,
   UploadResponse,
 } from './model'
+import type { ImageListOrder } from './repository'
 import type { ImageService } from './service'
 import type { UploadCaller, UploadEndpoint, UploadPipeline } from './upload'
 
@@ -50,6 +51,12 @@ function multipartBody(extra: Record<string, object> = {}, required = ['file']) 
     },
   }
 }
+
+/** The list order a query asks for: by date, newest first, unless it names another. */
+const listOrder = (query: { sort?: ImageListOrder['by']; order?: ImageListOrder['direction'] }): ImageListOrder => ({
+  by: query.sort ?? 'date',
+  direction: query.order ?? 'desc',
+})
 
 const detailsAnswer = (images: ImageService, id: string) => ({ success: true as const, data: images.details(id) })
 
@@ -151,7 +158,10 @@ export function imagesModule(deps: {
         params: ImageIdParams,
         body: ImagePatch,
         response: { 200: ImagePatchResponse, ...errors(400, 401, 403, 404) },
-        detail: { tags: ['Images'], summary: 'Change visibility, the NSFW flag and/or the expiry of your image' },
+        detail: {
+          tags: ['Images'],
+          summary: 'Change visibility, the NSFW flag, the expiry and/or the name (filename) of your image',
+        },
       })
       .delete(
         '/api/v1/image/:id',
@@ -169,12 +179,21 @@ export function imagesModule(deps: {
           },
         },
       )
-      .get('/api/v1/images', ({ query, user }) => images.list(user, parsePage(query, { limit: 20, maxLimit: 100 })), {
-        apiKey: true,
-        query: ImageListQuery,
-        response: { 200: ImageListResponse, ...errors(400, 401, 403) },
-        detail: { tags: ['Images'], summary: 'Your images, newest first (limit default 20, at most 100)' },
-      })
+      .get(
+        '/api/v1/images',
+        ({ query, user }) =>
+          images.list(user, parsePage(query, { limit: 20, maxLimit: 100 }), { name: query.q }, listOrder(query)),
+        {
+          apiKey: true,
+          query: ImageListQuery,
+          response: { 200: ImageListResponse, ...errors(400, 401, 403) },
+          detail: {
+            tags: ['Images'],
+            summary:
+              'Your images, newest first (limit default 20, at most 100); q narrows by filename, sort and order reorder',
+          },
+        },
+      )
       .get('/api/v1/me', ({ user }) => images.usage(user), {
         apiKey: true,
         response: { 200: AccountUsage, ...errors(401, 403) },
@@ -185,17 +204,24 @@ export function imagesModule(deps: {
       .get(
         '/api/images',
         ({ query, user }) =>
-          images.list(user, parsePage(query, { limit: 20, maxLimit: 100 }), {
-            visibility: query.visibility,
-            nsfw: query.nsfw === undefined ? undefined : query.nsfw === 'true',
-          }),
+          images.list(
+            user,
+            parsePage(query, { limit: 20, maxLimit: 100 }),
+            {
+              visibility: query.visibility,
+              nsfw: query.nsfw === undefined ? undefined : query.nsfw === 'true',
+              name: query.q,
+            },
+            listOrder(query),
+          ),
         {
           session: true,
           query: OwnImageListQuery,
           response: { 200: ImageListResponse, ...errors(400, 401, 403) },
           detail: {
             tags: ['Images'],
-            summary: 'Your images, for the dashboard (JWT): GET /api/v1/images plus visibility and nsfw filters',
+            summary:
+              'Your images, for the dashboard (JWT): GET /api/v1/images (q, sort, order) plus visibility and nsfw filters',
           },
         },
       )
@@ -206,7 +232,7 @@ export function imagesModule(deps: {
         response: { 200: ImagePatchResponse, ...errors(400, 401, 403, 404) },
         detail: {
           tags: ['Images'],
-          summary: 'Change visibility and/or the NSFW flag of your image (JWT; as PATCH /api/v1/image/:id)',
+          summary: 'Change visibility, NSFW flag, expiry and/or name of your image (JWT; as PATCH /api/v1/image/:id)',
         },
       })
       .delete(

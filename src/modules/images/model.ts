@@ -1,4 +1,5 @@
 import { t } from 'elysia'
+import { FILENAME_MAX } from '../../http/multipart'
 import { Nullable, PageQuery, Timestamp, Visibility } from '../../http/schemas'
 
 /**
@@ -52,7 +53,7 @@ export const IMAGE_SHAPES = {
     'expiresAt',
   ],
   /** PATCH answers */
-  patched: ['id', 'visibility', 'nsfw', 'expiresAt'],
+  patched: ['id', 'visibility', 'nsfw', 'expiresAt', 'filename'],
   /** the owner's list */
   listItem: [
     'id',
@@ -191,6 +192,11 @@ export const ImagePatch = t.Object({
       description: 'New expiry counted from now (seconds or an ISO 8601 duration, as on upload), or null: never expire',
     }),
   ),
+  filename: t.Optional(
+    t.String({
+      description: `New name of the image (titles, alt texts, search): 1 to ${FILENAME_MAX} characters, surrounding spaces dropped`,
+    }),
+  ),
 })
 export const ImagePatchResponse = t.Object({
   success: t.Literal(true),
@@ -198,6 +204,7 @@ export const ImagePatchResponse = t.Object({
   visibility: Visibility,
   nsfw: t.Boolean(),
   expiresAt: ExpiresAt,
+  filename: t.String(),
 })
 
 export const ImageListItem = t.Object({
@@ -218,11 +225,31 @@ export const ImageListResponse = t.Object({
   limit: t.Integer(),
   pages: t.Integer(),
 })
-export const ImageListQuery = PageQuery
+/** The orders of an owner's list: by upload date, stored size or views (each either way). */
+export const IMAGE_SORTS = ['date', 'size', 'views'] as const
 
-/** The dashboard's listing (JWT): the same page parameters, plus optional filters. */
-export const OwnImageListQuery = t.Object({
+/** The owner's list: the page, a name search and the order (GET /api/v1/images and the dashboard's GET /api/images). */
+export const ImageListQuery = t.Object({
   ...PageQuery.properties,
+  q: t.Optional(
+    t.String({ description: `Only images whose filename contains this text (at most ${FILENAME_MAX} characters)` }),
+  ),
+  sort: t.Optional(
+    t.Union(
+      IMAGE_SORTS.map((s) => t.Literal(s)),
+      { description: 'Order by upload date (the default), stored size or views' },
+    ),
+  ),
+  order: t.Optional(
+    t.Union([t.Literal('desc'), t.Literal('asc')], {
+      description: 'desc (the default): newest, largest, most viewed first',
+    }),
+  ),
+})
+
+/** The dashboard's listing (JWT): the same parameters, plus optional filters. */
+export const OwnImageListQuery = t.Object({
+  ...ImageListQuery.properties,
   visibility: t.Optional(Visibility),
   nsfw: t.Optional(
     t.Union([t.Literal('true'), t.Literal('false')], { description: 'true: only NSFW images, false: only the others' }),

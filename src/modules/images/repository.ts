@@ -8,6 +8,7 @@ import { accounts } from '../auth/repository'
 import { profiles } from '../embeds/repository'
 import { imageLinks, type LinkBase } from './links'
 import { liveImage } from './live'
+import type { IMAGE_SORTS } from './model'
 
 /**
  * Every query of the images table (and of the upload windows, which images owns). Other features call these and never
@@ -56,7 +57,16 @@ export function pickImage<F extends object, K extends keyof F>(fields: F, keys: 
 export interface ImageListFilter {
   visibility?: Image['visibility']
   nsfw?: boolean
+  /** Part of the filename, matched anywhere (case-insensitive for ASCII letters, as SQLite's LIKE). */
+  name?: string
 }
+
+/** An order of an owner's list: by upload date, stored size or views, either way. */
+export interface ImageListOrder {
+  by: (typeof IMAGE_SORTS)[number]
+  direction: 'asc' | 'desc'
+}
+const sortColumns = { date: images.createdAt, size: images.size, views: images.views }
 
 // The live image with the id `id` at the time `now`: placeholders bound per call, so lookups are prepared once
 // (building the query per call cost ~60-90 us, most of a /cdn request's budget: bench/README.md).
@@ -204,6 +214,8 @@ const ownedWhere = (userId: number, now: number, filter: ImageListFilter = {}) =
     liveImage(now),
     filter.visibility ? eq(images.visibility, filter.visibility) : undefined,
     filter.nsfw === undefined ? undefined : eq(images.nsfw, filter.nsfw),
+    // The text is a literal: LIKE's wildcards and the escape character in it are escaped.
+    filter.name ? sql`${images.filename} LIKE ${`%${filter.name.replace(/[\\%_]/g, '\\$&')}%`} ESCAPE '\\'` : undefined,
   )
 
 /** How many live images the user owns (narrowed by `filter`). */
@@ -214,22 +226,27 @@ export const countOwned = (db: Db | Tx, userId: number, now: number, filter?: Im
     .where(ownedWhere(userId, now, filter))
     .get()?.n ?? 0
 
-/** One page of the user's live images (narrowed by `filter`), newest first. */
+/** One page of the user's live images (narrowed by `filter`), newest first unless `order` says otherwise. */
 export function ownedPage(
   db: Db,
   userId: number,
   now: number,
   filter: ImageListFilter,
   page: { limit: number; offset: number },
+  order: ImageListOrder = { by: 'date', direction: 'desc' },
 ) {
-  return db
-    .select()
-    .from(images)
-    .where(ownedWhere(userId, now, filter))
-    .orderBy(desc(images.createdAt), desc(sql`rowid`))
-    .limit(page.limit)
-    .offset(page.offset)
-    .all()
+  const direction = order.direction === 'asc' ? asc : desc
+  return (
+    db
+      .select()
+      .from(images)
+      .where(ownedWhere(userId, now, filter))
+      // Ties (same size, same views) keep the upload order, so pages never overlap.
+      .orderBy(direction(sortColumns[order.by]), direction(sql`rowid`))
+      .limit(page.limit)
+      .offset(page.offset)
+      .all()
+  )
 }
 
 const bytesStored = sql<number>`coalesce(sum(${images.size}), 0)`

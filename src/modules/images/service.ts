@@ -2,6 +2,7 @@ import type { Config } from '../../config'
 import type { Db, Tx } from '../../db/client'
 import type { Image, User } from '../../db/schema'
 import { badRequest, notFound } from '../../errors'
+import { FILENAME_MAX } from '../../http/multipart'
 import { pageCount } from '../../http/pagination'
 import { isCrawler } from '../../lib/crawlers'
 import { safeEqual, sha256Hex } from '../../lib/crypto'
@@ -18,6 +19,7 @@ import {
   deleteImage,
   dueToExpire,
   type ImageListFilter,
+  type ImageListOrder,
   imageFields,
   ownedPage,
   pickImage,
@@ -219,13 +221,29 @@ export function createImageService(deps: {
       return pickImage(imageFields(base, image, image.views + (pendingViews.get(image.id) ?? 0)), IMAGE_SHAPES.details)
     },
 
-    /** `expires`: seconds or an ISO 8601 duration from now, or null to never expire. */
-    patch(user: User, id: string, changes: { visibility?: string; nsfw?: boolean; expires?: string | number | null }) {
-      if (changes.visibility === undefined && changes.nsfw === undefined && changes.expires === undefined) {
-        throw badRequest('Supply visibility, nsfw and/or expires')
+    /**
+     * `expires`: seconds or an ISO 8601 duration from now, or null to never expire. `filename`: the name shown for
+     * the image (titles, alt texts, search), within the bound of an uploaded file's name; surrounding spaces dropped.
+     */
+    patch(
+      user: User,
+      id: string,
+      changes: { visibility?: string; nsfw?: boolean; expires?: string | number | null; filename?: string },
+    ) {
+      if (
+        changes.visibility === undefined &&
+        changes.nsfw === undefined &&
+        changes.expires === undefined &&
+        changes.filename === undefined
+      ) {
+        throw badRequest('Supply visibility, nsfw, expires and/or filename')
       }
       if (changes.visibility !== undefined && changes.visibility !== 'public' && changes.visibility !== 'private') {
         throw badRequest('visibility must be "public" or "private"')
+      }
+      const filename = changes.filename?.trim()
+      if (filename !== undefined && (filename.length === 0 || filename.length > FILENAME_MAX)) {
+        throw badRequest(`filename must be 1 to ${FILENAME_MAX} characters`)
       }
       const expiresIn =
         changes.expires === undefined || changes.expires === null
@@ -236,6 +254,7 @@ export function createImageService(deps: {
       if (changes.visibility !== undefined) set.visibility = changes.visibility as Image['visibility']
       if (changes.nsfw !== undefined) set.nsfw = changes.nsfw
       if (expiresIn !== undefined) set.expiresAt = expiryDate(expiresIn, now())
+      if (filename !== undefined) set.filename = filename
       const updated = updateImage(db, image.id, set)
       return { success: true as const, ...pickImage(fields(updated), IMAGE_SHAPES.patched) }
     },
@@ -250,11 +269,22 @@ export function createImageService(deps: {
       await remove(image)
     },
 
-    /** The caller's images, newest first; the dashboard (JWT) may narrow them by visibility and NSFW flag. */
-    list(user: User, page: { page: number; limit: number; offset: number }, filter: ImageListFilter = {}) {
+    /**
+     * The caller's images, newest first unless `order` says otherwise, narrowed by a part of the filename (`filter.name`,
+     * no longer than a filename can be) and, on the dashboard (JWT), by visibility and NSFW flag.
+     */
+    list(
+      user: User,
+      page: { page: number; limit: number; offset: number },
+      filter: ImageListFilter = {},
+      order?: ImageListOrder,
+    ) {
+      if (filter.name !== undefined && filter.name.length > FILENAME_MAX) {
+        throw badRequest(`q must be at most ${FILENAME_MAX} characters`)
+      }
       const at = now()
       const total = countOwned(db, user.id, at, filter)
-      const rows = ownedPage(db, user.id, at, filter, page)
+      const rows = ownedPage(db, user.id, at, filter, page, order)
       return {
         success: true as const,
         images: rows.map((image) =>

@@ -1,4 +1,5 @@
 import type { Config } from '../../config'
+import { FILENAME_MAX } from '../../http/multipart'
 import { html, type SafeHtml } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
 import { DESCRIPTION_MAX, PASSWORD_MAX, TITLE_MAX } from '../albums/model'
@@ -11,6 +12,9 @@ import {
   USERNAME_PATTERN,
 } from '../auth/model'
 import { COLOR, MAX_BULK_EMBED, MAX_EMBED_PROFILES, NAME_MAX, PLACEHOLDERS, TEXT_MAX, URL_MAX } from '../embeds/model'
+import { expiryChoices } from '../images/expiry'
+import type { IMAGE_SORTS } from '../images/model'
+import { LISTED_SHARE_CODES } from './share-codes'
 
 /**
  * The account pages: log in, register, email verification, log out, and the dashboard. They are shells: the JSON API
@@ -138,6 +142,16 @@ export function renderLogout(renderer: PageRenderer, config: Config): Response {
   )
 }
 
+/** The dashboard's orders of the image list: `<sort>-<order>` as GET /api/images takes them. */
+const IMAGE_ORDERS = [
+  ['date-desc', 'Newest first'],
+  ['date-asc', 'Oldest first'],
+  ['size-desc', 'Largest first'],
+  ['size-asc', 'Smallest first'],
+  ['views-desc', 'Most viewed'],
+  ['views-asc', 'Least viewed'],
+] as const satisfies readonly (readonly [`${(typeof IMAGE_SORTS)[number]}-${'asc' | 'desc'}`, string])[]
+
 const tabs = [
   ['images', 'Images'],
   ['albums', 'Albums'],
@@ -199,7 +213,7 @@ const totpCard = html`<section class="card" id="totp" data-totp aria-labelledby=
 
 /** The dashboard: a client-side app over the JSON API (dashboard.js and dashboard-<tab>.js); this is its static markup. */
 export function renderDashboard(renderer: PageRenderer, config: Config): Response {
-  const body = html`<div class="dashboard" id="dashboard" data-site-name="${config.siteName}" data-site-color="${config.siteColor}" data-public-url="${config.publicUrl}" data-max-embeds="${MAX_EMBED_PROFILES}" data-max-bulk="${MAX_BULK_EMBED}" data-placeholders="${PLACEHOLDERS.join(' ')}">
+  const body = html`<div class="dashboard" id="dashboard" data-site-name="${config.siteName}" data-site-color="${config.siteColor}" data-public-url="${config.publicUrl}" data-max-embeds="${MAX_EMBED_PROFILES}" data-max-bulk="${MAX_BULK_EMBED}" data-placeholders="${PLACEHOLDERS.join(' ')}" data-share-codes="${LISTED_SHARE_CODES}">
 <div class="dash-head">
 <h1>Dashboard</h1>
 <p class="muted" id="dash-user">Loading your account…</p>
@@ -215,6 +229,8 @@ ${tabs.map(([id, label]) => html`<a href="#${id}" id="tab-${id}" data-tab="${id}
 <div class="toolbar">
 <label>Visibility <select id="filter-visibility"><option value="">All</option><option value="public">Public</option><option value="private">Private</option></select></label>
 <label>Content <select id="filter-nsfw"><option value="">All</option><option value="false">Safe</option><option value="true">NSFW</option></select></label>
+<label>Search <input type="search" id="filter-name" maxlength="${FILENAME_MAX}" placeholder="File name"></label>
+<label>Sort <select id="sort-images">${IMAGE_ORDERS.map(([value, label]) => html`<option value="${value}">${label}</option>`)}</select></label>
 <label class="check"><input type="checkbox" id="select-all"> Select all on this page</label>
 </div>
 <div class="bulkbar" id="bulkbar" role="group" aria-label="Change the selected images">
@@ -230,6 +246,23 @@ ${tabs.map(([id, label]) => html`<a href="#${id}" id="tab-${id}" data-tab="${id}
 <p class="status" id="images-status" role="status" aria-live="polite"></p>
 <ul class="grid dash-grid" id="image-grid" aria-label="Your images"></ul>
 <nav class="pager" id="image-pager" aria-label="Pages of your images"></nav>
+<dialog class="card image-dialog" id="image-dialog" aria-labelledby="image-dialog-title">
+<h3 id="image-dialog-title"></h3>
+<div class="share" id="image-dialog-codes"></div>
+<form class="form-inline" id="rename-form">
+<label for="rename-input">Name</label>
+<input id="rename-input" name="filename" type="text" required maxlength="${FILENAME_MAX}">
+<button type="submit">Rename</button>
+</form>
+<form class="form-inline" id="expiry-form">
+<label for="expiry-select">Delete after</label>
+<select id="expiry-select" name="expires"><option value="never">Never</option>${expiryChoices(config.expiry.maxSeconds).map((c) => html`<option value="${c.value}">${c.label} from now</option>`)}</select>
+<button type="submit">Set expiry</button>
+<p class="muted small" id="image-dialog-expiry"></p>
+</form>
+<p class="status" id="image-dialog-status" role="status" aria-live="polite"></p>
+<form method="dialog" class="actions"><button class="secondary">Close</button></form>
+</dialog>
 </section>
 
 <section class="panel" id="panel-albums" data-panel="albums" aria-labelledby="albums-title" hidden>

@@ -15,6 +15,13 @@ export const SHARE_CODES = [
 
 export type ShareCode = (typeof SHARE_CODES)[number]
 
+/**
+ * The codes as the page scripts list them (site.js `shareFields`: upload results, dashboard), the direct link first
+ * (what an upload is most often for), as JSON for a data attribute.
+ */
+const LISTED: ShareCode['key'][] = ['direct', 'viewer', 'markdown', 'bbcode', 'html']
+export const LISTED_SHARE_CODES = JSON.stringify(LISTED.map((key) => SHARE_CODES.find((code) => code.key === key)))
+
 const SLOT = /\{(url|viewer|alt)(?::(markdown|html))?\}/g
 const ESCAPES = { markdown: (v: string) => v.replace(/[\\[\]]/g, (c) => `\\${c}`), html: escapeHtml }
 

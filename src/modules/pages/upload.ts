@@ -3,7 +3,8 @@ import { FORMATS } from '../../media/formats'
 import { html } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
 import { humanSize } from '../embeds/service'
-import { SHARE_CODES, type ShareCode } from './share-codes'
+import { expiryChoices } from '../images/expiry'
+import { LISTED_SHARE_CODES } from './share-codes'
 
 /** Other spellings of an extension, which the file picker offers too. */
 const OTHER_SPELLINGS: Record<string, string> = { jpg: 'jpeg', tiff: 'tif', heic: 'heif' }
@@ -18,9 +19,6 @@ const ACCEPT = [
   ...PICKER_EXTENSIONS.map((e) => `.${e}`),
 ].join(',')
 const FORMAT_NAMES = 'JPG, PNG, GIF, WebP, SVG, BMP, ICO, TIFF, AVIF, HEIC'
-/** The result links' share codes, the direct link first (what an upload is most often for). */
-const SHARE_ORDER: ShareCode['key'][] = ['direct', 'viewer', 'markdown', 'bbcode', 'html']
-const UPLOAD_SHARE_CODES = JSON.stringify(SHARE_ORDER.map((key) => SHARE_CODES.find((code) => code.key === key)))
 
 /**
  * Files larger than this go through tus (/api/tus) in 5 MiB chunks instead of one multipart POST: a proxy's body limit
@@ -43,6 +41,7 @@ const windowText = (seconds: number) =>
  */
 export function renderUploadPage(renderer: PageRenderer, config: Config): Response {
   const anon = config.limits.anonymous
+  const anonExpiry = config.expiry.anonDefaultSeconds
   const anonText = `Up to ${anon.maxFiles} file${anon.maxFiles === 1 ? '' : 's'} at a time, ${humanSize(anon.maxFileSize)} each, ${anon.uploads} upload${anon.uploads === 1 ? '' : 's'} per ${windowText(anon.windowSeconds)}.`
 
   const body = html`<section class="upload" id="upload"
@@ -50,7 +49,7 @@ export function renderUploadPage(renderer: PageRenderer, config: Config): Respon
  data-mimes="${Object.values(FORMATS)
    .map((f) => f.mime)
    .join(' ')}" data-extensions="${PICKER_EXTENSIONS.join(' ')}"
- data-format-names="${FORMAT_NAMES}" data-share-codes="${UPLOAD_SHARE_CODES}">
+ data-format-names="${FORMAT_NAMES}" data-share-codes="${LISTED_SHARE_CODES}">
 <h1>Upload images</h1>
 <div class="dropzone" id="dropzone">
 <p class="drop-title"><strong>Drop images here</strong>, paste them (Ctrl+V), or</p>
@@ -65,6 +64,10 @@ export function renderUploadPage(renderer: PageRenderer, config: Config): Respon
 <label><input type="radio" name="visibility" value="private"> Private <span class="muted small">(link only, not in the gallery)</span></label>
 </div>
 <label class="option"><input type="checkbox" id="nsfw" name="nsfw" value="true"> Mature content (NSFW)</label>
+<div class="option">
+<label for="expires-select">Delete after</label>
+<select id="expires-select" name="expires"><option value="">${anonExpiry ? `Never (anonymous: ${windowText(anonExpiry)})` : 'Never'}</option>${expiryChoices(config.expiry.maxSeconds).map((c) => html`<option value="${c.value}">${c.label}</option>`)}</select>
+</div>
 <div class="option" id="album-option" hidden>
 <label for="album-select">Album</label>
 <select id="album-select" name="album"><option value="">No album</option></select>

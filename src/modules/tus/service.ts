@@ -17,7 +17,7 @@ import {
 } from '../../errors'
 import { ipKey } from '../../http/client-ip'
 import { INTERNAL_ERROR, knownAnswer } from '../../http/errors'
-import type { ReceivedFile } from '../../http/multipart'
+import { FILENAME_MAX, type ReceivedFile } from '../../http/multipart'
 import { rateLimitHeaders } from '../../http/rate-limit'
 import { randomAlphanumeric } from '../../lib/crypto'
 import { DAY_MS, HOUR_MS } from '../../lib/time'
@@ -106,7 +106,7 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
     const fields = parseUploadMetadata(row.metadata)
     const file: ReceivedFile = {
       path: pathOf(row.id),
-      filename: (fields.filename || fields.name || 'image').slice(0, 255),
+      filename: (fields.filename || fields.name || 'image').slice(0, FILENAME_MAX),
       size: row.length,
       sha256: await hashFile(pathOf(row.id)),
     }

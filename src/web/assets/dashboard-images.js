@@ -1,11 +1,12 @@
-// The dashboard's Images tab: the owner's images, filters, selection and bulk actions.
+// The dashboard's Images tab: the owner's images, search, filters, order, selection and bulk actions; each tile copies
+// its direct link and opens a dialog with all its share codes, rename and expiry.
 // Loaded after dashboard.js, whose shared part it uses.
 ;(() => {
   'use strict'
   const d = window.imghost?.dashboard
   if (!d) return
-  const { el } = window.imghost
-  const { $, config, state, call, eachLimited, plural, say } = d
+  const { el, size, shareFields } = window.imghost
+  const { $, config, state, call, eachLimited, dateText, plural, say } = d
 
   const grid = $('image-grid')
   const PAGE_SIZE = 24
@@ -15,6 +16,10 @@
     const query = new URLSearchParams({ page: String(img.page), limit: String(PAGE_SIZE) })
     if (img.filter.visibility) query.set('visibility', img.filter.visibility)
     if (img.filter.nsfw) query.set('nsfw', img.filter.nsfw)
+    if (img.filter.q) query.set('q', img.filter.q)
+    const [sort, order] = img.order.split('-')
+    query.set('sort', sort)
+    query.set('order', order)
     grid.setAttribute('aria-busy', 'true')
     const res = await call(`/api/images?${query}`)
     grid.removeAttribute('aria-busy')
@@ -45,7 +50,21 @@
         const tags = el('p', { class: 'tags' })
         if (image.visibility === 'private') tags.append(el('span', { class: 'tag' }, 'Private'))
         if (image.nsfw) tags.append(el('span', { class: 'tag danger' }, 'NSFW'))
-        tags.append(el('span', { class: 'muted' }, plural(image.views, 'view')))
+        tags.append(
+          el('span', { class: 'muted' }, `${plural(image.views, 'view')} · ${size(image.size)}`),
+          el('span', { class: 'muted' }, dateText(image.created_at)),
+        )
+        const more = el(
+          'button',
+          {
+            type: 'button',
+            class: 'secondary small',
+            'aria-haspopup': 'dialog',
+            'aria-label': `Links & edit: ${image.filename}`,
+          },
+          'Links & edit',
+        )
+        more.addEventListener('click', () => openDialog(image))
         return el(
           'li',
           { class: 'tile dash-tile', 'data-id': image.id },
@@ -58,10 +77,25 @@
           ),
           el('p', { class: 'tile-meta' }, el('span', { class: 'name', title: image.filename }, image.filename)),
           tags,
+          el(
+            'p',
+            { class: 'tile-actions' },
+            el(
+              'button',
+              {
+                type: 'button',
+                class: 'secondary small',
+                'data-copy-text': image.url,
+                'aria-label': `Copy link: ${image.filename}`,
+              },
+              'Copy link',
+            ),
+            more,
+          ),
         )
       }),
     )
-    const filtered = img.filter.visibility || img.filter.nsfw
+    const filtered = img.filter.visibility || img.filter.nsfw || img.filter.q
     if (!img.items.length) {
       grid.append(
         el(
@@ -117,6 +151,61 @@
       loadImages()
     })
   }
+
+  // Search as the owner types (after a pause), and the order.
+  let typing = null
+  $('filter-name').addEventListener('input', (event) => {
+    clearTimeout(typing)
+    typing = setTimeout(() => {
+      state.images.filter.q = event.target.value.trim()
+      state.images.page = 1
+      loadImages()
+    }, 300)
+  })
+  $('sort-images').addEventListener('change', (event) => {
+    state.images.order = event.target.value
+    state.images.page = 1
+    loadImages()
+  })
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // One image's dialog: its share codes (as on the upload page), rename, expiry.
+
+  const dialog = $('image-dialog')
+  let current = null
+  function showImage() {
+    $('image-dialog-title').textContent = current.filename
+    $('image-dialog-codes').replaceChildren(...shareFields(config.shareCodes, current, 'image-code'))
+    $('image-dialog-expiry').textContent = current.expiresAt
+      ? `Deleted on ${new Date(current.expiresAt).toLocaleString()}.`
+      : 'Kept until you delete it.'
+  }
+  function openDialog(image) {
+    current = { ...image }
+    showImage()
+    $('rename-input').value = image.filename
+    $('expiry-select').value = 'never'
+    say('image-dialog-status', '')
+    dialog.showModal()
+  }
+  /** PATCHes the dialog's image; on success shows the change there and in the grid. */
+  async function change(body, done) {
+    const res = await call(`/api/images/${current.id}`, { method: 'PATCH', body })
+    if (!res.ok) return say('image-dialog-status', res.data.error, true)
+    Object.assign(current, { filename: res.data.filename, expiresAt: res.data.expiresAt })
+    showImage()
+    say('image-dialog-status', done)
+    loadImages()
+  }
+  $('rename-form').addEventListener('submit', (event) => {
+    event.preventDefault()
+    change({ filename: $('rename-input').value }, 'Renamed.')
+  })
+  $('expiry-form').addEventListener('submit', (event) => {
+    event.preventDefault()
+    const value = $('expiry-select').value
+    change({ expires: value === 'never' ? null : value }, value === 'never' ? 'It never expires now.' : 'Expiry set.')
+  })
 
   const BULK_PATCH = {
     public: { visibility: 'public' },

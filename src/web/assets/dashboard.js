@@ -20,12 +20,13 @@
     maxEmbeds: Number(root.dataset.maxEmbeds),
     maxBulk: Number(root.dataset.maxBulk),
     placeholders: root.dataset.placeholders.split(' '),
+    shareCodes: JSON.parse(root.dataset.shareCodes),
   }
   const state = {
     user: null,
     albums: [],
     profiles: [],
-    images: { page: 1, pages: 0, items: [], filter: { visibility: '', nsfw: '' } },
+    images: { page: 1, pages: 0, items: [], filter: { visibility: '', nsfw: '', q: '' }, order: 'date-desc' },
     selected: new Set(),
   }
 
@@ -100,7 +101,9 @@
     $('dash-user').replaceChildren(
       'Logged in as ',
       el('a', { href: `/u/${encodeURIComponent(u.username)}` }, u.username),
-      ` · ${u.email}${u.role === 'admin' ? ' · admin' : ''} · `,
+      ` · ${u.email} · `,
+      // An admin's way to the reports queue.
+      ...(u.role === 'admin' ? ['admin (', el('a', { href: '/admin/reports' }, 'abuse reports'), ') · '] : []),
       el('a', { href: '/logout' }, 'Log out'),
     )
     const banner = $('dash-banner')

@@ -95,7 +95,42 @@ window.imghost = (() => {
     return node
   }
 
-  return { token, setToken, api, size, duration, el }
+  /**
+   * An image's share codes as labelled read-only fields with Copy buttons (ids `<prefix>-<key>`), filled from the
+   * templates the server hands over (src/modules/pages/share-codes.ts): the upload page's results and the dashboard.
+   */
+  const ESCAPES = {
+    markdown: (v) => v.replace(/[\\[\]]/g, (c) => `\\${c}`),
+    html: (v) =>
+      v.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]),
+  }
+  function shareFields(codes, image, prefix) {
+    const values = { url: image.url, viewer: image.viewer, alt: image.filename || image.id }
+    // One pass, so a name that looks like a slot (a file "{url}.png") is never expanded again.
+    const fill = (template) =>
+      template.replace(/\{(url|viewer|alt)(?::(markdown|html))?\}/g, (_, slot, how) =>
+        how ? ESCAPES[how](values[slot]) : values[slot],
+      )
+    return codes.map(({ key, label, template }) =>
+      el(
+        'div',
+        { class: 'field' },
+        el('label', { for: `${prefix}-${key}` }, label),
+        el(
+          'div',
+          { class: 'copy-row' },
+          el('input', { id: `${prefix}-${key}`, type: 'text', readonly: true, value: fill(template) }),
+          el(
+            'button',
+            { type: 'button', class: 'secondary', 'data-copy': `${prefix}-${key}`, 'aria-label': `Copy ${label}` },
+            'Copy',
+          ),
+        ),
+      ),
+    )
+  }
+
+  return { token, setToken, api, size, duration, el, shareFields }
 })()
 
 ;(() => {
@@ -114,6 +149,36 @@ window.imghost = (() => {
   updateNav()
   window.addEventListener('storage', updateNav)
 
+  // The light/dark toggle: the choice is kept per browser (theme.js, loaded first, applies it before the first
+  // paint); without one the system's scheme applies. The button is pressed while dark is in effect. It is in the
+  // markup from the start (revealing it here would shift the header, a layout shift on every page).
+  const THEME_KEY = 'imghost.theme'
+  const toggle = document.getElementById('theme-toggle')
+  if (toggle) {
+    const root = document.documentElement
+    const systemDark = matchMedia('(prefers-color-scheme: dark)')
+    const isDark = () => (root.dataset.theme ? root.dataset.theme === 'dark' : systemDark.matches)
+    const show = () => toggle.setAttribute('aria-pressed', String(isDark()))
+    toggle.addEventListener('click', () => {
+      root.dataset.theme = isDark() ? 'light' : 'dark'
+      try {
+        localStorage.setItem(THEME_KEY, root.dataset.theme)
+      } catch {
+        // Storage disabled: the choice lasts as long as the page.
+      }
+      show()
+    })
+    systemDark.addEventListener('change', show)
+    // A choice made in another tab applies here too.
+    window.addEventListener('storage', (event) => {
+      if (event.key !== THEME_KEY) return
+      if (event.newValue === 'light' || event.newValue === 'dark') root.dataset.theme = event.newValue
+      else delete root.dataset.theme
+      show()
+    })
+    show()
+  }
+
   async function copyText(text) {
     try {
       await navigator.clipboard.writeText(text)
@@ -123,14 +188,15 @@ window.imghost = (() => {
     }
   }
 
-  // <button data-copy="input-id">: copies that input's value.
+  // <button data-copy="input-id">: copies that input's value; <button data-copy-text="...">: copies that text.
   document.addEventListener('click', async (event) => {
-    const button = event.target instanceof Element ? event.target.closest('[data-copy]') : null
+    const button = event.target instanceof Element ? event.target.closest('[data-copy], [data-copy-text]') : null
     if (!button) return
-    const input = document.getElementById(button.getAttribute('data-copy'))
-    if (!input) return
-    let ok = await copyText(input.value)
-    if (!ok) {
+    const input = button.hasAttribute('data-copy') ? document.getElementById(button.getAttribute('data-copy')) : null
+    const text = input ? input.value : button.getAttribute('data-copy-text')
+    if (text === null) return
+    let ok = await copyText(text)
+    if (!ok && input) {
       input.select()
       ok = document.execCommand('copy')
     }

@@ -6,7 +6,7 @@
   'use strict'
   const root = document.getElementById('upload')
   if (!root || !window.imghost) return
-  const { api, token, setToken, size, duration, el } = window.imghost
+  const { api, token, setToken, size, duration, el, shareFields } = window.imghost
 
   const $ = (id) => document.getElementById(id)
   const input = $('file-input')
@@ -27,22 +27,6 @@
   const SHARE_CODES = JSON.parse(root.dataset.shareCodes)
   const CONCURRENCY = 3
   const tusThreshold = Number(root.dataset.tusThreshold)
-
-  /** An image's share codes, filled from the templates the server hands over (src/modules/pages/share-codes.ts). */
-  const ESCAPES = {
-    markdown: (v) => v.replace(/[\\[\]]/g, (c) => `\\${c}`),
-    html: (v) =>
-      v.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]),
-  }
-  function shareCodes(image) {
-    const values = { url: image.url, viewer: image.viewer, alt: image.filename || image.id }
-    // One pass, so a name that looks like a slot (a file "{url}.png") is never expanded again.
-    const fill = (template) =>
-      template.replace(/\{(url|viewer|alt)(?::(markdown|html))?\}/g, (_, slot, how) =>
-        how ? ESCAPES[how](values[slot]) : values[slot],
-      )
-    return SHARE_CODES.map(({ key, label, template }) => ({ key, label, value: fill(template) }))
-  }
 
   let limits = { maxFiles: Number(root.dataset.maxFiles), maxSize: Number(root.dataset.maxSize) }
   let session = null // the account usage object when logged in
@@ -266,28 +250,7 @@
         ),
       )
 
-    const fields = shareCodes(image).map((code) =>
-      el(
-        'div',
-        { class: 'field' },
-        el('label', { for: `${prefix}-${code.key}` }, code.label),
-        el(
-          'div',
-          { class: 'copy-row' },
-          el('input', { id: `${prefix}-${code.key}`, type: 'text', readonly: true, value: code.value }),
-          el(
-            'button',
-            {
-              type: 'button',
-              class: 'secondary',
-              'data-copy': `${prefix}-${code.key}`,
-              'aria-label': `Copy ${code.label}`,
-            },
-            'Copy',
-          ),
-        ),
-      ),
-    )
+    const fields = shareFields(SHARE_CODES, image, prefix)
     const actions = el('p', { class: 'result-actions' }, el('a', { href: image.viewer }, 'Open the viewer page'))
     if (image.deleteToken || session) {
       const del = el('button', { type: 'button', class: 'link danger' }, 'Delete this image')
@@ -329,6 +292,7 @@
       visibility: visibility ? visibility.value : 'public',
       nsfw: nsfwBox.checked,
       album: session ? albumSelect.value : '',
+      expires: $('expires-select').value,
     }
   }
 
@@ -364,6 +328,7 @@
       form.append('visibility', opts.visibility)
       if (opts.nsfw) form.append('nsfw', 'true')
       if (opts.album) form.append('album', opts.album)
+      if (opts.expires) form.append('expires', opts.expires)
       form.append('file', entry.file, entry.file.name || 'pasted.png')
       xhr.send(form)
     })
@@ -378,7 +343,12 @@
     try {
       const data = await window.tusUpload(entry.file, {
         headers: jwt ? { Authorization: `Bearer ${jwt}` } : {},
-        metadata: { visibility: opts.visibility, nsfw: opts.nsfw ? 'true' : '', album: opts.album },
+        metadata: {
+          visibility: opts.visibility,
+          nsfw: opts.nsfw ? 'true' : '',
+          album: opts.album,
+          expires: opts.expires,
+        },
         onProgress: (sent, total) => showProgress(entry, sent, total),
       })
       return { ok: true, status: 200, data, retryAfter: null }
