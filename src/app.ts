@@ -2,7 +2,7 @@ import { join } from 'node:path'
 import { Elysia } from 'elysia'
 import type { Config } from './config'
 import type { Db } from './db/client'
-import { authGuard } from './http/auth'
+import { authGuard, sessionTokens } from './http/auth'
 import { bodyLimit } from './http/body-limit'
 import { errorModel } from './http/errors'
 import { createMetrics, requestLog } from './http/observability'
@@ -69,8 +69,14 @@ export function createApp(deps: AppDeps) {
   const { config, db, storage, now } = deps
   const metrics = createMetrics()
   const classifier = metrics.instrument(deps.classifier)
-  const auth = createAuthService(db, deps.mailer, config.limits.guesses, now)
-  const guard = authGuard(auth, { secret: deps.jwtSecret, trustProxy: config.trustProxy })
+  const tokens = sessionTokens(deps.jwtSecret)
+  const auth = createAuthService(
+    db,
+    deps.mailer,
+    { guesses: config.limits.guesses, registration: config.registration, tokens },
+    now,
+  )
+  const guard = authGuard(auth, tokens, { trustProxy: config.trustProxy })
   // Image events (upload, delete) reach the webhooks through this one hook.
   const webhooks = createWebhookService({ db, config, options: deps.webhookOptions })
   const variants = createVariantService({
@@ -128,7 +134,7 @@ export function createApp(deps: AppDeps) {
   const services = {
     reports,
     auth,
-    admin: createAdminService({ db, images }),
+    admin: createAdminService({ db, images, auth, publicUrl: config.publicUrl, now }),
     images,
     pipeline,
     gallery,

@@ -1,8 +1,18 @@
-import { and, count, desc, eq, isNull, type SQL, sql } from 'drizzle-orm'
+import { and, count, desc, eq, gt, isNull, lt, ne, or, type SQL, sql } from 'drizzle-orm'
 import type { Db, Tx } from '../../db/client'
-import { type ApiKey, apiKeys, type User, users, verificationTokens } from '../../db/schema'
+import {
+  type ApiKey,
+  apiKeys,
+  type Invite,
+  invites,
+  type Session,
+  sessions,
+  type User,
+  users,
+  verificationTokens,
+} from '../../db/schema'
 
-/** Every query of the users, api_keys and verification_tokens tables. */
+/** Every query of the users, api_keys, verification_tokens, sessions and invites tables. */
 
 /**
  * What other features' queries join of an account (an image's or a report's owner: name and ban, by id); they read
@@ -28,6 +38,10 @@ export const findUserByLogin = (db: Db | Tx, login: string): User | undefined =>
     .from(users)
     .where(sql`lower(${users.username}) = lower(${login}) OR lower(${users.email}) = lower(${login})`)
     .get()
+
+/** The account with this email, in any case. */
+export const findUserByEmail = (db: Db | Tx, email: string): User | undefined =>
+  db.select().from(users).where(sql`lower(${users.email}) = lower(${email})`).get()
 
 /** The account, if any, that already has this username or this email (in any case). */
 export const findTaken = (db: Db | Tx, username: string, email: string) =>
@@ -82,15 +96,13 @@ export const findKeyOwner = (db: Db, secretHash: string) =>
     .where(eq(apiKeys.secretHash, secretHash))
     .get()
 
-/** Writes the keys' last-use times in one transaction. */
-export function writeKeyUses(db: Db, batch: [id: number, at: number][]) {
-  db.transaction((tx) => {
-    for (const [id, at] of batch)
-      tx.update(apiKeys)
-        .set({ lastUsedAt: new Date(at) })
-        .where(eq(apiKeys.id, id))
-        .run()
-  })
+/** Writes the keys' last-use times (in the caller's transaction). */
+export function writeKeyUses(tx: Tx, batch: [id: number, at: number][]) {
+  for (const [id, at] of batch)
+    tx.update(apiKeys)
+      .set({ lastUsedAt: new Date(at) })
+      .where(eq(apiKeys.id, id))
+      .run()
 }
 
 /** The user's API keys, newest first. */
@@ -111,8 +123,15 @@ export const deleteKey = (db: Db, id: number, userId: number): boolean =>
 export const insertVerification = (db: Db, values: typeof verificationTokens.$inferInsert) =>
   db.insert(verificationTokens).values(values).run()
 
-export const findVerification = (db: Db, tokenHash: string) =>
-  db.select().from(verificationTokens).where(eq(verificationTokens.tokenHash, tokenHash)).get()
+type Purpose = (typeof verificationTokens.$inferSelect)['purpose']
+
+/** An emailed token of this purpose (a reset token does not verify an address, nor the reverse). */
+export const findVerification = (db: Db, tokenHash: string, purpose: Purpose) =>
+  db
+    .select()
+    .from(verificationTokens)
+    .where(and(eq(verificationTokens.tokenHash, tokenHash), eq(verificationTokens.purpose, purpose)))
+    .get()
 
 /**
  * Claims an unused token with a conditional update, which makes it single-use even under concurrent requests;
@@ -125,3 +144,91 @@ export const claimVerification = (tx: Tx, tokenHash: string, usedAt: Date) =>
     .where(and(eq(verificationTokens.tokenHash, tokenHash), isNull(verificationTokens.usedAt)))
     .returning({ userId: verificationTokens.userId })
     .get()
+
+/** Removes emailed tokens past their expiry. */
+export const deleteExpiredVerifications = (db: Db, now: Date) =>
+  db.delete(verificationTokens).where(lt(verificationTokens.expiresAt, now)).run()
+
+export const insertSession = (db: Db | Tx, values: typeof sessions.$inferInsert) =>
+  db.insert(sessions).values(values).run()
+
+/** The account behind a live session: one lookup by primary keys, as cheap as reading the account alone. */
+export const findSessionUser = (db: Db, userId: number, sessionId: string): User | undefined =>
+  db
+    .select({ user: users })
+    .from(sessions)
+    .innerJoin(users, eq(users.id, sessions.userId))
+    .where(and(eq(sessions.id, sessionId), eq(sessions.userId, userId)))
+    .get()?.user
+
+/** The user's sessions not yet expired, most recently started first. */
+export const sessionsOf = (db: Db, userId: number, now: Date): Session[] =>
+  db
+    .select()
+    .from(sessions)
+    .where(and(eq(sessions.userId, userId), gt(sessions.expiresAt, now)))
+    .orderBy(desc(sessions.createdAt))
+    .all()
+
+/** Ends one of the user's sessions; returns whether there was one. */
+export const deleteSession = (db: Db | Tx, id: string, userId: number): boolean =>
+  db
+    .delete(sessions)
+    .where(and(eq(sessions.id, id), eq(sessions.userId, userId)))
+    .returning({ id: sessions.id })
+    .get() !== undefined
+
+/** Ends every session of the user, but `keep` when given. */
+export const deleteSessionsOf = (db: Db | Tx, userId: number, keep?: string) =>
+  db
+    .delete(sessions)
+    .where(and(eq(sessions.userId, userId), keep === undefined ? undefined : ne(sessions.id, keep)))
+    .run()
+
+/** Removes sessions whose JWT has expired. */
+export const deleteExpiredSessions = (db: Db, now: Date) => db.delete(sessions).where(lt(sessions.expiresAt, now)).run()
+
+/** Writes the sessions' last-use times in one transaction (sessions ended meanwhile are simply not found). */
+export function writeSessionUses(tx: Tx, batch: [id: string, at: number][]) {
+  for (const [id, at] of batch)
+    tx.update(sessions)
+      .set({ lastUsedAt: new Date(at) })
+      .where(eq(sessions.id, id))
+      .run()
+}
+
+export const insertInvite = (db: Db, values: typeof invites.$inferInsert): Invite =>
+  db.insert(invites).values(values).returning().get()
+
+/** Every invite, newest first. */
+export const allInvites = (db: Db): Invite[] => db.select().from(invites).orderBy(desc(invites.id)).all()
+
+/** Deletes the invite with this id or this code; returns whether there was one. */
+export const deleteInvite = (db: Db, idOrCode: string): boolean =>
+  db
+    .delete(invites)
+    .where(
+      /^\d+$/.test(idOrCode)
+        ? or(eq(invites.id, Number(idOrCode)), eq(invites.code, idOrCode))
+        : eq(invites.code, idOrCode),
+    )
+    .returning({ id: invites.id })
+    .get() !== undefined
+
+/**
+ * Takes one use of a live invite with a conditional update, so that parallel registrations cannot use it more often
+ * than it allows; returns whether it was taken.
+ */
+export const claimInvite = (tx: Tx, code: string, now: Date): boolean =>
+  tx
+    .update(invites)
+    .set({ used: sql`${invites.used} + 1` })
+    .where(
+      and(
+        eq(invites.code, code),
+        lt(invites.used, invites.maxUses),
+        or(isNull(invites.expiresAt), gt(invites.expiresAt, now)),
+      ),
+    )
+    .returning({ id: invites.id })
+    .get() !== undefined
