@@ -6,7 +6,7 @@ import { ipKey } from '../../http/client-ip'
 import { pageCount } from '../../http/pagination'
 import { HOUR_MS, iso } from '../../lib/time'
 import { originalKey, type Storage } from '../../storage'
-import { setUserFields } from '../auth/repository'
+import { deleteSessionsOf, setUserFields } from '../auth/repository'
 import { checkWindow, consumeWindow, type WindowRule } from '../images/limits'
 import { IMAGE_SHAPES } from '../images/model'
 import { anyImage, pickImage } from '../images/repository'
@@ -158,7 +158,11 @@ export function createReportService(deps: {
       const apply = (tx: Tx) => {
         blockHashes(tx, [...hashes], report)
         reportsActioned = actionReports(tx, report, admin.id)
-        if (banOwner) setUserFields(tx, ownerId!, { banned: true })
+        if (banOwner) {
+          setUserFields(tx, ownerId!, { banned: true })
+          // A ban ends every session of the account, as in PATCH /api/admin/users/:id.
+          deleteSessionsOf(tx, ownerId!)
+        }
       }
       if (image) await imageService.remove(image, apply)
       else db.transaction(apply)
