@@ -246,7 +246,9 @@ describe('PATCH /api/admin/users/:id', () => {
     expect((await patchUser(user.user.id, { banned: false })).status).toBe(200)
     const again = await login(user.user.username, user.password)
     expect(again.status).toBe(200)
-    expect((await t.json('/api/auth/me', { headers: { authorization: `Bearer ${again.body.token}` } })).status).toBe(200)
+    expect((await t.json('/api/auth/me', { headers: { authorization: `Bearer ${again.body.token}` } })).status).toBe(
+      200,
+    )
     expectError(await t.json('/api/auth/me', { headers: user.bearer }), 401)
     expect((await t.json('/api/v1/me', { headers: user.keyHeader })).status).toBe(200)
   })
