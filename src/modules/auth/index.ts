@@ -1,6 +1,6 @@
-import { Elysia, t } from 'elysia'
+import { Elysia } from 'elysia'
 import type { authGuard } from '../../http/auth'
-import { errors } from '../../http/errors'
+import { errorResponses, errors } from '../../http/errors'
 import {
   AccountBody,
   ForgotBody,
@@ -75,8 +75,14 @@ export function authModule(auth: AuthService, guard: ReturnType<typeof authGuard
           },
           {
             session: true,
-            response: { 204: t.Void({ description: 'Logged out: this token no longer works' }), ...errors(401, 403) },
-            detail: { summary: 'End the session of this token' },
+            // A 204 has no body for a `response` schema: its answers are described here instead.
+            detail: {
+              summary: 'End the session of this token',
+              responses: {
+                '204': { description: 'Logged out: this token no longer works' },
+                ...errorResponses(401, 403),
+              } as never,
+            },
           },
         )
         .post(
