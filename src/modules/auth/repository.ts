@@ -152,14 +152,32 @@ export const deleteExpiredVerifications = (db: Db, now: Date) =>
 export const insertSession = (db: Db | Tx, values: typeof sessions.$inferInsert) =>
   db.insert(sessions).values(values).run()
 
-/** The account behind a live session: one lookup by primary keys, as cheap as reading the account alone. */
-export const findSessionUser = (db: Db, userId: number, sessionId: string): User | undefined =>
+/** Whether the user has this session (not yet ended). */
+export const hasSession = (db: Db, userId: number, sessionId: string): boolean =>
   db
-    .select({ user: users })
+    .select({ id: sessions.id })
     .from(sessions)
-    .innerJoin(users, eq(users.id, sessions.userId))
     .where(and(eq(sessions.id, sessionId), eq(sessions.userId, userId)))
-    .get()?.user
+    .get() !== undefined
+
+/**
+ * Calls `listener` whenever a sessions row is deleted through this connection, by any code path (SQLite's update hook,
+ * chained after any hook already set), synchronously inside the statement.
+ */
+export function onSessionDeleted(db: Db, listener: () => void) {
+  const client = db.$client
+  const previous = client.onDelete
+  client.onDelete = function (connection, table, rowid, schema) {
+    previous?.call(this, connection, table, rowid, schema)
+    if (table === 'sessions') listener()
+  }
+}
+
+/** A reader of SQLite's `data_version`: it changes when another connection (another process: the CLI) commits. */
+export function dataVersion(db: Db): () => number {
+  const statement = db.$client.prepare<{ data_version: number }, []>('PRAGMA data_version')
+  return () => statement.get()!.data_version
+}
 
 /** The user's sessions not yet expired, most recently started first. */
 export const sessionsOf = (db: Db, userId: number, now: Date): Session[] =>

@@ -12,23 +12,25 @@ import { PASSWORD_LENGTH, USERNAME_LENGTH, USERNAME_PATTERN } from './model'
 import {
   claimInvite,
   claimVerification,
+  dataVersion,
   deleteExpiredSessions,
   deleteExpiredVerifications,
   deleteKey,
   deleteSession,
   deleteSessionsOf,
   findKeyOwner,
-  findSessionUser,
   findTaken,
   findUserByEmail,
   findUserById,
   findUserByLogin,
   findVerification,
+  hasSession,
   insertKey,
   insertSession,
   insertUser,
   insertVerification,
   keysOf,
+  onSessionDeleted,
   sessionsOf,
   setUserFields,
   updateUser,
@@ -40,6 +42,8 @@ const VERIFICATION_TTL_MS = 2 * DAY_MS
 const RESET_TTL_MS = HOUR_MS
 /** What a session keeps of the browser's User-Agent header: enough to tell devices apart. */
 const USER_AGENT_MAX = 256
+/** Live sessions remembered at most (an entry is a few dozen bytes); past it the memory starts over. */
+const LIVE_SESSIONS_MAX = 100_000
 const KEY_PREFIX = 'ihk_'
 const KEY_RANDOM_LENGTH = 40
 const USERNAME = new RegExp(`^${USERNAME_PATTERN}$`)
@@ -136,6 +140,27 @@ export function createAuthService(db: Db, mailer: Mailer, opts: AuthOptions, now
   const keyUses = new Map<number, number>()
   // Session uses (session id -> time of the last use), buffered the same way.
   const sessionUses = new Map<string, number>()
+
+  // Sessions known to be live (session id -> user id), so a request needs no session lookup; the account is still read
+  // on every request, so a ban or a deleted account applies at once. Every DELETE of a sessions row through this
+  // connection (logout, ending one, password change or reset, ban, sweep, cascade) empties it, inside the statement;
+  // a commit by another process (the CLI's `ban`) changes `data_version`, which empties it too.
+  const liveSessions = new Map<string, number>()
+  onSessionDeleted(db, () => liveSessions.clear())
+  const readDataVersion = dataVersion(db)
+  let seenDataVersion = readDataVersion()
+
+  function checkSession(userId: number, sessionId: string) {
+    const version = readDataVersion()
+    if (version !== seenDataVersion) {
+      liveSessions.clear()
+      seenDataVersion = version
+    }
+    if (liveSessions.get(sessionId) === userId) return
+    if (!hasSession(db, userId, sessionId)) throw unauthorized('Invalid or expired token')
+    if (liveSessions.size >= LIVE_SESSIONS_MAX) liveSessions.clear()
+    liveSessions.set(sessionId, userId)
+  }
 
   function assertActive(user: User) {
     if (user.banned) throw forbidden('This account is banned')
@@ -342,7 +367,8 @@ export function createAuthService(db: Db, mailer: Mailer, opts: AuthOptions, now
      * account 403. Notes the session's use (lastUsedAt, written by flushUses).
      */
     sessionUser(userId: number, sessionId: string) {
-      const user = findSessionUser(db, userId, sessionId)
+      checkSession(userId, sessionId)
+      const user = findById(userId)
       if (!user) throw unauthorized('Invalid or expired token')
       assertActive(user)
       sessionUses.set(sessionId, Date.now())
