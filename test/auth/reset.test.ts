@@ -105,6 +105,8 @@ describe('POST /api/auth/reset', () => {
   test('sets the password, ends every session; the token works once', async () => {
     const account = await registerUser(t)
     const second = (await login(account.user.username, account.password)).body.token
+    expect((await me(second)).status).toBe(200)
+    expect((await me(account.token)).status).toBe(200)
     await forgot(account.user.email)
     const token = lastReset(account.user.email)!
     const res = await reset(token, 'a whole new password')

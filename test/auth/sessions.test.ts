@@ -122,6 +122,8 @@ describe('GET and DELETE /api/account/sessions', () => {
     const account = await registerUser(t)
     const laptop = await login(account.user.username, account.password)
     const stranger = await registerUser(t)
+    // Used once first: a session the server has seen live must still end.
+    expect((await me(laptop)).status).toBe(200)
 
     expectError(await endSession(account.token, claimsOf(stranger.token).sid), 404)
     expect((await me(stranger.token)).status).toBe(200)
@@ -175,6 +177,7 @@ describe('PUT /api/account/password', () => {
   test('changes the password and ends every other session; the current one stays', async () => {
     const account = await registerUser(t)
     const other = await login(account.user.username, account.password)
+    expect((await me(other)).status).toBe(200)
     const res = await changePassword(account.token, {
       currentPassword: account.password,
       newPassword: 'a brand new secret',
@@ -244,6 +247,8 @@ describe('bans and deleted accounts', () => {
     makeAdmin(t, admin.user.id)
     const account = await registerUser(t)
     const other = await login(account.user.username, account.password)
+    expect((await me(other)).status).toBe(200)
+    expect((await me(account.token)).status).toBe(200)
     const res = await t.json(`/api/admin/users/${account.user.id}`, {
       method: 'PATCH',
       ...jsonBody({ banned: true }, admin.bearer),
