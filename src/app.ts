@@ -2,7 +2,7 @@ import { join } from 'node:path'
 import { Elysia } from 'elysia'
 import type { Config } from './config'
 import type { Db } from './db/client'
-import { authGuard } from './http/auth'
+import { authGuard, sessionTokens } from './http/auth'
 import { bodyLimit } from './http/body-limit'
 import { htmlCompression } from './http/compression'
 import { errorModel } from './http/errors'
@@ -78,8 +78,14 @@ export function createApp(deps: AppDeps) {
   const { config, db, storage, now } = deps
   const metrics = createMetrics()
   const classifier = metrics.instrument(deps.classifier)
-  const auth = createAuthService(db, deps.mailer, config.limits.guesses, now)
-  const guard = authGuard(auth, { secret: deps.jwtSecret, trustProxy: config.trustProxy })
+  const tokens = sessionTokens(deps.jwtSecret)
+  const auth = createAuthService(
+    db,
+    deps.mailer,
+    { guesses: config.limits.guesses, registration: config.registration, tokens },
+    now,
+  )
+  const guard = authGuard(auth, tokens, { trustProxy: config.trustProxy })
   const passkeys = createPasskeyService({ db, config, now })
   const totp = createTotpService({
     db,
@@ -155,7 +161,7 @@ export function createApp(deps: AppDeps) {
     blocks,
     auth,
     passkeys,
-    admin: createAdminService({ db, images }),
+    admin: createAdminService({ db, images, auth, publicUrl: config.publicUrl, now }),
     images,
     pipeline,
     gallery,
@@ -186,7 +192,7 @@ export function createApp(deps: AppDeps) {
         secureCookie: config.publicUrl.startsWith('https:'),
       }),
     )
-    .use(passkeysModule(passkeys, guard))
+    .use(passkeysModule(passkeys, auth, guard))
     .use(imagesModule({ images, pipeline, guard }))
     .use(cheveretoModule({ config, images, pipeline, auth, guard }))
     .use(variantsModule({ images, variants, publicUrl: config.cdnUrl, guard }))

@@ -7,8 +7,9 @@ import { closeDatabase, openDatabase } from './db/client'
 import { DataDirLockedError } from './db/lock'
 import type { User } from './db/schema'
 import { DomainError } from './errors'
+import { sessionTokens } from './http/auth'
 import { sha256Hex } from './lib/crypto'
-import { loadVariantSecret } from './lib/secrets'
+import { loadJwtSecret, loadVariantSecret } from './lib/secrets'
 import { localMedia, MediaError } from './media'
 import { createNsfwClassifier } from './moderation'
 import { findUserByName, setUserFields } from './modules/auth/repository'
@@ -31,8 +32,9 @@ import { mediaOptionsOf, mediaPoolFor } from './workers/media-pool'
 const USAGE = `Usage: bun run cli <command> [arguments]
 
   create-admin <username> <email> <password>   create an admin account (email already verified)
+  create-user <username> <email> <password>    create an account (email already verified; any REGISTRATION)
   set-role <username> <user|admin>              change an account's role
-  ban <username> | unban <username>             ban or unban an account
+  ban <username> | unban <username>             ban or unban an account (a ban ends its sessions)
   verify-email <username>                       mark an account's email as verified
   backup <directory | file.tar>                 consistent online copy of the database and image files
   restore <directory | file.tar>                restore a backup into DATA_DIR (stop the server first)
@@ -128,7 +130,12 @@ async function main(argv: string[]) {
   }
   mkdirSync(config.dataDir, { recursive: true })
   const db = openDatabase(join(config.dataDir, 'imghost.sqlite'))
-  const auth = createAuthService(db, { async sendVerification() {} }, config.limits.guesses)
+  // The CLI creates accounts but neither mails nor signs in.
+  const auth = createAuthService(
+    db,
+    { async sendVerification() {}, async sendPasswordReset() {} },
+    { guesses: config.limits.guesses, registration: config.registration, tokens: sessionTokens(loadJwtSecret(config)) },
+  )
   const storage = () => createConfiguredStorage(config)
   const blocklist = () =>
     createBlockService({
@@ -145,15 +152,18 @@ async function main(argv: string[]) {
     const user = byName(name)
     setUserFields(db, user.id, changes)
     console.log(`${user.username}: ${JSON.stringify(changes)}`)
+    return user
   }
 
   try {
     switch (command) {
-      case 'create-admin': {
+      case 'create-admin':
+      case 'create-user': {
         const [username, email, password] = args
         if (!username || !email || !password) fail(USAGE)
-        const user = await auth.createUser({ username, email, password, role: 'admin', emailVerified: true })
-        console.log(`Created admin ${user.username} (id ${user.id})`)
+        const role = command === 'create-admin' ? 'admin' : 'user'
+        const user = await auth.createUser({ username, email, password, role, emailVerified: true })
+        console.log(`Created ${role} ${user.username} (id ${user.id})`)
         break
       }
       case 'set-role': {
@@ -163,7 +173,8 @@ async function main(argv: string[]) {
         break
       }
       case 'ban':
-        update(args[0], { banned: true })
+        // The running server reads sessions on every request: they end at once.
+        auth.endAllSessions(update(args[0], { banned: true }).id)
         break
       case 'unban':
         update(args[0], { banned: false })

@@ -32,6 +32,7 @@ const variables = {
   LOG_REQUESTS: { schema: Bool, default: 'true' },
   METRICS_TOKEN: { schema: T.String(), default: '' },
   COUNT_VIEWS: { schema: Bool, default: 'true' },
+  REGISTRATION: { schema: T.Union([T.Literal('open'), T.Literal('invite'), T.Literal('closed')]), default: 'open' },
 
   MAX_FILES_PER_UPLOAD: { schema: Int(1), default: '15' },
   ADMIN_MAX_FILES_PER_UPLOAD: { schema: Int(1), default: '100' },
@@ -202,6 +203,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     metricsToken: raw.METRICS_TOKEN,
     /** Count /cdn views (buffered, flushed in batches); false only to measure what counting costs. */
     countViews: isTrue(raw.COUNT_VIEWS),
+    /** Who may register: anyone (`open`), holders of an admin's invite (`invite`), or nobody (`closed`). */
+    registration: raw.REGISTRATION,
     limits: Object.freeze({
       user: { maxFiles: raw.MAX_FILES_PER_UPLOAD, maxFileSize: raw.MAX_FILE_SIZE },
       admin: { maxFiles: raw.ADMIN_MAX_FILES_PER_UPLOAD },

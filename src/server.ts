@@ -98,10 +98,10 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
       .flushViewsGradually()
       .catch((error) => log.warn('view flush failed; counts kept for the next', { error: String(error) }))
     try {
-      services.auth.flushKeyUses()
+      services.auth.flushUses()
       services.variants.flushUses()
     } catch (error) {
-      log.warn('API key or variant use flush failed; kept for the next', { error: String(error) })
+      log.warn('API key, session or variant use flush failed; kept for the next', { error: String(error) })
     }
   }, VIEW_FLUSH_MS)
   const rescanner = createRescanner(
@@ -116,13 +116,16 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
     { timeoutMs: config.nsfw.timeoutMs, ...overrides.rescan },
   )
   rescanner.start()
-  // Removes expired images' files and rows, and rate windows that have ended: once at startup (what expired while
-  // stopped), then on an interval.
+  // Removes expired images' files and rows, rate windows that have ended, expired sessions and emailed tokens: once at
+  // startup (what expired while stopped), then on an interval.
   let expirySweep: Promise<unknown> = Promise.resolve()
   const sweepExpired = () => {
     expirySweep = services.images
       .sweepExpired()
-      .then(() => sweepEndedWindows(db, config, now()))
+      .then(() => {
+        sweepEndedWindows(db, config, now())
+        services.auth.sweepExpired()
+      })
       .catch((error) => log.error('expiry sweep failed', { error: String(error) }))
   }
   sweepExpired()
@@ -159,11 +162,11 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
       await rescanner.stop()
       try {
         services.images.flushViews()
-        services.auth.flushKeyUses()
+        services.auth.flushUses()
         services.variants.flushUses()
       } catch (error) {
         // The database cannot be written: these are lost, but the shutdown still completes.
-        log.error('final flush failed: buffered views and key uses lost', { error: String(error) })
+        log.error('final flush failed: buffered views, key and session uses lost', { error: String(error) })
       }
       await deps.classifier.close()
       await deps.media.close()

@@ -43,6 +43,7 @@ export const apiKeys = sqliteTable(
   (t) => [index('api_keys_user').on(t.userId)],
 )
 
+/** Single-use tokens sent by email: address verification, and password reset. */
 export const verificationTokens = sqliteTable('verification_tokens', {
   tokenHash: text('token_hash').primaryKey(),
   userId: integer('user_id')
@@ -50,6 +51,39 @@ export const verificationTokens = sqliteTable('verification_tokens', {
     .references(() => users.id, { onDelete: 'cascade' }),
   expiresAt: integer('expires_at', { mode: 'timestamp_ms' }).notNull(),
   usedAt: integer('used_at', { mode: 'timestamp_ms' }),
+  purpose: text('purpose', { enum: ['verify', 'reset'] })
+    .notNull()
+    .default('verify'),
+})
+
+/** One row per signed-in JWT (its `sid`): ending a session deletes its row, and the token stops working. */
+export const sessions = sqliteTable(
+  'sessions',
+  {
+    id: text('id').primaryKey(),
+    userId: integer('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    createdAt: createdAt(),
+    lastUsedAt: integer('last_used_at', { mode: 'timestamp_ms' }),
+    /** When the JWT's `exp` passes: the row can go then. */
+    expiresAt: integer('expires_at', { mode: 'timestamp_ms' }).notNull(),
+    userAgent: text('user_agent'),
+    ip: text('ip'),
+  },
+  (t) => [index('sessions_user').on(t.userId), index('sessions_expires').on(t.expiresAt)],
+)
+
+/** Registration invites (REGISTRATION=invite): `used` counts up to `maxUses`. */
+export const invites = sqliteTable('invites', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  code: text('code').notNull().unique(),
+  createdBy: integer('created_by').references(() => users.id, { onDelete: 'set null' }),
+  maxUses: integer('max_uses').notNull(),
+  used: integer('used').notNull().default(0),
+  /** Null: never expires. */
+  expiresAt: integer('expires_at', { mode: 'timestamp_ms' }),
+  createdAt: createdAt(),
 })
 
 /** WebAuthn credentials (passkeys): an account signs in with any of them instead of its password. */
@@ -357,6 +391,8 @@ export type User = typeof users.$inferSelect
 export type ApiKey = typeof apiKeys.$inferSelect
 export type Passkey = typeof passkeys.$inferSelect
 export type TotpSecret = typeof totpSecrets.$inferSelect
+export type Session = typeof sessions.$inferSelect
+export type Invite = typeof invites.$inferSelect
 export type Image = typeof images.$inferSelect
 export type Album = typeof albums.$inferSelect
 export type EmbedProfile = typeof embedProfiles.$inferSelect

@@ -4,7 +4,24 @@ import type { User } from '../db/schema'
 import { forbidden, unauthorized } from '../errors'
 import { clientIp } from './client-ip'
 
-const JWT_TTL = '7d'
+/** How long a JWT (and so its session) lasts: 7 days, as the contract says. */
+const JWT_TTL_SECONDS = 7 * 24 * 3600
+/** A session id as startSession makes them; anything else in `sid` is refused before a lookup. */
+const SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/
+
+/**
+ * Signs session JWTs (HS256, `sub` the user id, `sid` the session id, expiring after 7 days); the guard verifies them
+ * with the same plugin. Made once in src/app.ts: the auth service signs, the guard checks.
+ */
+export function sessionTokens(secret: string) {
+  const plugin = jwt({ name: 'jwt', secret, alg: 'HS256', exp: `${JWT_TTL_SECONDS}s` })
+  return {
+    plugin,
+    ttlMs: JWT_TTL_SECONDS * 1000,
+    sign: (claims: { sub: string; sid: string }) => plugin.decorator.jwt.sign(claims),
+  }
+}
+export type SessionTokens = ReturnType<typeof sessionTokens>
 
 /** OpenAPI security requirements, named as in the document's securitySchemes. */
 export const security = {
@@ -16,12 +33,16 @@ export const security = {
 
 /**
  * What the guard asks of the accounts (the auth service answers it, wired in src/app.ts): the active user behind a
- * session's user id or an API key; each throws Unauthorized (or Forbidden for a banned account) otherwise.
+ * live session (user id and session id) or an API key; each throws Unauthorized (or Forbidden for a banned account)
+ * otherwise.
  */
 export interface Callers {
-  sessionUser(userId: number): User
+  sessionUser(userId: number, sessionId: string): User
   keyUser(secret: string): User
 }
+
+/** A signed-in caller: the account and the session its JWT belongs to. */
+export type Session = { user: User; sessionId: string }
 
 function bearerToken(header: string | undefined): string | null {
   if (!header) return null
@@ -34,22 +55,24 @@ function bearerToken(header: string | undefined): string | null {
  * The one auth guard: it knows the client IP, and routes opt in with `apiKey`, `session`, `optionalSession` or `admin`, and receive `user`.
  * A credential that is present but wrong is always 401, never treated as anonymous.
  */
-export function authGuard(auth: Callers, opts: { secret: string; trustProxy: boolean }) {
+export function authGuard(auth: Callers, tokens: SessionTokens, opts: { trustProxy: boolean }) {
   return new Elysia({ name: 'auth-guard' })
-    .use(jwt({ name: 'jwt', secret: opts.secret, alg: 'HS256', exp: JWT_TTL }))
+    .use(tokens.plugin)
     .use(clientIp(opts.trustProxy))
     .derive({ as: 'global' }, ({ jwt }) => ({
       /** Resolves the bearer token of a request, or null when none was sent. */
-      async sessionFrom(header: string | undefined): Promise<User | null> {
+      async sessionFrom(header: string | undefined): Promise<Session | null> {
         const token = bearerToken(header)
         if (token === null) return null
         // Pinning the algorithm refuses `alg: none` and any algorithm switch.
         const payload = await jwt.verify(token, { algorithms: ['HS256'] })
         const userId = payload && typeof payload.sub === 'string' ? Number(payload.sub) : NaN
-        // Every token we issue expires: one without `exp` (verify accepts it) would be valid forever.
-        if (!payload || !Number.isSafeInteger(userId) || typeof payload.exp !== 'number')
+        const sessionId = payload && typeof payload.sid === 'string' ? payload.sid : ''
+        // Every token we issue expires: one without `exp` (verify accepts it) would be valid forever. One without a
+        // session (issued before sessions existed) could not be ended: refused too.
+        if (!payload || !Number.isSafeInteger(userId) || typeof payload.exp !== 'number' || !SESSION_ID.test(sessionId))
           throw unauthorized('Invalid or expired token')
-        return auth.sessionUser(userId)
+        return { user: auth.sessionUser(userId, sessionId), sessionId }
       },
     }))
     .macro({
@@ -74,24 +97,24 @@ export function authGuard(auth: Callers, opts: { secret: string; trustProxy: boo
       session: {
         detail: { security: security.bearer as unknown as Record<string, string[]>[] },
         async resolve({ headers, sessionFrom }) {
-          const user = await sessionFrom(headers.authorization)
-          if (!user) throw unauthorized('Missing bearer token')
-          return { user }
+          const session = await sessionFrom(headers.authorization)
+          if (!session) throw unauthorized('Missing bearer token')
+          return session
         },
       },
       optionalSession: {
         detail: { security: security.optionalBearer as unknown as Record<string, string[]>[] },
         async resolve({ headers, sessionFrom }) {
-          return { user: await sessionFrom(headers.authorization) }
+          return { user: (await sessionFrom(headers.authorization))?.user ?? null }
         },
       },
       admin: {
         detail: { security: security.bearer as unknown as Record<string, string[]>[] },
         async resolve({ headers, sessionFrom }) {
-          const user = await sessionFrom(headers.authorization)
-          if (!user) throw unauthorized('Missing bearer token')
-          if (user.role !== 'admin') throw forbidden('Admin only')
-          return { user }
+          const session = await sessionFrom(headers.authorization)
+          if (!session) throw unauthorized('Missing bearer token')
+          if (session.user.role !== 'admin') throw forbidden('Admin only')
+          return { user: session.user }
         },
       },
     })

@@ -49,6 +49,16 @@ export function errors(...statuses: number[]) {
   return Object.fromEntries(statuses.map((s) => [s, ErrorBody])) as Record<number, typeof ErrorBody>
 }
 
+/** A JSON schema as an OpenAPI `content`, for routes that describe their answers in `detail.responses`. */
+export const jsonContent = (schema: unknown) => ({ 'application/json': { schema: JSON.parse(JSON.stringify(schema)) } })
+
+/**
+ * The same error answers as `errors()`, written for `detail.responses`: for routes whose success has no body (a 204),
+ * which `response` schemas cannot describe.
+ */
+export const errorResponses = (...statuses: number[]) =>
+  Object.fromEntries(statuses.map((s) => [String(s), { description: `Error ${s}`, content: jsonContent(ErrorBody) }]))
+
 type ValidationLike = {
   all?: { path?: string; message?: string; summary?: string }[]
   message?: string

@@ -210,7 +210,7 @@ describe('PATCH /api/admin/users/:id', () => {
     expectError(await patchUser(0, { banned: true }), 400)
   })
 
-  test('banned: login 403, existing JWT 403, API keys 403; unbanning restores access', async () => {
+  test('banned: login 403, existing JWT 401 (the ban ended its session), API keys 403; unbanning restores access but not the ended sessions', async () => {
     const user = await userWithKey(t, uniq('Banned'))
     expect((await t.json('/api/v1/me', { headers: user.keyHeader })).status).toBe(200)
 
@@ -224,9 +224,9 @@ describe('PATCH /api/admin/users/:id', () => {
     expectError(await login(user.user.email, user.password), 403)
     // A wrong password still gives 401: a ban does not reveal the account to someone without its password.
     expectError(await login(user.user.username, 'wrong password!'), 401)
-    expectError(await t.json('/api/auth/me', { headers: user.bearer }), 403)
-    expectError(await t.json('/api/keys', { headers: user.bearer }), 403)
-    expectError(await t.json('/api/keys', { method: 'POST', ...jsonBody({ name: 'more' }, user.bearer) }), 403)
+    expectError(await t.json('/api/auth/me', { headers: user.bearer }), 401)
+    expectError(await t.json('/api/keys', { headers: user.bearer }), 401)
+    expectError(await t.json('/api/keys', { method: 'POST', ...jsonBody({ name: 'more' }, user.bearer) }), 401)
     expectError(await t.json('/api/v1/me', { headers: user.keyHeader }), 403)
     const blocked = await t.json('/api/v1/upload', {
       method: 'POST',
@@ -244,8 +244,12 @@ describe('PATCH /api/admin/users/:id', () => {
     expect(httpErrorOf(caught as Forbidden)?.status).toBe(403)
 
     expect((await patchUser(user.user.id, { banned: false })).status).toBe(200)
-    expect((await login(user.user.username, user.password)).status).toBe(200)
-    expect((await t.json('/api/auth/me', { headers: user.bearer })).status).toBe(200)
+    const again = await login(user.user.username, user.password)
+    expect(again.status).toBe(200)
+    expect((await t.json('/api/auth/me', { headers: { authorization: `Bearer ${again.body.token}` } })).status).toBe(
+      200,
+    )
+    expectError(await t.json('/api/auth/me', { headers: user.bearer }), 401)
     expect((await t.json('/api/v1/me', { headers: user.keyHeader })).status).toBe(200)
   })
 
@@ -253,9 +257,12 @@ describe('PATCH /api/admin/users/:id', () => {
     const other = await registerUser(t, uniq('BadAdmin'))
     makeAdmin(t, other.user.id)
     expect((await listUsers('', other.bearer)).status).toBe(200)
+    const second = await login(other.user.username, other.password)
     expect((await patchUser(other.user.id, { banned: true })).status).toBe(200)
-    expectError(await listUsers('', other.bearer), 403)
-    expectError(await patchUser(admin.user.id, { banned: true }, other.bearer), 403)
+    // Every session ended with the ban.
+    expectError(await listUsers('', other.bearer), 401)
+    expectError(await patchUser(admin.user.id, { banned: true }, other.bearer), 401)
+    expectError(await listUsers('', { authorization: `Bearer ${second.body.token}` }), 401)
     expect((await t.json('/api/auth/me', { headers: admin.bearer })).status).toBe(200)
   })
 })

@@ -21,7 +21,10 @@ let alice: Awaited<ReturnType<typeof registerUser>>
 
 beforeAll(async () => {
   // startTestServer's address is http://localhost:<port>, which is also PUBLIC_URL's default: the RP id is localhost.
-  t = await startTestServer({ SITE_NAME: 'Pixbin' }, { now: clock.now, mailer: { sendVerification: async () => {} } })
+  t = await startTestServer(
+    { SITE_NAME: 'Pixbin' },
+    { now: clock.now, mailer: { sendVerification: async () => {}, sendPasswordReset: async () => {} } },
+  )
   browser = await launchBrowser()
   alice = await registerUser(t, 'alice')
   p = await openPage(browser, t, '/login')
@@ -266,6 +269,13 @@ describe('passkeys in the browser', () => {
       expect(res.body.token).toBeUndefined()
     } finally {
       t.server.services.admin.updateUser(alice.user.id, { banned: false })
+      // The ban ended alice's sessions: the later tests sign in again.
+      const login = await t.json('/api/auth/login', {
+        method: 'POST',
+        ...jsonBody({ username: alice.user.username, password: alice.password }),
+      })
+      expect(login.status).toBe(200)
+      alice.token = login.body.token
     }
   })
 

@@ -195,3 +195,36 @@ describe('email verification over SMTP', () => {
     TIMEOUT,
   )
 })
+
+describe('password reset over SMTP', () => {
+  test(
+    'forgot mails a link to the reset page with a token that resets the password; nothing is logged',
+    async () => {
+      const name = `reset${Date.now().toString(36)}`
+      const email = `${name}@example.com`
+      const account = await registerUser(t, name)
+      expect((await mailsFor(email, 1)).length).toBe(1)
+      const log = await captureLog(async () => {
+        const res = await t.json('/api/auth/forgot', { method: 'POST', ...jsonBody({ email }) })
+        expect(res.status).toBe(200)
+      })
+      const mail = (await mailsFor(email, 2))[1]
+      const { headers, body } = textBody(mail.raw)
+      expect(headers).toMatch(/^subject:.*reset your password/im)
+      const token = /reset token: ([A-Za-z0-9_-]+)/.exec(body)![1]
+      const link = /(https?:\/\/\S+\/reset\?token=(\S+))/.exec(body)!
+      expect(link[1].startsWith(`${t.url}/reset?`)).toBe(true)
+      expect(decodeURIComponent(link[2])).toBe(token)
+      expect(body).toContain('1 hour')
+      expect(log).not.toContain(token)
+      expect(log).not.toContain('reset token')
+      const reset = await t.json('/api/auth/reset', {
+        method: 'POST',
+        ...jsonBody({ token, newPassword: 'mailed new password' }),
+      })
+      expect(reset.status).toBe(200)
+      expect((await t.json('/api/auth/me', { headers: account.bearer })).status).toBe(401)
+    },
+    TIMEOUT,
+  )
+})

@@ -86,6 +86,27 @@ describe('accounts', () => {
     expect(cli(dir, 'set-role', 'root', 'king').code).toBe(1)
   })
 
+  test('create-user makes a verified account that logs in; ban ends its sessions on the running server', async () => {
+    const name = `cli${Date.now().toString(36)}`
+    const made = cli(t.dataDir, 'create-user', name, `${name}@example.com`, 'password123')
+    expect(made.code).toBe(0)
+    expect(made.out).toContain(`Created user ${name}`)
+    expect(userRow(t.dataDir, name)).toEqual({ role: 'user', banned: 0, email_verified: 1 })
+    expect(cli(t.dataDir, 'create-user', name, 'other@example.com', 'password123').code).toBe(1)
+    const login = await t.json('/api/auth/login', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: name, password: 'password123' }),
+    })
+    expect(login.status).toBe(200)
+    const bearer = { authorization: `Bearer ${login.body.token}` }
+    expect((await t.json('/api/auth/me', { headers: bearer })).status).toBe(200)
+    expect(cli(t.dataDir, 'ban', name).code).toBe(0)
+    expect(cli(t.dataDir, 'unban', name).code).toBe(0)
+    // Unbanned, but the session the ban ended stays ended.
+    expect((await t.json('/api/auth/me', { headers: bearer })).status).toBe(401)
+  })
+
   test('verify-email marks an account registered through the API as verified, while the server runs', async () => {
     const account = await registerUser(t)
     const name = account.user.username as string

@@ -180,8 +180,8 @@ export function filler(
 // ---------------------------------------------------------------------------------------------------------------
 // Data snapshots: "nothing changed" is a hash of every row of every table and of every stored file.
 
-/** Columns that change on reads by design (a key's last use) and say nothing about the data. */
-const VOLATILE_COLUMNS: Record<string, string[]> = { api_keys: ['last_used_at'] }
+/** Columns that change on reads by design (a key's or a session's last use) and say nothing about the data. */
+const VOLATILE_COLUMNS: Record<string, string[]> = { api_keys: ['last_used_at'], sessions: ['last_used_at'] }
 
 /**
  * The counters a refusal is meant to change (see Attempts and abuse limits in the README): refused uploads and failed
@@ -359,6 +359,7 @@ export async function ownEverything(
   own.key = String((await t.json('/api/keys', send('POST', { name: `${tag}-secret-key` }, who.bearer))).body.key.id)
   own.user = String(who.user.id)
   own.username = who.user.username
+  own.session = JSON.parse(Buffer.from(who.token.split('.')[1], 'base64url').toString()).sid
   // An address literal (there is no DNS here), and an event nobody triggers, so nothing is ever delivered.
   const hook = await t.json(
     '/api/webhooks',
@@ -395,6 +396,9 @@ export function resourceFor(own: Resources, path: string, param: string): string
   if (path.startsWith('/api/v1/tus/')) return own.tusKey
   if (path.startsWith('/api/tus/')) return own.tusWeb
   if (path.startsWith('/api/admin/users/')) return own.user
+  if (path.startsWith('/api/account/sessions/')) return own.session
+  // Invites are the admins' (not an account's): any id stands for one, since only the 403 is checked.
+  if (path.startsWith('/api/admin/invites/')) return own.user
   if (path.startsWith('/api/admin/reports/')) return own.report
   if (path.startsWith('/api/admin/blocks/')) return own.block
   if (path.startsWith('/api/users/')) return own.username

@@ -88,7 +88,7 @@ const STATES = (): State[] => [
   { name: 'profile', path: '/u/alice' },
   { name: 'login', path: '/login' },
   { name: 'register', path: '/register' },
-  ...['images', 'albums', 'keys', 'embeds', 'usage', 'settings'].map(dashboardTab),
+  ...['images', 'albums', 'keys', 'embeds', 'usage', 'settings', 'security'].map(dashboardTab),
   {
     ...dashboardTab('images'),
     name: 'dashboard image dialog',

@@ -173,7 +173,8 @@ describe('album page', () => {
 
 describe('every page', () => {
   test('carries the header navigation and the security headers; nothing is loaded from another host', async () => {
-    for (const path of ['/', '/gallery', '/u/gallerist', '/login', '/register', '/verify', '/logout', '/dashboard']) {
+    const paths = ['/', '/gallery', '/u/gallerist', '/login', '/register', '/verify', '/forgot', '/reset', '/logout']
+    for (const path of [...paths, '/dashboard']) {
       const res = await page(path)
       expect({ path, status: res.status }).toEqual({ path, status: 200 })
       expect(res.headers.get('content-security-policy')).toContain("script-src 'self'")

@@ -16,11 +16,14 @@ const neutralClassifier: Classifier = {
 export interface WebServer extends TestServer {
   /** The last verification token mailed to each address. */
   mailed: Map<string, string>
+  /** The last password reset token mailed to each address. */
+  resets: Map<string, string>
 }
 
-/** The real app with a neutral classifier and a mailer that keeps the verification tokens for the test. */
+/** The real app with a neutral classifier and a mailer that keeps the tokens it mails for the test. */
 export async function startWebServer(env: Record<string, string> = {}): Promise<WebServer> {
   const mailed = new Map<string, string>()
+  const resets = new Map<string, string>()
   const t = await startTestServer(
     { SITE_NAME: 'Pixbin', ...env },
     {
@@ -29,10 +32,13 @@ export async function startWebServer(env: Record<string, string> = {}): Promise<
         sendVerification: async (to, token) => {
           mailed.set(to, token)
         },
+        sendPasswordReset: async (to, token) => {
+          resets.set(to, token)
+        },
       },
     },
   )
-  return Object.assign(t, { mailed })
+  return Object.assign(t, { mailed, resets })
 }
 
 export type WebPage = IsolatedPage & { problems: string[] }

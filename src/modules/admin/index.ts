@@ -6,7 +6,17 @@ import { Success } from '../../http/schemas'
 import { UserResponse } from '../auth/model'
 import { publicUser } from '../auth/service'
 import { ImageIdParams } from '../images/model'
-import { AdminUserPatch, AdminUsersQuery, AdminUsersResponse, UserIdParams } from './model'
+import {
+  AdminUserCreate,
+  AdminUserPatch,
+  AdminUsersQuery,
+  AdminUsersResponse,
+  InviteBody,
+  InviteCreatedResponse,
+  InviteListResponse,
+  InviteParams,
+  UserIdParams,
+} from './model'
 import type { AdminService } from './service'
 
 export function adminModule(admin: AdminService, guard: ReturnType<typeof authGuard>) {
@@ -47,7 +57,61 @@ export function adminModule(admin: AdminService, guard: ReturnType<typeof authGu
         params: UserIdParams,
         body: AdminUserPatch,
         response: { 200: UserResponse, ...errors(400, 401, 403, 404) },
-        detail: { tags: ['Admin'], summary: 'Change role, ban or verified flag' },
+        detail: {
+          tags: ['Admin'],
+          summary: 'Change role, ban or verified flag; a ban ends every session of the account',
+        },
+      },
+    )
+    .post(
+      '/users',
+      async ({ body, set }) => {
+        const user = await admin.createUser(body)
+        set.status = 201
+        return { success: true as const, user: publicUser(user) }
+      },
+      {
+        admin: true,
+        body: AdminUserCreate,
+        response: { 201: UserResponse, ...errors(400, 401, 403, 409) },
+        detail: {
+          tags: ['Admin'],
+          summary: 'Create an account (whatever REGISTRATION says), its email already verified',
+        },
+      },
+    )
+    .post(
+      '/invites',
+      ({ body, user, set }) => {
+        set.status = 201
+        return {
+          success: true as const,
+          ...admin.createInvite(user.id, { expiresIn: body.expiresIn, uses: body.uses ?? 1 }),
+        }
+      },
+      {
+        admin: true,
+        body: InviteBody,
+        response: { 201: InviteCreatedResponse, ...errors(400, 401, 403) },
+        detail: { tags: ['Admin'], summary: 'Create an invite code (REGISTRATION=invite: registering needs one)' },
+      },
+    )
+    .get('/invites', () => ({ success: true as const, invites: admin.listInvites() }), {
+      admin: true,
+      response: { 200: InviteListResponse, ...errors(401, 403) },
+      detail: { tags: ['Admin'], summary: 'List invites, newest first (revoked ones are gone)' },
+    })
+    .delete(
+      '/invites/:id',
+      ({ params }) => {
+        admin.revokeInvite(params.id)
+        return { success: true as const }
+      },
+      {
+        admin: true,
+        params: InviteParams,
+        response: { 200: Success, ...errors(400, 401, 403, 404) },
+        detail: { tags: ['Admin'], summary: 'Revoke an invite, by id or code; accounts it admitted stay' },
       },
     )
 }

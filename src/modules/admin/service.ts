@@ -1,13 +1,42 @@
 import type { Db } from '../../db/client'
+import type { Invite } from '../../db/schema'
 import { notFound } from '../../errors'
-import { findUserById, updateUser, usersPage } from '../auth/repository'
-import { publicUser } from '../auth/service'
+import { randomAlphanumeric } from '../../lib/crypto'
+import { iso } from '../../lib/time'
+import { allInvites, deleteInvite, findUserById, insertInvite, updateUser, usersPage } from '../auth/repository'
+import { type AuthService, publicUser } from '../auth/service'
 import { liveTotalsOf } from '../images/repository'
 import type { ImageService } from '../images/service'
 
+const INVITE_CODE_LENGTH = 24
+
 export type AdminService = ReturnType<typeof createAdminService>
 
-export function createAdminService({ db, images: imageService }: { db: Db; images: ImageService }) {
+export function createAdminService({
+  db,
+  images: imageService,
+  auth,
+  publicUrl,
+  now = Date.now,
+}: {
+  db: Db
+  images: ImageService
+  auth: AuthService
+  publicUrl: string
+  /** The invites' clock (tests step it). */
+  now?: () => number
+}) {
+  const publicInvite = (invite: Invite) => ({
+    id: invite.id,
+    code: invite.code,
+    /** The register page with the code filled in. */
+    url: `${publicUrl}/register?invite=${invite.code}`,
+    uses: invite.maxUses,
+    used: invite.used,
+    expiresAt: invite.expiresAt ? iso(invite.expiresAt) : null,
+    createdAt: iso(invite.createdAt),
+  })
+
   return {
     listUsers(opts: { page: number; limit: number; q?: string }) {
       const now = Date.now()
@@ -35,10 +64,37 @@ export function createAdminService({ db, images: imageService }: { db: Db; image
       await imageService.remove(image)
     },
 
+    /** A ban also ends every session of the account: lifting it later does not bring them back. */
     updateUser(id: number, changes: { role?: 'user' | 'admin'; banned?: boolean; emailVerified?: boolean }) {
       const updated = Object.keys(changes).length ? updateUser(db, id, changes) : findUserById(db, id)
       if (!updated) throw notFound('User not found')
+      if (changes.banned) auth.endAllSessions(id)
       return updated
+    },
+
+    /** An account made by an admin: whatever REGISTRATION says, and with its email already verified. */
+    createUser(input: { username: string; email: string; password: string; role?: 'user' | 'admin' }) {
+      return auth.createUser({ ...input, emailVerified: true })
+    },
+
+    /** `expiresIn` seconds from now, or never; `uses` registrations. */
+    createInvite(creator: number, opts: { expiresIn?: number; uses: number }) {
+      const invite = insertInvite(db, {
+        code: randomAlphanumeric(INVITE_CODE_LENGTH),
+        createdBy: creator,
+        maxUses: opts.uses,
+        expiresAt: opts.expiresIn === undefined ? null : new Date(now() + opts.expiresIn * 1000),
+      })
+      return publicInvite(invite)
+    },
+
+    listInvites() {
+      return allInvites(db).map(publicInvite)
+    },
+
+    /** By its id or its code; registrations it already admitted stay. */
+    revokeInvite(idOrCode: string) {
+      if (!deleteInvite(db, idOrCode)) throw notFound('Invite not found')
     },
   }
 }

@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { NumericId, Success, Timestamp } from '../../http/schemas'
+import { Nullable, NumericId, Success, Timestamp } from '../../http/schemas'
 
 /** Account rules (DECISIONS.md), used by the service, the schemas and the register form. */
 export const USERNAME_LENGTH = { min: 3, max: 32 } as const
@@ -29,15 +29,38 @@ export const ApiKeyModel = t.Object({
   lastUsedAt: t.Union([Timestamp, t.Null()]),
 })
 
+const NewPassword = t.String({ description: `${PASSWORD_LENGTH.min}-${PASSWORD_LENGTH.max} characters` })
+/** Longer than any invite, session id or reset token we issue; bounds what a lookup is asked with. */
+const TOKEN_MAX = 128
+
 export const RegisterBody = t.Object({
   username: t.String({ description: `${USERNAME_LENGTH.min}-${USERNAME_LENGTH.max} of [A-Za-z0-9_-]` }),
   email: t.String(),
-  password: t.String({ description: `${PASSWORD_LENGTH.min}-${PASSWORD_LENGTH.max} characters` }),
+  password: NewPassword,
+  invite: t.Optional(
+    t.String({ maxLength: TOKEN_MAX, description: 'An invite code: required when REGISTRATION=invite, else ignored' }),
+  ),
 })
 
 /** Longest two-factor code accepted (a TOTP code is 6 digits, a recovery code 14 characters). */
 export const CODE_MAX = 64
 const code = (description: string) => t.String({ minLength: 1, maxLength: CODE_MAX, description })
+export const SessionModel = t.Object({
+  id: t.String(),
+  createdAt: Timestamp,
+  lastUsedAt: Nullable(Timestamp),
+  userAgent: Nullable(t.String()),
+  ip: Nullable(t.String()),
+  current: t.Boolean({ description: 'The session of the token this request was sent with' }),
+})
+export const SessionListResponse = t.Object({ success: t.Literal(true), sessions: t.Array(SessionModel) })
+export const SessionIdParams = t.Object({ id: t.String({ maxLength: TOKEN_MAX }) })
+export const PasswordChangeBody = t.Object({
+  currentPassword: t.String({ maxLength: PASSWORD_LENGTH.max }),
+  newPassword: NewPassword,
+})
+export const ForgotBody = t.Object({ email: t.String({ minLength: 1, maxLength: 254 }) })
+export const ResetBody = t.Object({ token: t.String({ minLength: 1, maxLength: TOKEN_MAX }), newPassword: NewPassword })
 
 export const LoginBody = t.Object({
   username: t.String({ description: 'Username or email' }),

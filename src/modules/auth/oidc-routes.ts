@@ -3,7 +3,8 @@ import type { authGuard } from '../../http/auth'
 import { NOSNIFF } from '../../http/errors'
 import { OidcStartQuery } from './model'
 import { OIDC_FLOW_TTL_MS, type OidcService, SignInRefused } from './oidc'
-import { issueToken } from './session-token'
+import type { AuthService } from './service'
+import { originOf } from './session-origin'
 
 const STATE_COOKIE = 'oidc_state'
 const COOKIE_PATH = '/api/auth/oidc'
@@ -36,7 +37,12 @@ const loginPage = (next: string, fragment: Record<string, string>) =>
  * OIDC single sign-on routes: a browser navigates to start, the provider sends it back to the callback, which hands
  * the session token to the login page (in the URL fragment, which no server sees) the way a password login's is kept.
  */
-export function oidcRoutes(oidc: OidcService, guard: ReturnType<typeof authGuard>, opts: { secureCookie: boolean }) {
+export function oidcRoutes(
+  oidc: OidcService,
+  auth: AuthService,
+  guard: ReturnType<typeof authGuard>,
+  opts: { secureCookie: boolean },
+) {
   const docs = (summary: string, description: string) => ({
     summary,
     description,
@@ -69,7 +75,7 @@ export function oidcRoutes(oidc: OidcService, guard: ReturnType<typeof authGuard
         )
         .get(
           '/callback',
-          async ({ request, jwt }) => {
+          async ({ request, clientIp }) => {
             const clear = stateCookie('', 0, opts.secureCookie)
             try {
               const search = new URL(request.url).search
@@ -77,7 +83,7 @@ export function oidcRoutes(oidc: OidcService, guard: ReturnType<typeof authGuard
                 search,
                 cookieValue(request.headers.get('cookie'), STATE_COOKIE),
               )
-              const token = await issueToken(jwt, user)
+              const token = await auth.startSession(user, originOf(request, clientIp))
               return seeOther(loginPage(next, { token }), clear)
             } catch (error) {
               if (!(error instanceof SignInRefused)) throw error

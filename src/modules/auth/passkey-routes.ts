@@ -14,14 +14,14 @@ import {
   Success,
 } from './model'
 import { type PasskeyService, publicPasskey } from './passkeys'
-import { publicUser } from './service'
-import { issueToken } from './session-token'
+import { type AuthService, publicUser } from './service'
+import { originOf } from './session-origin'
 
 // The browser's answers are checked by the schemas for shape and size; the WebAuthn library checks the rest.
 const asRegistration = (response: unknown) => response as RegistrationResponseJSON
 const asAuthentication = (response: unknown) => response as AuthenticationResponseJSON
 
-export function passkeysModule(passkeys: PasskeyService, guard: ReturnType<typeof authGuard>) {
+export function passkeysModule(passkeys: PasskeyService, auth: AuthService, guard: ReturnType<typeof authGuard>) {
   return new Elysia({ name: 'module-passkeys' })
     .use(guard)
     .group('/api/auth/passkeys', { detail: { tags: ['Auth'] } }, (app) =>
@@ -69,9 +69,10 @@ export function passkeysModule(passkeys: PasskeyService, guard: ReturnType<typeo
         })
         .post(
           '/login',
-          async ({ body, jwt }) => {
+          async ({ body, request, clientIp }) => {
             const user = await passkeys.login(asAuthentication(body.response))
-            return { success: true as const, token: await issueToken(jwt, user), user: publicUser(user) }
+            const token = await auth.startSession(user, originOf(request, clientIp))
+            return { success: true as const, token, user: publicUser(user) }
           },
           {
             body: PasskeyLoginBody,

@@ -1,12 +1,16 @@
-import { and, count, desc, eq, isNotNull, isNull, lt, or, type SQL, sql } from 'drizzle-orm'
+import { and, count, desc, eq, gt, isNotNull, isNull, lt, ne, or, type SQL, sql } from 'drizzle-orm'
 import type { Db, Tx } from '../../db/client'
 import {
   type ApiKey,
   apiKeys,
+  type Invite,
+  invites,
   oidcIdentities,
   type Passkey,
   passkeys,
   recoveryCodes,
+  type Session,
+  sessions,
   type TotpSecret,
   totpSecrets,
   type User,
@@ -15,8 +19,8 @@ import {
 } from '../../db/schema'
 
 /**
- * Every query of the users, api_keys, verification_tokens, passkeys, totp_secrets, recovery_codes and oidc_identities
- * tables.
+ * Every query of the users, api_keys, verification_tokens, sessions, invites, passkeys, totp_secrets, recovery_codes
+ * and oidc_identities tables.
  */
 
 /**
@@ -43,6 +47,10 @@ export const findUserByLogin = (db: Db | Tx, login: string): User | undefined =>
     .from(users)
     .where(sql`lower(${users.username}) = lower(${login}) OR lower(${users.email}) = lower(${login})`)
     .get()
+
+/** The account with this email, in any case. */
+export const findUserByEmail = (db: Db | Tx, email: string): User | undefined =>
+  db.select().from(users).where(sql`lower(${users.email}) = lower(${email})`).get()
 
 /** The account, if any, that already has this username or this email (in any case). */
 export const findTaken = (db: Db | Tx, username: string, email: string) =>
@@ -97,15 +105,13 @@ export const findKeyOwner = (db: Db, secretHash: string) =>
     .where(eq(apiKeys.secretHash, secretHash))
     .get()
 
-/** Writes the keys' last-use times in one transaction. */
-export function writeKeyUses(db: Db, batch: [id: number, at: number][]) {
-  db.transaction((tx) => {
-    for (const [id, at] of batch)
-      tx.update(apiKeys)
-        .set({ lastUsedAt: new Date(at) })
-        .where(eq(apiKeys.id, id))
-        .run()
-  })
+/** Writes the keys' last-use times (in the caller's transaction). */
+export function writeKeyUses(tx: Tx, batch: [id: number, at: number][]) {
+  for (const [id, at] of batch)
+    tx.update(apiKeys)
+      .set({ lastUsedAt: new Date(at) })
+      .where(eq(apiKeys.id, id))
+      .run()
 }
 
 /** The user's API keys, newest first. */
@@ -126,8 +132,15 @@ export const deleteKey = (db: Db, id: number, userId: number): boolean =>
 export const insertVerification = (db: Db, values: typeof verificationTokens.$inferInsert) =>
   db.insert(verificationTokens).values(values).run()
 
-export const findVerification = (db: Db, tokenHash: string) =>
-  db.select().from(verificationTokens).where(eq(verificationTokens.tokenHash, tokenHash)).get()
+type Purpose = (typeof verificationTokens.$inferSelect)['purpose']
+
+/** An emailed token of this purpose (a reset token does not verify an address, nor the reverse). */
+export const findVerification = (db: Db, tokenHash: string, purpose: Purpose) =>
+  db
+    .select()
+    .from(verificationTokens)
+    .where(and(eq(verificationTokens.tokenHash, tokenHash), eq(verificationTokens.purpose, purpose)))
+    .get()
 
 /**
  * Claims an unused token with a conditional update, which makes it single-use even under concurrent requests;
@@ -247,3 +260,108 @@ export const findIdentityUser = (db: Db, issuer: string, subject: string): User 
 
 export const insertIdentity = (db: Db | Tx, values: typeof oidcIdentities.$inferInsert) =>
   db.insert(oidcIdentities).values(values).run()
+/** Removes emailed tokens past their expiry. */
+export const deleteExpiredVerifications = (db: Db, now: Date) =>
+  db.delete(verificationTokens).where(lt(verificationTokens.expiresAt, now)).run()
+
+export const insertSession = (db: Db | Tx, values: typeof sessions.$inferInsert) =>
+  db.insert(sessions).values(values).run()
+
+/** Whether the user has this session (not yet ended). */
+export const hasSession = (db: Db, userId: number, sessionId: string): boolean =>
+  db
+    .select({ id: sessions.id })
+    .from(sessions)
+    .where(and(eq(sessions.id, sessionId), eq(sessions.userId, userId)))
+    .get() !== undefined
+
+/**
+ * Calls `listener` whenever a sessions row is deleted through this connection, by any code path (SQLite's update hook,
+ * chained after any hook already set), synchronously inside the statement.
+ */
+export function onSessionDeleted(db: Db, listener: () => void) {
+  const client = db.$client
+  const previous = client.onDelete
+  client.onDelete = function (connection, table, rowid, schema) {
+    previous?.call(this, connection, table, rowid, schema)
+    if (table === 'sessions') listener()
+  }
+}
+
+/** A reader of SQLite's `data_version`: it changes when another connection (another process: the CLI) commits. */
+export function dataVersion(db: Db): () => number {
+  const statement = db.$client.prepare<{ data_version: number }, []>('PRAGMA data_version')
+  return () => statement.get()!.data_version
+}
+
+/** The user's sessions not yet expired, most recently started first. */
+export const sessionsOf = (db: Db, userId: number, now: Date): Session[] =>
+  db
+    .select()
+    .from(sessions)
+    .where(and(eq(sessions.userId, userId), gt(sessions.expiresAt, now)))
+    .orderBy(desc(sessions.createdAt))
+    .all()
+
+/** Ends one of the user's sessions; returns whether there was one. */
+export const deleteSession = (db: Db | Tx, id: string, userId: number): boolean =>
+  db
+    .delete(sessions)
+    .where(and(eq(sessions.id, id), eq(sessions.userId, userId)))
+    .returning({ id: sessions.id })
+    .get() !== undefined
+
+/** Ends every session of the user, but `keep` when given. */
+export const deleteSessionsOf = (db: Db | Tx, userId: number, keep?: string) =>
+  db
+    .delete(sessions)
+    .where(and(eq(sessions.userId, userId), keep === undefined ? undefined : ne(sessions.id, keep)))
+    .run()
+
+/** Removes sessions whose JWT has expired. */
+export const deleteExpiredSessions = (db: Db, now: Date) => db.delete(sessions).where(lt(sessions.expiresAt, now)).run()
+
+/** Writes the sessions' last-use times in one transaction (sessions ended meanwhile are simply not found). */
+export function writeSessionUses(tx: Tx, batch: [id: string, at: number][]) {
+  for (const [id, at] of batch)
+    tx.update(sessions)
+      .set({ lastUsedAt: new Date(at) })
+      .where(eq(sessions.id, id))
+      .run()
+}
+
+export const insertInvite = (db: Db, values: typeof invites.$inferInsert): Invite =>
+  db.insert(invites).values(values).returning().get()
+
+/** Every invite, newest first. */
+export const allInvites = (db: Db): Invite[] => db.select().from(invites).orderBy(desc(invites.id)).all()
+
+/** Deletes the invite with this id or this code; returns whether there was one. */
+export const deleteInvite = (db: Db, idOrCode: string): boolean =>
+  db
+    .delete(invites)
+    .where(
+      /^\d+$/.test(idOrCode)
+        ? or(eq(invites.id, Number(idOrCode)), eq(invites.code, idOrCode))
+        : eq(invites.code, idOrCode),
+    )
+    .returning({ id: invites.id })
+    .get() !== undefined
+
+/**
+ * Takes one use of a live invite with a conditional update, so that parallel registrations cannot use it more often
+ * than it allows; returns whether it was taken.
+ */
+export const claimInvite = (tx: Tx, code: string, now: Date): boolean =>
+  tx
+    .update(invites)
+    .set({ used: sql`${invites.used} + 1` })
+    .where(
+      and(
+        eq(invites.code, code),
+        lt(invites.used, invites.maxUses),
+        or(isNull(invites.expiresAt), gt(invites.expiresAt, now)),
+      ),
+    )
+    .returning({ id: invites.id })
+    .get() !== undefined

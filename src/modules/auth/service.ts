@@ -1,31 +1,49 @@
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
-import type { ApiKey, User } from '../../db/schema'
+import type { ApiKey, Session, User } from '../../db/schema'
 import { badRequest, conflict, forbidden, notFound, unauthorized } from '../../errors'
+import type { SessionTokens } from '../../http/auth'
 import { ipKey } from '../../http/client-ip'
 import { randomAlphanumeric, randomToken, sha256Hex } from '../../lib/crypto'
-import { DAY_MS, iso } from '../../lib/time'
+import { DAY_MS, HOUR_MS, iso } from '../../lib/time'
 import { clearWindows, guessWindow, refundAttempt, takeAttempt } from '../images/limits'
 import type { Mailer } from './mailer'
 import { PASSWORD_LENGTH, USERNAME_LENGTH, USERNAME_PATTERN } from './model'
 import {
+  claimInvite,
   claimVerification,
+  dataVersion,
+  deleteExpiredSessions,
+  deleteExpiredVerifications,
   deleteKey,
+  deleteSession,
+  deleteSessionsOf,
   findKeyOwner,
   findTaken,
+  findUserByEmail,
   findUserById,
   findUserByLogin,
   findVerification,
+  hasSession,
   insertKey,
+  insertSession,
   insertUser,
   insertVerification,
   keysOf,
+  onSessionDeleted,
+  sessionsOf,
   setUserFields,
   updateUser,
   writeKeyUses,
+  writeSessionUses,
 } from './repository'
 
 const VERIFICATION_TTL_MS = 2 * DAY_MS
+const RESET_TTL_MS = HOUR_MS
+/** What a session keeps of the browser's User-Agent header: enough to tell devices apart. */
+const USER_AGENT_MAX = 256
+/** Live sessions remembered at most (an entry is a few dozen bytes); past it the memory starts over. */
+const LIVE_SESSIONS_MAX = 100_000
 const KEY_PREFIX = 'ihk_'
 const KEY_RANDOM_LENGTH = 40
 const USERNAME = new RegExp(`^${USERNAME_PATTERN}$`)
@@ -57,15 +75,34 @@ export function publicApiKey(key: ApiKey) {
   }
 }
 
+/** `session`: the caller's own session (the one its JWT belongs to). */
+export function publicSession(session: Session, current: string) {
+  return {
+    id: session.id,
+    createdAt: iso(session.createdAt),
+    lastUsedAt: session.lastUsedAt ? iso(session.lastUsedAt) : null,
+    userAgent: session.userAgent,
+    ip: session.ip,
+    current: session.id === current,
+  }
+}
+
+/** The password rule, for registration, password change and reset alike. */
+function checkPassword(password: string, field = 'password') {
+  if (password.length < PASSWORD_LENGTH.min || password.length > PASSWORD_LENGTH.max)
+    throw badRequest(`${field} must be ${PASSWORD_LENGTH.min}-${PASSWORD_LENGTH.max} characters`)
+}
+
 export function checkNewAccount(input: { username: string; email: string; password: string }) {
   if (!USERNAME.test(input.username))
     throw badRequest(
       `username must be ${USERNAME_LENGTH.min}-${USERNAME_LENGTH.max} characters of letters, digits, _ or -`,
     )
   if (input.email.length > 254 || !EMAIL.test(input.email)) throw badRequest('email is not a valid address')
-  if (input.password.length < PASSWORD_LENGTH.min || input.password.length > PASSWORD_LENGTH.max)
-    throw badRequest(`password must be ${PASSWORD_LENGTH.min}-${PASSWORD_LENGTH.max} characters`)
+  checkPassword(input.password)
 }
+
+const hashPassword = (password: string) => Bun.password.hash(password, { algorithm: 'argon2id' })
 
 /** No account answers to a longer name (emails end at 254 characters): longer ones share one throttle key. */
 const LOGIN_KEY_LENGTH = 254
@@ -81,13 +118,22 @@ export function assertActive(user: User) {
 
 export type AuthService = ReturnType<typeof createAuthService>
 
-/** `now` is the failed-login windows' clock (tests step it). */
-export function createAuthService(
-  db: Db,
-  mailer: Mailer,
-  guesses: Config['limits']['guesses'],
-  now: () => number = Date.now,
-) {
+export interface AuthOptions {
+  guesses: Config['limits']['guesses']
+  registration: Config['registration']
+  /** Signs the JWT of a new session. */
+  tokens: Pick<SessionTokens, 'sign' | 'ttlMs'>
+}
+
+/** Where a session was started from, as its list shows it. */
+export interface SessionOrigin {
+  userAgent: string | null
+  ip: string | null
+}
+
+/** `now` is the clock of the failed-login and forgot windows, reset tokens and invites (tests step it). */
+export function createAuthService(db: Db, mailer: Mailer, opts: AuthOptions, now: () => number = Date.now) {
+  const { guesses } = opts
   // Verifying against a real hash when the account does not exist keeps login timing the same either way.
   const dummyHash = Bun.password.hashSync(randomToken(), { algorithm: 'argon2id' })
 
@@ -95,9 +141,32 @@ export function createAuthService(
 
   const findById = (id: number) => findUserById(db, id)
 
-  // API key uses (key id -> time of the last use), kept in memory and written in batches by flushKeyUses: a write on
+  // API key uses (key id -> time of the last use), kept in memory and written in batches by flushUses: a write on
   // every request would make each one fail, or wait, whenever the database cannot be written.
   const keyUses = new Map<number, number>()
+  // Session uses (session id -> time of the last use), buffered the same way.
+  const sessionUses = new Map<string, number>()
+
+  // Sessions known to be live (session id -> user id), so a request needs no session lookup; the account is still read
+  // on every request, so a ban or a deleted account applies at once. Every DELETE of a sessions row through this
+  // connection (logout, ending one, password change or reset, ban, sweep, cascade) empties it, inside the statement;
+  // a commit by another process (the CLI's `ban`) changes `data_version`, which empties it too.
+  const liveSessions = new Map<string, number>()
+  onSessionDeleted(db, () => liveSessions.clear())
+  const readDataVersion = dataVersion(db)
+  let seenDataVersion = readDataVersion()
+
+  function checkSession(userId: number, sessionId: string) {
+    const version = readDataVersion()
+    if (version !== seenDataVersion) {
+      liveSessions.clear()
+      seenDataVersion = version
+    }
+    if (liveSessions.get(sessionId) === userId) return
+    if (!hasSession(db, userId, sessionId)) throw unauthorized('Invalid or expired token')
+    if (liveSessions.size >= LIVE_SESSIONS_MAX) liveSessions.clear()
+    liveSessions.set(sessionId, userId)
+  }
 
   async function issueVerification(user: User) {
     const token = randomToken()
@@ -112,12 +181,14 @@ export function createAuthService(
   return {
     findById,
 
+    /** `invite`: a code one use of which the account takes, in the same transaction (403 when none is left). */
     async createUser(input: {
       username: string
       email: string
       password: string
       role?: 'user' | 'admin'
       emailVerified?: boolean
+      invite?: string
     }) {
       checkNewAccount(input)
       const taken = findTaken(db, input.username, input.email)
@@ -128,26 +199,149 @@ export function createAuthService(
             : 'email is already registered',
         )
       }
-      const passwordHash = await Bun.password.hash(input.password, { algorithm: 'argon2id' })
+      const passwordHash = await hashPassword(input.password)
       try {
-        return insertUser(db, {
-          username: input.username,
-          email: input.email,
-          passwordHash,
-          role: input.role ?? 'user',
-          emailVerified: input.emailVerified ?? false,
+        return db.transaction((tx) => {
+          if (input.invite !== undefined && !claimInvite(tx, input.invite, new Date(now())))
+            throw forbidden('This invite code is invalid, used up, expired or revoked')
+          return insertUser(tx, {
+            username: input.username,
+            email: input.email,
+            passwordHash,
+            role: input.role ?? 'user',
+            emailVerified: input.emailVerified ?? false,
+          })
         })
       } catch (error) {
-        // Two registrations racing past the check above: the unique indexes decide.
+        // Two registrations racing past the check above: the unique indexes decide (and the invite use is undone).
         if (String(error).includes('UNIQUE')) throw conflict('username or email is already registered')
         throw error
       }
     },
 
-    async register(input: { username: string; email: string; password: string }) {
-      const user = await this.createUser(input)
+    /** Self-service registration, as REGISTRATION allows: anyone, holders of an invite code, or nobody. */
+    async register(input: { username: string; email: string; password: string; invite?: string }) {
+      if (opts.registration === 'closed') throw forbidden('Registration is closed: an admin creates accounts')
+      if (opts.registration === 'invite' && !input.invite) throw forbidden('An invite code is required to register')
+      const { invite, ...account } = input
+      const user = await this.createUser(opts.registration === 'invite' ? { ...account, invite } : account)
       await issueVerification(user)
       return user
+    },
+
+    /**
+     * Starts a session for a signed-in user and returns its JWT (`sub` the user id, `sid` the session id). Every sign-in
+     * path calls this once the user is known (register, password login, and any other).
+     */
+    startSession(user: User, origin: SessionOrigin) {
+      const id = randomToken(18)
+      insertSession(db, {
+        id,
+        userId: user.id,
+        expiresAt: new Date(Date.now() + opts.tokens.ttlMs),
+        userAgent: origin.userAgent?.slice(0, USER_AGENT_MAX) || null,
+        ip: origin.ip,
+      })
+      return opts.tokens.sign({ sub: String(user.id), sid: id })
+    },
+
+    /** The user's live sessions, most recent first; `current` marks the caller's. */
+    listSessions(user: User, current: string) {
+      return sessionsOf(db, user.id, new Date()).map((session) =>
+        publicSession(
+          sessionUses.has(session.id) ? { ...session, lastUsedAt: new Date(sessionUses.get(session.id)!) } : session,
+          current,
+        ),
+      )
+    },
+
+    /** Ends one of the user's sessions (another account's is not found). */
+    endSession(user: User, id: string) {
+      if (!deleteSession(db, id, user.id)) throw notFound('Session not found')
+    },
+
+    /**
+     * Changes the password when the current one is right, and ends every other session. Wrong current passwords count
+     * in the account's failed-login window: a stolen token cannot guess the password faster than a login could.
+     */
+    async changePassword(user: User, session: string, input: { currentPassword: string; newPassword: string }) {
+      checkPassword(input.newPassword, 'newPassword')
+      const window = guessWindow(
+        guesses,
+        loginKey(user.username),
+        guesses.loginPerAccount,
+        'Too many failed logins for this account',
+      )
+      const at = now()
+      takeAttempt(db, [window], at)
+      if (!(await Bun.password.verify(input.currentPassword, user.passwordHash)))
+        throw badRequest('currentPassword is wrong')
+      refundAttempt(db, [window], at)
+      const passwordHash = await hashPassword(input.newPassword)
+      db.transaction((tx) => {
+        setUserFields(tx, user.id, { passwordHash })
+        deleteSessionsOf(tx, user.id, session)
+      })
+    },
+
+    /**
+     * Mails a reset token (single use, 1 hour) when an account has this email. The answer and its timing are the same
+     * either way: the caller learns nothing about the address, and requests are throttled per address and per email.
+     */
+    forgotPassword(email: string, ip: string) {
+      const key = email.toLowerCase().slice(0, LOGIN_KEY_LENGTH)
+      const perEmail = guessWindow(
+        guesses,
+        `forgot:${key}`,
+        guesses.loginPerAccount,
+        'Too many reset requests for this email',
+      )
+      const perIp = guessWindow(
+        guesses,
+        `forgot-ip:${ipKey(ip)}`,
+        guesses.loginPerIp,
+        'Too many reset requests from this address',
+      )
+      const at = now()
+      takeAttempt(db, [perEmail, perIp], at)
+      const user = findUserByEmail(db, email)
+      if (!user || user.banned) return
+      const token = randomToken()
+      insertVerification(db, {
+        tokenHash: sha256Hex(token),
+        userId: user.id,
+        expiresAt: new Date(at + RESET_TTL_MS),
+        purpose: 'reset',
+      })
+      // Not awaited: an SMTP round trip would make a known address answer later than an unknown one.
+      void mailer.sendPasswordReset(user.email, token)
+    },
+
+    /** Sets a new password with a reset token (once), and ends every session of the account. */
+    async resetPassword(token: string, newPassword: string) {
+      checkPassword(newPassword, 'newPassword')
+      const at = new Date(now())
+      const row = findVerification(db, sha256Hex(token), 'reset')
+      const invalid = () => badRequest('Reset token is invalid or expired')
+      if (!row || row.usedAt || row.expiresAt <= at) throw invalid()
+      const passwordHash = await hashPassword(newPassword)
+      db.transaction((tx) => {
+        if (!claimVerification(tx, row.tokenHash, at)) throw invalid()
+        setUserFields(tx, row.userId, { passwordHash })
+        deleteSessionsOf(tx, row.userId)
+      })
+    },
+
+    /** Ends every session of the account (a ban, or an admin's request). */
+    endAllSessions(userId: number) {
+      deleteSessionsOf(db, userId)
+    },
+
+    /** Removes expired sessions and emailed tokens (the expiry sweep calls it). */
+    sweepExpired() {
+      const at = new Date()
+      deleteExpiredSessions(db, at)
+      deleteExpiredVerifications(db, at)
     },
 
     /**
@@ -169,14 +363,20 @@ export function createAuthService(
       return assertActive(user)
     },
 
-    /** The user behind a verified JWT subject; a deleted account is a 401, a banned one 403. */
-    sessionUser(userId: number) {
+    /**
+     * The user behind a verified JWT's subject and session; an ended session or a deleted account is a 401, a banned
+     * account 403. Notes the session's use (lastUsedAt, written by flushUses).
+     */
+    sessionUser(userId: number, sessionId: string) {
+      checkSession(userId, sessionId)
       const user = findById(userId)
       if (!user) throw unauthorized('Invalid or expired token')
-      return assertActive(user)
+      assertActive(user)
+      sessionUses.set(sessionId, Date.now())
+      return user
     },
 
-    /** The user behind an API key secret; notes the key's use (lastUsedAt, written by flushKeyUses). */
+    /** The user behind an API key secret; notes the key's use (lastUsedAt, written by flushUses). */
     keyUser(secret: string) {
       if (!secret.startsWith(KEY_PREFIX)) throw unauthorized('Invalid API key')
       const row = findKeyOwner(db, sha256Hex(secret))
@@ -187,20 +387,23 @@ export function createAuthService(
     },
 
     /**
-     * Writes the buffered lastUsedAt times in one transaction (every few seconds and at shutdown). Best effort: a
-     * failure (a locked or read-only database) throws and keeps them all for the next flush.
+     * Writes the buffered lastUsedAt times of keys and sessions in one transaction (every few seconds and at shutdown).
+     * Best effort: a failure (a locked or read-only database) throws and keeps them all for the next flush.
      */
-    flushKeyUses() {
-      if (keyUses.size === 0) return
-      const batch = [...keyUses]
-      writeKeyUses(db, batch)
+    flushUses() {
+      if (keyUses.size === 0 && sessionUses.size === 0) return
+      db.transaction((tx) => {
+        writeKeyUses(tx, [...keyUses])
+        writeSessionUses(tx, [...sessionUses])
+      })
       // Committed in the same synchronous step: no use was noted meanwhile.
       keyUses.clear()
+      sessionUses.clear()
     },
 
     async verifyEmail(token: string) {
       const now = new Date()
-      const row = findVerification(db, sha256Hex(token))
+      const row = findVerification(db, sha256Hex(token), 'verify')
       if (!row || row.usedAt || row.expiresAt < now) throw badRequest('Verification token is invalid or expired')
       db.transaction((tx) => {
         if (!claimVerification(tx, row.tokenHash, now)) throw badRequest('Verification token is invalid or expired')

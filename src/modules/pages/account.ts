@@ -78,7 +78,8 @@ ${sso}
 <button type="button" class="secondary" id="passkey-button">Sign in with a passkey</button>
 </div>
 ${sso}
-<p class="muted">No account yet? <a href="/register">Create one</a></p>
+<p class="muted"><a href="/forgot">Forgot your password?</a></p>
+${config.registration === 'closed' ? '' : html`<p class="muted">No account yet? <a href="/register">Create one</a></p>`}
 ${needsScript}
 </form>`,
     // The passkey button appears only where the browser can use one (auth.js asks passkeys.js).
@@ -86,21 +87,47 @@ ${needsScript}
   )
 }
 
+const newPasswordHint = (id: string) =>
+  html`<p class="muted small" id="${id}">At least ${PASSWORD_LENGTH.min} characters.</p>`
+
+/** REGISTRATION=closed: no form, only where accounts come from. */
+function renderRegistrationClosed(renderer: PageRenderer, config: Config): Response {
+  return authPage(
+    renderer,
+    config,
+    'Registration is closed',
+    html`<section class="notice" id="registration-closed">
+<h1>Registration is closed</h1>
+<p class="muted">New accounts on ${config.siteName} are created by an administrator. Ask one for an account.</p>
+<p class="actions center"><a class="button" href="/login">Log in</a> <a class="button secondary" href="/">Upload anonymously</a></p>
+</section>`,
+  )
+}
+
 export function renderRegister(renderer: PageRenderer, config: Config): Response {
+  if (config.registration === 'closed') return renderRegistrationClosed(renderer, config)
+  // REGISTRATION=invite: the code field, filled in by auth.js from ?invite= (the link of an invite).
+  const invite =
+    config.registration === 'invite'
+      ? html`<label for="register-invite">Invite code</label>
+<input id="register-invite" name="invite" type="text" autocomplete="off" required maxlength="128" aria-describedby="register-invite-hint">
+<p class="muted small" id="register-invite-hint">Registration here is by invitation: paste the code an administrator gave you.</p>
+`
+      : ''
   return authPage(
     renderer,
     config,
     'Create an account',
     html`<form class="auth-form card" id="register-form" data-auth-form="register">
 <h1>Create an account</h1>
-<label for="register-username">Username</label>
+${invite}<label for="register-username">Username</label>
 <input id="register-username" name="username" type="text" autocomplete="username" required minlength="${USERNAME_LENGTH.min}" maxlength="${USERNAME_LENGTH.max}" pattern="${USERNAME_PATTERN}" aria-describedby="register-username-hint" autofocus>
 <p class="muted small" id="register-username-hint">${USERNAME_LENGTH.min} to ${USERNAME_LENGTH.max} letters, digits, _ or -. Shown on your public profile.</p>
 <label for="register-email">Email</label>
 <input id="register-email" name="email" type="email" autocomplete="email" required>
 <label for="register-password">Password</label>
 <input id="register-password" name="password" type="password" autocomplete="new-password" required minlength="${PASSWORD_LENGTH.min}" maxlength="${PASSWORD_LENGTH.max}" aria-describedby="register-password-hint">
-<p class="muted small" id="register-password-hint">At least ${PASSWORD_LENGTH.min} characters.</p>
+${newPasswordHint('register-password-hint')}
 <p class="error" data-form-error role="alert" hidden></p>
 <button type="submit" disabled>Create account</button>
 <p class="muted">Already registered? <a href="/login">Log in</a></p>
@@ -124,6 +151,49 @@ export function renderVerify(renderer: PageRenderer, config: Config): Response {
 <button type="submit" disabled>Verify</button>
 </form>
 <p id="verify-next" hidden><a class="button" href="/dashboard">Go to your dashboard</a></p>
+${needsScript}
+</section>`,
+  )
+}
+
+export function renderForgot(renderer: PageRenderer, config: Config): Response {
+  return authPage(
+    renderer,
+    config,
+    'Forgot your password',
+    html`<section class="auth-form card" id="forgot">
+<h1>Forgot your password</h1>
+<form id="forgot-form" data-auth-form="forgot">
+<p class="muted">Enter the email address of your account: we send it a link to choose a new password. The link works once, for 1 hour.</p>
+<label for="forgot-email">Email</label>
+<input id="forgot-email" name="email" type="email" autocomplete="email" required maxlength="254" autofocus>
+<p class="error" data-form-error role="alert" hidden></p>
+<button type="submit" disabled>Send the link</button>
+</form>
+<p id="forgot-sent" role="status" aria-live="polite" hidden>If an account has this address, a link to reset its password is on its way. Check your inbox (and spam folder).</p>
+<p class="muted"><a href="/login">Back to log in</a></p>
+${needsScript}
+</section>`,
+  )
+}
+
+export function renderReset(renderer: PageRenderer, config: Config): Response {
+  return authPage(
+    renderer,
+    config,
+    'Choose a new password',
+    html`<section class="auth-form card" id="reset">
+<h1>Choose a new password</h1>
+<form id="reset-form" data-auth-form="reset">
+<label for="reset-token">Reset token</label>
+<input id="reset-token" name="token" type="text" autocomplete="off" required maxlength="128">
+<label for="reset-password">New password</label>
+<input id="reset-password" name="newPassword" type="password" autocomplete="new-password" required minlength="${PASSWORD_LENGTH.min}" maxlength="${PASSWORD_LENGTH.max}" aria-describedby="reset-password-hint">
+${newPasswordHint('reset-password-hint')}
+<p class="error" data-form-error role="alert" hidden></p>
+<button type="submit" disabled>Set the new password</button>
+</form>
+<p id="reset-done" role="status" aria-live="polite" hidden>Your password is changed, and every session of your account has ended. <a href="/login">Log in</a> with the new password.</p>
 ${needsScript}
 </section>`,
   )
@@ -210,6 +280,25 @@ const totpCard = html`<section class="card" id="totp" data-totp aria-labelledby=
 </form>
 <p class="status" id="totp-action-status" role="status" aria-live="polite"></p>
 </section>`
+/** The "Password and sessions" section (dashboard-sessions.js): change the password, list and end sessions. */
+const passwordAndSessions = html`<div class="card" id="sessions-section" aria-labelledby="sessions-title">
+<h3 id="sessions-title">Password and sessions</h3>
+<form class="form-grid" id="password-form">
+<label for="current-password">Current password</label>
+<input id="current-password" name="currentPassword" type="password" autocomplete="current-password" required maxlength="${PASSWORD_LENGTH.max}">
+<label for="new-password">New password</label>
+<input id="new-password" name="newPassword" type="password" autocomplete="new-password" required minlength="${PASSWORD_LENGTH.min}" maxlength="${PASSWORD_LENGTH.max}" aria-describedby="new-password-hint">
+<p class="muted small" id="new-password-hint">At least ${PASSWORD_LENGTH.min} characters. Every other session ends; this one stays.</p>
+<p class="error" data-form-error role="alert" hidden></p>
+<div class="actions"><button type="submit">Change password</button></div>
+</form>
+<p class="status" id="password-status" role="status" aria-live="polite"></p>
+<h4>Where you are logged in</h4>
+<p class="muted">Each login lasts 7 days unless it is ended here, by logging out, or by a password change or reset.</p>
+<ul class="rows" id="session-list" aria-label="Your sessions"></ul>
+<p class="status" id="sessions-status" role="status" aria-live="polite"></p>
+<div class="actions"><a class="button secondary" href="/logout">Log out</a></div>
+</div>`
 
 /** The dashboard: a client-side app over the JSON API (dashboard.js and dashboard-<tab>.js); this is its static markup. */
 export function renderDashboard(renderer: PageRenderer, config: Config): Response {
@@ -387,16 +476,11 @@ ${clientDownloads}
 <div class="actions"><button type="button" class="secondary" id="resend-verification" hidden>Send a new verification email</button><a class="button secondary" href="/verify">Enter a token</a></div>
 <p class="status" id="email-action-status" role="status" aria-live="polite"></p>
 </div>
-<div class="card">
-<h3>Session</h3>
-<p class="muted">You stay logged in on this browser for 7 days.</p>
-<a class="button secondary" href="/logout">Log out</a>
-</div>
 </section>
 
 <section class="panel" id="panel-security" data-panel="security" aria-labelledby="security-title" hidden>
 <h2 id="security-title">Security</h2>
-<div id="security-sessions" data-security-section="sessions"></div>
+<div id="security-sessions" data-security-section="sessions">${passwordAndSessions}</div>
 <div id="security-totp" data-security-section="totp">${totpCard}</div>
 <div class="card" id="security-passkeys" data-security-section="passkeys" role="group" aria-labelledby="passkeys-title">
 <h3 id="passkeys-title">Passkeys</h3>
@@ -428,6 +512,7 @@ ${clientDownloads}
       'passkeys.js',
       'dashboard-security.js',
       'dashboard-totp.js',
+      'dashboard-sessions.js',
     ],
     bodyClass: 'dashboard-page',
     noindex: true,

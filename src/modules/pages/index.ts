@@ -8,7 +8,15 @@ import { createPageRenderer, getAsset } from '../../web/page'
 import type { AlbumService } from '../albums/service'
 import type { GalleryService } from '../gallery/service'
 import type { ImageService } from '../images/service'
-import { renderDashboard, renderLogin, renderLogout, renderRegister, renderVerify } from './account'
+import {
+  renderDashboard,
+  renderForgot,
+  renderLogin,
+  renderLogout,
+  renderRegister,
+  renderReset,
+  renderVerify,
+} from './account'
 import { renderAdminBlocks } from './admin-blocks'
 import { renderAdminReports } from './admin-reports'
 import { renderAlbum, renderAlbumPassword } from './album'
@@ -106,6 +114,8 @@ export function pagesModule(deps: {
     .get('/login', () => renderLogin(renderer, config), hidden)
     .get('/register', () => renderRegister(renderer, config), hidden)
     .get('/verify', () => renderVerify(renderer, config), hidden)
+    .get('/forgot', () => renderForgot(renderer, config), hidden)
+    .get('/reset', () => renderReset(renderer, config), hidden)
     .get('/logout', () => renderLogout(renderer, config), hidden)
     .get('/dashboard', () => renderDashboard(renderer, config), hidden)
     .get('/admin/reports', () => renderAdminReports(renderer, config), hidden)

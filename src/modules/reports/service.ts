@@ -5,7 +5,7 @@ import { badRequest, conflict, notFound } from '../../errors'
 import { ipKey } from '../../http/client-ip'
 import { pageCount } from '../../http/pagination'
 import { HOUR_MS, iso } from '../../lib/time'
-import { setUserFields } from '../auth/repository'
+import { deleteSessionsOf, setUserFields } from '../auth/repository'
 import type { BlockService } from '../blocks/service'
 import { checkWindow, consumeWindow, type WindowRule } from '../images/limits'
 import { IMAGE_SHAPES } from '../images/model'
@@ -154,7 +154,11 @@ export function createReportService(deps: {
           reportId: report.id,
         })
         reportsActioned = actionReports(tx, report, admin.id)
-        if (banOwner) setUserFields(tx, ownerId!, { banned: true })
+        if (banOwner) {
+          setUserFields(tx, ownerId!, { banned: true })
+          // A ban ends every session of the account, as in PATCH /api/admin/users/:id.
+          deleteSessionsOf(tx, ownerId!)
+        }
       }
       if (image) await imageService.remove(image, apply)
       else db.transaction(apply)

@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { ErrorBody } from '../../http/errors'
+import { errorResponses, jsonContent as json } from '../../http/errors'
 import { UploadResponse } from '../images/model'
 
 export const TUS_VERSION = '1.0.0'
@@ -12,10 +12,7 @@ export const TUS_ID_PATTERN = `[A-Za-z0-9]{${TUS_ID_LENGTH}}`
 export const TusIdParams = t.Object({ id: t.String({ description: 'Upload id (from the Location of the creation)' }) })
 
 /** The tus routes answer with headers (and no body) as the protocol says; this is their OpenAPI description. */
-const json = (schema: unknown) => ({ 'application/json': { schema: JSON.parse(JSON.stringify(schema)) } })
 const header = (description: string, type: 'string' | 'integer' = 'string') => ({ description, schema: { type } })
-const errorResponses = (...statuses: number[]) =>
-  Object.fromEntries(statuses.map((s) => [String(s), { description: `Error ${s}`, content: json(ErrorBody) }]))
 
 const common = {
   'Tus-Resumable': header('Always 1.0.0'),

@@ -1,5 +1,5 @@
-// Log in (with a two-factor code step, or through single sign-on), register, verify an email address, log out. The
-// JWT from login or register is kept in localStorage.
+// Log in (with a two-factor code step, a passkey, or through single sign-on), register, verify an email address,
+// reset a forgotten password, log out. The JWT from login or register is kept in localStorage.
 ;(() => {
   'use strict'
   if (!window.imghost) return
@@ -116,8 +116,13 @@
 
   const register = document.querySelector('[data-auth-form="register"]')
   if (register) {
+    // REGISTRATION=invite: an invite's link carries its code.
+    const inviteField = document.getElementById('register-invite')
+    const code = new URLSearchParams(location.search).get('invite')
+    if (inviteField && code) inviteField.value = code
     wire(register, async (data) => {
       const body = { username: data.get('username'), email: data.get('email'), password: data.get('password') }
+      if (inviteField) body.invite = String(data.get('invite') || '').trim()
       const res = await api('/api/auth/register', { method: 'POST', auth: false, body })
       if (!res.ok) return showError(register, res.data.error)
       setToken(res.data.token)
@@ -155,7 +160,42 @@
     }
   }
 
+  const forgot = document.querySelector('[data-auth-form="forgot"]')
+  if (forgot) {
+    wire(forgot, async (data) => {
+      const res = await api('/api/auth/forgot', { method: 'POST', auth: false, body: { email: data.get('email') } })
+      if (!res.ok) return showError(forgot, res.data.error)
+      forgot.hidden = true
+      document.getElementById('forgot-sent').hidden = false
+    })
+  }
+
+  const reset = document.querySelector('[data-auth-form="reset"]')
+  if (reset) {
+    const tokenField = document.getElementById('reset-token')
+    const token = new URLSearchParams(location.search).get('token')
+    if (token) {
+      tokenField.value = token
+      // The token leaves the address bar (and so the history) once read.
+      history.replaceState(null, '', location.pathname)
+    }
+    wire(reset, async (data) => {
+      const body = { token: String(data.get('token') || '').trim(), newPassword: data.get('newPassword') }
+      const res = await api('/api/auth/reset', { method: 'POST', auth: false, body })
+      if (!res.ok) {
+        const hint = res.status === 400 && /token/i.test(res.data.error) ? ': ask for a new link' : ''
+        return showError(reset, `${res.data.error}${hint}.`)
+      }
+      // Every session ended, this browser's too.
+      setToken(null)
+      reset.hidden = true
+      document.getElementById('reset-done').hidden = false
+    })
+  }
+
   if (document.getElementById('logout')) {
+    // Ends the session on the server too, so the token stops working wherever a copy of it is.
+    if (window.imghost.token()) api('/api/auth/logout', { method: 'POST' })
     setToken(null)
     for (const link of document.querySelectorAll('.site-header [data-auth]'))
       link.hidden = link.getAttribute('data-auth') === 'in'
