@@ -252,6 +252,7 @@ describe('the protocol', () => {
         'thumbnail',
         'viewer',
         'delete',
+        'deletePage',
         'width',
         'height',
         'size',

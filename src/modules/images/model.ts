@@ -144,6 +144,11 @@ export const UploadedImage = t.Object({
   nsfw: t.Boolean(),
   filename: t.String(),
   expiresAt: ExpiresAt,
+  deletePage: t.String({
+    format: 'uri',
+    description:
+      'A page that shows the image with a button that deletes it: no key or session needed, so keep it private (it carries the delete token)',
+  }),
   deleteToken: t.Optional(t.String({ description: 'Anonymous uploads only: send as X-Delete-Token to delete' })),
 })
 

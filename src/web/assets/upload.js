@@ -266,7 +266,10 @@
         ),
       )
 
-    const fields = shareCodes(image).map((code) =>
+    // The delete page link goes with the share codes: an anonymous uploader has no other way to delete later.
+    const codes = shareCodes(image)
+    if (image.deletePage) codes.push({ key: 'delete', label: 'Delete link (keep it private)', value: image.deletePage })
+    const fields = codes.map((code) =>
       el(
         'div',
         { class: 'field' },
@@ -294,7 +297,14 @@
       del.addEventListener('click', () => deleteUpload(entry, del))
       actions.append(' · ', del)
     }
-    const result = el('div', { class: 'result' }, preview, el('div', { class: 'share' }, fields, actions))
+    const hint = image.deleteToken
+      ? el(
+          'p',
+          { class: 'muted save-hint' },
+          'Save these links now: they are not shown again, and the delete link is the only way to delete this image later.',
+        )
+      : null
+    const result = el('div', { class: 'result' }, preview, el('div', { class: 'share' }, fields, hint, actions))
     entry.node.append(result)
   }
 
