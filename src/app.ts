@@ -5,6 +5,7 @@ import type { Db } from './db/client'
 import { authGuard } from './http/auth'
 import { bodyLimit } from './http/body-limit'
 import { errorModel } from './http/errors'
+import { allowedMethods } from './http/methods'
 import { createMetrics, requestLog } from './http/observability'
 import { apiDocs } from './http/openapi'
 import { globalRateLimit } from './http/rate-limit'
@@ -168,6 +169,8 @@ export function createApp(deps: AppDeps) {
     const base = { publicUrl: config.publicUrl, cdnBase: config.cdnUrl }
     app.use(legacyLinksModule({ redirects: config.legacyRedirects, images, base }))
   }
+
+  app.store.allowedMethods = allowedMethods(app.routes)
 
   return { app, services }
 }

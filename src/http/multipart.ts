@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import Busboy, { type BusboyInstance } from '@fastify/busboy'
 import { badRequest, DomainError, tooLarge } from '../errors'
 import { newPublicId } from '../lib/crypto'
+import { sizeText } from '../lib/size'
 
 export interface ReceivedFile {
   /** Temporary file holding the uploaded bytes. */
@@ -57,7 +58,8 @@ export const tempUploadPath = (tmpDir: string) => join(tmpDir, `upload-${newPubl
 
 export const tooManyFiles = (maxFiles: number) => badRequest(`Too many files: at most ${maxFiles} per upload`)
 /** The refusal of a file past the per-file limit of its policy (413), for every way files arrive. */
-export const fileTooLarge = (maxFileSize: number) => tooLarge(`File too large: at most ${maxFileSize} bytes per file`)
+export const fileTooLarge = (maxFileSize: number) =>
+  tooLarge(`File too large: at most ${sizeText(maxFileSize)} per file`)
 /**
  * The most characters a file of `bytes` takes as base64 text: 4 per 3 bytes, plus room for a data-URL prefix and line
  * breaks (MIME wraps at 76 characters).

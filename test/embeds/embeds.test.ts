@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { parse } from 'node-html-parser'
-import { fillPlaceholders, humanSize } from '../../src/modules/embeds/service'
+import { humanSize } from '../../src/lib/size'
+import { fillPlaceholders } from '../../src/modules/embeds/service'
 import { makeImage, uploadForm } from '../fixtures'
 import { makeAdmin, registerUser, type TestServer, userWithKey } from '../helpers'
 import { expectError, send, startServer, uploadImage } from '../pages/support'

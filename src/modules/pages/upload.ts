@@ -1,8 +1,8 @@
 import type { Config } from '../../config'
+import { humanSize } from '../../lib/size'
 import { FORMATS } from '../../media/formats'
 import { html } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
-import { humanSize } from '../embeds/service'
 import { SHARE_CODES, type ShareCode } from './share-codes'
 
 /** Other spellings of an extension, which the file picker offers too. */

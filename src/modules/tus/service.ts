@@ -17,7 +17,7 @@ import {
 } from '../../errors'
 import { ipKey } from '../../http/client-ip'
 import { INTERNAL_ERROR, knownAnswer } from '../../http/errors'
-import type { ReceivedFile } from '../../http/multipart'
+import { fileTooLarge, type ReceivedFile } from '../../http/multipart'
 import { rateLimitHeaders } from '../../http/rate-limit'
 import { randomAlphanumeric } from '../../lib/crypto'
 import { DAY_MS, HOUR_MS } from '../../lib/time'
@@ -306,7 +306,7 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
   function checkCreation(options: UploadOptions, length: number, fields: Record<string, string>) {
     const { policy } = options
     if (policy.maxFileSize !== null && length > policy.maxFileSize) {
-      throw tooLarge(`File too large: at most ${policy.maxFileSize} bytes per file`)
+      throw fileTooLarge(policy.maxFileSize)
     }
     pipeline.checkFields(fields, policy)
     pipeline.check(options, length)
