@@ -66,6 +66,14 @@ export const fileTooLarge = (maxFileSize: number) =>
  */
 export const base64Bound = (bytes: number) => Math.ceil(bytes / 3) * 4 + Math.ceil(bytes / 32) + 1024
 
+/**
+ * A file part's name as the user named it. Browsers (the HTML standard) and curl send a `"` in a quoted filename as
+ * %22 and nothing else percent-encoded (a `%` goes as it is), so %22 is the one sequence to decode; RFC 5987's
+ * `filename*=UTF-8''...` form arrives decoded by the parser. CR and LF (sent as %0D, %0A) stay encoded: a name
+ * is one line wherever it is shown.
+ */
+const sentFilename = (filename: string) => filename.replace(/%22/gi, '"')
+
 /** Removes the temp files of an upload; safe to call twice. */
 export async function discardFiles(files: ReceivedFile[]) {
   await Promise.all(files.map((f) => rm(f.path, { force: true })))
@@ -143,7 +151,7 @@ export async function receiveMultipart(
     const maxSize = perFile === null ? null : text ? base64Bound(perFile) : perFile
     const file: ReceivedFile = {
       path: tempUploadPath(current.tmpDir),
-      filename: (filename || 'image').slice(0, 255),
+      filename: (sentFilename(filename ?? '') || 'image').slice(0, 255),
       size: 0,
       sha256: '',
       ...(text ? { text } : {}),
