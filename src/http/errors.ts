@@ -54,6 +54,8 @@ type SchemaLike = {
   maxLength?: number
   minimum?: number
   maximum?: number
+  minItems?: number
+  maxItems?: number
   pattern?: string
   const?: unknown
   anyOf?: SchemaLike[]
@@ -66,6 +68,13 @@ function lengthRule(min: number | undefined, max: number | undefined) {
   const chars = (n: number) => `${n} character${n === 1 ? '' : 's'}`
   if (min !== undefined && max !== undefined) return `${min}-${chars(max)}`
   return min !== undefined ? `at least ${chars(min)}` : `at most ${chars(max!)}`
+}
+
+/** A count rule in words: `1-100 items`, `at least 1 item`, `at most 100 items`. */
+function countRule(min: number | undefined, max: number | undefined) {
+  const items = (n: number) => `${n} item${n === 1 ? '' : 's'}`
+  if (min !== undefined && max !== undefined) return `${min}-${items(max)}`
+  return min !== undefined ? `at least ${items(min)}` : `at most ${items(max!)}`
 }
 
 /** A number's bounds in words, or nothing when it has none. */
@@ -124,6 +133,11 @@ function validationMessage(error: ValidationLike): string {
       return min === 1 && max === undefined ? `${field} must not be empty` : `${field} must be ${lengthRule(min, max)}`
     if (schema.format && FORMATS[schema.format]) return `${field} must be ${FORMATS[schema.format]}`
     if (schema.pattern) return `${field} is not in the expected form`
+  }
+  if (schema.type === 'array' && Array.isArray(value)) {
+    const { minItems: min, maxItems: max } = schema
+    if ((min !== undefined && value.length < min) || (max !== undefined && value.length > max))
+      return `${field} must have ${countRule(min, max)}`
   }
   return `${field} must be ${expected(schema)}`
 }

@@ -322,7 +322,7 @@ describe('PATCH /api/images/bulk-embed', () => {
 
     const tooMany = await assign(ids)
     expectError(tooMany, 400)
-    expect(tooMany.body.error).toContain('100')
+    expect(tooMany.body.error).toBe('image_ids must have 1-100 items')
     expect(ids.filter((id) => embedProfileOf(id) !== null)).toEqual([])
 
     expect((await assign(ids.slice(0, 100))).body).toEqual({ success: true, updated: 100 })

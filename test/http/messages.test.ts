@@ -115,6 +115,7 @@ describe('validation messages in words', () => {
       ['POST', '/api/keys', { name: '' }, 'name must be 1-100 characters'],
       ['POST', '/api/keys', { name: 'x'.repeat(101) }, 'name must be 1-100 characters'],
       ['PATCH', '/api/v1/image/abcdefgh', { nsfw: 'yes' }, 'nsfw must be true or false'],
+      ['PATCH', '/api/images/bulk-embed', { image_ids: [], embed_profile_id: 1 }, 'image_ids must have 1-100 items'],
     ]
     const account = await registerUser(t)
     for (const [method, path, body, message] of cases) {
