@@ -96,6 +96,18 @@ describe('every upload door answers a deletePage link', () => {
     expect(done.status).toBe(200)
     const body = await done.json()
     const { token } = parse(body.deletePage, body.id)
+    // The answer kept for a client that lost it has no plain token: not in the answer, not in the database.
+    const kept = await (await fetch(created.headers.get('location')!, { headers: user.keyHeader })).json()
+    expect(kept).toMatchObject({ id: body.id, url: body.url })
+    expect(kept.deletePage).toBeUndefined()
+    const db = new Database(join(t.dataDir, 'imghost.sqlite'), { readonly: true })
+    try {
+      const rows = db.query('SELECT * FROM tus_uploads').all() as Record<string, unknown>[]
+      expect(rows.length).toBeGreaterThan(0)
+      expect(rows.some((row) => Object.values(row).some((value) => String(value).includes(token)))).toBe(false)
+    } finally {
+      db.close()
+    }
     expect((await confirm(body.id, token)).status).toBe(200)
     await expectGone(body.id)
   })

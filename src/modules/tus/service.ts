@@ -124,12 +124,14 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
         result = { status: 500, body: { ...INTERNAL_ERROR }, headers: {} }
       }
     }
-    // The pipeline consumed the file (stored or removed); the answer stays until the upload expires.
+    // The pipeline consumed the file (stored or removed); the answer stays until the upload expires, for a client that
+    // lost it, without the delete token and the delete page link that carries it: only their hash is ever stored.
+    const { deletePage, deleteToken, ...kept } = result.body
     setTusUploadFields(db, row.id, {
       offset: row.length,
       finishedAt: new Date(),
       resultStatus: result.status,
-      result: JSON.stringify({ body: result.body, headers: result.headers }),
+      result: JSON.stringify({ body: kept, headers: result.headers }),
     })
     return result
   }
