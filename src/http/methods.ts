@@ -25,6 +25,9 @@ const ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
 export function allowedMethods(routes: RouteLike[]): (path: string) => string[] {
   const byPattern = new Map<string, Set<string>>()
   for (const route of routes) {
+    // A wildcard route is a fallback (the legacy links' `GET /*` answers any path, mostly with a 404): it makes no
+    // path known.
+    if (route.path.includes('*')) continue
     const methods = byPattern.get(route.path) ?? new Set<string>()
     methods.add(route.method.toUpperCase())
     if (route.method.toUpperCase() === 'GET') methods.add('HEAD')
