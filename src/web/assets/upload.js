@@ -301,7 +301,7 @@
       ? el(
           'p',
           { class: 'muted save-hint' },
-          'Save these links now: they are not shown again, and the delete link is the only way to delete this image later.',
+          'Save these links now: they are not shown again, and only the delete link can remove the image later.',
         )
       : null
     const result = el('div', { class: 'result' }, preview, el('div', { class: 'share' }, fields, hint, actions))
