@@ -6,6 +6,7 @@ import { errors, HttpError, NOSNIFF } from '../../http/errors'
 import { createPageRenderer, getAsset } from '../../web/page'
 import type { AlbumService } from '../albums/service'
 import type { GalleryService } from '../gallery/service'
+import { DELETE_PAGE_PATH } from '../images/links'
 import type { ImageService } from '../images/service'
 import { renderDashboard, renderLogin, renderLogout, renderRegister, renderVerify } from './account'
 import { renderAdminReports } from './admin-reports'
@@ -133,12 +134,16 @@ export function pagesModule(deps: {
       params: t.Object({ id: t.String() }),
       ...hidden,
     })
-    .get('/delete/:id/:token', ({ params }) => renderDeletePage(renderer, config, images, params.id, params.token), {
-      params: t.Object({ id: t.String(), token: t.String() }),
-      ...hidden,
-    })
+    .get(
+      `${DELETE_PAGE_PATH}:id/:token`,
+      ({ params }) => renderDeletePage(renderer, config, images, params.id, params.token),
+      {
+        params: t.Object({ id: t.String(), token: t.String() }),
+        ...hidden,
+      },
+    )
     .post(
-      '/delete/:id',
+      `${DELETE_PAGE_PATH}:id`,
       ({ params, body }) => deleteFromPage(renderer, images, params.id, formField(body, 'token') ?? ''),
       { params: t.Object({ id: t.String() }), ...hidden },
     )
