@@ -149,6 +149,16 @@ describe('the delete page', () => {
     expect((await t.fetch(`/api/v1/image/${image.id}`)).status).toBe(200)
   })
 
+  test('a mature image is shown blurred behind a Show button, never in the markup', async () => {
+    const form = uploadForm([{ bytes: await png(), name: 'mature.png' }], { nsfw: 'true' })
+    const image = (await t.json('/api/v1/upload', { method: 'POST', headers: user.keyHeader, body: form })).body
+    const html = await (await fetch(image.deletePage)).text()
+    expect(html).toContain('<figure class="viewer nsfw is-hidden">')
+    expect(html).toContain(`<img data-preview="${image.thumbnail}"`)
+    expect(html).not.toContain(` src="${t.url}/cdn/`)
+    expect(html).toContain('<button type="button" data-reveal>Show image</button>')
+  })
+
   test('confirming deletes the image; the link works once', async () => {
     const image = await keyUpload()
     const { token, page } = parse(image.deletePage, image.id)

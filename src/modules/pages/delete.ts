@@ -1,6 +1,7 @@
 import type { Config } from '../../config'
 import type { Image } from '../../db/schema'
 import { humanSize } from '../../lib/size'
+import { thumbnailSize } from '../../media/thumbnail'
 import { html } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
 import { DELETE_PAGE_PATH } from '../images/links'
@@ -42,17 +43,32 @@ function refusal(pages: PageRenderer, kind: keyof typeof REFUSALS) {
 }
 
 /**
+ * The image as the page shows it: its thumbnail, or for a mature one the viewer's blurred thumbnail behind a Show
+ * button (site.js), so opening the link somewhere public shows nothing the owner did not choose to reveal.
+ */
+function figure(config: Config, images: ImageService, image: Image) {
+  if (!image.nsfw)
+    return html`<figure class="viewer">${tilePicture(config.cdnUrl, image, image.filename, false)}</figure>`
+  const { thumbnail } = images.links(image)
+  const size = thumbnailSize(image.width, image.height)
+  return html`<figure class="viewer nsfw is-hidden">
+<img data-preview="${thumbnail}" data-src="${thumbnail}" width="${size.width}" height="${size.height}" alt="${image.filename}">
+<div class="nsfw-warning"><p>This image is marked as mature content (NSFW).</p><button type="button" data-reveal>Show image</button></div>
+</figure>`
+}
+
+/**
  * The page a delete link opens: the image, what it is, and a form that posts the token back (in the body: the page
  * itself is the only credential, no cookie is involved, so another site cannot make a browser delete anything).
  */
-function confirmPage(pages: PageRenderer, config: Config, image: Image, token: string) {
+function confirmPage(pages: PageRenderer, config: Config, images: ImageService, image: Image, token: string) {
   return respond(
     pages,
     200,
     'Delete this image?',
     html`<section class="notice delete-page">
 <h1>Delete this image?</h1>
-<figure class="viewer">${tilePicture(config.cdnUrl, image, image.filename, false)}</figure>
+${figure(config, images, image)}
 <p><strong>${image.filename}</strong> · ${image.width} × ${image.height} · ${humanSize(image.size)}</p>
 <p>Deleting it removes the image and every link to it at once. This cannot be undone.</p>
 <form method="post" action="${DELETE_PAGE_PATH}${image.id}">
@@ -66,7 +82,7 @@ function confirmPage(pages: PageRenderer, config: Config, image: Image, token: s
 /** GET /delete/<id>/<token>: the confirmation page, or why the link does not open. */
 export function renderDeletePage(pages: PageRenderer, config: Config, images: ImageService, id: string, token: string) {
   const found = images.deletableBy(id, token)
-  return typeof found === 'string' ? refusal(pages, found) : confirmPage(pages, config, found, token)
+  return typeof found === 'string' ? refusal(pages, found) : confirmPage(pages, config, images, found, token)
 }
 
 /** POST /delete/<id> with the token in the body: deletes the image and says so, or why it could not. */
