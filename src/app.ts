@@ -6,6 +6,7 @@ import { authGuard, sessionTokens } from './http/auth'
 import { bodyLimit } from './http/body-limit'
 import { htmlCompression } from './http/compression'
 import { errorModel } from './http/errors'
+import { allowedMethods } from './http/methods'
 import { createMetrics, requestLog } from './http/observability'
 import { apiDocs } from './http/openapi'
 import { globalRateLimit } from './http/rate-limit'
@@ -211,6 +212,8 @@ export function createApp(deps: AppDeps) {
     const base = { publicUrl: config.publicUrl, cdnBase: config.cdnUrl }
     app.use(legacyLinksModule({ redirects: config.legacyRedirects, images, base }))
   }
+
+  app.store.allowedMethods = allowedMethods(app.routes)
 
   return { app, services }
 }

@@ -194,7 +194,7 @@ export const images = sqliteTable(
       .notNull()
       .default('none'),
     views: integer('views').notNull().default(0),
-    /** SHA-256 of the anonymous uploader's delete token. */
+    /** SHA-256 of the upload's delete token (the anonymous `deleteToken`, the token of every `deletePage` link). */
     deleteTokenHash: text('delete_token_hash'),
     embedProfileId: integer('embed_profile_id').references(() => embedProfiles.id, { onDelete: 'set null' }),
     uploaderIp: text('uploader_ip'),

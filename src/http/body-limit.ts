@@ -1,9 +1,14 @@
 import { Elysia } from 'elysia'
 import { badRequest } from '../errors'
+import { sizeText } from '../lib/size'
 import { HttpError } from './errors'
 
 /** Chevereto's API v1 upload door (src/modules/chevereto). */
 export const CHEVERETO_PATH = '/api/1/upload'
+
+/** The multipart upload doors (src/modules/images): they stream their bodies and refuse any other type themselves. */
+export const UPLOAD_PATHS = { api: '/api/v1/upload', web: '/api/upload' } as const
+const STREAMED = new Set<string>([CHEVERETO_PATH, ...Object.values(UPLOAD_PATHS)])
 
 /** JSON bodies are small settings objects; anything bigger is refused without reading it all. */
 export const MAX_JSON_BYTES = 1024 * 1024
@@ -35,7 +40,7 @@ function nestedDeeperThan(text: string, limit: number): boolean {
   return false
 }
 
-const tooLarge = (cap: number) => new HttpError(413, `Request body too large: at most ${cap} bytes`)
+const tooLarge = (cap: number) => new HttpError(413, `Request body too large: at most ${sizeText(cap)}`)
 
 const declaredLength = (request: Request) => Number(request.headers.get('content-length') ?? NaN)
 
@@ -84,15 +89,15 @@ export const bodyLimit = new Elysia({ name: 'body-limit' })
   .onRequest(({ request }) => {
     if (declaredLength(request) > MAX_PAGE_BODY_BYTES && !isApiPath(request.url)) throw tooLarge(MAX_PAGE_BODY_BYTES)
   })
-  .onParse({ as: 'global' }, async ({ request, contentType }) => {
+  .onParse({ as: 'global' }, async ({ request, contentType, route }) => {
     const type = contentType.toLowerCase()
     if (!isApiPath(request.url)) return pageBody(request, contentType)
-    // The Chevereto door reads its own body (a multipart or urlencoded form, bounded) and refuses any other type itself.
-    if (new URL(request.url).pathname === CHEVERETO_PATH) return null
+    // The upload doors read their own bodies (bounded) and say which type they expect: multipart (and for Chevereto
+    // a urlencoded form), never JSON.
+    if (STREAMED.has(route)) return null
     if (!type.startsWith('application/json')) {
-      // A global parse hook must answer something other than undefined for the `parse: 'none'` upload routes (Elysia
-      // would otherwise look for a 'none' parser and fail every upload), and for bodiless POST/DELETE requests.
-      // null means "no parsed body": upload routes stream the untouched request themselves, body schemas refuse it.
+      // A global parse hook must answer something other than undefined for bodiless POST/DELETE requests (and a
+      // multipart body sent elsewhere): null means "no parsed body", which body schemas refuse.
       if (type.startsWith('multipart/form-data')) return null
       // Resumable (tus) uploads stream their bodies themselves and check the content type (415) themselves.
       if (/^\/api\/(v1\/)?tus(\/|$)/.test(new URL(request.url).pathname)) return null

@@ -22,6 +22,7 @@ import {
   Unauthorized,
 } from '../errors'
 import { log } from '../log'
+import { noRoutes } from './methods'
 import { rateLimitHeaders } from './rate-limit'
 
 /**
@@ -59,20 +60,99 @@ export const jsonContent = (schema: unknown) => ({ 'application/json': { schema:
 export const errorResponses = (...statuses: number[]) =>
   Object.fromEntries(statuses.map((s) => [String(s), { description: `Error ${s}`, content: jsonContent(ErrorBody) }]))
 
-type ValidationLike = {
-  all?: { path?: string; message?: string; summary?: string }[]
-  message?: string
-  customError?: unknown
+type SchemaLike = {
+  type?: string
+  format?: string
+  minLength?: number
+  maxLength?: number
+  minimum?: number
+  maximum?: number
+  minItems?: number
+  maxItems?: number
+  pattern?: string
+  const?: unknown
+  anyOf?: SchemaLike[]
+}
+type ValueErrorLike = { path?: string; message?: string; value?: unknown; schema?: SchemaLike }
+type ValidationLike = { type?: string; all?: ValueErrorLike[]; customError?: unknown }
+
+/** A length rule in words: `3-32 characters`, `at least 8 characters`, `at most 100 characters`. */
+function lengthRule(min: number | undefined, max: number | undefined) {
+  const chars = (n: number) => `${n} character${n === 1 ? '' : 's'}`
+  if (min !== undefined && max !== undefined) return `${min}-${chars(max)}`
+  return min !== undefined ? `at least ${chars(min)}` : `at most ${chars(max!)}`
 }
 
+/** A count rule in words: `1-100 items`, `at least 1 item`, `at most 100 items`. */
+function countRule(min: number | undefined, max: number | undefined) {
+  const items = (n: number) => `${n} item${n === 1 ? '' : 's'}`
+  if (min !== undefined && max !== undefined) return `${min}-${items(max)}`
+  return min !== undefined ? `at least ${items(min)}` : `at most ${items(max!)}`
+}
+
+/** A number's bounds in words, or nothing when it has none. */
+function boundsRule(schema: SchemaLike) {
+  const { minimum: min, maximum: max } = schema
+  if (min !== undefined && max !== undefined) return ` from ${min} to ${max}`
+  if (min !== undefined) return ` of at least ${min}`
+  return max !== undefined ? ` of at most ${max}` : ''
+}
+
+const FORMATS: Record<string, string> = { email: 'an email address', uri: 'a URL', 'date-time': 'an ISO 8601 date' }
+
+/** What a value of this schema must be, in words: `a whole number of at least 1`, `one of "public", "private"`. */
+function expected(schema: SchemaLike): string {
+  const options = schema.anyOf ?? []
+  // A union of constants (an enum), or a number that may come as text (a query's t.Numeric, t.Integer).
+  if (options.length > 0 && options.every((o) => o.const !== undefined))
+    return `one of ${options.map((o) => JSON.stringify(o.const)).join(', ')}`
+  const numeric = options.find((o) => o.type === 'integer' || o.type === 'number')
+  const kind = numeric ?? schema
+  if (kind.type === 'integer') return `a whole number${boundsRule({ ...schema, ...kind })}`
+  if (kind.type === 'number') return `a number${boundsRule({ ...schema, ...kind })}`
+  if (options.length > 0) return `one of: ${options.map(expected).join('; ')}`
+  if (schema.type === 'string' && schema.format && FORMATS[schema.format]) return FORMATS[schema.format]
+  if (schema.type === 'string') return 'a string'
+  if (schema.type === 'boolean') return 'true or false'
+  if (schema.type === 'array') return 'a list'
+  if (schema.type === 'object') return 'an object'
+  if (schema.type === 'null') return 'null'
+  return 'valid'
+}
+
+/**
+ * A failed check of a request schema in words a user understands (`password is required`, `name must be 1-100
+ * characters`), whatever route it comes from; the schema library's own text is for developers.
+ */
 function validationMessage(error: ValidationLike): string {
   // A schema's own `error` text (e.g. `t.Union([...], { error: 'color must be #rrggbb' })`) is clearer than the generic one.
   if (typeof error.customError === 'string' && error.customError) return error.customError
   const first = error.all?.[0]
   if (!first) return 'Invalid request'
-  const field = first.path?.replace(/^\//, '').replace(/\//g, '.')
-  const what = first.summary ?? first.message ?? 'is invalid'
-  return field ? `Invalid ${field}: ${what}` : what
+  const field = first.path?.replace(/^\//, '').replace(/\//g, '.') ?? ''
+  const schema = first.schema ?? {}
+  // No field: the whole body, or a lone value the framework checks on its own (a numeric path parameter).
+  if (!field) {
+    if (error.type !== 'body') return `Invalid value: it must be ${expected(schema)}`
+    return first.value === undefined || schema.type === 'object'
+      ? 'A JSON object body is required'
+      : `The body must be ${expected(schema)}`
+  }
+  if (first.value === undefined) return `${field} is required`
+  const { value } = first
+  if (schema.type === 'string' && typeof value === 'string') {
+    const { minLength: min, maxLength: max } = schema
+    if ((min !== undefined && value.length < min) || (max !== undefined && value.length > max))
+      return min === 1 && max === undefined ? `${field} must not be empty` : `${field} must be ${lengthRule(min, max)}`
+    if (schema.format && FORMATS[schema.format]) return `${field} must be ${FORMATS[schema.format]}`
+    if (schema.pattern) return `${field} is not in the expected form`
+  }
+  if (schema.type === 'array' && Array.isArray(value)) {
+    const { minItems: min, maxItems: max } = schema
+    if ((min !== undefined && value.length < min) || (max !== undefined && value.length > max))
+      return `${field} must have ${countRule(min, max)}`
+  }
+  return `${field} must be ${expected(schema)}`
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8'
@@ -186,11 +266,14 @@ export const errorAnswers = new WeakMap<Request, object>()
 /** Maps every failure (ours, the framework's, unexpected ones) onto `{ error }` with the contract's status. */
 export const errorModel = new Elysia({ name: 'error-model' })
   .error({ HttpError, DomainError })
+  // The methods of each known path (src/http/methods.ts), set by createApp once every route is in: a known path asked
+  // with another method is a 405 that names the right ones, not a 404.
+  .state('allowedMethods', noRoutes)
   // Every answer of the app, success or error: set first, so handlers and the error branch below all keep it.
   .onRequest(({ set }) => {
     Object.assign(set.headers, NOSNIFF)
   })
-  .onError({ as: 'global' }, ({ code, error, set, request }) => {
+  .onError({ as: 'global' }, ({ code, error, set, request, store }) => {
     set.headers['content-type'] = JSON_TYPE
     const body = ((): { error: string } => {
       switch (code) {
@@ -215,9 +298,16 @@ export const errorModel = new Elysia({ name: 'error-model' })
           set.status = 400
           return { error: 'Malformed request body' }
         }
-        case 'NOT_FOUND':
+        case 'NOT_FOUND': {
+          const allowed = store.allowedMethods(new URL(request.url).pathname)
+          if (allowed.length > 0) {
+            set.status = 405
+            set.headers.allow = allowed.join(', ')
+            return { error: `Method ${request.method} not allowed here: use ${allowed.join(', ')}` }
+          }
           set.status = 404
           return { error: NOT_FOUND }
+        }
         case 'INVALID_COOKIE_SIGNATURE':
         case 'INVALID_FILE_TYPE':
           set.status = 400

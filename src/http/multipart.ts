@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import Busboy, { type BusboyInstance } from '@fastify/busboy'
 import { badRequest, DomainError, tooLarge } from '../errors'
 import { newPublicId } from '../lib/crypto'
+import { sizeText } from '../lib/size'
 
 /** The longest file name kept (longer client names are cut; a rename is held to it too). */
 export const FILENAME_MAX = 255
@@ -60,12 +61,21 @@ export const tempUploadPath = (tmpDir: string) => join(tmpDir, `upload-${newPubl
 
 export const tooManyFiles = (maxFiles: number) => badRequest(`Too many files: at most ${maxFiles} per upload`)
 /** The refusal of a file past the per-file limit of its policy (413), for every way files arrive. */
-export const fileTooLarge = (maxFileSize: number) => tooLarge(`File too large: at most ${maxFileSize} bytes per file`)
+export const fileTooLarge = (maxFileSize: number) =>
+  tooLarge(`File too large: at most ${sizeText(maxFileSize)} per file`)
 /**
  * The most characters a file of `bytes` takes as base64 text: 4 per 3 bytes, plus room for a data-URL prefix and line
  * breaks (MIME wraps at 76 characters).
  */
 export const base64Bound = (bytes: number) => Math.ceil(bytes / 3) * 4 + Math.ceil(bytes / 32) + 1024
+
+/**
+ * A file part's name as the user named it. Browsers (the HTML standard) and curl send a `"` in a quoted filename as
+ * %22 and nothing else percent-encoded (a `%` goes as it is), so %22 is the one sequence to decode; RFC 5987's
+ * `filename*=UTF-8''...` form arrives decoded by the parser. CR and LF (sent as %0D, %0A) stay encoded: a name
+ * is one line wherever it is shown.
+ */
+const sentFilename = (filename: string) => filename.replace(/%22/gi, '"')
 
 /** Removes the temp files of an upload; safe to call twice. */
 export async function discardFiles(files: ReceivedFile[]) {
@@ -144,7 +154,7 @@ export async function receiveMultipart(
     const maxSize = perFile === null ? null : text ? base64Bound(perFile) : perFile
     const file: ReceivedFile = {
       path: tempUploadPath(current.tmpDir),
-      filename: (filename || 'image').slice(0, FILENAME_MAX),
+      filename: (sentFilename(filename ?? '') || 'image').slice(0, FILENAME_MAX),
       size: 0,
       sha256: '',
       ...(text ? { text } : {}),

@@ -3,6 +3,7 @@ import http, { type IncomingMessage } from 'node:http'
 import https from 'node:https'
 import { badRequest, DomainError, faultOf } from '../errors'
 import { type ReceivedFile, tempUploadPath } from '../http/multipart'
+import { sizeText } from '../lib/size'
 import { parseHttpUrl, pinnedLookup, RefusedAddressError, type ResolvedAddress, resolvePublic } from './address'
 
 /** Redirects followed for one URL at most; each target is checked like the first. */
@@ -85,7 +86,7 @@ async function save(response: IncomingMessage, path: string, maxBytes: number | 
   return { size, sha256: hash.digest('hex') }
 }
 
-const tooBig = (maxBytes: number) => badRequest(`too large: at most ${maxBytes} bytes per file`)
+const tooBig = (maxBytes: number) => badRequest(`too large: at most ${sizeText(maxBytes)} per file`)
 
 /**
  * Fetches an untrusted http(s) URL to a temp file, SSRF-safe: every host (the first and each redirect's, at most

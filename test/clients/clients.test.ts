@@ -56,7 +56,7 @@ describe('GET /api/v1/clients/sharex', () => {
       FileFormName: 'file',
       URL: '{json:url}',
       ThumbnailURL: '{json:thumbnail}',
-      DeletionURL: '{json:delete}',
+      DeletionURL: '{json:deletePage}',
       ErrorMessage: '{json:error}',
     })
     expect(config.Arguments).toBeUndefined()
@@ -68,7 +68,7 @@ describe('GET /api/v1/clients/sharex', () => {
     const thumb = resolveSharex(config.ThumbnailURL, upload.body)
     const deletion = resolveSharex(config.DeletionURL, upload.body)
     expect(direct).toBe(`${t.url}/cdn/${upload.body.id}.png`)
-    expect(deletion).toBe(`${t.url}/api/v1/image/${upload.body.id}`)
+    expect(deletion).toStartWith(`${t.url}/delete/${upload.body.id}/`)
     const original = await fetch(direct)
     expect(original.status).toBe(200)
     expect(new Uint8Array(await original.arrayBuffer())).toEqual(png)
@@ -82,8 +82,16 @@ describe('GET /api/v1/clients/sharex', () => {
     expect(typeof refused.body.error).toBe('string')
     expect(resolveSharex(config.ErrorMessage, refused.body)).toBe(refused.body.error as string)
 
-    // The deletion link works with the same key.
-    expect((await fetch(deletion, { method: 'DELETE', headers: config.Headers })).status).toBe(200)
+    // The deletion link opens (in a browser, no key) a page whose form deletes the image.
+    const page = await fetch(deletion)
+    expect(page.status).toBe(200)
+    expect(page.headers.get('content-type')).toContain('text/html')
+    const token = deletion.slice(deletion.lastIndexOf('/') + 1)
+    const confirmed = await fetch(`${t.url}/delete/${upload.body.id}`, {
+      method: 'POST',
+      body: new URLSearchParams({ token }),
+    })
+    expect(confirmed.status).toBe(200)
     expect((await fetch(direct)).status).toBe(404)
   })
 

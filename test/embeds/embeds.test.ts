@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { parse } from 'node-html-parser'
-import { fillPlaceholders, humanSize } from '../../src/modules/embeds/service'
+import { humanSize } from '../../src/lib/size'
+import { fillPlaceholders } from '../../src/modules/embeds/service'
 import { makeImage, uploadForm } from '../fixtures'
 import { makeAdmin, registerUser, type TestServer, userWithKey } from '../helpers'
 import { expectError, send, startServer, uploadImage } from '../pages/support'
@@ -321,7 +322,7 @@ describe('PATCH /api/images/bulk-embed', () => {
 
     const tooMany = await assign(ids)
     expectError(tooMany, 400)
-    expect(tooMany.body.error).toContain('100')
+    expect(tooMany.body.error).toBe('image_ids must have 1-100 items')
     expect(ids.filter((id) => embedProfileOf(id) !== null)).toEqual([])
 
     expect((await assign(ids.slice(0, 100))).body).toEqual({ success: true, updated: 100 })

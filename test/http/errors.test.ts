@@ -28,11 +28,13 @@ async function expectErrorBody(res: Response, status: number) {
 }
 
 describe('unknown routes', () => {
-  test('404 { error } for unknown /api paths and methods', async () => {
+  test('404 { error } for unknown /api paths; 405 with Allow for a known path and another method', async () => {
     await expectErrorBody(await t.fetch('/api/does-not-exist'), 404)
     await expectErrorBody(await t.fetch('/api/auth/nope', { method: 'POST', ...jsonBody({}) }), 404)
     await expectErrorBody(await t.fetch('/api/v2/upload', { method: 'POST' }), 404)
-    await expectErrorBody(await t.fetch('/api/auth/me', { method: 'DELETE' }), 404)
+    const wrongMethod = await t.fetch('/api/auth/me', { method: 'DELETE' })
+    expect(wrongMethod.headers.get('allow')).toBe('GET, HEAD')
+    await expectErrorBody(wrongMethod, 405)
   })
 })
 

@@ -158,8 +158,8 @@ describe('URL_UPLOAD_ALLOW_PRIVATE=true (the picture server is local)', () => {
     })
 
     test('over the per-file limit, declared and undeclared', async () => {
-      await refused([`${base}/big-declared`], `too large: at most ${MAX_FILE_SIZE} bytes per file`)
-      await refused([`${base}/big-chunked`], `too large: at most ${MAX_FILE_SIZE} bytes per file`)
+      await refused([`${base}/big-declared`], `too large: at most 19.5 KB (${MAX_FILE_SIZE} bytes) per file`)
+      await refused([`${base}/big-chunked`], `too large: at most 19.5 KB (${MAX_FILE_SIZE} bytes) per file`)
     })
 
     test('a server that stalls: the time budget answers', async () => {

@@ -43,6 +43,7 @@ const ids = (feed: { body: { images: { id: string }[] } }) => feed.body.images.m
 
 const UPLOADED_KEYS = [
   'delete',
+  'deletePage',
   'deleteToken',
   'height',
   'id',

@@ -85,6 +85,15 @@ describe('LEGACY_REDIRECTS', () => {
     }
   })
 
+  test('its catch-all GET makes no path known: another method on an unknown path is still 404, a known one 405', async () => {
+    const unknown = await t.json('/old/a.png', { method: 'POST' })
+    expect(unknown).toMatchObject({ status: 404, body: { error: 'Not found' } })
+    expect(unknown.headers.get('allow')).toBeNull()
+    const known = await t.fetch('/gallery', { method: 'PUT' })
+    expect(known.status).toBe(405)
+    expect(known.headers.get('allow')).toBe('GET, HEAD')
+  })
+
   test('a path a route of ours owns is never redirected', async () => {
     const gallery = await get('/gallery')
     expect(gallery.status).toBe(200)

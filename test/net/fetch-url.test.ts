@@ -160,7 +160,7 @@ describe('refusals say which failure', () => {
   })
 
   test('an undeclared length over the cap, while streaming', async () => {
-    expect(await refusal(`${base}/big-chunked`, { maxBytes: 2500 })).toContain('too large: at most 2500 bytes')
+    expect(await refusal(`${base}/big-chunked`, { maxBytes: 2500 })).toContain('too large: at most 2.4 KB (2500 bytes)')
   })
 
   test('the time budget ends a body that stalls, and an answer that never comes', async () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { type HTMLElement, parse } from 'node-html-parser'
 import ogs from 'open-graph-scraper'
-import { humanSize } from '../../src/modules/embeds/service'
+import { humanSize } from '../../src/lib/size'
 import { escapeHtml } from '../../src/web/html'
 import { contentSecurityPolicy } from '../../src/web/page'
 import { makeImage, uploadForm } from '../fixtures'

@@ -133,7 +133,7 @@ describe('account journey in the browser', () => {
       FileFormName: 'file',
       URL: '{json:url}',
       ThumbnailURL: '{json:thumbnail}',
-      DeletionURL: '{json:delete}',
+      DeletionURL: '{json:deletePage}',
       ErrorMessage: '{json:error}',
     })
     expect(await page.textContent('#key-secret [data-client-status]')).toBe('Downloaded Pixbin.sxcu.')

@@ -151,6 +151,49 @@ describe('upload page', () => {
     }
   })
 
+  test('the delete link: shown with a hint to save it, and opened later it deletes the image', async () => {
+    const p = await openPage(browser, t, '/')
+    let deletePage: string
+    let id: string
+    try {
+      await p.page.setInputFiles('#file-input', [await pngFile('later.png', 120, 90)])
+      await p.page.click('#upload-start')
+      await doneItems(p, 1)
+      id = (await p.page.inputValue('input[id$="-viewer"]')).split('/').pop()!
+      deletePage = await p.page.inputValue('input[id$="-delete"]')
+      expect(deletePage).toStartWith(`${t.url}/delete/${id}/`)
+      expect(await p.page.textContent('label[for$="-delete"]')).toBe('Delete link (keep it private)')
+      expect(await p.page.textContent('.save-hint')).toContain('Save these links now')
+      expectClean(p)
+    } finally {
+      await p.close()
+    }
+
+    // Another day, another tab: the link alone is enough.
+    const later = await openPage(browser, t, new URL(deletePage).pathname)
+    try {
+      expect(await later.page.textContent('h1')).toBe('Delete this image?')
+      expect(
+        await later.page.locator('.delete-page img').evaluate((el: HTMLImageElement) => el.complete && el.naturalWidth),
+      ).toBeGreaterThan(0)
+      await shoot(later.page, 'delete-page')
+      await Promise.all([
+        later.page.waitForURL(`${t.url}/delete/${id}`),
+        later.page.click('button:text("Delete this image")'),
+      ])
+      expect(await later.page.textContent('h1')).toBe('Image deleted')
+      expect((await t.fetch(`/cdn/${id}.png`)).status).toBe(404)
+      expect((await t.json(`/api/v1/image/${id}`)).status).toBe(404)
+      // The link is spent: opened again, it says the image is gone.
+      await later.page.goto(deletePage)
+      expect(await later.page.textContent('h1')).toBe('Image not found')
+      // The spent link is a 404 page, which the console reports.
+      expectClean(later, [/status of 404/])
+    } finally {
+      await later.close()
+    }
+  })
+
   test("clear errors before sending: type, size and count; and the server's own refusals", async () => {
     const p = await openPage(browser, t, '/')
     try {

@@ -64,4 +64,6 @@ const InviteFields = {
 export const InviteModel = t.Object(InviteFields)
 export const InviteCreatedResponse = t.Object({ success: t.Literal(true), ...InviteFields })
 export const InviteListResponse = t.Object({ success: t.Literal(true), invites: t.Array(InviteModel) })
-export const InviteParams = t.Object({ id: t.String({ maxLength: 64, description: 'The invite id or its code' }) })
+export const InviteParams = t.Object({
+  id: t.String({ pattern: '^[A-Za-z0-9]{1,64}$', description: 'The invite id or its code' }),
+})

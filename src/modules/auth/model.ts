@@ -54,7 +54,7 @@ export const SessionModel = t.Object({
   current: t.Boolean({ description: 'The session of the token this request was sent with' }),
 })
 export const SessionListResponse = t.Object({ success: t.Literal(true), sessions: t.Array(SessionModel) })
-export const SessionIdParams = t.Object({ id: t.String({ maxLength: TOKEN_MAX }) })
+export const SessionIdParams = t.Object({ id: t.String({ pattern: `^[A-Za-z0-9_-]{1,${TOKEN_MAX}}$` }) })
 export const PasswordChangeBody = t.Object({
   currentPassword: t.String({ maxLength: PASSWORD_LENGTH.max }),
   newPassword: NewPassword,

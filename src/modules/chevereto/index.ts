@@ -86,7 +86,7 @@ export function cheveretoModule(deps: {
       return new Response(links.url, { headers: { ...headers, 'content-type': 'text/plain; charset=utf-8' } })
     if (format === 'redirect')
       return new Response(null, { status: 303, headers: { ...headers, location: links.viewer } })
-    return jsonResponse(cheveretoSuccess(cheveretoImage(images, image)), 200, headers)
+    return jsonResponse(cheveretoSuccess(cheveretoImage(images, image, result.views[0].deletePage)), 200, headers)
   }
 
   return new Elysia({ name: 'module-chevereto' }).use(deps.guard).post(

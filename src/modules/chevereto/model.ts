@@ -73,7 +73,10 @@ export const CheveretoImage = t.Object({
   display_url: Link,
   thumb: Thumb,
   medium: Thumb,
-  delete_url: t.String({ format: 'uri', description: 'DELETE it with the X-API-Key header' }),
+  delete_url: t.String({
+    format: 'uri',
+    description: 'Its delete page: opened in a browser, it deletes the image with one click (keep it private)',
+  }),
   nsfw: t.Integer({ description: '1: NSFW' }),
   visibility: t.String(),
 })

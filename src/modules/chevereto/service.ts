@@ -160,8 +160,8 @@ export async function resolveSource(
 /** `2026-11-25 01:02:03`: Chevereto's date form (UTC for both of its dates here). */
 const chevereto = (iso: string) => iso.slice(0, 19).replace('T', ' ')
 
-/** A stored image in Chevereto's answer shape, with our links. */
-export function cheveretoImage(images: Pick<ImageService, 'fields'>, image: Image) {
+/** A stored image in Chevereto's answer shape, with our links; `delete_url` is its delete page (a link clients open). */
+export function cheveretoImage(images: Pick<ImageService, 'fields'>, image: Image, deletePage: string) {
   const f = images.fields(image)
   const dot = f.filename.lastIndexOf('.')
   const name = dot > 0 ? f.filename.slice(0, dot) : f.filename
@@ -184,7 +184,7 @@ export function cheveretoImage(images: Pick<ImageService, 'fields'>, image: Imag
     display_url: f.thumbnail,
     thumb,
     medium: thumb,
-    delete_url: f.delete,
+    delete_url: deletePage,
     nsfw: f.nsfw ? 1 : 0,
     visibility: f.visibility,
   }

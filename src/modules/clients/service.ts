@@ -39,7 +39,8 @@ export function sharexConfig(ctx: ClientContext, options: ClientOptions) {
     FileFormName: 'file' as const,
     URL: '{json:url}',
     ThumbnailURL: '{json:thumbnail}',
-    DeletionURL: '{json:delete}',
+    // A page that deletes with one click: ShareX opens DeletionURL in the browser (the API's `delete` needs a key).
+    DeletionURL: '{json:deletePage}',
     ErrorMessage: '{json:error}',
   }
 }

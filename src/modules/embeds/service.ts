@@ -1,6 +1,7 @@
 import type { Db } from '../../db/client'
 import type { EmbedProfile, Image, User } from '../../db/schema'
 import { badRequest, notFound } from '../../errors'
+import { humanSize } from '../../lib/size'
 import { iso } from '../../lib/time'
 import { isImageId } from '../images/model'
 import { ownedLiveIds, setEmbedProfile } from '../images/repository'
@@ -92,19 +93,6 @@ function toColumns(input: ProfileInput, creating: boolean): Partial<EmbedProfile
     out.authorUrl = normalised
   }
   return out
-}
-
-/** Binary units, one decimal where it matters: 1258291 -> "1.2 MB". */
-export function humanSize(bytes: number): string {
-  const units = ['B', 'KB', 'MB', 'GB', 'TB']
-  let value = bytes
-  let unit = 0
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024
-    unit++
-  }
-  const text = unit === 0 ? String(value) : value.toFixed(1).replace(/\.0$/, '')
-  return `${text} ${units[unit]}`
 }
 
 export interface PlaceholderValues {

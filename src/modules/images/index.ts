@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia'
 import type { authGuard } from '../../http/auth'
+import { UPLOAD_PATHS } from '../../http/body-limit'
 import { errors, jsonResponse } from '../../http/errors'
 import { type FastRouteObserver, fastRoute } from '../../http/fast-route'
 import { receiveMultipart, type UploadSource } from '../../http/multipart'
@@ -108,7 +109,7 @@ export function imagesModule(deps: {
     new Elysia({ name: 'module-images' })
       .use(deps.guard)
       .post(
-        '/api/v1/upload',
+        UPLOAD_PATHS.api,
         ({ request, user, clientIp, set }) => upload(request, 'api', { user, ip: clientIp }, set),
         {
           ...uploadRoute,
@@ -131,23 +132,27 @@ export function imagesModule(deps: {
           },
         },
       )
-      .post('/api/upload', ({ request, user, clientIp, set }) => upload(request, 'web', { user, ip: clientIp }, set), {
-        ...uploadRoute,
-        optionalSession: true,
-        detail: {
-          tags: ['Images'],
-          summary: 'Web upload: anonymous or with a JWT; every image is scanned for mature content',
-          requestBody: multipartBody({
-            expires: {
-              type: 'string',
-              description:
-                EXPIRES_DESCRIPTION +
-                ' Anonymous uploads that give none expire after ANON_DEFAULT_EXPIRY seconds when it is set (never by default), and may not ask for longer.',
-              examples: ['PT10M', 'P7D', 'P1DT2H', '3600'],
-            },
-          }) as never,
+      .post(
+        UPLOAD_PATHS.web,
+        ({ request, user, clientIp, set }) => upload(request, 'web', { user, ip: clientIp }, set),
+        {
+          ...uploadRoute,
+          optionalSession: true,
+          detail: {
+            tags: ['Images'],
+            summary: 'Web upload: anonymous or with a JWT; every image is scanned for mature content',
+            requestBody: multipartBody({
+              expires: {
+                type: 'string',
+                description:
+                  EXPIRES_DESCRIPTION +
+                  ' Anonymous uploads that give none expire after ANON_DEFAULT_EXPIRY seconds when it is set (never by default), and may not ask for longer.',
+                examples: ['PT10M', 'P7D', 'P1DT2H', '3600'],
+              },
+            }) as never,
+          },
         },
-      })
+      )
       .get(DETAILS_ROUTE, ({ params }) => detailsAnswer(images, params.id), {
         params: ImageIdParams,
         response: { 200: ImageDetailsResponse, ...errors(404) },

@@ -3,6 +3,7 @@ import type { Db, Tx } from '../../db/client'
 import type { User } from '../../db/schema'
 import { QuotaExceeded, RateLimited } from '../../errors'
 import { ipKey } from '../../http/client-ip'
+import { sizeText } from '../../lib/size'
 import { HOUR_MS } from '../../lib/time'
 import { log } from '../../log'
 import { deleteWindows, deleteWindowsStartedBefore, findWindow, saveWindow, storageUsed } from './repository'
@@ -180,7 +181,7 @@ export function checkQuota(db: Db | Tx, policy: UploadPolicy, incomingBytes: num
   const used = storageUsed(db, { userId: policy.owner.id, now: Date.now() }) + held
   if (used + incomingBytes > policy.storageLimit) {
     throw new QuotaExceeded(
-      `Storage limit reached: ${Math.max(0, policy.storageLimit - used)} of ${policy.storageLimit} bytes left`,
+      `Storage limit reached: ${sizeText(Math.max(0, policy.storageLimit - used))} of ${sizeText(policy.storageLimit)} left`,
     )
   }
 }

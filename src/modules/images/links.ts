@@ -5,6 +5,13 @@ import { PRESETS, type Preset } from '../variants/model'
 /** A viewer page's path prefix: `/i/<id>`. */
 export const VIEWER_PATH = '/i/'
 
+/** The delete page's path prefix: `/delete/<id>/<token>` opens it, a POST to `/delete/<id>` with the token deletes. */
+export const DELETE_PAGE_PATH = '/delete/'
+
+/** An upload's delete page link: it carries the image's delete token, so whoever holds it may delete the image. */
+export const deletePageUrl = (publicUrl: string, id: string, token: string) =>
+  `${publicUrl}${DELETE_PAGE_PATH}${id}/${token}`
+
 /** A preset's link, `/cdn/<preset>/<id>.<format>` (src/modules/variants/model.ts lists presets and formats). */
 export const presetUrl = (cdnBase: string, id: string, preset: Preset, format: 'webp' | 'avif' | 'jpg' | 'png') =>
   `${cdnBase}/cdn/${preset}/${id}.${format}`

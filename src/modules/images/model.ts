@@ -149,10 +149,16 @@ export const UploadedImage = t.Object({
   nsfw: t.Boolean(),
   filename: t.String(),
   expiresAt: ExpiresAt,
+  deletePage: t.String({
+    format: 'uri',
+    description:
+      'A page that shows the image with a button that deletes it: no key or session needed, so keep it private (it carries the delete token)',
+  }),
   deleteToken: t.Optional(t.String({ description: 'Anonymous uploads only: send as X-Delete-Token to delete' })),
   duplicateOf: t.Optional(
     t.String({
       pattern: `^${IMAGE_ID}$`,
+      examples: ImageId.examples,
       description:
         'Informational: the id of a live image of the same account that is perceptually the same picture (same ' +
         'perceptual hash: the same picture re-encoded or resized). The upload is stored all the same.',

@@ -11,7 +11,7 @@ import { originalKey, type Storage, thumbnailKey } from '../../storage'
 import { type ImageEvents, noImageEvents } from './events'
 import { checkExpiryBound, expiryDate, parseExpiry } from './expiry'
 import { accountPolicy, windowState } from './limits'
-import { imageLinks, type LinkBase } from './links'
+import { deletePageUrl, imageLinks, type LinkBase } from './links'
 import { createLiveImageCache } from './live-cache'
 import { IMAGE_SHAPES, isImageId } from './model'
 import {
@@ -90,6 +90,10 @@ export function createImageService(deps: {
     undefined,
     now,
   )
+
+  /** Whether `token` is the image's delete token (compared by hash, in constant time). */
+  const holdsDeleteToken = (image: Image, token: string | null) =>
+    Boolean(image.deleteTokenHash && token && safeEqual(image.deleteTokenHash, sha256Hex(token)))
 
   function findOwned(user: User, id: string): Image {
     const image = find(id)
@@ -201,13 +205,27 @@ export function createImageService(deps: {
 
     fields,
 
-    /** `duplicateOf`: the uploader's own live image with the same perceptual hash, when there is one. */
-    uploadedView(image: Image, deleteToken?: string, duplicateOf?: string) {
+    /**
+     * An upload answer's image: its delete page link for every upload, the bare token for anonymous ones, and
+     * `duplicateOf`, the uploader's own live image with the same perceptual hash, when there is one.
+     */
+    uploadedView(image: Image, deleteToken: string, duplicateOf?: string) {
       return {
         ...pickImage(fields(image), IMAGE_SHAPES.uploaded),
-        ...(deleteToken ? { deleteToken } : {}),
+        deletePage: deletePageUrl(config.publicUrl, image.id, deleteToken),
+        ...(image.userId === null ? { deleteToken } : {}),
         ...(duplicateOf ? { duplicateOf } : {}),
       }
+    },
+
+    /**
+     * What a delete page link opens: the live image its token may delete, `gone` when no live image has the id
+     * (deleted, perhaps by this very link, or expired) and `wrong` when the token is not the image's.
+     */
+    deletableBy(id: string, token: string): Image | 'gone' | 'wrong' {
+      const image = find(id)
+      if (!image) return 'gone'
+      return holdsDeleteToken(image, token) ? image : 'wrong'
     },
 
     /** The live image with this id as /cdn serves it (and its rowid); malformed ids are refused before any lookup. */
@@ -259,13 +277,11 @@ export function createImageService(deps: {
       return { success: true as const, ...pickImage(fields(updated), IMAGE_SHAPES.patched) }
     },
 
-    /** Deletes by the owner's key, or by the delete token of an anonymous upload; anything else is 404. */
+    /** Deletes by the owner's key, or by the upload's delete token; anything else is 404. */
     async deleteBy(caller: { user: User | null; deleteToken: string | null }, id: string) {
       const image = find(id)
       const ownerMatches = image && caller.user && image.userId === caller.user.id
-      const tokenMatches =
-        image?.deleteTokenHash && caller.deleteToken && safeEqual(image.deleteTokenHash, sha256Hex(caller.deleteToken))
-      if (!image || !(ownerMatches || tokenMatches)) throw notFound('Image not found')
+      if (!image || !(ownerMatches || holdsDeleteToken(image, caller.deleteToken))) throw notFound('Image not found')
       await remove(image)
     },
 

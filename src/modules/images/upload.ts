@@ -80,14 +80,10 @@ interface Prepared {
   scanStatus: Image['scanStatus']
 }
 
+type UploadedView = ReturnType<ImageService['uploadedView']>
+
 /** The answer of every upload door (multipart or tus): one file a flat object, several `{ success, images }`. */
-function uploadAnswer(
-  images: Pick<ImageService, 'uploadedView'>,
-  rows: Image[],
-  deleteTokens: string[],
-  duplicates: (string | undefined)[],
-) {
-  const views = rows.map((row, i) => images.uploadedView(row, deleteTokens[i], duplicates[i]))
+function uploadAnswer(views: UploadedView[]) {
   return views.length === 1 ? { success: true as const, ...views[0] } : { success: true as const, images: views }
 }
 
@@ -281,7 +277,8 @@ export function createUploadPipeline(deps: {
       // Files first, row second: a crash in between leaves orphan files (swept later), never a row without bytes.
       const ids: string[] = []
       for (const p of prepared) ids.push(await storeFiles(p, storedKeys))
-      const deleteTokens = policy.owner ? [] : prepared.map(() => randomToken(24))
+      // Every upload gets a delete token (its delete page link carries it); only its hash is stored.
+      const deleteTokens = prepared.map(() => randomToken(24))
       const now = clock()
       // Check and reserve in one synchronous transaction, so parallel batches can never overshoot a window or quota.
       // Another process holding the database's lock: tried again for about 2 s, waiting off the event loop.
@@ -313,7 +310,7 @@ export function createUploadPipeline(deps: {
               visibility: options.visibility,
               nsfw: p.nsfw,
               scanStatus: p.scanStatus,
-              deleteTokenHash: deleteTokens[i] ? sha256Hex(deleteTokens[i]) : null,
+              deleteTokenHash: sha256Hex(deleteTokens[i]),
               uploaderIp: opts.ip,
               expiresAt: expiryDate(options.expiresIn, now),
               // Distinct, increasing times keep a batch in upload order when listed newest first.
@@ -337,7 +334,9 @@ export function createUploadPipeline(deps: {
         rows.length,
         rows.reduce((sum, row) => sum + row.size, 0),
       )
-      return { body: uploadAnswer(deps.images, rows, deleteTokens, duplicates), window, rows }
+      // Each image as the answer shows it (its delete page link included): the plain tokens exist only here.
+      const views = rows.map((row, i) => deps.images.uploadedView(row, deleteTokens[i], duplicates[i]))
+      return { body: uploadAnswer(views), views, window, rows }
     } catch (error) {
       // All or nothing: whatever this request already stored goes again.
       await Promise.all(storedKeys.map((key) => storage.delete(key).catch(() => {})))

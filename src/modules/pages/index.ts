@@ -7,6 +7,7 @@ import { errors, HttpError, NOSNIFF } from '../../http/errors'
 import { createPageRenderer, getAsset } from '../../web/page'
 import type { AlbumService } from '../albums/service'
 import type { GalleryService } from '../gallery/service'
+import { DELETE_PAGE_PATH } from '../images/links'
 import type { ImageService } from '../images/service'
 import {
   renderDashboard,
@@ -20,6 +21,7 @@ import {
 import { renderAdminBlocks } from './admin-blocks'
 import { renderAdminReports } from './admin-reports'
 import { renderAlbum, renderAlbumPassword } from './album'
+import { deleteFromPage, renderDeletePage } from './delete'
 import { renderGallery, renderProfile } from './feeds'
 import { pageParam } from './grid'
 import { OEmbedQuery, OEmbedResponse, oembedFor } from './oembed'
@@ -60,6 +62,12 @@ export function pagesModule(deps: {
       result.album,
       result.images,
     )
+  }
+
+  /** A text field of a page form's body (src/http/body-limit.ts reads forms as objects of text fields). */
+  const formField = (body: unknown, name: string) => {
+    const value = body && typeof body === 'object' ? (body as Record<string, unknown>)[name] : undefined
+    return typeof value === 'string' ? value : undefined
   }
 
   return new Elysia({ name: 'module-pages' })
@@ -137,13 +145,21 @@ export function pagesModule(deps: {
       query: t.Object({ password: t.Optional(t.String()) }),
       ...hidden,
     })
-    .post(
-      '/a/:id',
-      ({ params, body, clientIp }) => {
-        const password =
-          body && typeof body === 'object' && typeof (body as { password?: unknown }).password === 'string'
-        return albumPage(params.id, password ? (body as { password: string }).password : undefined, clientIp)
+    .post('/a/:id', ({ params, body, clientIp }) => albumPage(params.id, formField(body, 'password'), clientIp), {
+      params: t.Object({ id: t.String() }),
+      ...hidden,
+    })
+    .get(
+      `${DELETE_PAGE_PATH}:id/:token`,
+      ({ params }) => renderDeletePage(renderer, config, images, params.id, params.token),
+      {
+        params: t.Object({ id: t.String(), token: t.String() }),
+        ...hidden,
       },
+    )
+    .post(
+      `${DELETE_PAGE_PATH}:id`,
+      ({ params, body }) => deleteFromPage(renderer, images, params.id, formField(body, 'token') ?? ''),
       { params: t.Object({ id: t.String() }), ...hidden },
     )
     .get(

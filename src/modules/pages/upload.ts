@@ -1,8 +1,8 @@
 import type { Config } from '../../config'
+import { humanSize } from '../../lib/size'
 import { FORMATS } from '../../media/formats'
 import { html } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
-import { humanSize } from '../embeds/service'
 import { expiryChoices } from '../images/expiry'
 import { LISTED_SHARE_CODES } from './share-codes'
 

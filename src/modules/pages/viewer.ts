@@ -1,7 +1,7 @@
 import type { Config } from '../../config'
+import { humanSize } from '../../lib/size'
 import { html } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
-import { humanSize } from '../embeds/service'
 import { profilePath } from '../gallery/model'
 import { readableImage } from '../images/links'
 import { viewerPicture } from './picture'

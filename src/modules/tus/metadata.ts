@@ -1,4 +1,5 @@
 import { badRequest } from '../../errors'
+import { sizeText } from '../../lib/size'
 
 /** Longest Upload-Metadata header accepted: a file name and a few options fit many times over. */
 const MAX_METADATA_BYTES = 4096
@@ -14,7 +15,7 @@ export function parseUploadMetadata(header: string | null | undefined): Record<s
   const out: Record<string, string> = Object.create(null)
   if (!header?.trim()) return out
   if (header.length > MAX_METADATA_BYTES)
-    throw badRequest(`Upload-Metadata is too long: at most ${MAX_METADATA_BYTES} bytes`)
+    throw badRequest(`Upload-Metadata is too long: at most ${sizeText(MAX_METADATA_BYTES)}`)
   for (const pair of header.split(',')) {
     const parts = pair.trim().split(' ')
     const [key, value = ''] = parts

@@ -17,7 +17,7 @@ import {
 } from '../../errors'
 import { ipKey } from '../../http/client-ip'
 import { INTERNAL_ERROR, knownAnswer } from '../../http/errors'
-import { FILENAME_MAX, type ReceivedFile } from '../../http/multipart'
+import { FILENAME_MAX, fileTooLarge, type ReceivedFile } from '../../http/multipart'
 import { rateLimitHeaders } from '../../http/rate-limit'
 import { randomAlphanumeric } from '../../lib/crypto'
 import { DAY_MS, HOUR_MS } from '../../lib/time'
@@ -124,12 +124,14 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
         result = { status: 500, body: { ...INTERNAL_ERROR }, headers: {} }
       }
     }
-    // The pipeline consumed the file (stored or removed); the answer stays until the upload expires.
+    // The pipeline consumed the file (stored or removed); the answer stays until the upload expires, for a client that
+    // lost it, without the delete token and the delete page link that carries it: only their hash is ever stored.
+    const { deletePage, deleteToken, ...kept } = result.body
     setTusUploadFields(db, row.id, {
       offset: row.length,
       finishedAt: new Date(),
       resultStatus: result.status,
-      result: JSON.stringify({ body: result.body, headers: result.headers }),
+      result: JSON.stringify({ body: kept, headers: result.headers }),
     })
     return result
   }
@@ -306,7 +308,7 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
   function checkCreation(options: UploadOptions, length: number, fields: Record<string, string>) {
     const { policy } = options
     if (policy.maxFileSize !== null && length > policy.maxFileSize) {
-      throw tooLarge(`File too large: at most ${policy.maxFileSize} bytes per file`)
+      throw fileTooLarge(policy.maxFileSize)
     }
     pipeline.checkFields(fields, policy)
     pipeline.check(options, length)

@@ -1,4 +1,5 @@
 import type { Image } from '../../db/schema'
+import { humanSize } from '../../lib/size'
 import { iso } from '../../lib/time'
 import type { ImageEventType } from '../images/events'
 import { imageLinks, type LinkBase } from '../images/links'
@@ -8,17 +9,6 @@ import { imageFields, pickImage } from '../images/repository'
 /** Discord's own webhook URLs get a Discord-shaped body (an embed) instead of the generic one. */
 const DISCORD = /^https:\/\/(?:(?:ptb|canary)\.)?discord(?:app)?\.com\/api(?:\/v\d+)?\/webhooks\//i
 export const isDiscordUrl = (url: string) => DISCORD.test(url)
-
-function humanSize(bytes: number) {
-  const units = ['B', 'KB', 'MB', 'GB']
-  let value = bytes
-  let unit = 0
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024
-    unit++
-  }
-  return `${unit === 0 ? value : value.toFixed(1)} ${units[unit]}`
-}
 
 /** The image as every generic delivery describes it. */
 export function imagePayload(base: LinkBase, image: Image) {

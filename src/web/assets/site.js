@@ -105,10 +105,15 @@ window.imghost = (() => {
       v.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]),
   }
   function shareFields(codes, image, prefix) {
-    const values = { url: image.url, viewer: image.viewer, alt: image.filename || image.id }
+    const values = {
+      url: image.url,
+      viewer: image.viewer,
+      alt: image.filename || image.id,
+      deletePage: image.deletePage,
+    }
     // One pass, so a name that looks like a slot (a file "{url}.png") is never expanded again.
     const fill = (template) =>
-      template.replace(/\{(url|viewer|alt)(?::(markdown|html))?\}/g, (_, slot, how) =>
+      template.replace(/\{(url|viewer|alt|deletePage)(?::(markdown|html))?\}/g, (_, slot, how) =>
         how ? ESCAPES[how](values[slot]) : values[slot],
       )
     return codes.map(({ key, label, template }) =>

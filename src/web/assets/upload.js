@@ -25,6 +25,7 @@
   const extensions = new Set(root.dataset.extensions.split(' '))
   const FORMAT_NAMES = root.dataset.formatNames
   const SHARE_CODES = JSON.parse(root.dataset.shareCodes)
+  const DELETE_LINK = { key: 'delete', label: 'Delete link (keep it private)', template: '{deletePage}' }
   const CONCURRENCY = 3
   const tusThreshold = Number(root.dataset.tusThreshold)
 
@@ -250,14 +251,22 @@
         ),
       )
 
-    const fields = shareFields(SHARE_CODES, image, prefix)
+    // The delete page link goes with the share codes: an anonymous uploader has no other way to delete later.
+    const fields = shareFields(image.deletePage ? [...SHARE_CODES, DELETE_LINK] : SHARE_CODES, image, prefix)
     const actions = el('p', { class: 'result-actions' }, el('a', { href: image.viewer }, 'Open the viewer page'))
     if (image.deleteToken || session) {
       const del = el('button', { type: 'button', class: 'link danger' }, 'Delete this image')
       del.addEventListener('click', () => deleteUpload(entry, del))
       actions.append(' · ', del)
     }
-    const result = el('div', { class: 'result' }, preview, el('div', { class: 'share' }, fields, actions))
+    const hint = image.deleteToken
+      ? el(
+          'p',
+          { class: 'muted save-hint' },
+          'Save these links now: they are not shown again, and only the delete link can remove the image later.',
+        )
+      : null
+    const result = el('div', { class: 'result' }, preview, el('div', { class: 'share' }, fields, hint, actions))
     entry.node.append(result)
   }
 
