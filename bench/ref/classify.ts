@@ -18,4 +18,6 @@ for (let i = 0; i < count; i++) {
   latencies.push(performance.now() - t)
 }
 await classifier.close()
-console.log(JSON.stringify({ warmMs, count, p50Ms: percentile(latencies, 50), p95Ms: percentile(latencies, 95) }))
+console.log(
+  JSON.stringify({ warmMs, count, latencies, p50Ms: percentile(latencies, 50), p95Ms: percentile(latencies, 95) }),
+)
