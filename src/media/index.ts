@@ -8,8 +8,6 @@ export interface Ingested {
   info: ImageInfo
   /** Bytes of the file as it will be stored (after metadata stripping). */
   size: number
-  /** The classifier's 224x224 RGB input, from the same decode as the thumbnail; null when not asked for. */
-  classifierInput: Uint8Array | null
 }
 
 /**
@@ -19,9 +17,11 @@ export interface Ingested {
 export interface Media {
   /**
    * An upload: detect the format, probe the size from the header (over the pixel limit is refused before decoding),
-   * strip metadata in place, decode fully once into a WebP thumbnail at `thumbPath` and the classifier's input.
+   * strip metadata in place, decode fully once into a WebP thumbnail at `thumbPath` and, when `classifierInput` is
+   * given, the classifier's 224x224 RGB input, handed to it as soon as it is cut (before the thumbnail is encoded, so
+   * the scan overlaps the rest of the job).
    */
-  ingest(path: string, opts: { thumbPath: string; classifierInput: boolean }): Promise<Ingested>
+  ingest(path: string, opts: { thumbPath: string; classifierInput?: (rgb: Uint8Array) => void }): Promise<Ingested>
   /** A stored original's thumbnail again (`check --repair`). */
   thumbnail(path: string, thumbPath: string): Promise<{ width: number; height: number }>
   /** A stored original resized to `spec` at `destPath` (presets and signed sizes: src/modules/variants). */
@@ -47,13 +47,10 @@ export function localMedia(opts: MediaOptions): Media {
       const info = await processor.inspect(path)
       await stripMetadata(path, info.format, opts.stripMetadata)
       const size = Bun.file(path).size
-      if (!classifierInput) {
-        await processor.thumbnail(path, info, thumbPath)
-        return { info, size, classifierInput: null }
-      }
       // One decode feeds both the thumbnail and the classifier.
-      const made = await processor.thumbnailAndClassifierInput(path, info, thumbPath)
-      return { info, size, classifierInput: made.classifierInput }
+      if (classifierInput) await processor.thumbnailAndClassifierInput(path, info, thumbPath, classifierInput)
+      else await processor.thumbnail(path, info, thumbPath)
+      return { info, size }
     },
     async thumbnail(path, thumbPath) {
       return processor.thumbnail(path, await processor.inspect(path), thumbPath)

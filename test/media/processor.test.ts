@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { existsSync } from 'node:fs'
 import sharp from 'sharp'
 import { FORMATS, type ImageFormat } from '../../src/media/formats'
 import { createMediaProcessor, MediaError } from '../../src/media/processor'
@@ -251,11 +252,15 @@ describe('thumbnail', () => {
     await expect(media.thumbnail(path, await media.inspect(path), scratch.path('bad.webp'))).rejects.toThrow(MediaError)
   })
 
-  test('thumbnailAndClassifierInput gives both from one decode', async () => {
+  test('thumbnailAndClassifierInput gives both from one decode, the input early: before the thumbnail is written', async () => {
     const path = await scratch.file(await gradient(1920, 1080).png().toBuffer())
     const info = await media.inspect(path)
     const dest = scratch.path('both.webp')
-    const out = await media.thumbnailAndClassifierInput(path, info, dest)
+    let early: { input: Uint8Array; thumbnailWritten: boolean } | undefined
+    const out = await media.thumbnailAndClassifierInput(path, info, dest, (input) => {
+      early = { input, thumbnailWritten: existsSync(dest) }
+    })
+    expect(early).toEqual({ input: out.classifierInput, thumbnailWritten: false })
     expect({ width: out.width, height: out.height }).toEqual({ width: 500, height: 281 })
     expect(out.classifierInput.length).toBe(150528)
     expect(await readThumb(dest)).toEqual({ width: 500, height: 281, pages: 1 })

@@ -134,15 +134,20 @@ export function createUploadPipeline(deps: {
     const thumbPath = `${file.path}.thumb.webp`
     try {
       // One job in a media worker, under its time and memory budget. A user's own nsfw=true stands without a scan;
-      // otherwise the same decode feeds both the thumbnail and the classifier.
-      const { info, size, classifierInput } = await media.ingest(file.path, {
+      // otherwise the same decode feeds both the thumbnail and the classifier, whose scan starts as soon as its input
+      // is cut and runs while the worker encodes the thumbnail. classify() never rejects.
+      let scanning: ReturnType<typeof classify> | undefined
+      const { info, size } = await media.ingest(file.path, {
         thumbPath,
-        classifierInput: scan && !userNsfw,
+        classifierInput:
+          scan && !userNsfw
+            ? (input) => {
+                scanning = classify(input)
+              }
+            : undefined,
       })
       file.size = size
-      const verdict = classifierInput
-        ? await classify(classifierInput)
-        : { nsfw: userNsfw, scanStatus: 'none' as const }
+      const verdict = scanning ? await scanning : { nsfw: userNsfw, scanStatus: 'none' as const }
       return { file, info, thumbPath, size, ...verdict }
     } catch (error) {
       if (error instanceof MediaError) throw badRequest(`${file.filename}: ${error.message}`)
