@@ -42,10 +42,16 @@ describe('a web upload is scanned while its media job still encodes the thumbnai
     queueDepth: 0,
   }
   let t: TestServer
+  /** A server whose media jobs never hand over the classifier's input (a job that cannot give one). */
+  let silent: TestServer
   beforeAll(async () => {
     t = await startTestServer({}, { media, classifier })
+    silent = await startTestServer(
+      {},
+      { media: { ...media, ingest: (path, o) => media.ingest(path, { thumbPath: o.thumbPath }) }, classifier },
+    )
   })
-  afterAll(() => t.stop())
+  afterAll(() => Promise.all([t.stop(), silent.stop()]))
 
   test('the classifier gets the input before the job answers, in a buffer of its own to move to its Worker', async () => {
     const res = await t.json('/api/upload', {
@@ -56,5 +62,17 @@ describe('a web upload is scanned while its media job still encodes the thumbnai
     expect(scans).toEqual([{ length: IMAGE_BYTES, bufferLength: IMAGE_BYTES, jobRunning: true }])
     const row = t.server.db.select().from(images).where(eq(images.id, res.body.id)).get()
     expect(row).toMatchObject({ nsfw: false, scanStatus: 'done' })
+  })
+
+  test('a job that gives no input leaves the image pending, out of public feeds, never unscanned', async () => {
+    const before = scans.length
+    const res = await silent.json('/api/upload', {
+      method: 'POST',
+      body: uploadForm([{ bytes: await makeImage('png', 64, 48) }]),
+    })
+    expect(res.status).toBe(201)
+    expect(scans).toHaveLength(before)
+    const row = silent.server.db.select().from(images).where(eq(images.id, res.body.id)).get()
+    expect(row).toMatchObject({ nsfw: false, scanStatus: 'pending' })
   })
 })
