@@ -7,42 +7,18 @@
  *
  * Usage: bun bench/ingest-cpu.ts [--uploads=N]
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import sharp from 'sharp'
 import { adminCredentials, startApp, upload } from './lib/app'
 import { ensureFixtures } from './lib/fixtures'
-import { ROOT } from './lib/proc'
+import { cpuMs, ROOT, workersMs } from './lib/proc'
 
 const { values: args } = parseArgs({ options: { uploads: { type: 'string', default: '60' } } })
 const N = Number(args.uploads)
 const CONCURRENCY = 4
-/** Clock ticks per second of /proc/<pid>/stat (USER_HZ, 100 on Linux). */
-const TICKS = 100
-
-/** CPU ms of a process (`self`) and of its children that have exited and were waited for (`children`). */
-function cpuMs(pid: number) {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'latin1')
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  return {
-    self: ((Number(f[11]) + Number(f[12])) * 1000) / TICKS,
-    children: ((Number(f[13]) + Number(f[14])) * 1000) / TICKS,
-  }
-}
-function childrenOf(pid: number): number[] {
-  return readdirSync('/proc').flatMap((entry) => {
-    if (!/^\d+$/.test(entry)) return []
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'latin1')
-      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid ? [Number(entry)] : []
-    } catch {
-      return [] // gone meanwhile
-    }
-  })
-}
-const workersMs = (pid: number) => childrenOf(pid).reduce((ms, child) => ms + cpuMs(child).self, cpuMs(pid).children)
 const ownMs = () => {
   const u = process.cpuUsage()
   return (u.user + u.system) / 1000

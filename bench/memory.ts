@@ -1,7 +1,8 @@
 /**
- * Where the service's idle memory goes (the idle-RSS target in bench/README.md): the RSS of a bare Bun process, of
- * the service without the classifier, and of the service with the classifier's model loaded and warm, each in a
- * process of its own on an empty data directory, read once the process is idle.
+ * Where the service's idle memory goes (the idle-RSS targets in bench/README.md): the RSS of a bare Bun process, of
+ * the service without the classifier, of the service with the classifier's model loaded and warm, and of the service
+ * once its model has been loaded and then unloaded for being idle (NSFW_IDLE_UNLOAD_SECONDS), each in a process of its
+ * own on an empty data directory, read once the process is idle.
  *
  * Usage: bun bench/memory.ts
  */
@@ -9,7 +10,8 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import type { Classifier } from '../src/moderation'
+import { type Classifier, createNsfwClassifier } from '../src/moderation'
+import { IMAGE_BYTES } from '../src/moderation/protocol'
 
 const { values: args } = parseArgs({ options: { child: { type: 'string' } } })
 const mb = (bytes: number) => Math.round(bytes / 1024 / 1024)
@@ -37,8 +39,22 @@ if (args.child) {
       close: async () => {},
       queueDepth: 0,
     }
-    const server = await startServer(config, args.child === 'service' ? { classifier: none } : {})
-    await server.deps.classifier.warm()
+    let unloaded: Promise<void> | undefined
+    const classifier =
+      args.child === 'service'
+        ? none
+        : args.child === 'unloaded'
+          ? createNsfwClassifier({
+              ...config.nsfw,
+              idleUnloadMs: 1,
+              onModel: (e) => {
+                if (e.type === 'unloaded') unloaded = Promise.resolve()
+              },
+            })
+          : undefined
+    const server = await startServer(config, classifier ? { classifier } : {})
+    await server.deps.classifier.classify(new Uint8Array(IMAGE_BYTES))
+    if (args.child === 'unloaded') while (!unloaded) await Bun.sleep(10)
     rss = await idleRss()
     await server.stop()
     rmSync(dataDir, { recursive: true, force: true })
@@ -56,6 +72,7 @@ if (args.child) {
   const bare = measure('bare')
   const service = measure('service')
   const withModel = measure('model')
+  const unloaded = measure('unloaded')
   console.log('idle RSS, each in its own process, after a full GC:')
   console.log(`  bare Bun process                         ${bare} MB`)
   console.log(
@@ -64,5 +81,8 @@ if (args.child) {
   console.log(
     `  service with the model loaded and warm   ${withModel} MB  (+${withModel - service} MB: the classifier's Worker, tfjs, the wasm heap)`,
   )
-  console.log(`  target                                   175 MB`)
+  console.log(
+    `  service after the model was unloaded     ${unloaded} MB  (+${unloaded - service} MB over never loading it; target 110 MB)`,
+  )
+  console.log(`  target with the model loaded             175 MB`)
 }

@@ -71,6 +71,7 @@ const variables = {
   NSFW_SCAN_TIMEOUT_MS: { schema: Int(1), default: '15000' },
   NSFW_MAX_QUEUE: { schema: Int(1), default: '64' },
   NSFW_BACKEND: { schema: T.Union([T.Literal('auto'), T.Literal('wasm')]), default: 'auto' },
+  NSFW_IDLE_UNLOAD_SECONDS: { schema: Int(0), default: '300' },
   SCAN_API_UPLOADS: { schema: Bool, default: 'false' },
   WEBHOOK_ALLOW_PRIVATE: { schema: Bool, default: 'false' },
   URL_UPLOAD_ALLOW_PRIVATE: { schema: Bool, default: 'false' },
@@ -273,6 +274,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxQueue: raw.NSFW_MAX_QUEUE,
       /** `auto`: tfjs-node when it is installed and loads, else wasm; `wasm`: always the portable wasm backend. */
       backend: raw.NSFW_BACKEND,
+      /** The model loads with the first scan and is unloaded (its memory returned) after this long without one; 0: never. */
+      idleUnloadMs: raw.NSFW_IDLE_UNLOAD_SECONDS * 1000,
       scanApiUploads: isTrue(raw.SCAN_API_UPLOADS),
     }),
     webhooks: Object.freeze({

@@ -74,6 +74,7 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
         timeoutMs: config.nsfw.timeoutMs,
         maxQueue: config.nsfw.maxQueue,
         backend: config.nsfw.backend,
+        idleUnloadMs: config.nsfw.idleUnloadMs,
       }),
     webhookOptions: overrides.webhookOptions,
     tusOptions: overrides.tusOptions,
@@ -90,8 +91,6 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
   }, overrides.orphanSweep?.intervalMs ?? SWEEP_INTERVAL_MS)
   const { app, services } = createApp(deps)
   await services.auth.ensureAdmin(config.admin)
-  // The model loads in the background: the server answers at once, and the first scan waits for it if needed.
-  deps.classifier.warm().catch((error) => log.error('classifier warm-up failed', { error: String(error) }))
   // A failed flush (a locked or read-only database) keeps its counts and times: the next one writes them.
   const flushTimer = setInterval(() => {
     services.images

@@ -56,6 +56,8 @@ export function storageEnv(): Record<string, string> {
  * - `test/moderation/classifier.test.ts`: the model alone (`sharedClassifier()`), its verdicts on images the tests make;
  * - `test/images/web-scan.test.ts`: the servers of its first two describes (`sharedClassifier()`), uploads scanned by it;
  * - `test/moderation/limits.test.ts`: a model of its own, for its timeout, queue and close (no verdicts);
+ * - `test/moderation/idle-unload.test.ts`: models of its own, loaded with the first scan and unloaded when idle, and a
+ *   server whose classifier is built from its configuration (`NSFW_IDLE_UNLOAD_SECONDS=1`), verdicts after an unload;
  * - servers run as processes, as in production, start it as production does: the single binary
  *   (`test/ops/binary.test.ts`, which scans a web upload with it) and `bun src/index.ts` (`test/http/shutdown.test.ts`,
  *   `test/faults/second-server.test.ts`, `test/config/`, `test/storage/config.test.ts`; no verdict asserted).

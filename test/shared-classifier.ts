@@ -28,6 +28,9 @@ export function sharedClassifier(): NsfwClassifier {
       get backend() {
         return real.backend
       },
+      get state() {
+        return real.state
+      },
     }
   }
   return shared

@@ -93,8 +93,10 @@ export async function upload(
   path: '/api/v1/upload' | '/api/upload',
   headers: Record<string, string>,
   files: { blob: Blob; name: string }[],
+  fields: Record<string, string> = {},
 ) {
   const form = new FormData()
+  for (const [name, value] of Object.entries(fields)) form.append(name, value)
   for (const f of files) form.append('file', f.blob, f.name)
   const res = await fetch(url + path, { method: 'POST', headers, body: form })
   const text = await res.text()

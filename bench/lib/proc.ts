@@ -138,6 +138,35 @@ export function treeRss(pid: number): number {
   return total
 }
 
+/** Clock ticks per second of /proc/<pid>/stat (USER_HZ, 100 on Linux). */
+const TICKS = 100
+
+/** CPU ms of a process (`self`) and of its children that have exited and were waited for (`children`). */
+export function cpuMs(pid: number) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'latin1')
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return {
+    self: ((Number(f[11]) + Number(f[12])) * 1000) / TICKS,
+    children: ((Number(f[13]) + Number(f[14])) * 1000) / TICKS,
+  }
+}
+
+function childrenOf(pid: number): number[] {
+  return readdirSync('/proc').flatMap((entry) => {
+    if (!/^\d+$/.test(entry)) return []
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'latin1')
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid ? [Number(entry)] : []
+    } catch {
+      return [] // gone meanwhile
+    }
+  })
+}
+
+/** CPU ms of the processes `pid` started (the service's media workers), those running and those gone. */
+export const workersMs = (pid: number) =>
+  childrenOf(pid).reduce((ms, child) => ms + cpuMs(child).self, cpuMs(pid).children)
+
 /** Resets VmHWM to the current RSS (Linux `clear_refs` 5); false when the kernel refuses. */
 export function resetPeak(pid: number): boolean {
   try {

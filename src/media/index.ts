@@ -8,9 +8,7 @@ export interface Ingested {
   info: ImageInfo
   /** Bytes of the file as it will be stored (after metadata stripping). */
   size: number
-  /** The classifier's 224x224 RGB input, from the same decode as the thumbnail; null when not asked for. */
-  classifierInput: Uint8Array | null
-  /** The perceptual hash (src/media/phash.ts), from the same decode; null for a picture too plain to hash. */
+  /** The perceptual hash (src/media/phash.ts), from the same decode as the thumbnail; null for a picture too plain to hash. */
   phash: string | null
 }
 
@@ -21,10 +19,11 @@ export interface Ingested {
 export interface Media {
   /**
    * An upload: detect the format, probe the size from the header (over the pixel limit is refused before decoding),
-   * strip metadata in place, decode fully once into a WebP thumbnail at `thumbPath`, the perceptual hash and the
-   * classifier's input.
+   * strip metadata in place, decode fully once into a WebP thumbnail at `thumbPath` and the perceptual hash and, when
+   * `classifierInput` is given, the classifier's 224x224 RGB input, handed to it as soon as it is cut (before the
+   * thumbnail is encoded, so the scan overlaps the rest of the job).
    */
-  ingest(path: string, opts: { thumbPath: string; classifierInput: boolean }): Promise<Ingested>
+  ingest(path: string, opts: { thumbPath: string; classifierInput?: (rgb: Uint8Array) => void }): Promise<Ingested>
   /** A file's perceptual hash, as an upload of it would get (`cli block`); null for a picture too plain to hash. */
   perceptualHash(path: string): Promise<string | null>
   /** A stored original's thumbnail again (`check --repair`). */
@@ -54,7 +53,7 @@ export function localMedia(opts: MediaOptions): Media {
       const size = Bun.file(path).size
       // One decode feeds the thumbnail, the hash and the classifier.
       const made = await processor.thumbnailAndClassifierInput(path, info, thumbPath, classifierInput)
-      return { info, size, classifierInput: made.classifierInput, phash: made.phash }
+      return { info, size, phash: made.phash }
     },
     async perceptualHash(path) {
       return processor.perceptualHash(path, await processor.inspect(path))

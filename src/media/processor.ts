@@ -51,15 +51,17 @@ export interface MediaProcessor {
     destPath: string,
   ): Promise<{ width: number; height: number }>
   /**
-   * `thumbnail`, the perceptual hash (src/media/phash.ts; null for a picture too plain to hash) and, when asked for,
-   * `classifierInput`, from a single decode of the original (all made from its pixels at the thumbnail's size).
+   * `thumbnail` and the perceptual hash (src/media/phash.ts; null for a picture too plain to hash) from a single decode
+   * of the original (both made from its pixels at the thumbnail's size), and, when `early` is given, the classifier's
+   * input from the same pixels: handed to `early` as soon as it is cut, before the thumbnail is encoded, so a scan can
+   * run meanwhile.
    */
   thumbnailAndClassifierInput(
     path: string,
     info: ImageInfo,
     destPath: string,
-    classifierInput: boolean,
-  ): Promise<{ width: number; height: number; classifierInput: Uint8Array | null; phash: string | null }>
+    early?: (classifierInput: Uint8Array) => void,
+  ): Promise<{ width: number; height: number; phash: string | null }>
   /** The perceptual hash of a file as an upload of it would get (`cli block`). */
   perceptualHash(path: string, info: ImageInfo): Promise<string | null>
 }
@@ -216,26 +218,24 @@ export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?:
    * cut from the encoded thumbnail, decoded again: 7 ms of CPU per scanned 1080p upload). An animation's thumbnail keeps
    * every frame, so it is encoded from the decode directly and the others read its first frame.
    */
-  async function renderAll(path: string, info: ImageInfo, classify: boolean) {
+  async function renderAll(path: string, info: ImageInfo, early?: (classifierInput: Uint8Array) => void) {
     if (info.animated) {
       const thumb = await renderThumbnail(path, info)
-      return {
-        ...thumb,
-        classifierInput: classify ? await decoding(() => toClassifierPixels(sharp(thumb.data))) : null,
-        phash: await decoding(() => hashPixels(sharp(thumb.data))),
-      }
+      if (early) early(await decoding(() => toClassifierPixels(sharp(thumb.data))))
+      return { ...thumb, phash: await decoding(() => hashPixels(sharp(thumb.data))) }
     }
     const image = await open(path, info, false)
     return decoding(async () => {
       // 8-bit sRGB (sharp's default output), as the WebP encoder gets it, alpha kept.
       const { data: pixels, info: px } = await fitThumbnail(image).raw().toBuffer({ resolveWithObject: true })
       const raw = { raw: { width: px.width, height: px.height, channels: px.channels } }
-      const [data, classifierInput, phash] = await Promise.all([
+      // The classifier's input first (~1 ms): the scan then runs while the thumbnail is encoded and the hash made.
+      if (early) early(await toClassifierPixels(sharp(pixels, raw)))
+      const [data, phash] = await Promise.all([
         encodeThumbnail(sharp(pixels, raw)).toBuffer(),
-        classify ? toClassifierPixels(sharp(pixels, raw)) : null,
         hashPixels(sharp(pixels, raw)),
       ])
-      return { data, width: px.width, height: px.height, classifierInput, phash }
+      return { data, width: px.width, height: px.height, phash }
     })
   }
 
@@ -274,10 +274,10 @@ export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?:
       return decoding(() => toClassifierPixels(image))
     },
 
-    async thumbnailAndClassifierInput(path, info, destPath, classify) {
-      const { data, width, height, classifierInput, phash } = await renderAll(path, info, classify)
+    async thumbnailAndClassifierInput(path, info, destPath, early) {
+      const { data, width, height, phash } = await renderAll(path, info, early)
       await Bun.write(destPath, data)
-      return { width, height, classifierInput, phash }
+      return { width, height, phash }
     },
 
     async perceptualHash(path, info) {

@@ -1,5 +1,11 @@
 export type { BackendChoice, BackendName } from './backend'
-export { type Classifier, type ClassifierOptions, createNsfwClassifier, type NsfwClassifier } from './classifier'
+export {
+  type Classifier,
+  type ClassifierOptions,
+  createNsfwClassifier,
+  type ModelEvent,
+  type NsfwClassifier,
+} from './classifier'
 export type { NsfwScores } from './protocol'
 
 import type { NsfwScores } from './protocol'

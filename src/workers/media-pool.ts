@@ -74,19 +74,21 @@ export function createMediaPool(opts: MediaPoolOptions): Media {
     idleMs: idleMs ?? IDLE_MS,
     maxQueue,
   })
-  const run = async <T>(op: keyof Media, ...args: unknown[]) => {
+  const run = async <T>(op: keyof Media, args: unknown[], early?: (value: unknown) => void) => {
     try {
-      return await pool.run<T>(op, args)
+      return await pool.run<T>(op, args, early)
     } catch (error) {
       throw asMediaError(error, timeoutMs)
     }
   }
   return {
-    ingest: (path, o) => run('ingest', path, o),
-    thumbnail: (path, thumbPath) => run('thumbnail', path, thumbPath),
-    variant: (path, spec, destPath) => run('variant', path, spec, destPath),
-    classifierInput: (path) => run('classifierInput', path),
-    perceptualHash: (path) => run('perceptualHash', path),
+    // A function cannot cross the IPC: the worker is told whether to cut the input, and sends it ahead of the result.
+    ingest: (path, { thumbPath, classifierInput }) =>
+      run('ingest', [path, { thumbPath, classifierInput: !!classifierInput }], classifierInput as (v: unknown) => void),
+    thumbnail: (path, thumbPath) => run('thumbnail', [path, thumbPath]),
+    variant: (path, spec, destPath) => run('variant', [path, spec, destPath]),
+    classifierInput: (path) => run('classifierInput', [path]),
+    perceptualHash: (path) => run('perceptualHash', [path]),
     close: () => pool.close(),
   }
 }

@@ -9,7 +9,8 @@ import { serveJobs } from './pool'
 const media: Media = localMedia(JSON.parse(process.env.IMGHOST_MEDIA_OPTIONS ?? '') as MediaOptions)
 
 serveJobs({
-  ingest: (path: string, opts: Parameters<Media['ingest']>[1]) => media.ingest(path, opts),
+  ingest: (path: string, opts: { thumbPath: string; classifierInput: boolean }, early: (rgb: Uint8Array) => void) =>
+    media.ingest(path, { thumbPath: opts.thumbPath, classifierInput: opts.classifierInput ? early : undefined }),
   thumbnail: (path: string, thumbPath: string) => media.thumbnail(path, thumbPath),
   variant: (path: string, spec: VariantSpec, destPath: string) => media.variant(path, spec, destPath),
   classifierInput: (path: string) => media.classifierInput(path),

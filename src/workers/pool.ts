@@ -23,8 +23,14 @@ export class WorkerExitedError extends Error {
   override name = 'WorkerExitedError'
 }
 
-/** What a worker process sends back: its value, or an error as plain fields (errors do not survive IPC as classes). */
-export type WorkerAnswer = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: SerializedError }
+/**
+ * What a worker process sends back: its value, or an error as plain fields (errors do not survive IPC as classes);
+ * before either, a job may send `early` values (part of its result the caller can use while the job goes on).
+ */
+export type WorkerAnswer =
+  | { id: number; ok: true; value: unknown }
+  | { id: number; ok: false; error: SerializedError }
+  | { id: number; early: unknown }
 export interface SerializedError {
   name: string
   message: string
@@ -58,6 +64,7 @@ interface Job {
   args: unknown[]
   resolve(value: unknown): void
   reject(error: Error): void
+  early?(value: unknown): void
 }
 
 interface Slot {
@@ -117,6 +124,7 @@ export function createProcessPool(opts: ProcessPoolOptions) {
           if ('ready' in message) return markReady()
           const job = slot.job
           if (!job || job.id !== message.id) return
+          if ('early' in message) return job.early?.(message.early)
           finish(slot)
           if (message.ok) job.resolve(message.value)
           else job.reject(revive(message.error))
@@ -199,12 +207,15 @@ export function createProcessPool(opts: ProcessPoolOptions) {
   }
 
   return {
-    /** Runs `op(...args)` in a worker process; rejects with BudgetError, PoolBusyError, WorkerExitedError or the job's own error. */
-    run<T>(op: string, args: unknown[]): Promise<T> {
+    /**
+     * Runs `op(...args)` in a worker process; rejects with BudgetError, PoolBusyError, WorkerExitedError or the job's
+     * own error. `early` is given what the job sends before its result.
+     */
+    run<T>(op: string, args: unknown[], early?: (value: unknown) => void): Promise<T> {
       if (closed) return Promise.reject(new Error('worker pool is closed'))
       if (queue.length >= opts.maxQueue) return Promise.reject(new PoolBusyError(`${queue.length} jobs are waiting`))
       return new Promise<T>((resolve, reject) => {
-        queue.push({ id: nextId++, op, args, resolve: resolve as (value: unknown) => void, reject })
+        queue.push({ id: nextId++, op, args, resolve: resolve as (value: unknown) => void, reject, early })
         dispatch()
       })
     },
@@ -227,7 +238,10 @@ function revive(error: SerializedError): Error {
   return Object.assign(new Error(error.message), { name: error.name, code: error.code })
 }
 
-/** The worker side: answers each request with `handlers[op](...args)`, one at a time, until the parent goes away. */
+/**
+ * The worker side: answers each request with `handlers[op](...args, early)`, one at a time, until the parent goes
+ * away; `early(value)` sends part of the result ahead of it.
+ */
 // The arguments arrive over IPC untyped; each handler states its own.
 // biome-ignore lint/suspicious/noExplicitAny: handler parameters are whatever each job declares
 export function serveJobs(handlers: Record<string, (...args: any[]) => Promise<unknown>>) {
@@ -236,7 +250,8 @@ export function serveJobs(handlers: Record<string, (...args: any[]) => Promise<u
     try {
       const handler = handlers[request.op]
       if (!handler) throw new Error(`unknown job ${request.op}`)
-      send({ id: request.id, ok: true, value: await handler(...request.args) })
+      const early = (value: unknown) => send({ id: request.id, early: value })
+      send({ id: request.id, ok: true, value: await handler(...request.args, early) })
     } catch (error) {
       const e = error as Error & { code?: string }
       send({

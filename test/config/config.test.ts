@@ -45,6 +45,7 @@ describe('loadConfig defaults', () => {
     expect(config.limits.maxPixels).toBe(100_000_000)
     expect(config.nsfw.thresholds).toEqual({ pornHentai: 0.5, sexy: 0.8 })
     expect(config.nsfw.backend).toBe('auto')
+    expect(config.nsfw.idleUnloadMs).toBe(300_000)
   })
 
   test('PUBLIC_URL follows PORT when unset; a given one loses its trailing slash', () => {
@@ -76,6 +77,8 @@ describe('loadConfig defaults', () => {
     expect(c.siteColor).toBe('#ABCDEF')
     expect(c.nsfw.thresholds.sexy).toBe(0.9)
     expect(loadConfig({ NSFW_BACKEND: 'wasm' }).nsfw.backend).toBe('wasm')
+    expect(loadConfig({ NSFW_IDLE_UNLOAD_SECONDS: '45' }).nsfw.idleUnloadMs).toBe(45_000)
+    expect(loadConfig({ NSFW_IDLE_UNLOAD_SECONDS: '0' }).nsfw.idleUnloadMs).toBe(0)
   })
 })
 
@@ -96,6 +99,9 @@ describe('invalid values', () => {
     { PUBLIC_URL: 'example.com' },
     { NSFW_PORN_HENTAI_THRESHOLD: '2' },
     { NSFW_BACKEND: 'tfjs-node' },
+    { NSFW_IDLE_UNLOAD_SECONDS: '-1' },
+    { NSFW_IDLE_UNLOAD_SECONDS: '1.5' },
+    { NSFW_IDLE_UNLOAD_SECONDS: 'soon' },
     { SMTP_URL: 'http://mail.example.com' },
   ]
   for (const env of cases) {

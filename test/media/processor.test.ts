@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { existsSync } from 'node:fs'
 import sharp from 'sharp'
 import { FORMATS, type ImageFormat } from '../../src/media/formats'
 import { createMediaProcessor, MediaError } from '../../src/media/processor'
@@ -251,13 +252,17 @@ describe('thumbnail', () => {
     await expect(media.thumbnail(path, await media.inspect(path), scratch.path('bad.webp'))).rejects.toThrow(MediaError)
   })
 
-  test('thumbnailAndClassifierInput gives both from one decode', async () => {
+  test('thumbnailAndClassifierInput gives both from one decode, the input early: before the thumbnail is written', async () => {
     const path = await scratch.file(await gradient(1920, 1080).png().toBuffer())
     const info = await media.inspect(path)
     const dest = scratch.path('both.webp')
-    const out = await media.thumbnailAndClassifierInput(path, info, dest, true)
+    let early: { input: Uint8Array; thumbnailWritten: boolean } | undefined
+    const out = await media.thumbnailAndClassifierInput(path, info, dest, (input) => {
+      early = { input, thumbnailWritten: existsSync(dest) }
+    })
+    expect(early?.thumbnailWritten).toBe(false)
     expect({ width: out.width, height: out.height }).toEqual({ width: 500, height: 281 })
-    expect(out.classifierInput?.length).toBe(150528)
+    expect(early?.input.length).toBe(150528)
     expect(out.phash).toBe(await media.perceptualHash(path, info))
     expect(await readThumb(dest)).toEqual({ width: 500, height: 281, pages: 1 })
   })
@@ -280,10 +285,13 @@ describe('thumbnail', () => {
       const path = await scratch.file(bytes)
       const info = await media.inspect(path)
       const dest = scratch.path(`one-decode-${name}.webp`)
-      const both = await media.thumbnailAndClassifierInput(path, info, dest, true)
+      let input: Uint8Array | undefined
+      await media.thumbnailAndClassifierInput(path, info, dest, (rgb) => {
+        input = rgb
+      })
       const alone = await media.classifierInput(path, info)
-      expect(both.classifierInput?.length).toBe(150528)
-      for (let i = 0; i < 3; i++) expect(Math.abs(both.classifierInput![i]! - alone[i]!)).toBeLessThanOrEqual(2)
+      expect(input?.length).toBe(150528)
+      for (let i = 0; i < 3; i++) expect(Math.abs(input![i]! - alone[i]!)).toBeLessThanOrEqual(2)
       const thumb = await sharp(dest).raw().toBuffer({ resolveWithObject: true })
       expect(thumb.info.channels).toBe(name === 'cmyk' ? 3 : 4)
     }

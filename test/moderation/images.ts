@@ -16,8 +16,9 @@ export async function uploadClassifierInput(bytes: Uint8Array): Promise<Uint8Arr
   try {
     const path = join(dir, 'upload')
     await Bun.write(path, bytes)
-    const { classifierInput } = await media.ingest(path, { thumbPath: join(dir, 'thumb.webp'), classifierInput: true })
-    return classifierInput!
+    let input: Uint8Array | undefined
+    await media.ingest(path, { thumbPath: join(dir, 'thumb.webp'), classifierInput: (rgb) => (input = rgb) })
+    return input!
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }

@@ -138,15 +138,23 @@ export function createUploadPipeline(deps: {
     const thumbPath = `${file.path}.thumb.webp`
     try {
       // One job in a media worker, under its time and memory budget. A user's own nsfw=true stands without a scan;
-      // otherwise the same decode feeds both the thumbnail and the classifier.
-      const { info, size, classifierInput, phash } = await media.ingest(file.path, {
+      // otherwise the same decode feeds both the thumbnail and the classifier, whose scan starts as soon as its input
+      // is cut and runs while the worker encodes the thumbnail. classify() never rejects.
+      const scanned = scan && !userNsfw
+      let scanning: ReturnType<typeof classify> | undefined
+      const { info, size, phash } = await media.ingest(file.path, {
         thumbPath,
-        classifierInput: scan && !userNsfw,
+        classifierInput: scanned
+          ? (input) => {
+              scanning = classify(input)
+            }
+          : undefined,
       })
       file.size = size
-      const verdict = classifierInput
-        ? await classify(classifierInput)
-        : { nsfw: userNsfw, scanStatus: 'none' as const }
+      // A job that ended without handing over the input leaves the image pending, never unscanned.
+      const verdict = !scanned
+        ? { nsfw: userNsfw, scanStatus: 'none' as const }
+        : ((await scanning) ?? { nsfw: false, scanStatus: 'pending' as const })
       return { file, info, thumbPath, size, phash, ...verdict }
     } catch (error) {
       if (error instanceof MediaError) throw badRequest(`${file.filename}: ${error.message}`)
