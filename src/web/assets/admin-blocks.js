@@ -4,7 +4,7 @@
   'use strict'
   const root = document.querySelector('[data-admin-blocks]')
   if (!root || !window.imghost) return
-  const { token, el } = window.imghost
+  const { token, el, api } = window.imghost
   const LIMIT = 20
   const app = root.querySelector('[data-blocks-app]')
   const signedOut = root.querySelector('[data-blocks-signed-out]')
@@ -14,17 +14,6 @@
   const next = root.querySelector('[data-page-next]')
   const pageLabel = root.querySelector('[data-page-label]')
   const state = { page: 1, pages: 0 }
-  const auth = () => ({ accept: 'application/json', authorization: `Bearer ${token()}` })
-
-  async function api(path, method = 'GET') {
-    try {
-      const res = await fetch(path, { method, headers: auth() })
-      const data = await res.json().catch(() => ({ error: `Unexpected answer (${res.status})` }))
-      return { status: res.status, data }
-    } catch {
-      return { status: 0, data: { error: 'Network error: check your connection and try again.' } }
-    }
-  }
 
   const when = (iso) => `${new Date(iso).toISOString().slice(0, 16).replace('T', ' ')} UTC`
 
@@ -43,7 +32,7 @@
   function thumbnail(block) {
     if (!block.thumbnail) return el('div', { class: 'gone', text: 'No thumbnail kept' })
     const img = el('img', { class: 'report-thumb', alt: `Block ${block.id}` })
-    fetch(block.thumbnail, { headers: auth() })
+    fetch(block.thumbnail, { headers: { authorization: `Bearer ${token()}` } })
       .then((res) => (res.ok ? res.blob() : null))
       .then((blob) => {
         if (!blob) return
@@ -60,7 +49,7 @@
   async function lift(block, button) {
     if (!window.confirm(`Lift block ${block.id}? The picture can then be uploaded again.`)) return
     button.disabled = true
-    const res = await api(`/api/admin/blocks/${block.id}`, 'DELETE')
+    const res = await api(`/api/admin/blocks/${block.id}`, { method: 'DELETE' })
     if (res.status !== 200) {
       button.disabled = false
       return say(res.data.error || `Failed (${res.status}).`, true)

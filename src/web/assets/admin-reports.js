@@ -4,7 +4,7 @@
   'use strict'
   const root = document.querySelector('[data-admin-reports]')
   if (!root || !window.imghost) return
-  const { token, el } = window.imghost
+  const { token, el, api } = window.imghost
   const LIMIT = 20
   const app = root.querySelector('[data-reports-app]')
   const signedOut = root.querySelector('[data-reports-signed-out]')
@@ -14,18 +14,6 @@
   const next = root.querySelector('[data-page-next]')
   const pageLabel = root.querySelector('[data-page-label]')
   const state = { status: 'open', page: 1, pages: 0 }
-
-  async function api(path, method = 'GET', body) {
-    const headers = { accept: 'application/json', authorization: `Bearer ${token()}` }
-    if (body !== undefined) headers['content-type'] = 'application/json'
-    try {
-      const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) })
-      const data = await res.json().catch(() => ({ error: `Unexpected answer (${res.status})` }))
-      return { status: res.status, data }
-    } catch {
-      return { status: 0, data: { error: 'Network error: check your connection and try again.' } }
-    }
-  }
 
   const when = (iso) => (iso ? `${new Date(iso).toISOString().slice(0, 16).replace('T', ' ')} UTC` : '')
 
@@ -43,7 +31,7 @@
   async function act(report, kind) {
     const owner = report.owner ? report.owner.username : null
     if (kind === 'dismiss') {
-      const res = await api(`/api/admin/reports/${report.id}/dismiss`, 'POST')
+      const res = await api(`/api/admin/reports/${report.id}/dismiss`, { method: 'POST' })
       return done(res, 'Report dismissed.')
     }
     const ban = kind === 'ban'
@@ -51,7 +39,10 @@
       ? `Delete image ${report.imageId}, block the picture and ban ${owner}?`
       : `Delete image ${report.imageId} and block the picture from being uploaded again?`
     if (!window.confirm(question)) return
-    const res = await api(`/api/admin/reports/${report.id}/action`, 'POST', { deleteImage: true, banOwner: ban })
+    const res = await api(`/api/admin/reports/${report.id}/action`, {
+      method: 'POST',
+      body: { deleteImage: true, banOwner: ban },
+    })
     const closed = res.data?.reportsActioned
     done(
       res,
