@@ -176,4 +176,14 @@ describe('a passkey as the second factor at password login', () => {
     // The 401 that asked for the second factor is the only console error.
     expectClean(p, [/401/])
   })
+
+  test('OpenAPI documents the `passkey` body field and the 401’s `twoFactor` and `passkeyOptions`', async () => {
+    const login = (await t.json('/swagger/json')).body.paths['/api/auth/login'].post
+    const body = login.requestBody.content['application/json'].schema
+    expect(body.properties.passkey.properties.response.required).toContain('signature')
+    expect(body.required).not.toContain('passkey')
+    const refused = login.responses['401'].content['application/json'].schema
+    expect(Object.keys(refused.properties)).toEqual(['error', 'twoFactor', 'passkeyOptions'])
+    expect(refused.properties.twoFactor.const).toBe('totp')
+  })
 })
