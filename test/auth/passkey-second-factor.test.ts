@@ -161,9 +161,13 @@ describe('a passkey as the second factor at password login', () => {
     // Without passkeys, the code step offers none.
     await submitPassword(gina)
     expect(await page.isVisible('#login-second-passkey')).toBe(false)
+    expect(await page.textContent('#login-form [data-form-error]')).toBe('Enter the code from your authenticator app.')
 
     await submitPassword(frank)
     expect(await page.isVisible('#login-second-passkey')).toBe(true)
+    expect(await page.textContent('#login-form [data-form-error]')).toBe(
+      'Enter the code from your authenticator app, or use a passkey.',
+    )
     const [request] = await Promise.all([
       page.waitForRequest((r) => r.url().endsWith('/api/auth/login') && r.postDataJSON()?.passkey !== undefined),
       page.waitForURL('**/dashboard'),

@@ -64,7 +64,8 @@
       login.elements.code.required = true
       login.elements.code.value = ''
       login.elements.code.focus()
-      return showError(login, asked ? 'Enter the code from your authenticator app.' : res.data.error)
+      const prompt = `Enter the code from your authenticator app${secondPasskey.hidden ? '' : ', or use a passkey'}.`
+      return showError(login, asked ? prompt : res.data.error)
     }
     const credentials = () => ({ username: login.elements.username.value, password: login.elements.password.value })
     wire(login, async (data) => {
