@@ -93,6 +93,7 @@ export function createApp(deps: AppDeps) {
     key: deps.totpKey,
     siteName: config.siteName,
     guesses: config.limits.guesses,
+    passkeys,
     now: now ?? Date.now,
   })
   const oidc = config.oidc && createOidcService({ db, oidc: config.oidc, auth, now: now ?? Date.now })

@@ -80,3 +80,22 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   await page.screenshot({ path, fullPage: true })
   return path
 }
+
+/**
+ * A CDP virtual authenticator for `page`: a platform authenticator with user verification, holding discoverable
+ * credentials, that answers WebAuthn ceremonies at once (no person, no prompt). `cdp` drives it further.
+ */
+export async function addVirtualAuthenticator(context: BrowserContext, page: Page) {
+  const cdp = await context.newCDPSession(page)
+  await cdp.send('WebAuthn.enable')
+  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: {
+      protocol: 'ctap2',
+      transport: 'internal',
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+    },
+  })
+  return { cdp, authenticatorId }
+}

@@ -10,6 +10,7 @@ import {
   KeyIdParams,
   KeyListResponse,
   LoginBody,
+  LoginRefusedBody,
   PasswordChangeBody,
   RegisterBody,
   ResetBody,
@@ -22,6 +23,7 @@ import {
 } from './model'
 import type { OidcService } from './oidc'
 import { oidcRoutes } from './oidc-routes'
+import { asAuthentication } from './passkey-routes'
 import { type AuthService, publicApiKey, publicUser } from './service'
 import { originOf } from './session-origin'
 import type { TotpService } from './totp'
@@ -63,18 +65,21 @@ export function authModule(
           async ({ body, request, clientIp }) => {
             if (opts.oidcOnly) throw forbidden(`Password login is off: sign in with ${opts.oidc?.name}`)
             const user = await auth.login(body.username, body.password, clientIp)
-            opts.totp.checkLogin(user, body.code)
+            await opts.totp.checkLogin(user, {
+              code: body.code,
+              passkey: body.passkey && asAuthentication(body.passkey),
+            })
             const token = await auth.startSession(user, originOf(request, clientIp))
             return { success: true as const, token, user: publicUser(user) }
           },
           {
             body: LoginBody,
-            response: { 200: SessionResponse, ...errors(400, 401, 403, 429) },
+            response: { 200: SessionResponse, ...errors(400, 403, 429), 401: LoginRefusedBody },
             detail: {
               summary:
                 'Log in; the JWT lasts 7 days, or until its session ends (logout, password change or reset, ban). Failed logins are throttled per login name and per address (429 with Retry-After)',
               description:
-                'With two-factor on, a right password without `code` answers 401 `{ error, twoFactor: "totp" }` and no token; send it again with `code` (the current TOTP code, or a recovery code; each is accepted once, wrong ones are throttled per account). With OIDC_ONLY=true: 403.',
+                'With two-factor (TOTP) on, a right password without `code` answers 401 `{ error, twoFactor: "totp" }` and no token, plus `passkeyOptions` when the account has passkeys; send it again with `code` (the current TOTP code, or a recovery code) or with `passkey` (the browser\'s answer to `passkeyOptions`). Each is accepted once; wrong ones are throttled per account, and their 401 asks again (with a new `passkeyOptions`). Passkeys alone do not turn two-factor on. With OIDC_ONLY=true: 403.',
             },
           },
         )

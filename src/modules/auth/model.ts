@@ -62,12 +62,6 @@ export const PasswordChangeBody = t.Object({
 export const ForgotBody = t.Object({ email: t.String({ minLength: 1, maxLength: 254 }) })
 export const ResetBody = t.Object({ token: t.String({ minLength: 1, maxLength: TOKEN_MAX }), newPassword: NewPassword })
 
-export const LoginBody = t.Object({
-  username: t.String({ description: 'Username or email' }),
-  password: t.String(),
-  code: t.Optional(code('With two-factor on: the current TOTP code or a recovery code')),
-})
-
 export const SessionResponse = t.Object({ success: t.Literal(true), token: t.String(), user: UserModel })
 export const UserResponse = t.Object({ success: t.Literal(true), user: UserModel })
 export const VerifyBody = t.Object({ token: t.String({ minLength: 1 }) })
@@ -189,3 +183,31 @@ export const PasskeyLoginBody = t.Object({
     },
   ),
 })
+
+export const LoginBody = t.Object({
+  username: t.String({ description: 'Username or email' }),
+  password: t.String(),
+  code: t.Optional(code('With two-factor on: the current TOTP code or a recovery code')),
+  passkey: t.Optional({
+    ...PasskeyLoginBody.properties.response,
+    description:
+      'With two-factor on, in place of `code`: the answer of navigator.credentials.get() to the `passkeyOptions` of the 401 that asked for the second factor (AuthenticationResponseJSON)',
+  }),
+})
+/** The 401 of a login: a wrong password, or (the password was right) the second factor asked for or refused. */
+export const LoginRefusedBody = t.Object(
+  {
+    error: t.String(),
+    twoFactor: t.Optional(
+      t.Literal('totp', {
+        description: 'The password was right and the account has two-factor on: send `code` (or `passkey`) too',
+      }),
+    ),
+    passkeyOptions: t.Optional(
+      options(
+        'With `twoFactor`, when the account has passkeys: PublicKeyCredentialRequestOptionsJSON for navigator.credentials.get(), limited to its passkeys; its answer, sent as `passkey`, replaces the code. Each such 401 carries a new challenge, answerable once, for 5 minutes',
+      ),
+    ),
+  },
+  { additionalProperties: true, description: 'Error' },
+)

@@ -19,7 +19,7 @@ import { originOf } from './session-origin'
 
 // The browser's answers are checked by the schemas for shape and size; the WebAuthn library checks the rest.
 const asRegistration = (response: unknown) => response as RegistrationResponseJSON
-const asAuthentication = (response: unknown) => response as AuthenticationResponseJSON
+export const asAuthentication = (response: unknown) => response as AuthenticationResponseJSON
 
 export function passkeysModule(passkeys: PasskeyService, auth: AuthService, guard: ReturnType<typeof authGuard>) {
   return new Elysia({ name: 'module-passkeys' })

@@ -198,11 +198,11 @@ export function createPasskeyService(opts: {
 
     /**
      * The second factor after a password: options for navigator.credentials.get() limited to this account's passkeys
-     * (a 400 when it has none), then verifySecondFactor checks the browser's answer for the same account.
+     * (null when it has none), then verifySecondFactor checks the browser's answer for the same account.
      */
     async secondFactorOptions(user: User) {
       const existing = passkeysOf(db, user.id)
-      if (existing.length === 0) throw badRequest('This account has no passkey')
+      if (existing.length === 0) return null
       const options = await generateAuthenticationOptions({
         rpID: rp.id,
         allowCredentials: existing.map((p) => ({ id: p.credentialId, transports: transportsOf(p) })),

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import type { AuthenticationResponseJSON } from '@simplewebauthn/server'
 import { Secret, TOTP } from 'otpauth'
 import QRCode from 'qrcode'
 import type { Config } from '../../config'
@@ -8,6 +9,7 @@ import { badRequest, conflict, Unauthorized } from '../../errors'
 import { seal, sha256Hex, unseal } from '../../lib/crypto'
 import { log } from '../../log'
 import { clearWindows, guessWindow, takeAttempt } from '../images/limits'
+import type { PasskeyService } from './passkeys'
 import {
   claimRecoveryCode,
   claimTotpStep,
@@ -39,18 +41,20 @@ const newRecoveryCode = () =>
 export type TotpService = ReturnType<typeof createTotpService>
 
 /**
- * TOTP two-factor: setup, enable, disable, and the code check of a login. Secrets are sealed at rest with `key`; every
- * code check counts against the account's guess window (wrong codes from anywhere add up), and a right one clears it.
- * `now` is the clock of both the codes and the windows (tests step it).
+ * TOTP two-factor: setup, enable, disable, and the second step of a password login (a code, or one of the account's
+ * `passkeys` in its place). Secrets are sealed at rest with `key`; every code or passkey check counts against the
+ * account's guess window (wrong ones from anywhere add up), and a right one clears it. `now` is the clock of both the
+ * codes and the windows (tests step it).
  */
 export function createTotpService(opts: {
   db: Db
   key: string
   siteName: string
   guesses: Config['limits']['guesses']
+  passkeys: PasskeyService
   now: () => number
 }) {
-  const { db, key, guesses, now } = opts
+  const { db, key, guesses, passkeys, now } = opts
 
   const totpFor = (secret: string, label = '') =>
     new TOTP({
@@ -111,6 +115,15 @@ export function createTotpService(opts: {
     return ok
   }
 
+  /**
+   * What a 401 of the second step carries: the step asked for and, when the account has passkeys, a new challenge
+   * for one (the password was right: only then is a challenge bound to the account made).
+   */
+  async function askAgain(user: User) {
+    const passkeyOptions = await passkeys.secondFactorOptions(user)
+    return passkeyOptions ? { twoFactor: 'totp', passkeyOptions } : { twoFactor: 'totp' }
+  }
+
   function enabledRow(user: User) {
     const row = findTotp(db, user.id)
     return row?.enabledAt ? row : null
@@ -163,15 +176,27 @@ export function createTotpService(opts: {
     },
 
     /**
-     * The second step of a password login: nothing to do without TOTP; otherwise a 401 that says a code is needed
-     * (`twoFactor: "totp"`), or that the one given was wrong or used.
+     * The second step of a password login: nothing to do without TOTP (a passkey alone is no second factor: two-factor
+     * is on when TOTP is). Otherwise `passkey`, an answer to the `passkeyOptions` of an earlier 401, or else `code`:
+     * without either a 401 that says a second factor is needed (`twoFactor: "totp"`), as is a wrong or used one.
      */
-    checkLogin(user: User, code: string | undefined) {
+    async checkLogin(user: User, proof: { code?: string; passkey?: AuthenticationResponseJSON }) {
       const row = enabledRow(user)
       if (!row) return
-      if (!code) throw new Unauthorized('Two-factor code required', { twoFactor: 'totp' })
-      if (!accept(user, row, code))
-        throw new Unauthorized('Invalid or already used two-factor code', { twoFactor: 'totp' })
+      if (proof.passkey) {
+        const rule = attempt(user)
+        try {
+          await passkeys.verifySecondFactor(user, proof.passkey)
+        } catch (error) {
+          if (error instanceof Unauthorized) throw new Unauthorized(error.message, await askAgain(user))
+          throw error
+        }
+        clearWindows(db, [rule.key])
+        return
+      }
+      if (!proof.code) throw new Unauthorized('Two-factor code required', await askAgain(user))
+      if (!accept(user, row, proof.code))
+        throw new Unauthorized('Invalid or already used two-factor code', await askAgain(user))
     },
   }
 }

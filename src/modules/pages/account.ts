@@ -70,6 +70,7 @@ ${sso}
 <label for="login-code">Two-factor code</label>
 <input id="login-code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" maxlength="${CODE_MAX}" aria-describedby="login-code-hint">
 <p class="muted small" id="login-code-hint">The 6-digit code from your authenticator app, or one of your recovery codes.</p>
+<button type="button" class="secondary" id="login-second-passkey" hidden>Use a passkey instead</button>
 </div>
 <p class="error" data-form-error data-sso-error role="alert" hidden></p>
 <button type="submit" disabled>Log in</button>

@@ -3,7 +3,7 @@
 ;(() => {
   'use strict'
   if (!window.imghost) return
-  const { api, setToken } = window.imghost
+  const { api, setToken, passkeys } = window.imghost
 
   /**
    * Where to go after logging in: a path of this site from ?next= (already percent-decoded), else the dashboard. Browsers
@@ -46,29 +46,53 @@
   const login = document.querySelector('[data-auth-form="login"]')
   if (login) {
     const totpStep = login.querySelector('[data-totp-step]')
+    // At the two-factor step, a passkey of the account in place of the code: the challenge comes with each 401 that
+    // asks for the second factor (the server makes one only after the right password).
+    const secondPasskey = document.getElementById('login-second-passkey')
+    let passkeyOptions = null
+    const answer = (res) => {
+      if (res.ok) {
+        setToken(res.data.token)
+        return location.assign(nextPath())
+      }
+      if (res.data.twoFactor !== 'totp') return showError(login, res.data.error)
+      // The password was right: the account asks for its second factor next.
+      const asked = totpStep.hidden
+      totpStep.hidden = false
+      passkeyOptions = res.data.passkeyOptions || null
+      secondPasskey.hidden = !(passkeyOptions && passkeys?.supported())
+      login.elements.code.required = true
+      login.elements.code.value = ''
+      login.elements.code.focus()
+      const prompt = `Enter the code from your authenticator app${secondPasskey.hidden ? '' : ', or use a passkey'}.`
+      return showError(login, asked ? prompt : res.data.error)
+    }
+    const credentials = () => ({ username: login.elements.username.value, password: login.elements.password.value })
     wire(login, async (data) => {
-      const body = { username: data.get('username'), password: data.get('password') }
+      const body = credentials()
       const code = String(data.get('code') || '').trim()
       if (!totpStep.hidden && code) body.code = code
-      const res = await api('/api/auth/login', { method: 'POST', auth: false, body })
-      if (!res.ok && res.data.twoFactor === 'totp') {
-        // The password was right: the account asks for its second factor next.
-        const asked = totpStep.hidden
-        totpStep.hidden = false
-        login.elements.code.required = true
-        login.elements.code.value = ''
-        login.elements.code.focus()
-        return showError(login, asked ? 'Enter the code from your authenticator app.' : res.data.error)
+      answer(await api('/api/auth/login', { method: 'POST', auth: false, body }))
+    })
+    secondPasskey.addEventListener('click', async () => {
+      showError(login, '')
+      secondPasskey.disabled = true
+      try {
+        let passkey
+        try {
+          passkey = await passkeys.get(passkeyOptions)
+        } catch (error) {
+          return showError(login, passkeys.failure(error))
+        }
+        answer(await api('/api/auth/login', { method: 'POST', auth: false, body: { ...credentials(), passkey } }))
+      } finally {
+        secondPasskey.disabled = false
       }
-      if (!res.ok) return showError(login, res.data.error)
-      setToken(res.data.token)
-      location.assign(nextPath())
     })
   }
 
   // Signing in with a passkey: no username, the browser offers the passkeys it holds for this site.
   const passkeyLogin = document.getElementById('passkey-login')
-  const { passkeys } = window.imghost
   if (login && passkeyLogin && passkeys?.supported()) {
     passkeyLogin.hidden = false
     const button = document.getElementById('passkey-button')
