@@ -8,7 +8,9 @@
  * The server's media worker processes are this same executable, started with IMGHOST_WORKER=media
  * (src/workers/media-pool.ts).
  */
-export {}
+// Before anything else: @simplewebauthn/server's certificate code (@peculiar/x509, tsyringe) needs the Reflect
+// metadata polyfill when its module runs, and in the bundle that module runs before the package's own import of it.
+import 'reflect-metadata'
 
 if (process.env.IMGHOST_WORKER === 'media') await import('./workers/media-worker')
 else if (process.argv.length > 2) await import('./cli')
