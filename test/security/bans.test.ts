@@ -40,7 +40,7 @@ describe('bans', () => {
     expect(profile.body.images.map((i: { id: string }) => i.id)).toContain(image.id)
   })
 
-  test('a ban takes effect at once: keys and tokens get 403 on every authenticated route, login too', async () => {
+  test('a ban takes effect at once: keys get 403 and session tokens 401 (the ban ended them) on every authenticated route; login 403', async () => {
     // Warm every path first, so a cache (if there were one) would hold the "not banned" answer.
     expect((await t.json('/api/auth/me', { headers: victim.bearer })).status).toBe(200)
     expect((await t.json('/api/v1/images', { headers: victim.keyHeader })).status).toBe(200)
@@ -70,7 +70,8 @@ describe('bans', () => {
     ]
     for (const [path, init] of checks) {
       const res = await t.json(path, init)
-      expect(`${init.method ?? 'GET'} ${path} ${res.status}`).toBe(`${init.method ?? 'GET'} ${path} 403`)
+      const status = new Headers(init.headers).has('authorization') ? 401 : 403
+      expect(`${init.method ?? 'GET'} ${path} ${res.status}`).toBe(`${init.method ?? 'GET'} ${path} ${status}`)
       expect(typeof res.body.error).toBe('string')
     }
     const login = await t.json(
@@ -92,18 +93,18 @@ describe('bans', () => {
     expect(page).not.toContain(`/u/${victim.user.username}`)
   })
 
-  test('unbanning restores everything at once', async () => {
+  test('unbanning restores the keys and login at once; the sessions the ban ended stay ended', async () => {
     await setBanned(false)
     expect((await t.json('/api/v1/me', { headers: victim.keyHeader })).status).toBe(200)
-    expect((await t.json('/api/auth/me', { headers: victim.bearer })).status).toBe(200)
-    expect(
-      (
-        await t.json('/api/auth/login', {
-          method: 'POST',
-          ...jsonBody({ username: victim.user.username, password: victim.password }),
-        })
-      ).status,
-    ).toBe(200)
+    expectError(await t.json('/api/auth/me', { headers: victim.bearer }), 401)
+    const login = await t.json('/api/auth/login', {
+      method: 'POST',
+      ...jsonBody({ username: victim.user.username, password: victim.password }),
+    })
+    expect(login.status).toBe(200)
+    expect((await t.json('/api/auth/me', { headers: { authorization: `Bearer ${login.body.token}` } })).status).toBe(
+      200,
+    )
     expect(await galleryIds()).toContain(image.id)
     expect(await searchIds()).toContain(image.id)
     expect((await t.json(`/api/users/${victim.user.username}`)).status).toBe(200)
@@ -116,7 +117,12 @@ describe('bans', () => {
     expect(
       (await t.json(`/api/admin/users/${other.user.id}`, send('PATCH', { banned: true }, admin.bearer))).status,
     ).toBe(200)
-    expectError(await t.json('/api/admin/users', { headers: other.bearer }), 403)
-    expectError(await t.json(`/api/admin/users/${admin.user.id}`, send('PATCH', { banned: true }, other.bearer)), 403)
+    // Its session ended with the ban: 401; signing in again is refused (403).
+    expectError(await t.json('/api/admin/users', { headers: other.bearer }), 401)
+    expectError(await t.json(`/api/admin/users/${admin.user.id}`, send('PATCH', { banned: true }, other.bearer)), 401)
+    expectError(
+      await t.json('/api/auth/login', send('POST', { username: other.user.username, password: other.password })),
+      403,
+    )
   })
 })

@@ -2,6 +2,7 @@ import { expect } from 'bun:test'
 import { connect } from 'node:net'
 import type { Media } from '../../src/media'
 import type { Classifier } from '../../src/moderation'
+import { insertPasskey } from '../../src/modules/auth/repository'
 import type { ServerOverrides } from '../../src/server'
 import { createMediaPool } from '../../src/workers/media-pool'
 import { makeImage, type UploadPart, uploadForm } from '../fixtures'
@@ -360,6 +361,16 @@ export async function ownEverything(
   own.user = String(who.user.id)
   own.username = who.user.username
   own.session = JSON.parse(Buffer.from(who.token.split('.')[1], 'base64url').toString()).sid
+  // A passkey's row, stored as registration stores it (the matrix checks who may touch it, not the WebAuthn ceremony,
+  // which test/auth/passkeys.test.ts runs in a browser).
+  own.passkey = String(
+    insertPasskey(t.server.db, {
+      userId: who.user.id,
+      credentialId: `${tag}-credential-${++seed}`,
+      publicKey: Buffer.from(crypto.getRandomValues(new Uint8Array(77))),
+      name: `${tag}-secret-passkey`,
+    }).id,
+  )
   // An address literal (there is no DNS here), and an event nobody triggers, so nothing is ever delivered.
   const hook = await t.json(
     '/api/webhooks',
@@ -397,6 +408,7 @@ export function resourceFor(own: Resources, path: string, param: string): string
   if (path.startsWith('/api/tus/')) return own.tusWeb
   if (path.startsWith('/api/admin/users/')) return own.user
   if (path.startsWith('/api/account/sessions/')) return own.session
+  if (path.startsWith('/api/auth/passkeys/')) return own.passkey
   // Invites are the admins' (not an account's): any id stands for one, since only the 403 is checked.
   if (path.startsWith('/api/admin/invites/')) return own.user
   if (path.startsWith('/api/admin/reports/')) return own.report
