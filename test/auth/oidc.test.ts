@@ -261,6 +261,10 @@ describe('OIDC_ONLY and configuration', () => {
       const page = parse(await (await only.fetch('/login')).text())
       expect(page.querySelector('[data-auth-form="login"]')).toBeNull()
       expect(page.querySelector('a[href="/api/auth/oidc/start"]')).not.toBeNull()
+      // The register page has no form either: it sends to the provider, whose first sign-in makes the account.
+      const registerPage = parse(await (await only.fetch('/register')).text())
+      expect(registerPage.querySelector('[data-auth-form="register"]')).toBeNull()
+      expect(registerPage.querySelector('#registration-sso a[href="/api/auth/oidc/start"]')).not.toBeNull()
       // Behind https, the state cookie is Secure and the redirect URI comes from PUBLIC_URL.
       const start = await only.fetch('/api/auth/oidc/start', { redirect: 'manual' })
       expect(start.headers.get('set-cookie')).toEndWith('; HttpOnly; SameSite=Lax; Secure')

@@ -105,8 +105,23 @@ function renderRegistrationClosed(renderer: PageRenderer, config: Config): Respo
   )
 }
 
+/** OIDC_ONLY: the first sign-in with the provider makes the account; there is no form to fill in vain. */
+function renderRegisterThroughProvider(renderer: PageRenderer, config: Config, provider: string): Response {
+  return authPage(
+    renderer,
+    config,
+    'Create an account',
+    html`<section class="notice" id="registration-sso">
+<h1>Create an account</h1>
+<p class="muted">Accounts on ${config.siteName} are made by signing in with ${provider}: your first sign-in creates yours.</p>
+<p class="actions center"><a class="button" href="/api/auth/oidc/start">Sign in with ${provider}</a></p>
+</section>`,
+  )
+}
+
 export function renderRegister(renderer: PageRenderer, config: Config): Response {
   if (config.registration === 'closed') return renderRegistrationClosed(renderer, config)
+  if (config.oidc?.only) return renderRegisterThroughProvider(renderer, config, config.oidc.name)
   // REGISTRATION=invite: the code field, filled in by auth.js from ?invite= (the link of an invite).
   const invite =
     config.registration === 'invite'
