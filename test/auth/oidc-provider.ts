@@ -1,6 +1,7 @@
 import type { Server } from 'node:http'
 import Provider from 'oidc-provider'
-import { freePort } from '../helpers'
+import type { ServerOverrides } from '../../src/server'
+import { freePort, startTestServer } from '../helpers'
 
 /** What the test provider says of an account (its login, as typed in its sign-in form, is the subject). */
 export interface ProviderAccount {
@@ -90,4 +91,26 @@ export async function browse(jar: CookieJar, url: URL, init: RequestInit = {}) {
   })
   jar.store(url, res)
   return res
+}
+
+/**
+ * A test server signing in through a new test provider: the server's port, so its PUBLIC_URL and redirect URI, is
+ * chosen first, for the provider to register.
+ */
+export async function serverWithProvider(overrides: ServerOverrides = {}) {
+  const port = freePort()
+  const publicUrl = `http://localhost:${port}`
+  const provider = await startProvider(`${publicUrl}/api/auth/oidc/callback`)
+  const server = await startTestServer(
+    {
+      PORT: String(port),
+      PUBLIC_URL: publicUrl,
+      OIDC_ISSUER: provider.issuer,
+      OIDC_CLIENT_ID: provider.clientId,
+      OIDC_CLIENT_SECRET: provider.clientSecret,
+      OIDC_NAME: 'Test ID',
+    },
+    overrides,
+  )
+  return { server, provider }
 }

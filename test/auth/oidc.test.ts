@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { parse } from 'node-html-parser'
 import { ConfigError, loadConfig } from '../../src/config'
 import { freePort, jsonBody, registerUser, startTestServer, type TestServer } from '../helpers'
-import { browse, CookieJar, startProvider, type TestProvider } from './oidc-provider'
+import { browse, CookieJar, serverWithProvider, startProvider, type TestProvider } from './oidc-provider'
 
 /**
  * Single sign-on against a real OpenID provider on loopback: the browser's part (redirects, the provider's sign-in and
@@ -15,26 +15,8 @@ let t: TestServer
 /** How far the server's clock runs ahead of the real one (the provider's and the ID tokens' stay real). */
 let skew = 0
 
-/** A server whose PUBLIC_URL (so its redirect URI) is known before the provider registers it. */
-async function serverWithProvider() {
-  const port = freePort()
-  const publicUrl = `http://localhost:${port}`
-  provider = await startProvider(`${publicUrl}/api/auth/oidc/callback`)
-  return startTestServer(
-    {
-      PORT: String(port),
-      PUBLIC_URL: publicUrl,
-      OIDC_ISSUER: provider.issuer,
-      OIDC_CLIENT_ID: provider.clientId,
-      OIDC_CLIENT_SECRET: provider.clientSecret,
-      OIDC_NAME: 'Test ID',
-    },
-    { now: () => Date.now() + skew },
-  )
-}
-
 beforeAll(async () => {
-  t = await serverWithProvider()
+  ;({ server: t, provider } = await serverWithProvider({ now: () => Date.now() + skew }))
 })
 afterAll(async () => {
   await t.stop()

@@ -6,9 +6,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Secret, TOTP } from 'otpauth'
 import type { Browser } from 'playwright-core'
-import { startProvider, type TestProvider } from '../auth/oidc-provider'
+import { serverWithProvider, type TestProvider } from '../auth/oidc-provider'
 import { launchBrowser } from '../browser'
-import { freePort, jsonBody, registerUser, startTestServer, type TestServer } from '../helpers'
+import { jsonBody, registerUser, type TestServer } from '../helpers'
 import { openPage } from './support'
 
 const TIMEOUT = 60_000
@@ -19,20 +19,7 @@ let provider: TestProvider
 let browser: Browser
 
 beforeAll(async () => {
-  const port = freePort()
-  const publicUrl = `http://localhost:${port}`
-  provider = await startProvider(`${publicUrl}/api/auth/oidc/callback`)
-  t = await startTestServer(
-    {
-      PORT: String(port),
-      PUBLIC_URL: publicUrl,
-      OIDC_ISSUER: provider.issuer,
-      OIDC_CLIENT_ID: provider.clientId,
-      OIDC_CLIENT_SECRET: provider.clientSecret,
-      OIDC_NAME: 'Test ID',
-    },
-    { now: () => clock },
-  )
+  ;({ server: t, provider } = await serverWithProvider({ now: () => clock }))
   browser = await launchBrowser()
 }, TIMEOUT)
 afterAll(async () => {
