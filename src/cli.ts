@@ -16,6 +16,7 @@ import { findUserByName, setUserFields } from './modules/auth/repository'
 import { createAuthService } from './modules/auth/service'
 import { createBlockService } from './modules/blocks/service'
 import { isImageId } from './modules/images/model'
+import { createPhashBackfill } from './modules/images/phash-backfill'
 import { createImageService } from './modules/images/service'
 import { createUploadPipeline } from './modules/images/upload'
 import { createImporter, type ImportStep } from './modules/import/service'
@@ -49,6 +50,8 @@ const USAGE = `Usage: bun run cli <command> [arguments]
                                                 and SHA-256; the server picks it up at its next upload)
   import-blocklist <file>                       block the perceptual hashes in <file>, one 16-hex-digit hash a line
                                                 (blank lines and # comments skipped; bad lines reported, exit 2)
+  rehash                                        give a perceptual hash to every image stored without one (before
+                                                version 0008's blocklist); the server also does it in the background
   sign-variant <id> --width <px> [--height <px>] [--fit inside|cover|contain|fill] --format webp|avif|jpg|png
                                                 print a signed URL of the image resized (as POST
                                                 /api/v1/image/:id/variants answers it)
@@ -298,6 +301,21 @@ async function main(argv: string[]) {
           `${result.added} hashes blocked, ${result.alreadyBlocked} already blocked, ${result.bad.length} bad lines skipped`,
         )
         if (result.bad.length > 0) process.exitCode = 2
+        break
+      }
+      case 'rehash': {
+        if (args.length !== 0) fail(USAGE)
+        const media = mediaPoolFor(config)
+        try {
+          const backfill = createPhashBackfill({ db, storage: storage(), media, tmpDir: join(config.dataDir, 'tmp') })
+          const counts = await backfill.runToEnd()
+          console.log(
+            `${counts.hashed} images hashed, ${counts.plain} too plain to hash, ${counts.failed} could not be read`,
+          )
+          if (counts.failed > 0) process.exitCode = 2
+        } finally {
+          await media.close()
+        }
         break
       }
       case 'migrate-storage': {

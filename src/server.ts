@@ -12,6 +12,7 @@ import { createRescanner, type RescanOptions } from './moderation/rescan'
 import { createMailer } from './modules/auth/mailer'
 import { sweepEndedWindows } from './modules/images/limits'
 import { sweepOrphans } from './modules/images/orphans'
+import { createPhashBackfill, type PhashBackfillOptions } from './modules/images/phash-backfill'
 import { pendingScans, recordScan } from './modules/images/repository'
 import { createConfiguredStorage } from './storage/configured'
 import { SWEEP_INTERVAL_MS, type SweepOptions } from './storage/sweep'
@@ -26,6 +27,8 @@ export type ServerOverrides = Partial<Omit<AppDeps, 'config' | 'db'>> & {
   tusSweep?: { intervalMs?: number }
   /** The orphan sweep's interval and grace period (tests shorten them). */
   orphanSweep?: SweepOptions & { intervalMs?: number }
+  /** Batch size and pause of the perceptual hash backfill. */
+  phashBackfill?: PhashBackfillOptions
 }
 
 /** Buffered view counts and API key uses are written this often (and at shutdown). */
@@ -115,6 +118,12 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
     { timeoutMs: config.nsfw.timeoutMs, ...overrides.rescan },
   )
   rescanner.start()
+  // Images stored before perceptual hashes existed get theirs, in batches through the media workers, from startup on.
+  const phashBackfill = createPhashBackfill(
+    { db, storage: deps.storage, media: deps.media, tmpDir },
+    overrides.phashBackfill,
+  )
+  phashBackfill.start()
   // Removes expired images' files and rows, rate windows that have ended, expired sessions and emailed tokens: once at
   // startup (what expired while stopped), then on an interval.
   let expirySweep: Promise<unknown> = Promise.resolve()
@@ -145,6 +154,7 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
     db,
     deps,
     rescanner,
+    phashBackfill,
     port: app.server!.port,
     async stop() {
       // Stop accepting, let in-flight requests finish, write buffered views, then close everything.
@@ -159,6 +169,7 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
       // Webhook retries live in memory: those still waiting are dropped (see the README).
       await services.webhooks.stop()
       await rescanner.stop()
+      await phashBackfill.stop()
       try {
         services.images.flushViews()
         services.auth.flushUses()

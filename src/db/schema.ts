@@ -185,6 +185,11 @@ export const images = sqliteTable(
     sha256: text('sha256').notNull(),
     /** 64-bit perceptual hash, 16 hex digits (src/media/phash.ts); null for a picture too plain to hash, or older rows. */
     phash: text('phash'),
+    /**
+     * The backfill (src/modules/images/phash-backfill.ts) tried to hash this row's original and got null (too plain):
+     * it is not tried again. A flag of its own, so `phash` keeps meaning "the hash, or none" for the blocklist.
+     */
+    phashTried: integer('phash_tried', { mode: 'boolean' }).notNull().default(false),
     visibility: text('visibility', { enum: ['public', 'private'] })
       .notNull()
       .default('public'),
@@ -208,6 +213,8 @@ export const images = sqliteTable(
     index('images_sha256').on(t.sha256),
     // duplicateOf: an account's own images with the same perceptual hash.
     index('images_user_phash').on(t.userId, t.phash),
+    // The backfill's lookup: only rows still to hash (rows stored before 0008), so the index stays empty after it.
+    index('images_phash_todo').on(t.createdAt).where(sql`phash IS NULL AND phash_tried = 0`),
     // The expiry sweeper's lookup; most images never expire, so only those that do are indexed.
     index('images_expires').on(t.expiresAt).where(sql`expires_at IS NOT NULL`),
   ],

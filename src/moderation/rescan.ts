@@ -1,10 +1,7 @@
-import { mkdirSync } from 'node:fs'
-import { rm } from 'node:fs/promises'
-import { join } from 'node:path'
-import { randomToken } from '../lib/crypto'
 import { log } from '../log'
 import type { Media } from '../media'
-import { originalKey, type Storage } from '../storage'
+import type { Storage } from '../storage'
+import { withLocalOriginal } from '../storage/local-copy'
 import type { Classifier } from './classifier'
 import { withDeadline } from './deadline'
 import { isMature, type NsfwThresholds } from './index'
@@ -64,20 +61,13 @@ export function createRescanner(deps: RescanDeps, opts: RescanOptions = {}) {
 
   /** Scans one image: 'done' with a verdict stored, 'classifier' when the classifier failed, 'image' when its file could not be read. */
   async function rescanOne(image: { id: string; ext: string }): Promise<'done' | 'classifier' | 'image'> {
-    const tmpPath = join(deps.tmpDir, `rescan-${image.id}-${randomToken(6)}.${image.ext}`)
     let input: Uint8Array
     try {
-      const original = storage.file(originalKey(image.id, image.ext))
-      if (!(await original.exists())) throw new Error('original file missing')
-      mkdirSync(deps.tmpDir, { recursive: true })
-      await Bun.write(tmpPath, original)
-      input = await media.classifierInput(tmpPath)
+      input = await withLocalOriginal(storage, deps.tmpDir, image, (path) => media.classifierInput(path))
     } catch (error) {
-      await rm(tmpPath, { force: true })
       log.warn('rescan: cannot read image', { id: image.id, error: String(error) })
       return 'image'
     }
-    await rm(tmpPath, { force: true })
     let mature: boolean
     try {
       mature = isMature(await withDeadline(classifier.classify(input), timeoutMs, 'nsfw rescan'), deps.thresholds)

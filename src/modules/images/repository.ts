@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, inArray, isNotNull, isNull, lte, or, type SQL, sql } from 'drizzle-orm'
+import { and, asc, count, desc, eq, inArray, isNotNull, isNull, lte, notInArray, or, type SQL, sql } from 'drizzle-orm'
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core'
 import type { Db, Tx } from '../../db/client'
 import { type EmbedProfile, type Image, images, uploadWindows } from '../../db/schema'
@@ -198,6 +198,34 @@ export function pendingScans(db: Db) {
     .where(and(eq(images.scanStatus, 'pending'), liveImage()))
     .orderBy(asc(images.createdAt))
     .all()
+}
+
+/**
+ * Up to `limit` live images with no perceptual hash that were never tried (rows stored before migration 0008), oldest
+ * first, but those in `skip` (unreadable in this run).
+ */
+export const phashTodo = (db: Db, limit: number, skip: string[]) =>
+  db
+    .select({ id: images.id, ext: images.ext })
+    .from(images)
+    .where(
+      and(
+        isNull(images.phash),
+        eq(images.phashTried, false),
+        liveImage(),
+        skip.length > 0 ? notInArray(images.id, skip) : undefined,
+      ),
+    )
+    .orderBy(asc(images.createdAt))
+    .limit(limit)
+    .all()
+
+/** Stores what the backfill got for an image: its hash, or null (too plain), and that it was tried. */
+export function recordPhash(db: Db, id: string, phash: string | null) {
+  db.update(images)
+    .set({ phash, phashTried: true })
+    .where(and(eq(images.id, id), isNull(images.phash)))
+    .run()
 }
 
 /** Only a still-pending row changes; a user's own NSFW flag is never cleared. */
