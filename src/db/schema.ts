@@ -213,8 +213,8 @@ export const images = sqliteTable(
     index('images_sha256').on(t.sha256),
     // duplicateOf: an account's own images with the same perceptual hash.
     index('images_user_phash').on(t.userId, t.phash),
-    // The backfill's lookup: only rows still to hash (rows stored before 0008), so the index stays empty after it.
-    index('images_phash_todo').on(t.createdAt).where(sql`phash IS NULL AND phash_tried = 0`),
+    // The backfill's lookup, by id: only rows still to hash (rows stored before 0008), so it stays empty after it.
+    index('images_phash_todo').on(t.id).where(sql`phash IS NULL AND phash_tried = 0`),
     // The expiry sweeper's lookup; most images never expire, so only those that do are indexed.
     index('images_expires').on(t.expiresAt).where(sql`expires_at IS NOT NULL`),
   ],

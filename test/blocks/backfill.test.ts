@@ -2,14 +2,26 @@
  * The perceptual hash backfill (src/modules/images/phash-backfill.ts): images stored before migration 0008 (here:
  * uploaded, then their `phash` set back to NULL) get the hash an upload of the same bytes gets, so blocking them
  * refuses their copies; a picture too plain to hash is tried once; `cli rehash` does it all at once. The background
- * run is driven by calling its step, batch by batch, from the test.
+ * run is driven by calling its step, batch by batch, from the test; the last test restarts the server on old rows.
  */
+
+import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import sharp from 'sharp'
 import { originalKey } from '../../src/storage'
 import { uploadForm } from '../fixtures'
-import { jsonBody, makeAdmin, registerUser, startTestServer, type TestServer, userWithKey } from '../helpers'
+import {
+  eventually,
+  freePort,
+  jsonBody,
+  makeAdmin,
+  registerUser,
+  startTestServer,
+  type TestServer,
+  userWithKey,
+} from '../helpers'
 import { copies, picture } from './pictures'
 
 const root = join(import.meta.dir, '..', '..')
@@ -22,6 +34,8 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   await t.stop()
+  // After a restart on the same data directory (the last test), t.stop removes only the unused one it made.
+  rmSync(t.dataDir, { recursive: true, force: true })
 })
 
 async function upload(bytes: Uint8Array) {
@@ -99,5 +113,18 @@ describe('perceptual hash backfill', () => {
     expect(proc.exitCode).toBe(2)
     expect(proc.stdout.toString()).toContain('3 images hashed, 0 too plain to hash, 1 could not be read\n')
     expect(ids.map((id) => row(id).phash)).toEqual(hashes)
+  })
+
+  test('the server hashes old rows in the background from its start', async () => {
+    const id = (await upload(await picture(7400))).body.id
+    const hash = row(id).phash
+    // The same data directory, as an upgrade finds it (t.stop would remove it).
+    await t.server.stop()
+    const db = new Database(join(t.dataDir, 'imghost.sqlite'))
+    db.run('UPDATE images SET phash = NULL, phash_tried = 0 WHERE id = ?', [id])
+    db.close()
+    t = await startTestServer({ ...t.env, PORT: String(freePort()) })
+    await eventually(() => row(id).phash !== null, 30_000, 'the background backfill')
+    expect(row(id).phash).toBe(hash)
   })
 })

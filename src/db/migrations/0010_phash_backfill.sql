@@ -1,2 +1,2 @@
 ALTER TABLE `images` ADD `phash_tried` integer DEFAULT false NOT NULL;--> statement-breakpoint
-CREATE INDEX `images_phash_todo` ON `images` (`created_at`) WHERE phash IS NULL AND phash_tried = 0;
+CREATE INDEX `images_phash_todo` ON `images` (`id`) WHERE phash IS NULL AND phash_tried = 0;

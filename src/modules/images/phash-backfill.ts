@@ -28,6 +28,7 @@ export interface BackfillCounts {
   failed: number
 }
 
+const none = (c: BackfillCounts) => c.hashed + c.plain + c.failed === 0
 const add = (a: BackfillCounts, b: BackfillCounts) => {
   a.hashed += b.hashed
   a.plain += b.plain
@@ -45,7 +46,9 @@ const add = (a: BackfillCounts, b: BackfillCounts) => {
 export function createPhashBackfill(deps: PhashBackfillDeps, opts: PhashBackfillOptions = {}) {
   const batchSize = opts.batchSize ?? 20
   const pauseMs = opts.pauseMs ?? 1000
-  const unreadable = new Set<string>()
+  // The run's cursor: ids come in order, so a row whose original cannot be read is passed once per run (a bounded query
+  // whatever fails, and no retry loop while the store is down).
+  let afterId = ''
   const total: BackfillCounts = { hashed: 0, plain: 0, failed: 0 }
   let running: Promise<BackfillCounts> = Promise.resolve({ hashed: 0, plain: 0, failed: 0 })
   let timer: ReturnType<typeof setTimeout> | undefined
@@ -53,13 +56,13 @@ export function createPhashBackfill(deps: PhashBackfillDeps, opts: PhashBackfill
 
   async function batch(): Promise<BackfillCounts> {
     const counts: BackfillCounts = { hashed: 0, plain: 0, failed: 0 }
-    for (const image of phashTodo(deps.db, batchSize, [...unreadable])) {
+    for (const image of phashTodo(deps.db, batchSize, afterId)) {
       if (stopped) break
+      afterId = image.id
       let phash: string | null
       try {
         phash = await withLocalOriginal(deps.storage, deps.tmpDir, image, (path) => deps.media.perceptualHash(path))
       } catch (error) {
-        unreadable.add(image.id)
         counts.failed++
         log.warn('phash backfill: cannot hash image', { id: image.id, error: String(error) })
         continue
@@ -70,12 +73,14 @@ export function createPhashBackfill(deps: PhashBackfillDeps, opts: PhashBackfill
       if (phash) counts.hashed++
       else counts.plain++
     }
+    // A pass ends with an empty batch; the next step starts another from the first id.
+    if (none(counts)) afterId = ''
     add(total, counts)
-    if (counts.hashed + counts.plain + counts.failed > 0) log.info('phash backfill: batch', { ...counts })
+    if (!none(counts)) log.info('phash backfill: batch', { ...counts })
     return counts
   }
 
-  /** Hashes one batch, after the one running; all zero when nothing is left. */
+  /** Hashes the next batch of the pass, after the batch running; all zero when the pass has nothing left. */
   function step(): Promise<BackfillCounts> {
     const next = running.then(batch)
     running = next.catch(() => ({ hashed: 0, plain: 0, failed: 0 }))
@@ -87,7 +92,7 @@ export function createPhashBackfill(deps: PhashBackfillDeps, opts: PhashBackfill
     const counts: BackfillCounts = { hashed: 0, plain: 0, failed: 0 }
     for (;;) {
       const done = await step()
-      if (done.hashed + done.plain + done.failed === 0 || stopped) return counts
+      if (none(done) || stopped) return counts
       add(counts, done)
     }
   }
@@ -102,9 +107,9 @@ export function createPhashBackfill(deps: PhashBackfillDeps, opts: PhashBackfill
         return
       }
       if (stopped) return
-      if (done.hashed + done.plain + done.failed > 0) return schedule(pauseMs)
+      if (!none(done)) return schedule(pauseMs)
       // Nothing left: new uploads are hashed as they are stored, so the run ends here until the next start.
-      if (total.hashed + total.plain + total.failed > 0) log.info('phash backfill: done', { ...total })
+      if (!none(total)) log.info('phash backfill: done', { ...total })
     }, delayMs)
     timer.unref?.()
   }

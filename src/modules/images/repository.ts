@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, inArray, isNotNull, isNull, lte, notInArray, or, type SQL, sql } from 'drizzle-orm'
+import { and, asc, count, desc, eq, gt, inArray, isNotNull, isNull, lte, or, type SQL, sql } from 'drizzle-orm'
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core'
 import type { Db, Tx } from '../../db/client'
 import { type EmbedProfile, type Image, images, uploadWindows } from '../../db/schema'
@@ -201,22 +201,15 @@ export function pendingScans(db: Db) {
 }
 
 /**
- * Up to `limit` live images with no perceptual hash that were never tried (rows stored before migration 0008), oldest
- * first, but those in `skip` (unreadable in this run).
+ * Up to `limit` live images with no perceptual hash that were never tried (rows stored before migration 0008), by id
+ * after `afterId` (a cursor: a run passes each row once, even one whose original cannot be read).
  */
-export const phashTodo = (db: Db, limit: number, skip: string[]) =>
+export const phashTodo = (db: Db, limit: number, afterId: string) =>
   db
     .select({ id: images.id, ext: images.ext })
     .from(images)
-    .where(
-      and(
-        isNull(images.phash),
-        eq(images.phashTried, false),
-        liveImage(),
-        skip.length > 0 ? notInArray(images.id, skip) : undefined,
-      ),
-    )
-    .orderBy(asc(images.createdAt))
+    .where(and(isNull(images.phash), eq(images.phashTried, false), gt(images.id, afterId), liveImage()))
+    .orderBy(asc(images.id))
     .limit(limit)
     .all()
 
