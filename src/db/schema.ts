@@ -186,8 +186,9 @@ export const images = sqliteTable(
     /** 64-bit perceptual hash, 16 hex digits (src/media/phash.ts); null for a picture too plain to hash, or older rows. */
     phash: text('phash'),
     /**
-     * The backfill (src/modules/images/phash-backfill.ts) tried to hash this row's original and got null (too plain):
-     * it is not tried again. A flag of its own, so `phash` keeps meaning "the hash, or none" for the blocklist.
+     * The perceptual hash was computed (at upload, or by the backfill of rows stored before 0008:
+     * src/modules/images/phash-backfill.ts), so a null `phash` (too plain) is not tried again. A flag of its own, so
+     * `phash` keeps meaning "the hash, or none" for the blocklist.
      */
     phashTried: integer('phash_tried', { mode: 'boolean' }).notNull().default(false),
     visibility: text('visibility', { enum: ['public', 'private'] })

@@ -315,6 +315,8 @@ export function createUploadPipeline(deps: {
               size: p.size,
               sha256: p.file.sha256,
               phash: p.phash,
+              // Hashed here: a null hash (too plain) is final, the backfill has nothing to add.
+              phashTried: true,
               visibility: options.visibility,
               nsfw: p.nsfw,
               scanStatus: p.scanStatus,
