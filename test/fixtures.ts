@@ -2,6 +2,18 @@ import sharp from 'sharp'
 
 export type Bytes = Uint8Array<ArrayBuffer>
 
+/** A small seeded generator (mulberry32) of numbers in [0, 1): the same seed gives the same bytes on every run. */
+export function seededRandom(seed: number) {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
 /** Real images made with sharp, so tests never depend on binary files in the repo. */
 export async function makeImage(
   format: 'png' | 'jpeg' | 'webp' | 'gif' | 'tiff' | 'avif',

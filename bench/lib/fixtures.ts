@@ -1,25 +1,14 @@
 import { existsSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import sharp from 'sharp'
-
-/** Deterministic PRNG (mulberry32), so every run benchmarks the same bytes. */
-function prng(seed: number) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+import { seededRandom } from '../../test/fixtures'
 
 /**
  * Photo-like pixels: smooth colour fields (random low-resolution colours upscaled) plus per-pixel grain, so encoders
  * and decoders work about as hard as on a photograph (flat synthetic images would compress and decode unrealistically fast).
  */
 async function photoLike(width: number, height: number, seed: number, grain: number): Promise<Buffer> {
-  const rand = prng(seed)
+  const rand = seededRandom(seed)
   const lw = Math.max(2, Math.round(width / 48))
   const lh = Math.max(2, Math.round(height / 48))
   const base = Buffer.alloc(lw * lh * 3)
@@ -95,7 +84,7 @@ export async function ensureFixtures(dir: string): Promise<Fixtures> {
   await make(f.png50mb, async () => {
     // 4000 x 4000 RGB of pure noise: PNG cannot compress it, so the file is ~50 MB.
     const side = 4000
-    const rand = prng(6)
+    const rand = seededRandom(6)
     const pixels = Buffer.alloc(side * side * 3)
     for (let i = 0; i < pixels.length; i += 4) {
       const v = (rand() * 4294967296) >>> 0

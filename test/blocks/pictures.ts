@@ -1,17 +1,5 @@
 import sharp from 'sharp'
-import type { Bytes } from '../fixtures'
-
-/** A small seeded generator (mulberry32): the same seed makes the same picture on every run. */
-function random(seed: number) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+import { type Bytes, seededRandom } from '../fixtures'
 
 const colour = (r: () => number) => `rgb(${Math.floor(r() * 256)},${Math.floor(r() * 256)},${Math.floor(r() * 256)})`
 
@@ -20,7 +8,7 @@ const colour = (r: () => number) => `rgb(${Math.floor(r() * 256)},${Math.floor(r
  * some seeds lines of text-like marks, and grain. 640x480 unless told.
  */
 export async function picture(seed: number, width = 640, height = 480): Promise<Bytes> {
-  const r = random(seed * 7919 + 1)
+  const r = seededRandom(seed * 7919 + 1)
   const angle = r() * 360
   const parts: string[] = [
     `<defs><linearGradient id="g" gradientTransform="rotate(${angle.toFixed(0)} .5 .5)"><stop offset="0" stop-color="${colour(r)}"/><stop offset="1" stop-color="${colour(r)}"/></linearGradient></defs>`,
