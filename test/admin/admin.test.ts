@@ -224,9 +224,9 @@ describe('PATCH /api/admin/users/:id', () => {
     expectError(await login(user.user.email, user.password), 403)
     // A wrong password still gives 401: a ban does not reveal the account to someone without its password.
     expectError(await login(user.user.username, 'wrong password!'), 401)
-    expectError(await t.json('/api/auth/me', { headers: user.bearer }), 401)
-    expectError(await t.json('/api/keys', { headers: user.bearer }), 401)
-    expectError(await t.json('/api/keys', { method: 'POST', ...jsonBody({ name: 'more' }, user.bearer) }), 401)
+    expectError(await t.json('/api/auth/me', { headers: user.bearer }), 403)
+    expectError(await t.json('/api/keys', { headers: user.bearer }), 403)
+    expectError(await t.json('/api/keys', { method: 'POST', ...jsonBody({ name: 'more' }, user.bearer) }), 403)
     expectError(await t.json('/api/v1/me', { headers: user.keyHeader }), 403)
     const blocked = await t.json('/api/v1/upload', {
       method: 'POST',
@@ -259,9 +259,11 @@ describe('PATCH /api/admin/users/:id', () => {
     expect((await listUsers('', other.bearer)).status).toBe(200)
     const second = await login(other.user.username, other.password)
     expect((await patchUser(other.user.id, { banned: true })).status).toBe(200)
-    // Every session ended with the ban.
-    expectError(await listUsers('', other.bearer), 401)
-    expectError(await patchUser(admin.user.id, { banned: true }, other.bearer), 401)
+    // Banned: 403 with any of its tokens (the ban also ended their sessions: 401 after an unban, below).
+    expectError(await listUsers('', other.bearer), 403)
+    expectError(await patchUser(admin.user.id, { banned: true }, other.bearer), 403)
+    expectError(await listUsers('', { authorization: `Bearer ${second.body.token}` }), 403)
+    expect((await patchUser(other.user.id, { banned: false })).status).toBe(200)
     expectError(await listUsers('', { authorization: `Bearer ${second.body.token}` }), 401)
     expect((await t.json('/api/auth/me', { headers: admin.bearer })).status).toBe(200)
   })

@@ -254,9 +254,16 @@ describe('bans and deleted accounts', () => {
       ...jsonBody({ banned: true }, admin.bearer),
     })
     expect(res.status).toBe(200)
-    expectError(await me(account.token), 401)
-    expectError(await me(other), 401)
+    // 403 while banned (DECISIONS.md), and the sessions are gone: after an unban the tokens stay dead.
+    expectError(await me(account.token), 403)
+    expectError(await me(other), 403)
     expect(t.server.deps.db.select().from(sessions).where(eq(sessions.userId, account.user.id)).all()).toEqual([])
+    const unban = await t.json(`/api/admin/users/${account.user.id}`, {
+      method: 'PATCH',
+      ...jsonBody({ banned: false }, admin.bearer),
+    })
+    expect(unban.status).toBe(200)
+    expectError(await me(account.token), 401)
   })
 
   test('a deleted account’s tokens fail', async () => {

@@ -285,9 +285,9 @@ describe('admin endpoints', () => {
     expect((await t.fetch(path(up.url))).status).toBe(404)
     expect(await t.server.deps.storage.exists(originalKey(up.id, 'png'))).toBe(false)
     expect(await t.server.deps.storage.exists(thumbnailKey(up.id))).toBe(false)
-    // The owner is banned: their key is refused, their sessions ended, their other images leave public feeds.
+    // The owner is banned: their key and token are refused, their other images leave public feeds.
     expect((await t.json('/api/v1/me', { headers: owner.keyHeader })).status).toBe(403)
-    expect((await t.json('/api/auth/me', { headers: owner.bearer })).status).toBe(401)
+    expect((await t.json('/api/auth/me', { headers: owner.bearer })).status).toBe(403)
     expect((await t.json(`/api/users/${owner.user.username}`)).status).toBe(404)
 
     const actioned = (await asAdmin('/api/admin/reports?status=actioned&limit=100')).body.reports.map(

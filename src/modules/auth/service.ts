@@ -368,10 +368,12 @@ export function createAuthService(db: Db, mailer: Mailer, opts: AuthOptions, now
      * account 403. Notes the session's use (lastUsedAt, written by flushUses).
      */
     sessionUser(userId: number, sessionId: string) {
-      checkSession(userId, sessionId)
       const user = findById(userId)
       if (!user) throw unauthorized('Invalid or expired token')
+      // A ban first: a banned account's tokens answer 403 (DECISIONS.md), though the ban has ended their sessions
+      // (so they stay dead after an unban: 401 then).
       assertActive(user)
+      checkSession(userId, sessionId)
       sessionUses.set(sessionId, Date.now())
       return user
     },
