@@ -3,8 +3,8 @@
  *
  * Embedded: all code and npm packages (bundled), the NSFW and checkpoint workers (more entry points), the nsfwjs
  * model (imported as modules by nsfwjs), the tfjs .wasm files and the Swagger UI files (`type: 'file'` imports),
- * src/web/assets and src/db/migrations (directories, read from `import.meta.dir` as in the sources), sharp's native
- * addon and libvips.
+ * src/web/assets, src/db/migrations and src/db/migrations-pg (directories, read from `import.meta.dir` as in the
+ * sources), sharp's native addon and libvips.
  *
  * Native code is that of the machine that builds: build on the platform you deploy to (linux-x64 or linux-arm64, glibc).
  */
@@ -66,7 +66,7 @@ export async function buildBinary(outfile = join(root, 'dist/imghost')) {
       outfile,
       // Read at run time from `join(import.meta.dir, '<dir>')`; a directory is embedded under its own name at the
       // root, which is import.meta.dir of the bundled code.
-      assets: [join(src, 'web/assets'), join(src, 'db/migrations')],
+      assets: [join(src, 'web/assets'), join(src, 'db/migrations'), join(src, 'db/migrations-pg')],
       // Like `bun src/index.ts`: a .env file in the working directory is read; bunfig.toml only configures tests.
       autoloadBunfig: false,
     },

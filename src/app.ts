@@ -1,6 +1,7 @@
 import { join } from 'node:path'
 import { Elysia } from 'elysia'
 import type { Config } from './config'
+import type { ChangeFeed } from './db/changes'
 import type { Db } from './db/client'
 import { authGuard, sessionTokens } from './http/auth'
 import { bodyLimit } from './http/body-limit'
@@ -66,6 +67,8 @@ export interface AppDeps {
   webhookOptions?: WebhookOptions
   /** Resumable upload expiry and limits (tests shorten them). */
   tusOptions?: TusOptions
+  /** PostgreSQL: rows changed by any instance, for the caches (src/db/changes.ts); SQLite's come from its hooks. */
+  changes?: ChangeFeed
   /**
    * The service's clock (ms since the epoch): every rate-limit window (upload, anonymous, refused-upload, report,
    * password, global per-IP) and image expiry read it. Date.now unless a test passes one it can step forward instead
@@ -83,7 +86,7 @@ export function createApp(deps: AppDeps) {
   const auth = createAuthService(
     db,
     deps.mailer,
-    { guesses: config.limits.guesses, registration: config.registration, tokens },
+    { guesses: config.limits.guesses, registration: config.registration, tokens, changes: deps.changes },
     now,
   )
   const guard = authGuard(auth, tokens, { trustProxy: config.trustProxy })
@@ -117,6 +120,7 @@ export function createApp(deps: AppDeps) {
   const images = createImageService({ db, config, storage, events: imageEvents, now })
   const blocks = createBlockService({
     db,
+    changes: deps.changes,
     storage,
     maxDistance: config.blockHammingDistance,
     publicUrl: config.publicUrl,
@@ -185,7 +189,7 @@ export function createApp(deps: AppDeps) {
     .use(bodyLimit)
     .use(rateLimit.plugin)
     .use(apiDocs({ siteName: config.siteName, publicUrl: config.publicUrl }))
-    .use(healthModule({ db, metrics, metricsToken: config.metricsToken, classifier }))
+    .use(healthModule({ db, dataDir: config.dataDir, metrics, metricsToken: config.metricsToken, classifier }))
     .use(
       authModule(auth, guard, {
         totp,

@@ -3,7 +3,7 @@ import { basename, join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { Value } from '@sinclair/typebox/value'
 import { type Config, ConfigError, loadConfig } from './config'
-import { closeDatabase, openDatabase } from './db/client'
+import { closeDatabase, openServiceDatabase, run } from './db/client'
 import { DataDirLockedError } from './db/lock'
 import type { User } from './db/schema'
 import { DomainError } from './errors'
@@ -132,7 +132,10 @@ async function main(argv: string[]) {
     return console.log(`Restored ${args[0]} into ${config.dataDir}`)
   }
   mkdirSync(config.dataDir, { recursive: true })
-  const db = openDatabase(join(config.dataDir, 'imghost.sqlite'))
+  const db = await openServiceDatabase({
+    databaseUrl: config.databaseUrl,
+    sqlitePath: join(config.dataDir, 'imghost.sqlite'),
+  })
   // The CLI creates accounts but neither mails nor signs in.
   const auth = createAuthService(
     db,
@@ -147,13 +150,13 @@ async function main(argv: string[]) {
       maxDistance: config.blockHammingDistance,
       publicUrl: config.publicUrl,
     })
-  const byName = (name: string | undefined) => {
+  const byName = async (name: string | undefined) => {
     if (!name) fail(USAGE)
-    return findUserByName(db, name) ?? fail(`No account named ${name}`)
+    return (await run(findUserByName(db, name))) ?? fail(`No account named ${name}`)
   }
-  const update = (name: string | undefined, changes: Partial<User>) => {
-    const user = byName(name)
-    setUserFields(db, user.id, changes)
+  const update = async (name: string | undefined, changes: Partial<User>) => {
+    const user = await byName(name)
+    await run(setUserFields(db, user.id, changes))
     console.log(`${user.username}: ${JSON.stringify(changes)}`)
     return user
   }
@@ -172,18 +175,18 @@ async function main(argv: string[]) {
       case 'set-role': {
         const role = args[1]
         if (role !== 'user' && role !== 'admin') fail('Role must be "user" or "admin"')
-        update(args[0], { role })
+        await update(args[0], { role })
         break
       }
       case 'ban':
         // The running server reads sessions on every request: they end at once.
-        auth.endAllSessions(update(args[0], { banned: true }).id)
+        await auth.endAllSessions((await update(args[0], { banned: true })).id)
         break
       case 'unban':
-        update(args[0], { banned: false })
+        await update(args[0], { banned: false })
         break
       case 'verify-email':
-        update(args[0], { emailVerified: true })
+        await update(args[0], { emailVerified: true })
         break
       case 'backup': {
         if (!args[0]) fail(USAGE)
@@ -212,7 +215,7 @@ async function main(argv: string[]) {
       case 'import': {
         const { values, positionals } = importArgs(args)
         if (positionals.length !== 1) fail(USAGE)
-        const user = byName(values.user)
+        const user = await byName(values.user)
         const media = mediaPoolFor(config)
         const classifier = createNsfwClassifier({
           timeoutMs: config.nsfw.timeoutMs,
@@ -278,12 +281,14 @@ async function main(argv: string[]) {
           throw error
         }
         const sha256 = sha256Hex(await Bun.file(file).bytes())
-        const id = blocklist().record(db, {
-          phash,
-          sha256s: [sha256],
-          reason: values.reason?.trim() || `cli block ${basename(file)}`,
-          source: 'cli',
-        })
+        const id = await run(
+          blocklist().record(db, {
+            phash,
+            sha256s: [sha256],
+            reason: values.reason?.trim() || `cli block ${basename(file)}`,
+            source: 'cli',
+          }),
+        )
         console.log(
           phash
             ? `Blocked ${file} as block ${id}: perceptual hash ${phash}, SHA-256 ${sha256}`
@@ -295,7 +300,7 @@ async function main(argv: string[]) {
         if (args.length !== 1) fail(USAGE)
         const file = Bun.file(args[0]!)
         if (!(await file.exists())) fail(`No such file: ${args[0]}`)
-        const result = blocklist().importHashes(await file.text(), `imported from ${basename(args[0]!)}`)
+        const result = await blocklist().importHashes(await file.text(), `imported from ${basename(args[0]!)}`)
         for (const bad of result.bad) console.error(`line ${bad.line}: not a 16-hex-digit hash: ${bad.text}`)
         console.log(
           `${result.added} hashes blocked, ${result.alreadyBlocked} already blocked, ${result.bad.length} bad lines skipped`,
@@ -363,7 +368,7 @@ async function main(argv: string[]) {
     if (error instanceof DomainError) fail(error.message)
     throw error
   } finally {
-    closeDatabase(db)
+    await closeDatabase(db)
   }
 }
 

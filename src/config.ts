@@ -22,6 +22,7 @@ const variables = {
   DATA_DIR: { schema: T.String({ minLength: 1 }), default: 'data' },
   SITE_NAME: { schema: T.String({ minLength: 1, maxLength: 100 }), default: 'imghost' },
   SITE_COLOR: { schema: T.String({ pattern: '^#[0-9a-fA-F]{6}$' }), default: '#3b82f6' },
+  DATABASE_URL: { schema: T.String({ pattern: '^(|postgres(ql)?://\\S+)$' }), default: '' },
   JWT_SECRET: { schema: T.String(), default: '' },
   ADMIN_USERNAME: { schema: T.String(), default: '' },
   ADMIN_EMAIL: { schema: T.String(), default: '' },
@@ -168,6 +169,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       `Invalid value for JWT_SECRET: at least ${MIN_JWT_SECRET_BYTES} bytes are needed (unset, one is generated)`,
     )
   }
+  // Instances that share a database must sign and seal with the same keys: one generated into a data directory would
+  // be another instance's stranger (its tokens refused, its TOTP secrets unreadable).
+  if (raw.DATABASE_URL) {
+    for (const name of ['JWT_SECRET', 'VARIANT_SECRET', 'TOTP_KEY'] as const) {
+      if (!raw[name]) throw new ConfigError(`Missing value for ${name}: required with DATABASE_URL`)
+    }
+  }
   if (raw.ANON_DEFAULT_EXPIRY > raw.MAX_EXPIRY) {
     throw new ConfigError(
       `Invalid value for ANON_DEFAULT_EXPIRY: ${raw.ANON_DEFAULT_EXPIRY} is above MAX_EXPIRY (${raw.MAX_EXPIRY})`,
@@ -193,6 +201,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     /** Base of direct and thumbnail links: a CDN or bucket domain when set, else the service itself. */
     cdnUrl: (raw.CDN_URL || publicUrl).replace(/\/+$/, ''),
     dataDir: resolve(raw.DATA_DIR),
+    /** PostgreSQL's URL, or '' for SQLite in DATA_DIR (src/db/engine.ts). */
+    databaseUrl: raw.DATABASE_URL,
     siteName: raw.SITE_NAME,
     siteColor: raw.SITE_COLOR,
     jwtSecret: raw.JWT_SECRET,

@@ -1,9 +1,11 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
+import type { SQL } from 'bun'
 import { type AppDeps, createApp } from './app'
 import type { Config } from './config'
+import { startChangeFeed } from './db/changes'
 import { startCheckpointer } from './db/checkpointer'
-import { closeDatabase, openDatabase, SERVER_BUSY_TIMEOUT_MS } from './db/client'
+import { closeDatabase, openServiceDatabase, SERVER_BUSY_TIMEOUT_MS } from './db/client'
 import { lockDataDir } from './db/lock'
 import { loadJwtSecret, loadTotpKey, loadVariantSecret } from './lib/secrets'
 import { log } from './log'
@@ -51,9 +53,16 @@ export async function startServer(config: Config, overrides: ServerOverrides = {
 }
 
 async function start(config: Config, overrides: ServerOverrides, dataDirLock: { release(): void }) {
-  const dbPath = join(config.dataDir, 'imghost.sqlite')
-  const db = openDatabase(dbPath, { busyTimeoutMs: SERVER_BUSY_TIMEOUT_MS })
-  const checkpointer = startCheckpointer(db, dbPath)
+  const sqlitePath = join(config.dataDir, 'imghost.sqlite')
+  const db = await openServiceDatabase({
+    databaseUrl: config.databaseUrl,
+    sqlitePath,
+    busyTimeoutMs: SERVER_BUSY_TIMEOUT_MS,
+  })
+  // SQLite's WAL is checkpointed off the event loop; PostgreSQL checkpoints by itself, and tells every instance's
+  // caches what any instance changed.
+  const checkpointer = config.databaseUrl ? null : startCheckpointer(db, sqlitePath)
+  const changes = config.databaseUrl ? await startChangeFeed(db.$client as unknown as SQL) : undefined
   const now = overrides.now ?? Date.now
   const deps: AppDeps = {
     config,
@@ -81,6 +90,7 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
       }),
     webhookOptions: overrides.webhookOptions,
     tusOptions: overrides.tusOptions,
+    changes,
     now,
   }
   const tmpDir = join(config.dataDir, 'tmp')
@@ -99,12 +109,9 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
     services.images
       .flushViewsGradually()
       .catch((error) => log.warn('view flush failed; counts kept for the next', { error: String(error) }))
-    try {
-      services.auth.flushUses()
-      services.variants.flushUses()
-    } catch (error) {
-      log.warn('API key, session or variant use flush failed; kept for the next', { error: String(error) })
-    }
+    Promise.all([services.auth.flushUses(), services.variants.flushUses()]).catch((error) =>
+      log.warn('API key, session or variant use flush failed; kept for the next', { error: String(error) }),
+    )
   }, VIEW_FLUSH_MS)
   const rescanner = createRescanner(
     {
@@ -130,9 +137,9 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
   const sweepExpired = () => {
     expirySweep = services.images
       .sweepExpired()
-      .then(() => {
-        sweepEndedWindows(db, config, now())
-        services.auth.sweepExpired()
+      .then(async () => {
+        await sweepEndedWindows(db, config, now())
+        await services.auth.sweepExpired()
       })
       .catch((error) => log.error('expiry sweep failed', { error: String(error) }))
   }
@@ -171,17 +178,18 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
       await rescanner.stop()
       await phashBackfill.stop()
       try {
-        services.images.flushViews()
-        services.auth.flushUses()
-        services.variants.flushUses()
+        await services.images.flushViews()
+        await services.auth.flushUses()
+        await services.variants.flushUses()
       } catch (error) {
         // The database cannot be written: these are lost, but the shutdown still completes.
         log.error('final flush failed: buffered views, key and session uses lost', { error: String(error) })
       }
       await deps.classifier.close()
       await deps.media.close()
-      await checkpointer.stop()
-      closeDatabase(db)
+      await checkpointer?.stop()
+      await changes?.close()
+      await closeDatabase(db)
       dataDirLock.release()
     },
   }

@@ -2,6 +2,7 @@ import { expect } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { SQL } from 'bun'
 import { loadConfig } from '../src/config'
 import { type ServerOverrides, startServer } from '../src/server'
 import { noModel } from './moderation/fake-classifier'
@@ -47,6 +48,26 @@ export function storageEnv(): Record<string, string> {
   return { ...env, S3_PREFIX: `t-${crypto.randomUUID()}/` }
 }
 
+/** A client per admin URL, kept for the process: each test server's database is made through it. */
+const pgAdmins = new Map<string, SQL>()
+
+/**
+ * With PG_TEST_URL in the environment (`npm run test:pg`, test/run-pg.ts), every test server gets a database of its
+ * own, copied from the migrated template PG_TEST_TEMPLATE. Copies may run at once: only a connection to the template
+ * would make it busy, and nothing connects to it once it is migrated. Otherwise: nothing, and the server uses SQLite.
+ */
+export async function databaseEnv(): Promise<Record<string, string>> {
+  const adminUrl = process.env.PG_TEST_URL
+  if (!adminUrl) return {}
+  const admin = pgAdmins.get(adminUrl) ?? new SQL(adminUrl)
+  pgAdmins.set(adminUrl, admin)
+  const name = `t_${crypto.randomUUID().replaceAll('-', '')}`
+  await admin.unsafe(`CREATE DATABASE "${name}" TEMPLATE "${process.env.PG_TEST_TEMPLATE ?? 'imghost_template'}"`)
+  const url = new URL(adminUrl)
+  url.pathname = `/${name}`
+  return { DATABASE_URL: url.toString() }
+}
+
 /**
  * Starts the real app on a random port with a fresh temp data directory. Its classifier finds everything neutral
  * unless a test passes one: a real model per server would cost a worker and seconds of CPU each, and only the
@@ -72,6 +93,7 @@ export async function startTestServer(
   const port = env.PORT ? Number(env.PORT) : freePort()
   const fullEnv = {
     ...storageEnv(),
+    ...(await databaseEnv()),
     DATA_DIR: dataDir,
     PORT: String(port),
     LOG_REQUESTS: 'false',
@@ -143,8 +165,8 @@ export async function userWithKey(t: TestServer, name?: string) {
 }
 
 /** Promotes an account to admin directly in the database (there is no API for the first admin). */
-export function makeAdmin(t: TestServer, userId: number) {
-  t.server.services.admin.updateUser(userId, { role: 'admin' })
+export async function makeAdmin(t: TestServer, userId: number) {
+  await t.server.services.admin.updateUser(userId, { role: 'admin' })
 }
 
 /**

@@ -75,7 +75,7 @@ try {
   const total = db.$client.query('SELECT sum(views) AS v FROM images').get() as { v: number }
   if (total.v !== n * (rounds + 1)) throw new Error(`expected ${n * (rounds + 1)} views, found ${total.v}`)
   await checkpointer.stop()
-  closeDatabase(db)
+  await closeDatabase(db)
   console.log(
     JSON.stringify({
       n,

@@ -1,10 +1,13 @@
 import { Database } from 'bun:sqlite'
 import { closeSync, openSync } from 'node:fs'
 import { join } from 'node:path'
+import { type SQL, sql as sqlText } from 'drizzle-orm'
 import { drizzle } from 'drizzle-orm/bun-sqlite'
 import { migrate } from 'drizzle-orm/bun-sqlite/migrator'
+import { engine } from './engine'
 import { isBusy } from './errors'
-import * as schema from './schema'
+import { openPgDatabase, type PgDb } from './pg'
+import * as schema from './schema-sqlite'
 
 const migrationsFolder = join(import.meta.dir, 'migrations')
 
@@ -40,22 +43,128 @@ export function openDatabase(path: string, opts: { busyTimeoutMs?: number } = {}
   return db
 }
 
+/**
+ * The database the repositories query: typed as drizzle's SQLite database, whichever engine runs (src/db/schema.ts).
+ * Repository code uses only what both dialects share: awaited query builders, steps and `transaction` below.
+ */
 export type Db = ReturnType<typeof openDatabase>
-/** The handle a `db.transaction` callback gets: writes that must commit together take it. */
+/** The handle a transaction's body gets: writes that must commit together take it. */
 export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
 
-export function closeDatabase(db: Db) {
-  db.$client.close()
+/** PostgreSQL's database under the shared type (see Db). */
+const asPg = (db: Db) => db as unknown as PgDb
+
+/**
+ * The service's database: PostgreSQL at `databaseUrl` when set (migrated under an advisory lock), else the SQLite file
+ * `sqlitePath` (with the server's short busy timeout).
+ */
+export async function openServiceDatabase(opts: { databaseUrl: string; sqlitePath: string; busyTimeoutMs?: number }) {
+  if (!opts.databaseUrl) return openDatabase(opts.sqlitePath, { busyTimeoutMs: opts.busyTimeoutMs })
+  if (engine !== 'pg') throw new Error('DATABASE_URL must be set in the environment the process starts with')
+  return (await openPgDatabase(opts.databaseUrl)) as unknown as Db
+}
+
+export async function closeDatabase(db: Db) {
+  if (engine === 'pg') await asPg(db).$client.close()
+  else db.$client.close()
 }
 
 /**
- * Runs a synchronous write, and when another connection holds the lock, runs it again after each delay in turn,
+ * A database operation written once for both engines: a generator that yields drizzle queries and receives each one's
+ * rows (`yield* q(query)`). On SQLite, whose transactions are synchronous, `transaction` runs it to the end inside one
+ * BEGIN IMMEDIATE without ever yielding to the event loop; on PostgreSQL each query is awaited inside the transaction.
+ * Repository functions that must be able to join a caller's transaction are written as steps.
+ */
+export type Step<T> = Generator<PromiseLike<unknown>, T, unknown>
+
+/** One query inside a step: its rows (or, for a write without RETURNING, nothing of use). */
+export function* q<T>(query: PromiseLike<T>): Step<Awaited<T>> {
+  return (yield query) as Awaited<T>
+}
+
+/** Runs a step to the end synchronously on SQLite's drizzle queries (every query builder has a synchronous `all`). */
+function runSync<T>(step: Step<T>): T {
+  let next = step.next()
+  while (!next.done) {
+    let rows: unknown
+    try {
+      rows = (next.value as unknown as { all(): unknown }).all()
+    } catch (error) {
+      next = step.throw(error)
+      continue
+    }
+    next = step.next(rows)
+  }
+  return next.value
+}
+
+/** Runs a step to the end, awaiting each query (PostgreSQL). */
+async function runAsync<T>(step: Step<T>): Promise<T> {
+  let next = step.next()
+  while (!next.done) {
+    let rows: unknown
+    try {
+      rows = await next.value
+    } catch (error) {
+      next = step.throw(error)
+      continue
+    }
+    next = step.next(rows)
+  }
+  return next.value
+}
+
+/**
+ * A query prepared once and run many times with `await statement.execute(values)` (placeholders bound per call): for
+ * the hot lookups, where building the query costs more than running it. PostgreSQL names its prepared statements.
+ */
+export function prepared<Q extends { prepare(): unknown }>(name: string, query: Q): ReturnType<Q['prepare']> {
+  if (engine === 'pg') return (query as unknown as { prepare(name: string): ReturnType<Q['prepare']> }).prepare(name)
+  return query.prepare() as ReturnType<Q['prepare']>
+}
+
+/** The rows of a raw SQL query (one the query builder cannot express). */
+export async function rawRows<T>(db: Db, query: SQL): Promise<T[]> {
+  if (engine === 'pg') return (await asPg(db).execute(query)) as unknown as T[]
+  return db.all<T>(query)
+}
+
+/** Runs a step outside any transaction (a single statement, or reads that need no snapshot). */
+export async function run<T>(step: Step<T>): Promise<T> {
+  return engine === 'pg' ? runAsync(step) : runSync(step)
+}
+
+/**
+ * The lock every transaction takes first on PostgreSQL (any constant, the same in every instance): transactions run
+ * one at a time across instances, as SQLite's BEGIN IMMEDIATE runs writers one at a time, so a check and the write it
+ * allows never interleave with another's (quotas, windows, single-use claims). They are short: no I/O but the queries.
+ */
+const WRITER_LOCK = 0x696d6777 // "imgw"
+
+/**
+ * Runs `body` in one transaction that writers take in turn: a check and the write it allows cannot interleave with
+ * another's. A throw rolls everything back.
+ */
+export async function transaction<T>(db: Db, body: (tx: Tx) => Step<T>): Promise<T> {
+  if (engine === 'pg')
+    return asPg(db).transaction(async (tx) => {
+      await tx.execute(sqlText`SELECT pg_advisory_xact_lock(${WRITER_LOCK})`)
+      return runAsync(body(tx as unknown as Tx))
+    })
+  return db.transaction((tx) => runSync(body(tx)), { behavior: 'immediate' })
+}
+
+/**
+ * Runs a write, and when another connection holds the lock, runs it again after each delay in turn,
  * waiting asynchronously (the event loop keeps serving); the last busy error is thrown.
  */
-export async function retryBusy<T>(write: () => T, delays: readonly number[] = BUSY_RETRY_DELAYS_MS): Promise<T> {
+export async function retryBusy<T>(
+  write: () => T | Promise<T>,
+  delays: readonly number[] = BUSY_RETRY_DELAYS_MS,
+): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
-      return write()
+      return await write()
     } catch (error) {
       if (!isBusy(error) || attempt >= delays.length) throw error
       await Bun.sleep(delays[attempt])

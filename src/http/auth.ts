@@ -37,8 +37,8 @@ export const security = {
  * otherwise.
  */
 export interface Callers {
-  sessionUser(userId: number, sessionId: string): User
-  keyUser(secret: string): User
+  sessionUser(userId: number, sessionId: string): Promise<User>
+  keyUser(secret: string): Promise<User>
 }
 
 /** A signed-in caller: the account and the session its JWT belongs to. */
@@ -72,24 +72,24 @@ export function authGuard(auth: Callers, tokens: SessionTokens, opts: { trustPro
         // session (issued before sessions existed) could not be ended: refused too.
         if (!payload || !Number.isSafeInteger(userId) || typeof payload.exp !== 'number' || !SESSION_ID.test(sessionId))
           throw unauthorized('Invalid or expired token')
-        return { user: auth.sessionUser(userId, sessionId), sessionId }
+        return { user: await auth.sessionUser(userId, sessionId), sessionId }
       },
     }))
     .macro({
       apiKey: {
         detail: { security: security.apiKey as unknown as Record<string, string[]>[] },
-        resolve({ headers }) {
+        async resolve({ headers }) {
           const secret = headers['x-api-key']
           if (!secret) throw unauthorized('Missing API key (X-API-Key header)')
-          return { user: auth.keyUser(secret) }
+          return { user: await auth.keyUser(secret) }
         },
       },
       /** The owner's key, or (for anonymous uploads) a delete token that the route checks itself. */
       apiKeyOrDeleteToken: {
         detail: { security: security.apiKeyOrDeleteToken as unknown as Record<string, string[]>[] },
-        resolve({ headers }) {
+        async resolve({ headers }) {
           const secret = headers['x-api-key']
-          if (secret) return { user: auth.keyUser(secret) as User | null }
+          if (secret) return { user: (await auth.keyUser(secret)) as User | null }
           if (!headers['x-delete-token']) throw unauthorized('Missing API key (X-API-Key header)')
           return { user: null as User | null }
         },

@@ -36,9 +36,10 @@ export interface MultipartLimits {
 
 /**
  * The limits of an upload, asked for once, before the first file is written (or at the end of a body with none), with
- * the fields read so far: a door that names its caller in the body (Chevereto's `key` field) decides them there.
+ * the fields read so far: a door that names its caller in the body (Chevereto's `key` field) decides them there (an
+ * API key looked up: the body is not read further until they are known).
  */
-export type LimitsFor = (fields: Record<string, string>) => MultipartLimits
+export type LimitsFor = (fields: Record<string, string>) => MultipartLimits | Promise<MultipartLimits>
 
 /**
  * An upload's files and fields as the pipeline takes them: read only when asked (once the upload is let in), streamed
@@ -125,11 +126,13 @@ export async function receiveMultipart(
   const fail = (error: Error) => {
     failed ??= error
   }
-  let decided: MultipartLimits | null = null
+  let decided: MultipartLimits | Promise<MultipartLimits> | null = null
   const limits = () => {
     decided ??= limitsFor(fields)
     return decided
   }
+  /** While the limits are being decided: the body is not fed to the parser again until they are. */
+  let deciding: Promise<void> | null = null
 
   parser.on('file', (field, stream, filename) => {
     if (failed) return void stream.resume()
@@ -137,13 +140,34 @@ export async function receiveMultipart(
       stream.resume()
       return fail(badRequest(`Unexpected file field ${field.slice(0, 64)}: send the file as \`${fileField}\``))
     }
-    let current: MultipartLimits
+    let current: MultipartLimits | Promise<MultipartLimits>
     try {
       current = limits()
     } catch (error) {
       stream.resume()
       return fail(error as Error)
     }
+    if (current instanceof Promise) {
+      // The part's bytes wait in its stream (paused) until the limits are known.
+      stream.pause()
+      deciding = current.then(
+        (known) => {
+          decided = known
+          receiveFile(known, stream, filename)
+          stream.resume()
+        },
+        (error: Error) => {
+          stream.resume()
+          fail(error)
+        },
+      )
+      return
+    }
+    receiveFile(current, stream, filename)
+  })
+
+  function receiveFile(current: MultipartLimits, stream: NodeJS.ReadableStream, filename: string | undefined) {
+    if (failed) return void stream.resume()
     if (files.length >= current.maxFiles) {
       stream.resume()
       return fail(tooManyFiles(current.maxFiles))
@@ -175,7 +199,7 @@ export async function receiveMultipart(
       file.sha256 = hash.digest('hex')
     })
     stream.on('error', (error) => fail(badRequest(`Upload interrupted: ${error.message}`)))
-  })
+  }
   parser.on('field', (name, value, _nameTruncated, valueTruncated) => {
     if (valueTruncated) return fail(badRequest(`Field ${name} is too long`))
     fields[name] = value
@@ -208,6 +232,10 @@ export async function receiveMultipart(
         break
       }
       parser.write(Buffer.from(chunk.value.buffer, chunk.value.byteOffset, chunk.value.byteLength))
+      if (deciding) {
+        await deciding
+        deciding = null
+      }
       await flushed()
       if (failed) break
     }
@@ -216,7 +244,7 @@ export async function receiveMultipart(
     // A body with no file still has its limits decided: the caller is checked (and admitted) either way.
     if (!failed) {
       try {
-        limits()
+        await limits()
       } catch (error) {
         fail(error as Error)
       }

@@ -18,9 +18,9 @@ export interface RescanOptions {
 /** The images awaiting a verdict and where verdicts go: the images feature's rows, which this module never reads. */
 export interface ScanQueue {
   /** Live images whose scan is pending, oldest first. */
-  pending(): { id: string; ext: string }[]
+  pending(): Promise<{ id: string; ext: string }[]>
   /** Stores the verdict of a still-pending image; a user's own NSFW flag is never cleared. */
-  record(id: string, mature: boolean): void
+  record(id: string, mature: boolean): Promise<void>
 }
 
 export interface RescanDeps {
@@ -75,9 +75,9 @@ export function createRescanner(deps: RescanDeps, opts: RescanOptions = {}) {
       log.warn('rescan: classifier failed', { id: image.id, error: String(error) })
       return 'classifier'
     }
-    // Checked right before the synchronous write: after stop() the database may be closed.
+    // Checked right before the write: after stop() the database may be closed.
     if (stopped) return 'classifier'
-    scans.record(image.id, mature)
+    await scans.record(image.id, mature)
     log.info('rescan: verdict', { id: image.id, nsfw: mature })
     return 'done'
   }
@@ -92,7 +92,7 @@ export function createRescanner(deps: RescanDeps, opts: RescanOptions = {}) {
     const result: PassResult = { scanned: 0, failed: 0 }
     if (stopped) return result
     const now = Date.now()
-    const pending = scans.pending()
+    const pending = await scans.pending()
     const pendingIds = new Set(pending.map((p) => p.id))
     for (const id of backoff.keys()) if (!pendingIds.has(id)) backoff.delete(id)
 

@@ -5,7 +5,7 @@ import { basename, dirname, join } from 'node:path'
 import { drizzle } from 'drizzle-orm/bun-sqlite'
 import type { Db } from '../db/client'
 import { lockDataDir } from '../db/lock'
-import * as schema from '../db/schema'
+import * as schema from '../db/schema-sqlite'
 import { storedImages } from '../modules/images/repository'
 import { forgetAllVariants } from '../modules/variants/repository'
 import { checkKey, originalKey, type Storage, thumbnailKey } from '../storage'
@@ -33,9 +33,9 @@ export async function backup(opts: { db: Db; storage: Storage; dataDir: string; 
   const snapshot = new Database(join(dir, DB_FILE))
   const copy = drizzle(snapshot, { schema })
   // The files to copy are those of the snapshot's rows, read through the images module like every query of images.
-  const rows = storedImages(copy)
+  const rows = await storedImages(copy)
   // Variants are not copied (made again on request): their rows go too, or a restore would point at missing files.
-  forgetAllVariants(copy)
+  await forgetAllVariants(copy)
   snapshot.close()
 
   const missing: string[] = []

@@ -28,7 +28,7 @@ export async function checkIntegrity(opts: {
   repair: boolean
 }): Promise<CheckReport> {
   const { storage } = opts
-  const rows = storedImages(opts.db)
+  const rows = await storedImages(opts.db)
   const report: CheckReport = {
     images: rows.length,
     missingOriginals: [],
@@ -58,7 +58,7 @@ export async function checkIntegrity(opts: {
       report.repairedThumbnails.push(thumb)
     }
     // Variants are not checked (a missing one is made again on request); only theirs are not strays.
-    for (const key of storedVariantKeys(opts.db)) known.add(key)
+    for (const key of await storedVariantKeys(opts.db)) known.add(key)
     for await (const key of storage.list()) {
       if (known.has(key)) continue
       report.strayFiles.push(key)

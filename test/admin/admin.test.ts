@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { count, sql } from 'drizzle-orm'
 import { loadConfig } from '../../src/config'
+import { users } from '../../src/db/schema'
 import { Forbidden } from '../../src/errors'
 import { httpErrorOf } from '../../src/http/errors'
 import { startServer } from '../../src/server'
@@ -25,7 +27,7 @@ beforeAll(async () => {
     ADMIN_PASSWORD: BOOT_ADMIN.password,
   })
   admin = await registerUser(t, uniq('Admin'))
-  makeAdmin(t, admin.user.id)
+  await makeAdmin(t, admin.user.id)
 })
 afterAll(() => t.stop())
 
@@ -236,7 +238,7 @@ describe('PATCH /api/admin/users/:id', () => {
     expectError(blocked, 403)
     let caught: unknown
     try {
-      t.server.services.auth.keyUser(user.apiKey)
+      await t.server.services.auth.keyUser(user.apiKey)
     } catch (error) {
       caught = error
     }
@@ -255,7 +257,7 @@ describe('PATCH /api/admin/users/:id', () => {
 
   test('a banned admin loses admin access too', async () => {
     const other = await registerUser(t, uniq('BadAdmin'))
-    makeAdmin(t, other.user.id)
+    await makeAdmin(t, other.user.id)
     expect((await listUsers('', other.bearer)).status).toBe(200)
     const second = await login(other.user.username, other.password)
     expect((await patchUser(other.user.id, { banned: true })).status).toBe(200)
@@ -332,10 +334,8 @@ describe('first admin from the environment', () => {
         })
       expect((await post('first password 1')).status).toBe(200)
       expect((await post('second password 2')).status).toBe(401)
-      const count = server.db.$client.query("SELECT count(*) AS n FROM users WHERE lower(username) = 'boss'").get() as {
-        n: number
-      }
-      expect(count.n).toBe(1)
+      const [row] = await server.db.select({ n: count() }).from(users).where(sql`lower(${users.username}) = 'boss'`)
+      expect(row.n).toBe(1)
     } finally {
       await server.stop()
       rmSync(dataDir, { recursive: true, force: true })
@@ -355,8 +355,8 @@ describe('first admin from the environment', () => {
       noModel(),
     )
     try {
-      const count = server.db.$client.query('SELECT count(*) AS n FROM users').get() as { n: number }
-      expect(count.n).toBe(0)
+      const [row] = await server.db.select({ n: count() }).from(users)
+      expect(row.n).toBe(0)
     } finally {
       await server.stop()
       rmSync(dataDir, { recursive: true, force: true })

@@ -3,8 +3,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, spyOn, test } from 'b
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { eq } from 'drizzle-orm'
 import { decodeJwt, decodeProtectedHeader, SignJWT } from 'jose'
 import { loadConfig } from '../../src/config'
+import { verificationTokens } from '../../src/db/schema'
 import { startServer } from '../../src/server'
 import { jsonBody, registerUser, startTestServer, type TestServer } from '../helpers'
 import { noModel } from '../moderation/fake-classifier'
@@ -332,10 +334,10 @@ describe('email verification', () => {
     })
     expect(token).toBeString()
     // Age the token past its 48 hours directly in the database.
-    t.server.db.$client.run('UPDATE verification_tokens SET expires_at = ? WHERE user_id = ?', [
-      Date.now() - 1000,
-      session!.user.id,
-    ])
+    await t.server.db
+      .update(verificationTokens)
+      .set({ expiresAt: new Date(Date.now() - 1000) })
+      .where(eq(verificationTokens.userId, session!.user.id))
     expectError(await t.json('/api/auth/verify-email', { method: 'POST', ...jsonBody({ token }) }), 400)
     expect((await me(session!.bearer)).body.user.emailVerified).toBe(false)
   })

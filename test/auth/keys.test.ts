@@ -170,10 +170,10 @@ describe('key authentication (X-API-Key on GET /api/v1/me)', () => {
 
   test('the service resolves a secret to its owner and refuses others', async () => {
     const account = await userWithKey(t)
-    expect(t.server.services.auth.keyUser(account.apiKey).id).toBe(account.user.id)
+    expect((await t.server.services.auth.keyUser(account.apiKey)).id).toBe(account.user.id)
     let caught: unknown
     try {
-      t.server.services.auth.keyUser(account.apiKey.slice(0, -1) + (account.apiKey.endsWith('A') ? 'B' : 'A'))
+      await t.server.services.auth.keyUser(account.apiKey.slice(0, -1) + (account.apiKey.endsWith('A') ? 'B' : 'A'))
     } catch (error) {
       caught = error
     }

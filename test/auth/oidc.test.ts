@@ -104,7 +104,7 @@ describe('signing in with OIDC', () => {
 
   test('links to an existing account by email when both sides verified it', async () => {
     const local = await registerUser(t, 'dave')
-    t.server.services.admin.updateUser(local.user.id, { emailVerified: true })
+    await t.server.services.admin.updateUser(local.user.id, { emailVerified: true })
     provider.accounts.set('sub-dave', { email: 'DAVE@example.com', email_verified: true })
     const { token } = await signIn('sub-dave')
     expect((await me(token!)).body.user.id).toBe(local.user.id)
@@ -123,7 +123,7 @@ describe('signing in with OIDC', () => {
     expect(unverifiedHere.token).toBeNull()
     expect(unverifiedHere.error).toContain('must be verified to link them')
 
-    t.server.services.admin.updateUser(local.user.id, { emailVerified: true })
+    await t.server.services.admin.updateUser(local.user.id, { emailVerified: true })
     provider.accounts.set('sub-erin-2', { email: 'erin@example.com', email_verified: false })
     expect((await signIn('sub-erin-2')).token).toBeNull()
     // Once the provider has verified it, the identity links.
@@ -141,7 +141,7 @@ describe('signing in with OIDC', () => {
     provider.accounts.set('sub-frank', { email: 'frank@example.org', email_verified: true })
     const { token } = await signIn('sub-frank')
     const id = (await me(token!)).body.user.id
-    t.server.services.admin.updateUser(id, { banned: true })
+    await t.server.services.admin.updateUser(id, { banned: true })
     const again = await signIn('sub-frank')
     expect(again.token).toBeNull()
     expect(again.error).toBe('This account is banned')

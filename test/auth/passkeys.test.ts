@@ -196,7 +196,7 @@ describe('passkeys in the browser', () => {
 
   test('as a second factor: verifySecondFactor accepts the account’s own passkey only, once', async () => {
     const passkeys = t.server.services.passkeys
-    const account = t.server.services.auth.findById(alice.user.id)!
+    const account = (await t.server.services.auth.findById(alice.user.id))!
     const options = (await passkeys.secondFactorOptions(account))!
     expect(options.allowCredentials?.map((c) => c.transports)).toEqual([['internal']])
     const response = await browserGet(options)
@@ -222,7 +222,7 @@ describe('passkeys in the browser', () => {
 
       // Another account cannot pass with Alice's passkey, nor with a challenge made for her.
       const bobAccount = await registerUser(t, 'bob2')
-      const bob = t.server.services.auth.findById(bobAccount.user.id)!
+      const bob = (await t.server.services.auth.findById(bobAccount.user.id))!
       expect(await passkeys.secondFactorOptions(bob)).toBeNull()
       const forAlice = await browserGet(await passkeys.secondFactorOptions(account))
       await expect(passkeys.verifySecondFactor(bob, forAlice)).rejects.toThrow('challenge')
@@ -251,13 +251,13 @@ describe('passkeys in the browser', () => {
   })
 
   test('a banned account cannot sign in with its passkey', async () => {
-    t.server.services.admin.updateUser(alice.user.id, { banned: true })
+    await t.server.services.admin.updateUser(alice.user.id, { banned: true })
     try {
       const res = await passkeyLogin(await browserGet(await loginOptions()))
       expect(res.status).toBe(403)
       expect(res.body.token).toBeUndefined()
     } finally {
-      t.server.services.admin.updateUser(alice.user.id, { banned: false })
+      await t.server.services.admin.updateUser(alice.user.id, { banned: false })
       // The ban ended alice's sessions: the later tests sign in again.
       const login = await t.json('/api/auth/login', {
         method: 'POST',
@@ -346,7 +346,7 @@ describe('a browser without WebAuthn', () => {
 describe('how many passkeys an account has', () => {
   test(`at most ${MAX_PASSKEYS}: no options past it, and options taken earlier cannot pass it`, async () => {
     const passkeys = t.server.services.passkeys
-    const carol = t.server.services.auth.findById((await registerUser(t, 'carol')).user.id)!
+    const carol = (await t.server.services.auth.findById((await registerUser(t, 'carol')).user.id))!
     const held = await heldCredentials()
     try {
       const options = []
@@ -358,12 +358,12 @@ describe('how many passkeys an account has', () => {
       }
       // A blank name is "Passkey".
       for (const answer of answers.slice(0, MAX_PASSKEYS)) await passkeys.register(carol, answer, '  ')
-      expect(passkeys.list(carol).map((k) => k.name)).toEqual(Array(MAX_PASSKEYS).fill('Passkey'))
+      expect((await passkeys.list(carol)).map((k) => k.name)).toEqual(Array(MAX_PASSKEYS).fill('Passkey'))
       await expect(passkeys.register(carol, answers[MAX_PASSKEYS], 'one more')).rejects.toThrow(
         `at most ${MAX_PASSKEYS} passkeys`,
       )
       await expect(passkeys.registrationOptions(carol)).rejects.toThrow(`at most ${MAX_PASSKEYS} passkeys`)
-      expect(passkeys.list(carol)).toHaveLength(MAX_PASSKEYS)
+      expect(await passkeys.list(carol)).toHaveLength(MAX_PASSKEYS)
     } finally {
       await forgetAllBut(held)
     }

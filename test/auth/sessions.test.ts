@@ -143,32 +143,31 @@ describe('GET and DELETE /api/account/sessions', () => {
   test('last use is written in batches (by the flush), not on every request', async () => {
     const account = await registerUser(t)
     const sid = claimsOf(account.token).sid
-    const row = () => t.server.deps.db.select().from(sessions).where(eq(sessions.id, sid)).get()!
-    t.server.services.auth.flushUses()
-    expect(row().lastUsedAt).toBeNull()
+    const row = async () => (await t.server.deps.db.select().from(sessions).where(eq(sessions.id, sid)))[0]
+    await t.server.services.auth.flushUses()
+    expect((await row()).lastUsedAt).toBeNull()
     expect((await me(account.token)).status).toBe(200)
-    expect(row().lastUsedAt).toBeNull()
-    t.server.services.auth.flushUses()
-    expect(row().lastUsedAt!.getTime()).toBeGreaterThan(0)
+    expect((await row()).lastUsedAt).toBeNull()
+    await t.server.services.auth.flushUses()
+    expect((await row()).lastUsedAt!.getTime()).toBeGreaterThan(0)
   })
 
   test('expired sessions are not listed, and the sweep removes them', async () => {
     const account = await registerUser(t)
     const old = await login(account.user.username, account.password)
     const { db } = t.server.deps
-    db.update(sessions)
+    await db
+      .update(sessions)
       .set({ expiresAt: new Date(Date.now() - 1000) })
       .where(eq(sessions.id, claimsOf(old).sid))
-      .run()
     expect((await listSessions(account.token)).body.sessions.length).toBe(1)
-    t.server.services.auth.sweepExpired()
+    await t.server.services.auth.sweepExpired()
     expect(
-      db
+      await db
         .select()
         .from(sessions)
-        .where(eq(sessions.id, claimsOf(old).sid))
-        .get(),
-    ).toBeUndefined()
+        .where(eq(sessions.id, claimsOf(old).sid)),
+    ).toEqual([])
     expect((await me(account.token)).status).toBe(200)
   })
 })
@@ -244,7 +243,7 @@ describe('PUT /api/account/password', () => {
 describe('bans and deleted accounts', () => {
   test('a ban by the admin API ends every session of the account', async () => {
     const admin = await registerUser(t)
-    makeAdmin(t, admin.user.id)
+    await makeAdmin(t, admin.user.id)
     const account = await registerUser(t)
     const other = await login(account.user.username, account.password)
     expect((await me(other)).status).toBe(200)
@@ -257,7 +256,7 @@ describe('bans and deleted accounts', () => {
     // 403 while banned (DECISIONS.md), and the sessions are gone: after an unban the tokens stay dead.
     expectError(await me(account.token), 403)
     expectError(await me(other), 403)
-    expect(t.server.deps.db.select().from(sessions).where(eq(sessions.userId, account.user.id)).all()).toEqual([])
+    expect(await t.server.deps.db.select().from(sessions).where(eq(sessions.userId, account.user.id))).toEqual([])
     const unban = await t.json(`/api/admin/users/${account.user.id}`, {
       method: 'PATCH',
       ...jsonBody({ banned: false }, admin.bearer),
@@ -269,7 +268,7 @@ describe('bans and deleted accounts', () => {
   test('a deleted account’s tokens fail', async () => {
     const account = await registerUser(t)
     expect((await me(account.token)).status).toBe(200)
-    t.server.deps.db.delete(users).where(eq(users.id, account.user.id)).run()
+    await t.server.deps.db.delete(users).where(eq(users.id, account.user.id))
     expectError(await me(account.token), 401)
   })
 })

@@ -84,7 +84,7 @@ describe('perceptual hash backfill', () => {
 
     // Blocking the backfilled image records its perceptual hash: a copy with other bytes is refused.
     const admin = await registerUser(t)
-    makeAdmin(t, admin.user.id)
+    await makeAdmin(t, admin.user.id)
     const blocked = await t.json(`/api/admin/images/${a.id}/block`, { method: 'POST', ...jsonBody({}, admin.bearer) })
     expect(blocked.status).toBe(200)
     const copy = (await copies(original))['resized 70% at quality 70']!

@@ -28,7 +28,7 @@ beforeAll(async () => {
     REFUSED_UPLOADS_PER_WINDOW: '1000',
   })
   admin = await registerUser(t)
-  makeAdmin(t, admin.user.id)
+  await makeAdmin(t, admin.user.id)
   pictures = Bun.serve({
     hostname: '127.0.0.1',
     port: 0,

@@ -61,7 +61,7 @@ describe('cli', () => {
 
   test('import-blocklist <file>: each hash blocked; bad lines reported by number, not fatal (exit 2)', async () => {
     const admin = await registerUser(t)
-    makeAdmin(t, admin.user.id)
+    await makeAdmin(t, admin.user.id)
     const listed = await picture(5000)
     const hash = await t.server.deps.media.perceptualHash(await write('listed.jpg', listed))
     expect(hash).toMatch(/^[0-9a-f]{16}$/)

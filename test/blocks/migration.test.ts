@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { drizzle } from 'drizzle-orm/bun-sqlite'
 import { migrate } from 'drizzle-orm/bun-sqlite/migrator'
-import { closeDatabase, openDatabase } from '../../src/db/client'
+import { openDatabase } from '../../src/db/client'
 
 const ROOT = join(import.meta.dir, '..', '..')
 
@@ -46,7 +46,7 @@ test('blocked_hashes rows become one block per removed image, its hashes kept, a
       { sha256: 'c'.repeat(64), blockId: blocks[1]!.id },
     ])
     expect(db.$client.query("SELECT name FROM sqlite_master WHERE name = 'blocked_hashes'").all()).toEqual([])
-    closeDatabase(db)
+    db.$client.close()
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }

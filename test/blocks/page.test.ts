@@ -13,7 +13,7 @@ let admin: Awaited<ReturnType<typeof registerUser>>
 beforeAll(async () => {
   t = await startTestServer()
   admin = await registerUser(t)
-  makeAdmin(t, admin.user.id)
+  await makeAdmin(t, admin.user.id)
   browser = await launchBrowser()
 })
 afterAll(async () => {

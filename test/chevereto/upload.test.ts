@@ -178,7 +178,7 @@ describe('POST /api/1/upload: refusals in Chevereto shape, with our statuses', (
 
   test('a banned account: 403 whichever way the key comes', async () => {
     const banned = await userWithKey(t)
-    t.server.services.admin.updateUser(banned.user.id, { banned: true })
+    await t.server.services.admin.updateUser(banned.user.id, { banned: true })
     await expectError(await post(form([['source', fileBlob(png)]]), banned.keyHeader), 403, /./)
     await expectError(
       await post(

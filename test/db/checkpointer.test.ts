@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startCheckpointer } from '../../src/db/checkpointer'
-import { closeDatabase, openDatabase } from '../../src/db/client'
+import { openDatabase } from '../../src/db/client'
 
 // WAL checkpoints on a Worker (src/db/checkpointer.ts): the server's connection never checkpoints inside a commit, and
 // the pages still reach the database file.
@@ -44,7 +44,7 @@ describe('startCheckpointer', () => {
       await checkpointer.stop()
     }
     expect(autoCheckpoint(db)).toBe(1000)
-    closeDatabase(db)
+    db.$client.close()
   })
 
   test('the control: with checkpoints off and no Worker, the same writes leave the database file as it was', () => {
@@ -55,6 +55,6 @@ describe('startCheckpointer', () => {
     const before = statSync(path).size
     writeMuch(db)
     expect(statSync(path).size).toBeLessThan(before + 1_000_000)
-    closeDatabase(db)
+    db.$client.close()
   })
 })

@@ -301,7 +301,7 @@ describe('PATCH /api/images/bulk-embed', () => {
   test("100 distinct ids of the caller's images: updated 100, every one changed; 101 of them: 400 and none changed", async () => {
     // An admin, so 101 images take two uploads (100 files at once, and no hourly window).
     const many = await userWithKey(t)
-    makeAdmin(t, many.user.id)
+    await makeAdmin(t, many.user.id)
     const bytes = await makeImage('png', 8, 8, 5)
     const upload = (n: number) =>
       t.json('/api/v1/upload', {

@@ -79,7 +79,7 @@ describe('visibility rules', () => {
     ).body.id
     fake.state.mode = 'neutral'
     seen.banned = (await apiUpload(bob, [{ bytes: await png(), name: 'vis-banned.png' }])).id
-    t.server.services.admin.updateUser(bob.user.id, { banned: true })
+    await t.server.services.admin.updateUser(bob.user.id, { banned: true })
   })
 
   test('the gallery shows public, safe, scanned images of non-banned owners, anonymous ones included', async () => {
@@ -146,7 +146,7 @@ describe('visibility rules', () => {
   })
 
   test('unbanning brings the images back; making an image private takes it out', async () => {
-    t.server.services.admin.updateUser(bob.user.id, { banned: false })
+    await t.server.services.admin.updateUser(bob.user.id, { banned: false })
     expect(ids((await t.json('/api/gallery')).body)).toContain(seen.banned)
     expect((await t.json(`/api/users/${bob.user.username}`)).status).toBe(200)
     const patch = await t.json(`/api/v1/image/${seen.banned}`, {
@@ -168,7 +168,7 @@ describe('paging', () => {
   beforeAll(async () => {
     paged = await startTestServer({}, { classifier: fakeClassifier().classifier, rescan: { intervalMs: 3_600_000 } })
     const admin = await userWithKey(paged)
-    makeAdmin(paged, admin.user.id)
+    await makeAdmin(paged, admin.user.id)
     owner = admin.user.username
     const parts = await Promise.all(
       Array.from({ length: 45 }, async (_, i) => ({ bytes: await makeImage('png', 8, 8, i), name: `p${i}.png` })),

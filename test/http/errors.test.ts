@@ -113,7 +113,7 @@ describe('validation errors', () => {
   test('bodies are { error: string }, never the framework default', async () => {
     const account = await registerUser(t)
     const admin = await registerUser(t)
-    makeAdmin(t, admin.user.id)
+    await makeAdmin(t, admin.user.id)
     const cases: [string, RequestInit][] = [
       ['/api/auth/register', { method: 'POST', ...jsonBody({ username: 42, email: [], password: {} }) }],
       ['/api/auth/register', { method: 'POST', ...jsonBody({}) }],

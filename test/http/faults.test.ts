@@ -59,7 +59,7 @@ app.listen({ hostname: '127.0.0.1', port: 0 })
 
 afterAll(() => {
   fast.stop(true)
-  app.stop(true)
+  void app.stop(true)
   for (const db of [setup, readOnly, writer, holder, full]) db.close()
   rmSync(dir, { recursive: true, force: true })
 })

@@ -333,9 +333,9 @@ describe('GET /api/v1/me', () => {
   })
   test('verified accounts get the verified storage; admins get nulls and 100 files', async () => {
     const frank = await userWithKey(t)
-    t.server.services.admin.updateUser(frank.user.id, { emailVerified: true })
+    await t.server.services.admin.updateUser(frank.user.id, { emailVerified: true })
     expect((await t.json('/api/v1/me', { headers: frank.keyHeader })).body.storage.limit).toBe(10 * 1024 * 1024 * 1024)
-    makeAdmin(t, frank.user.id)
+    await makeAdmin(t, frank.user.id)
     const res = await t.json('/api/v1/me', { headers: frank.keyHeader })
     expect(res.body.role).toBe('admin')
     expect(res.body.storage).toEqual({ used: 0, limit: null, remaining: null })

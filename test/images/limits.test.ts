@@ -181,7 +181,7 @@ describe('limits', () => {
 
   test('admins are exempt from size, count, quota and window, but their usage is counted', async () => {
     const admin = await userWithKey(t)
-    makeAdmin(t, admin.user.id)
+    await makeAdmin(t, admin.user.id)
     const big = await makeNoisePng(120)
     const res = await upload(
       admin,
@@ -259,7 +259,7 @@ describe('ended windows are swept', () => {
       { key: 'user:999999', windowStart: new Date(now - HOUR / 2), used: 4 },
     ]
     t.server.db.insert(uploadWindows).values(rows).run()
-    expect(sweepEndedWindows(t.server.db, t.server.deps.config, now)).toBe(2)
+    expect(await sweepEndedWindows(t.server.db, t.server.deps.config, now)).toBe(2)
     const left = t.server.db
       .select()
       .from(uploadWindows)

@@ -24,10 +24,12 @@ describe('createLiveImageCache', () => {
     const rows = new Map(ids.map((id, i) => [id, row(id, i)]))
     const listeners: ((rowid: number) => void)[] = []
     const lookups: string[] = []
+    // A copy, as a query answers: a row changed later is not the one a lookup returned.
     const service = {
-      lookup: (id: string) => {
+      lookup: async (id: string) => {
         lookups.push(id)
-        return rows.get(id)
+        const found = rows.get(id)
+        return found && { ...found }
       },
       onRowChange: (listener: (rowid: number) => void) => void listeners.push(listener),
     }
@@ -41,15 +43,15 @@ describe('createLiveImageCache', () => {
     }
   }
 
-  test('is bounded, dropping the least recently used first', () => {
+  test('is bounded, dropping the least recently used first', async () => {
     const ids = ['AAAAAAA1', 'AAAAAAA2', 'AAAAAAA3', 'AAAAAAA4']
     const fake = fakeImages(ids)
     const c = createLiveImageCache(fake.service, 3)
-    c.get(ids[0])
-    c.get(ids[1])
-    c.get(ids[2])
-    c.get(ids[0]) // used again: now the most recent
-    c.get(ids[3]) // evicts ids[1]
+    await c.get(ids[0])
+    await c.get(ids[1])
+    await c.get(ids[2])
+    await c.get(ids[0]) // used again: now the most recent
+    await c.get(ids[3]) // evicts ids[1]
     expect(c.size).toBe(3)
     expect([ids[0], ids[1], ids[2], ids[3]].map((id) => c.has(id))).toEqual([true, false, true, true])
     // An evicted entry's row change must not touch another entry.
@@ -57,26 +59,65 @@ describe('createLiveImageCache', () => {
     expect(c.size).toBe(3)
   })
 
-  test('a row change drops exactly that image; the next read looks it up again', () => {
+  test('a row change drops exactly that image; the next read looks it up again', async () => {
     const ids = ['BBBBBBB1', 'BBBBBBB2']
     const fake = fakeImages(ids)
     const c = createLiveImageCache(fake.service)
-    c.get(ids[0])
-    c.get(ids[1])
+    await c.get(ids[0])
+    await c.get(ids[1])
     fake.rows.get(ids[0])!.size = 99
     fake.change(1)
     expect(c.has(ids[0])).toBe(false)
     expect(c.has(ids[1])).toBe(true)
-    expect(c.get(ids[0])!.size).toBe(99)
+    expect((await c.get(ids[0]))!.size).toBe(99)
     expect(fake.lookups).toEqual([ids[0], ids[1], ids[0]])
   })
 
-  test('an expired entry is never returned: served up to the millisecond before its expiry, dropped at it', () => {
+  test('a hit is answered at once; a miss is one lookup however many ask meanwhile', async () => {
+    const fake = fakeImages(['DDDDDDD1'])
+    const c = createLiveImageCache(fake.service)
+    const first = c.get('DDDDDDD1')
+    const second = c.get('DDDDDDD1')
+    expect(first).toBeInstanceOf(Promise)
+    expect(second).toBe(first)
+    const entry = await first
+    expect(fake.lookups).toEqual(['DDDDDDD1'])
+    expect(c.get('DDDDDDD1')).toBe(entry!)
+  })
+
+  test('a row change while a lookup is in flight: the row it read is not kept, and later reads look it up again', async () => {
+    const fake = fakeImages(['EEEEEEE1'])
+    const c = createLiveImageCache(fake.service)
+    const before = c.get('EEEEEEE1') // the lookup reads the row as it is now
+    fake.rows.get('EEEEEEE1')!.size = 99
+    fake.change(1)
+    // Started after the change: never the lookup in flight from before it.
+    const after = c.get('EEEEEEE1')
+    expect(after).not.toBe(before)
+    expect((await before)!.size).toBe(10)
+    expect((await after)!.size).toBe(99)
+    expect(fake.lookups).toEqual(['EEEEEEE1', 'EEEEEEE1'])
+    // Only the lookup started after the change was kept.
+    expect((c.get('EEEEEEE1') as LiveImage).size).toBe(99)
+  })
+
+  test('a view flush while a lookup is in flight: the count it read is not kept', async () => {
+    const fake = fakeImages(['FFFFFFF1'])
+    const c = createLiveImageCache(fake.service)
+    const looking = c.get('FFFFFFF1')
+    fake.rows.get('FFFFFFF1')!.views = 5 // written by the flush, which finds no entry to add them to
+    c.viewsWritten('FFFFFFF1', 5)
+    expect((await looking)!.views).toBe(0)
+    expect(c.has('FFFFFFF1')).toBe(false)
+    expect((await c.get('FFFFFFF1'))!.views).toBe(5)
+  })
+
+  test('an expired entry is never returned: served up to the millisecond before its expiry, dropped at it', async () => {
     const fake = fakeImages(['CCCCCCC1'])
     fake.rows.get('CCCCCCC1')!.expiresAt = 1_000_000
     let now = 0
     const c = createLiveImageCache(fake.service, undefined, () => now)
-    expect(c.get('CCCCCCC1')).toBeDefined()
+    expect(await c.get('CCCCCCC1')).toBeDefined()
     fake.rows.delete('CCCCCCC1') // the real lookup hides expired rows
     now = 999_999
     expect(c.get('CCCCCCC1')).toBeDefined()

@@ -242,7 +242,7 @@ describe('file count: too many files is 400, whatever the body declares', () => 
 
   test("an admin's cap (ADMIN_MAX_FILES_PER_UPLOAD, 100): 100 files are stored; 101 are 400, nothing stored or counted", async () => {
     const admin = await userWithKey(t)
-    makeAdmin(t, admin.user.id)
+    await makeAdmin(t, admin.user.id)
     const parts = await tinyParts(101)
     const before = (await storedFiles()).length
     const tooMany = await upload(parts, {}, admin.keyHeader)

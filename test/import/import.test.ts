@@ -179,7 +179,7 @@ describe('import into a data directory whose server is running', () => {
     expect(quota.summary.errors[0].error).toStartWith('Storage limit reached')
 
     const admin = await registerUser(t)
-    makeAdmin(t, admin.user.id)
+    await makeAdmin(t, admin.user.id)
     const adminRun = cliWith(
       { MAX_FILE_SIZE: '100', UNVERIFIED_STORAGE_LIMIT: '0' },
       small,

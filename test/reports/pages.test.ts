@@ -16,7 +16,7 @@ let browser: Browser
 beforeAll(async () => {
   t = await startTestServer({}, { classifier: fakeClassifier('neutral').classifier, rescan: { intervalMs: 3_600_000 } })
   admin = await registerUser(t)
-  makeAdmin(t, admin.user.id)
+  await makeAdmin(t, admin.user.id)
   owner = await userWithKey(t)
   browser = await launchBrowser()
 })

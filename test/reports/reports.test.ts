@@ -21,7 +21,7 @@ beforeAll(async () => {
     { classifier: fakeClassifier('neutral').classifier, rescan: { intervalMs: 3_600_000 }, now: clock.now },
   )
   admin = await userWithKey(t)
-  makeAdmin(t, admin.user.id)
+  await makeAdmin(t, admin.user.id)
 })
 afterAll(() => t.stop())
 

@@ -241,7 +241,7 @@ describe('refused uploads cost their sender', () => {
     })
 
     const admin = await userWithKey(t)
-    makeAdmin(t, admin.user.id)
+    await makeAdmin(t, admin.user.id)
     for (let i = 0; i < 3; i++)
       expect(
         (await post(t, '/api/v1/upload', notAnImage, { ...admin.keyHeader, 'x-forwarded-for': '198.51.100.9' })).status,
@@ -284,7 +284,7 @@ describe('uploads in flight', () => {
     const user = await userWithKey(t)
     const other = await registerUser(t)
     const admin = await userWithKey(t)
-    makeAdmin(t, admin.user.id)
+    await makeAdmin(t, admin.user.id)
     const held = [
       heldUpload(t, await image(), '/api/v1/upload', user.keyHeader),
       heldUpload(t, await image(), '/api/upload', user.bearer),

@@ -11,7 +11,7 @@ let image: Awaited<ReturnType<typeof uploadImage>>
 beforeAll(async () => {
   t = await startServer()
   admin = await registerUser(t)
-  makeAdmin(t, admin.user.id)
+  await makeAdmin(t, admin.user.id)
   victim = await userWithKey(t)
   image = await uploadImage(
     t,
@@ -111,7 +111,7 @@ describe('bans', () => {
 
   test('a banned admin loses admin powers at once', async () => {
     const other = await registerUser(t)
-    makeAdmin(t, other.user.id)
+    await makeAdmin(t, other.user.id)
     expect((await t.json('/api/admin/users', { headers: other.bearer })).status).toBe(200)
     expect(
       (await t.json(`/api/admin/users/${other.user.id}`, send('PATCH', { banned: true }, admin.bearer))).status,

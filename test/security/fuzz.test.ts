@@ -33,7 +33,7 @@ beforeAll(async () => {
   t = await startServer({ GLOBAL_RATE_LIMIT: '10000000' })
   owner = await userWithKey(t)
   admin = await userWithKey(t)
-  makeAdmin(t, admin.user.id)
+  await makeAdmin(t, admin.user.id)
   own = await ownEverything(t, owner, 'fuzz')
   png = await makeImage('png', 16, 16, 42)
   doc = (await t.json('/swagger/json')).body

@@ -101,7 +101,7 @@ describe('the hourly upload window, shared by both upload endpoints', () => {
 
   test('admins are exempt (but counted, so /me still reports usage)', async () => {
     const admin = await userWithKey(t)
-    makeAdmin(t, admin.user.id)
+    await makeAdmin(t, admin.user.id)
     expect((await viaKey(t, admin, await files(5))).status).toBe(201)
     expect((await viaWeb(t, admin, await files(3))).status).toBe(201)
     const usage = await me(t, admin)

@@ -19,7 +19,7 @@ beforeAll(async () => {
   t = await startServer()
   // Usernames are restricted to [A-Za-z0-9_-], so the closest a name gets to markup is a dash or underscore.
   owner = await userWithKey(t, 'x-_-user')
-  makeAdmin(t, owner.user.id)
+  await makeAdmin(t, owner.user.id)
   image = await uploadImage(t, owner.keyHeader, {}, { bytes: await makeImage('png', 30, 20, 5), name: `${XSS}.png` })
   nsfwImage = await uploadImage(
     t,

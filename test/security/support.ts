@@ -364,12 +364,14 @@ export async function ownEverything(
   // A passkey's row, stored as registration stores it (the matrix checks who may touch it, not the WebAuthn ceremony,
   // which test/auth/passkeys.test.ts runs in a browser).
   own.passkey = String(
-    insertPasskey(t.server.db, {
-      userId: who.user.id,
-      credentialId: `${tag}-credential-${++seed}`,
-      publicKey: Buffer.from(crypto.getRandomValues(new Uint8Array(77))),
-      name: `${tag}-secret-passkey`,
-    }).id,
+    (
+      await insertPasskey(t.server.db, {
+        userId: who.user.id,
+        credentialId: `${tag}-credential-${++seed}`,
+        publicKey: Buffer.from(crypto.getRandomValues(new Uint8Array(77))),
+        name: `${tag}-secret-passkey`,
+      })
+    ).id,
   )
   // An address literal (there is no DNS here), and an event nobody triggers, so nothing is ever delivered.
   const hook = await t.json(

@@ -23,7 +23,7 @@ beforeAll(async () => {
     { expirySweep: { intervalMs: HOUR_MS }, rescan: { intervalMs: HOUR_MS } },
   )
   owner = await userWithKey(t)
-  makeAdmin(t, owner.user.id) // so the admin routes reach their handlers too
+  await makeAdmin(t, owner.user.id) // so the admin routes reach their handlers too
   image = await uploadImage(t, owner.keyHeader, {}, { bytes: await makeImage('png', 20, 20, 3), name: 'x.png' })
   svg = await uploadImage(t, owner.keyHeader, {}, { bytes: svgImage(), name: 'x.svg' })
   album = (await t.json('/api/albums', send('POST', { title: 'traversal', isPublic: true }, owner.bearer))).body.album

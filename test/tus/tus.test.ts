@@ -98,7 +98,7 @@ describe('tus-js-client: a 60 MB image in 5 MB chunks, interrupted and resumed',
       ...options,
       onChunkComplete: () => void chunks++,
       onProgress(sent) {
-        if (sent > 3.5 * 5 * MB) first.abort()
+        if (sent > 3.5 * 5 * MB) void first.abort()
       },
     })
     const stopped = new Promise<void>((resolve, reject) => {
@@ -513,7 +513,7 @@ describe('limits apply to resumable uploads', () => {
     expect((await tusClient(t, '/api/tus').create(10_000)).status).toBe(201)
     // An admin has no per-file limit.
     const admin = await userWithKey(t)
-    t.server.services.admin.updateUser(admin.user.id, { role: 'admin' })
+    await t.server.services.admin.updateUser(admin.user.id, { role: 'admin' })
     expect((await tusClient(t, '/api/v1/tus', admin.keyHeader).create(MAX_FILE * 10)).status).toBe(201)
   })
 

@@ -62,7 +62,7 @@ describe('POST /api/v1/image/:id/variants', () => {
     expect((await sign('ZZZZZZZZ', body)).status).toBe(404)
     expect((await sign(image.id, body, {})).status).toBe(401)
     const admin = await userWithKey(t)
-    makeAdmin(t, admin.user.id)
+    await makeAdmin(t, admin.user.id)
     expect((await sign(image.id, body, admin.keyHeader)).status).toBe(200)
   })
 

@@ -23,7 +23,7 @@ const ids: Record<string, string> = {}
 beforeAll(async () => {
   t = await startWebServer()
   admin = await userWithKey(t, 'alice')
-  makeAdmin(t, admin.user.id)
+  await makeAdmin(t, admin.user.id)
   const plain = await uploadImage(t, admin.keyHeader, {}, { name: 'mountain "lake".png', width: 320, height: 200 })
   const mature = await uploadImage(t, admin.keyHeader, { nsfw: 'true' }, { name: 'mature.png' })
   const album = await t.json('/api/albums', send('POST', { title: 'Trip', isPublic: true }, admin.bearer))

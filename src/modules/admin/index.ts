@@ -24,9 +24,9 @@ export function adminModule(admin: AdminService, guard: ReturnType<typeof authGu
     .use(guard)
     .get(
       '/users',
-      ({ query }) => {
+      async ({ query }) => {
         const { page, limit } = parsePage(query, { limit: 20, maxLimit: 100 })
-        const { users, total } = admin.listUsers({ page, limit, q: query.q })
+        const { users, total } = await admin.listUsers({ page, limit, q: query.q })
         return { success: true as const, users, total, page, limit, pages: pageCount(total, limit) }
       },
       {
@@ -51,7 +51,10 @@ export function adminModule(admin: AdminService, guard: ReturnType<typeof authGu
     )
     .patch(
       '/users/:id',
-      ({ params, body }) => ({ success: true as const, user: publicUser(admin.updateUser(params.id, body)) }),
+      async ({ params, body }) => ({
+        success: true as const,
+        user: publicUser(await admin.updateUser(params.id, body)),
+      }),
       {
         admin: true,
         params: UserIdParams,
@@ -82,12 +85,10 @@ export function adminModule(admin: AdminService, guard: ReturnType<typeof authGu
     )
     .post(
       '/invites',
-      ({ body, user, set }) => {
+      async ({ body, user, set }) => {
+        const invite = await admin.createInvite(user.id, { expiresIn: body.expiresIn, uses: body.uses ?? 1 })
         set.status = 201
-        return {
-          success: true as const,
-          ...admin.createInvite(user.id, { expiresIn: body.expiresIn, uses: body.uses ?? 1 }),
-        }
+        return { success: true as const, ...invite }
       },
       {
         admin: true,
@@ -96,15 +97,15 @@ export function adminModule(admin: AdminService, guard: ReturnType<typeof authGu
         detail: { tags: ['Admin'], summary: 'Create an invite code (REGISTRATION=invite: registering needs one)' },
       },
     )
-    .get('/invites', () => ({ success: true as const, invites: admin.listInvites() }), {
+    .get('/invites', async () => ({ success: true as const, invites: await admin.listInvites() }), {
       admin: true,
       response: { 200: InviteListResponse, ...errors(401, 403) },
       detail: { tags: ['Admin'], summary: 'List invites, newest first (revoked ones are gone)' },
     })
     .delete(
       '/invites/:id',
-      ({ params }) => {
-        admin.revokeInvite(params.id)
+      async ({ params }) => {
+        await admin.revokeInvite(params.id)
         return { success: true as const }
       },
       {

@@ -1,4 +1,4 @@
-import type { Db } from '../../db/client'
+import { type Db, run } from '../../db/client'
 import type { Invite } from '../../db/schema'
 import { notFound } from '../../errors'
 import { randomAlphanumeric } from '../../lib/crypto'
@@ -38,10 +38,10 @@ export function createAdminService({
   })
 
   return {
-    listUsers(opts: { page: number; limit: number; q?: string }) {
+    async listUsers(opts: { page: number; limit: number; q?: string }) {
       const now = Date.now()
       // The user's live images: expired ones stop counting at once, as in /api/v1/me.
-      const { rows, total } = usersPage(
+      const { rows, total } = await usersPage(
         db,
         { q: opts.q, limit: opts.limit, offset: (opts.page - 1) * opts.limit },
         (userId) => liveTotalsOf(userId, now),
@@ -59,16 +59,16 @@ export function createAdminService({
 
     /** Removes any image, its files included. */
     async deleteImage(id: string) {
-      const image = imageService.find(id)
+      const image = await imageService.find(id)
       if (!image) throw notFound('Image not found')
       await imageService.remove(image)
     },
 
     /** A ban also ends every session of the account: lifting it later does not bring them back. */
-    updateUser(id: number, changes: { role?: 'user' | 'admin'; banned?: boolean; emailVerified?: boolean }) {
-      const updated = Object.keys(changes).length ? updateUser(db, id, changes) : findUserById(db, id)
+    async updateUser(id: number, changes: { role?: 'user' | 'admin'; banned?: boolean; emailVerified?: boolean }) {
+      const updated = await run(Object.keys(changes).length ? updateUser(db, id, changes) : findUserById(db, id))
       if (!updated) throw notFound('User not found')
-      if (changes.banned) auth.endAllSessions(id)
+      if (changes.banned) await auth.endAllSessions(id)
       return updated
     },
 
@@ -78,8 +78,8 @@ export function createAdminService({
     },
 
     /** `expiresIn` seconds from now, or never; `uses` registrations. */
-    createInvite(creator: number, opts: { expiresIn?: number; uses: number }) {
-      const invite = insertInvite(db, {
+    async createInvite(creator: number, opts: { expiresIn?: number; uses: number }) {
+      const invite = await insertInvite(db, {
         code: randomAlphanumeric(INVITE_CODE_LENGTH),
         createdBy: creator,
         maxUses: opts.uses,
@@ -88,13 +88,13 @@ export function createAdminService({
       return publicInvite(invite)
     },
 
-    listInvites() {
-      return allInvites(db).map(publicInvite)
+    async listInvites() {
+      return (await allInvites(db)).map(publicInvite)
     },
 
     /** By its id or its code; registrations it already admitted stay. */
-    revokeInvite(idOrCode: string) {
-      if (!deleteInvite(db, idOrCode)) throw notFound('Invite not found')
+    async revokeInvite(idOrCode: string) {
+      if (!(await deleteInvite(db, idOrCode))) throw notFound('Invite not found')
     },
   }
 }

@@ -21,15 +21,15 @@ export function albumsModule(albums: AlbumService, guard: ReturnType<typeof auth
     .use(guard)
     .group('/api/albums', { detail: { tags: ['Albums'] } }, (app) =>
       app
-        .get('', ({ user }) => ({ success: true as const, albums: albums.list(user) }), {
+        .get('', async ({ user }) => ({ success: true as const, albums: await albums.list(user) }), {
           session: true,
           response: { 200: AlbumListResponse, ...errors(401, 403) },
           detail: { summary: 'List your albums, newest first (deleted ones left out)' },
         })
         .post(
           '',
-          ({ user, body, set }) => {
-            const album = albums.create(user, body)
+          async ({ user, body, set }) => {
+            const album = await albums.create(user, body)
             set.status = 201
             return { success: true as const, album }
           },
@@ -75,8 +75,8 @@ export function albumsModule(albums: AlbumService, guard: ReturnType<typeof auth
         )
         .delete(
           '/:id',
-          ({ user, params }) => {
-            albums.remove(user, params.id)
+          async ({ user, params }) => {
+            await albums.remove(user, params.id)
             return { success: true as const }
           },
           {
@@ -88,9 +88,9 @@ export function albumsModule(albums: AlbumService, guard: ReturnType<typeof auth
         )
         .post(
           '/:id/images',
-          ({ user, params, body }) => ({
+          async ({ user, params, body }) => ({
             success: true as const,
-            album: albums.addImage(user, params.id, body.imageId),
+            album: await albums.addImage(user, params.id, body.imageId),
           }),
           {
             session: true,
@@ -102,8 +102,8 @@ export function albumsModule(albums: AlbumService, guard: ReturnType<typeof auth
         )
         .delete(
           '/:id/images/:imageId',
-          ({ user, params }) => {
-            albums.removeImage(user, params.id, params.imageId)
+          async ({ user, params }) => {
+            await albums.removeImage(user, params.id, params.imageId)
             return { success: true as const }
           },
           {

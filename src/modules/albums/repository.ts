@@ -1,5 +1,6 @@
-import { and, asc, desc, eq, isNull, sql } from 'drizzle-orm'
-import type { Db, Tx } from '../../db/client'
+import { and, asc, desc, eq, isNull } from 'drizzle-orm'
+import { type Db, q, type Step, type Tx } from '../../db/client'
+import { insertionOrder } from '../../db/order'
 import { type Album, albumImages, albums, type User } from '../../db/schema'
 import { newPublicId } from '../../lib/crypto'
 
@@ -14,76 +15,92 @@ export const membership = {
   table: albumImages,
   imageId: albumImages.imageId,
   of: (albumId: string) => eq(albumImages.albumId, albumId),
-  newestAddedFirst: [desc(albumImages.addedAt), desc(sql`"album_images"."rowid"`)],
+  newestAddedFirst: [desc(albumImages.addedAt), desc(insertionOrder(albumImages))],
 }
 
 const liveOf = (userId: number) => and(eq(albums.userId, userId), isNull(albums.deletedAt))
 
 /** A live (not deleted) album by id. */
-export const findLiveAlbum = (db: Db, id: string): Album | undefined =>
-  db
-    .select()
-    .from(albums)
-    .where(and(eq(albums.id, id), isNull(albums.deletedAt)))
-    .get()
+export const findLiveAlbum = async (db: Db, id: string): Promise<Album | undefined> =>
+  (
+    await db
+      .select()
+      .from(albums)
+      .where(and(eq(albums.id, id), isNull(albums.deletedAt)))
+  )[0]
 
 /** The user's live albums, newest first. */
-export const albumsOf = (db: Db, userId: number): Album[] =>
-  db.select().from(albums).where(liveOf(userId)).orderBy(desc(albums.createdAt), desc(albums.id)).all()
+export const albumsOf = async (db: Db, userId: number): Promise<Album[]> =>
+  await db.select().from(albums).where(liveOf(userId)).orderBy(desc(albums.createdAt), desc(albums.id))
 
-export const insertAlbum = (db: Db | Tx, values: typeof albums.$inferInsert): Album =>
-  db.insert(albums).values(values).returning().get()
+export function* insertAlbum(db: Db | Tx, values: typeof albums.$inferInsert): Step<Album> {
+  return (yield* q(db.insert(albums).values(values).returning()))[0]
+}
 
-export const updateAlbum = (db: Db | Tx, id: string, set: Partial<Album>): Album =>
-  db.update(albums).set(set).where(eq(albums.id, id)).returning().get()!
+export function* updateAlbum(db: Db | Tx, id: string, set: Partial<Album>): Step<Album> {
+  return (yield* q(db.update(albums).set(set).where(eq(albums.id, id)).returning()))[0]!
+}
 
 /** As updateAlbum, without reading the row back. */
-export const setAlbumFields = (db: Db | Tx, id: string, set: Partial<Album>) =>
-  db.update(albums).set(set).where(eq(albums.id, id)).run()
+export function* setAlbumFields(db: Db | Tx, id: string, set: Partial<Album>) {
+  return yield* q(db.update(albums).set(set).where(eq(albums.id, id)))
+}
 
 /**
  * Upload's `album`/`folder`: an id of one of the caller's albums selects it; any other value names a folder,
  * the caller's live album with exactly that title, created on first use with the upload's visibility.
  * When several live albums share the title, the oldest one is used.
  */
-export function resolveUploadAlbum(tx: Tx, owner: User, value: string, isPublic: boolean): string {
+export function* resolveUploadAlbum(tx: Tx, owner: User, value: string, isPublic: boolean): Step<string> {
   const live = liveOf(owner.id)
-  const byId = tx
-    .select({ id: albums.id })
-    .from(albums)
-    .where(and(live, eq(albums.id, value)))
-    .get()
+  const [byId] = yield* q(
+    tx
+      .select({ id: albums.id })
+      .from(albums)
+      .where(and(live, eq(albums.id, value))),
+  )
   if (byId) return byId.id
-  const byTitle = tx
-    .select({ id: albums.id })
-    .from(albums)
-    .where(and(live, eq(albums.title, value)))
-    .orderBy(asc(albums.createdAt))
-    .get()
+  const [byTitle] = yield* q(
+    tx
+      .select({ id: albums.id })
+      .from(albums)
+      .where(and(live, eq(albums.title, value)))
+      .orderBy(asc(albums.createdAt))
+      .limit(1),
+  )
   if (byTitle) return byTitle.id
-  return tx
-    .insert(albums)
-    .values({ id: newPublicId(), userId: owner.id, title: value, isPublic })
-    .returning({ id: albums.id })
-    .get().id
+  const [created] = yield* q(
+    tx
+      .insert(albums)
+      .values({ id: newPublicId(), userId: owner.id, title: value, isPublic })
+      .returning({ id: albums.id }),
+  )
+  return created!.id
 }
 
 /** Puts images in an album (those already in it stay as they are); inside the transaction that stores them. */
-export function addToAlbum(tx: Tx, albumId: string, imageIds: string[], addedAt: number) {
-  tx.insert(albumImages)
-    .values(imageIds.map((imageId) => ({ albumId, imageId, addedAt: new Date(addedAt) })))
-    .onConflictDoNothing()
-    .run()
+export function* addToAlbum(tx: Tx, albumId: string, imageIds: string[], addedAt: number): Step<void> {
+  yield* q(
+    tx
+      .insert(albumImages)
+      .values(imageIds.map((imageId) => ({ albumId, imageId, addedAt: new Date(addedAt) })))
+      .onConflictDoNothing(),
+  )
 }
 
 /** Adds one image; returns whether it was not in the album yet. */
-export const addAlbumImage = (tx: Tx, albumId: string, imageId: string): boolean =>
-  tx.insert(albumImages).values({ albumId, imageId }).onConflictDoNothing().returning().all().length > 0
+export function* addAlbumImage(tx: Tx, albumId: string, imageId: string): Step<boolean> {
+  return (yield* q(tx.insert(albumImages).values({ albumId, imageId }).onConflictDoNothing().returning())).length > 0
+}
 
 /** Removes one image; returns whether it was in the album. */
-export const removeAlbumImage = (tx: Tx, albumId: string, imageId: string): boolean =>
-  tx
-    .delete(albumImages)
-    .where(and(eq(albumImages.albumId, albumId), eq(albumImages.imageId, imageId)))
-    .returning()
-    .all().length > 0
+export function* removeAlbumImage(tx: Tx, albumId: string, imageId: string): Step<boolean> {
+  return (
+    (yield* q(
+      tx
+        .delete(albumImages)
+        .where(and(eq(albumImages.albumId, albumId), eq(albumImages.imageId, imageId)))
+        .returning(),
+    )).length > 0
+  )
+}

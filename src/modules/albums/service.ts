@@ -1,5 +1,5 @@
 import type { Config } from '../../config'
-import type { Db } from '../../db/client'
+import { type Db, run, type Tx, transaction } from '../../db/client'
 import type { Album, Image, User } from '../../db/schema'
 import { badRequest, forbidden, notFound, RateLimited } from '../../errors'
 import { ipKey } from '../../http/client-ip'
@@ -72,25 +72,25 @@ export function createAlbumService(deps: {
   /** `{base_url}/a/<id>`, the album page. */
   const albumUrl = (id: string) => `${deps.publicUrl}${albumPath(id)}`
 
-  function findLive(id: string): Album | undefined {
+  async function findLive(id: string): Promise<Album | undefined> {
     if (!isAlbumId(id)) return undefined
     return findLiveAlbum(db, id)
   }
 
   /** The caller's live album, else 404 (someone else's album is indistinguishable from a missing one). */
-  function findOwned(user: User, id: string): Album {
-    const album = findLive(id)
+  async function findOwned(user: User, id: string): Promise<Album> {
+    const album = await findLive(id)
     if (!album || album.userId !== user.id) throw notFound('Album not found')
     return album
   }
 
   /** Images of an album, the most recently added first. */
-  function imagesOf(album: Album, audience: Audience): Image[] {
+  function imagesOf(album: Album, audience: Audience): Promise<Image[]> {
     return albumImagesOf(db, album.id, audience)
   }
 
-  function stats(album: Album, audience: Audience) {
-    const { imageCount, cover } = albumStats(db, album.id, audience)
+  async function stats(album: Album, audience: Audience) {
+    const { imageCount, cover } = await albumStats(db, album.id, audience)
     return { imageCount, cover: cover ? imageService.links(cover).thumbnail : null }
   }
 
@@ -98,10 +98,10 @@ export function createAlbumService(deps: {
    * The Album object. `imageCount` and `cover` count what the audience may see: others never learn of private
    * images, not even through the cover.
    */
-  function present(album: Album, audience: Audience, known?: Image[]) {
+  async function present(album: Album, audience: Audience, known?: Image[]) {
     const { imageCount, cover } = known
       ? { imageCount: known.length, cover: known[0] ? imageService.links(known[0]).thumbnail : null }
-      : stats(album, audience)
+      : await stats(album, audience)
     return {
       id: album.id,
       title: album.title,
@@ -139,30 +139,29 @@ export function createAlbumService(deps: {
     password: string | undefined,
     ip: string,
   ): Promise<AlbumAccess> {
-    const album = findLive(id)
+    const album = await findLive(id)
     if (!album) return { kind: 'not-found' }
     if (caller && caller.id === album.userId)
-      return { kind: 'ok', album, audience: 'owner', images: imagesOf(album, 'owner') }
+      return { kind: 'ok', album, audience: 'owner', images: await imagesOf(album, 'owner') }
     if (!album.isPublic) return { kind: 'not-found' }
     if (album.passwordHash !== null) {
       if (!password) return { kind: 'password', album, wrong: false }
       const windows = guessWindows(album, ip)
       const at = windowNow()
       try {
-        takeAttempt(db, windows, at)
+        await takeAttempt(db, windows, at)
       } catch (error) {
         if (error instanceof RateLimited) return { kind: 'throttled', album, error }
         throw error
       }
       const ok = await Bun.password.verify(password, album.passwordHash).catch(() => false)
       if (!ok) return { kind: 'password', album, wrong: true }
-      refundAttempt(db, windows, at)
+      await refundAttempt(db, windows, at)
     }
-    return { kind: 'ok', album, audience: 'public', images: imagesOf(album, 'public') }
+    return { kind: 'ok', album, audience: 'public', images: await imagesOf(album, 'public') }
   }
 
-  const touch = (tx: Parameters<typeof setAlbumFields>[0], id: string) =>
-    setAlbumFields(tx, id, { updatedAt: new Date() })
+  const touch = (tx: Tx, id: string) => setAlbumFields(tx, id, { updatedAt: new Date() })
 
   return {
     findLive,
@@ -173,18 +172,20 @@ export function createAlbumService(deps: {
     imageItem,
     albumUrl,
 
-    list(user: User) {
-      return albumsOf(db, user.id).map((album) => present(album, 'owner'))
+    async list(user: User) {
+      return Promise.all((await albumsOf(db, user.id)).map((album) => present(album, 'owner')))
     },
 
-    create(user: User, input: { title: string; description?: string | null; isPublic?: boolean }) {
-      const album = insertAlbum(db, {
-        id: newPublicId(),
-        userId: user.id,
-        title: checkTitle(input.title),
-        description: checkDescription(input.description ?? null),
-        isPublic: input.isPublic ?? false,
-      })
+    async create(user: User, input: { title: string; description?: string | null; isPublic?: boolean }) {
+      const album = await run(
+        insertAlbum(db, {
+          id: newPublicId(),
+          userId: user.id,
+          title: checkTitle(input.title),
+          description: checkDescription(input.description ?? null),
+          isPublic: input.isPublic ?? false,
+        }),
+      )
       return present(album, 'owner', [])
     },
 
@@ -203,7 +204,7 @@ export function createAlbumService(deps: {
       }
       return {
         success: true as const,
-        album: present(result.album, result.audience, result.images),
+        album: await present(result.album, result.audience, result.images),
         images: result.images.map(imageItem),
       }
     },
@@ -221,33 +222,33 @@ export function createAlbumService(deps: {
       }
       if (Object.keys(set).length === 0)
         throw badRequest('Supply at least one of title, description, isPublic, password')
-      const album = findOwned(user, id)
-      const updated = updateAlbum(db, album.id, { ...set, updatedAt: new Date() })
+      const album = await findOwned(user, id)
+      const updated = await run(updateAlbum(db, album.id, { ...set, updatedAt: new Date() }))
       return present(updated, 'owner')
     },
 
     /** Soft delete: the images stay; the album leaves every listing and is 404 to everyone, its owner included. */
-    remove(user: User, id: string) {
-      const album = findOwned(user, id)
-      setAlbumFields(db, album.id, { deletedAt: new Date() })
+    async remove(user: User, id: string) {
+      const album = await findOwned(user, id)
+      await run(setAlbumFields(db, album.id, { deletedAt: new Date() }))
     },
 
     /** Adds one of the caller's images; adding it again changes nothing. */
-    addImage(user: User, albumId: string, imageId: string) {
-      const album = findOwned(user, albumId)
-      const image = imageService.findOwned(user, imageId)
-      db.transaction((tx) => {
-        if (addAlbumImage(tx, album.id, image.id)) touch(tx, album.id)
+    async addImage(user: User, albumId: string, imageId: string) {
+      const album = await findOwned(user, albumId)
+      const image = await imageService.findOwned(user, imageId)
+      await transaction(db, function* (tx) {
+        if (yield* addAlbumImage(tx, album.id, image.id)) yield* touch(tx, album.id)
       })
-      return present(findOwned(user, album.id), 'owner')
+      return present(await findOwned(user, album.id), 'owner')
     },
 
-    removeImage(user: User, albumId: string, imageId: string) {
-      const album = findOwned(user, albumId)
+    async removeImage(user: User, albumId: string, imageId: string) {
+      const album = await findOwned(user, albumId)
       if (!isImageId(imageId)) throw notFound('Image not in album')
-      db.transaction((tx) => {
-        if (!removeAlbumImage(tx, album.id, imageId)) throw notFound('Image not in album')
-        touch(tx, album.id)
+      await transaction(db, function* (tx) {
+        if (!(yield* removeAlbumImage(tx, album.id, imageId))) throw notFound('Image not in album')
+        yield* touch(tx, album.id)
       })
     },
   }

@@ -85,8 +85,8 @@ export function authModule(
         )
         .post(
           '/logout',
-          ({ user, sessionId }) => {
-            auth.endSession(user, sessionId)
+          async ({ user, sessionId }) => {
+            await auth.endSession(user, sessionId)
             return noContent()
           },
           {
@@ -103,8 +103,8 @@ export function authModule(
         )
         .post(
           '/forgot',
-          ({ body, clientIp }) => {
-            auth.forgotPassword(body.email, clientIp)
+          async ({ body, clientIp }) => {
+            await auth.forgotPassword(body.email, clientIp)
             return { success: true as const }
           },
           {
@@ -162,7 +162,10 @@ export function authModule(
       app
         .get(
           '/sessions',
-          ({ user, sessionId }) => ({ success: true as const, sessions: auth.listSessions(user, sessionId) }),
+          async ({ user, sessionId }) => ({
+            success: true as const,
+            sessions: await auth.listSessions(user, sessionId),
+          }),
           {
             session: true,
             response: { 200: SessionListResponse, ...errors(401, 403) },
@@ -171,8 +174,8 @@ export function authModule(
         )
         .delete(
           '/sessions/:id',
-          ({ user, params }) => {
-            auth.endSession(user, params.id)
+          async ({ user, params }) => {
+            await auth.endSession(user, params.id)
             return { success: true as const }
           },
           {
@@ -201,7 +204,7 @@ export function authModule(
     )
     .patch(
       '/api/account',
-      ({ user, body }) => ({ success: true as const, user: publicUser(auth.updateAccount(user, body)) }),
+      async ({ user, body }) => ({ success: true as const, user: publicUser(await auth.updateAccount(user, body)) }),
       {
         session: true,
         body: AccountBody,
@@ -211,15 +214,19 @@ export function authModule(
     )
     .group('/api/keys', { detail: { tags: ['API keys'] } }, (app) =>
       app
-        .get('', ({ user }) => ({ success: true as const, keys: auth.listKeys(user).map(publicApiKey) }), {
-          session: true,
-          response: { 200: KeyListResponse, ...errors(401, 403) },
-          detail: { summary: 'List your API keys (secrets are never shown again)' },
-        })
+        .get(
+          '',
+          async ({ user }) => ({ success: true as const, keys: (await auth.listKeys(user)).map(publicApiKey) }),
+          {
+            session: true,
+            response: { 200: KeyListResponse, ...errors(401, 403) },
+            detail: { summary: 'List your API keys (secrets are never shown again)' },
+          },
+        )
         .post(
           '',
-          ({ user, body, set }) => {
-            const { key, secret } = auth.createKey(user, body.name)
+          async ({ user, body, set }) => {
+            const { key, secret } = await auth.createKey(user, body.name)
             set.status = 201
             return { success: true as const, key: publicApiKey(key), apiKey: secret }
           },
@@ -232,8 +239,8 @@ export function authModule(
         )
         .delete(
           '/:id',
-          ({ user, params }) => {
-            auth.deleteKey(user, params.id)
+          async ({ user, params }) => {
+            await auth.deleteKey(user, params.id)
             return { success: true as const }
           },
           {

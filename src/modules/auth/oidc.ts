@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto'
 import * as client from 'openid-client'
 import { type Config, isLoopbackUrl } from '../../config'
-import type { Db } from '../../db/client'
+import { type Db, run } from '../../db/client'
 import type { User } from '../../db/schema'
 import { DomainError } from '../../errors'
 import { randomToken } from '../../lib/crypto'
@@ -86,13 +86,13 @@ export function createOidcService(opts: {
     issuer: string,
     claims: { sub: string; email?: unknown; email_verified?: unknown; preferred_username?: unknown },
   ) {
-    const linked = findIdentityUser(db, issuer, claims.sub)
+    const linked = await findIdentityUser(db, issuer, claims.sub)
     if (linked) return linked
     const email = typeof claims.email === 'string' ? claims.email : ''
     if (!email) throw new SignInRefused(`${oidc.name} did not share an email address: no account can be made`)
     const emailVerified = claims.email_verified === true
     // Usernames cannot hold an `@`: only the account with this email answers.
-    const existing = findUserByLogin(db, email)
+    const existing = await run(findUserByLogin(db, email))
     let user: User
     if (existing) {
       // Linking hands the account to whoever controls that address at the provider: both sides must have proved it.
@@ -105,7 +105,7 @@ export function createOidcService(opts: {
       const preferred = typeof claims.preferred_username === 'string' ? claims.preferred_username : email.split('@')[0]
       const base = usernameFrom(preferred)
       let username = base
-      for (let tries = 0; findUserByName(db, username); tries++) {
+      for (let tries = 0; await run(findUserByName(db, username)); tries++) {
         if (tries === 5) throw new SignInRefused('No free username could be found: ask an administrator')
         username = `${base.slice(0, USERNAME_LENGTH.max - 5)}-${randomInt(10_000).toString().padStart(4, '0')}`
       }
@@ -113,12 +113,12 @@ export function createOidcService(opts: {
       user = await auth.createUser({ username, email, password: randomToken(), emailVerified })
     }
     try {
-      insertIdentity(db, { issuer, subject: claims.sub, userId: user.id })
+      await run(insertIdentity(db, { issuer, subject: claims.sub, userId: user.id }))
     } catch (error) {
       // The same identity's first sign-in twice at once: the other one linked it.
       if (!String(error).includes('UNIQUE')) throw error
     }
-    return findIdentityUser(db, issuer, claims.sub)!
+    return (await findIdentityUser(db, issuer, claims.sub))!
   }
 
   return {

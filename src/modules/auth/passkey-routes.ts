@@ -26,11 +26,15 @@ export function passkeysModule(passkeys: PasskeyService, auth: AuthService, guar
     .use(guard)
     .group('/api/auth/passkeys', { detail: { tags: ['Auth'] } }, (app) =>
       app
-        .get('', ({ user }) => ({ success: true as const, passkeys: passkeys.list(user).map(publicPasskey) }), {
-          session: true,
-          response: { 200: PasskeyListResponse, ...errors(401, 403) },
-          detail: { summary: 'List your passkeys' },
-        })
+        .get(
+          '',
+          async ({ user }) => ({ success: true as const, passkeys: (await passkeys.list(user)).map(publicPasskey) }),
+          {
+            session: true,
+            response: { 200: PasskeyListResponse, ...errors(401, 403) },
+            detail: { summary: 'List your passkeys' },
+          },
+        )
         .post(
           '/register/options',
           async ({ user }) => ({ success: true as const, options: await passkeys.registrationOptions(user) }),
@@ -85,8 +89,8 @@ export function passkeysModule(passkeys: PasskeyService, auth: AuthService, guar
         )
         .delete(
           '/:id',
-          ({ user, params }) => {
-            passkeys.remove(user, params.id)
+          async ({ user, params }) => {
+            await passkeys.remove(user, params.id)
             return { success: true as const }
           },
           {

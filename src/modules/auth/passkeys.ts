@@ -104,7 +104,7 @@ export function createPasskeyService(opts: {
     userId: number | null,
   ): Promise<User> {
     const challenge = takeChallenge(response.response.clientDataJSON, ceremony, userId, unauthorized)
-    const row = findPasskeyOwner(db, response.id)
+    const row = await findPasskeyOwner(db, response.id)
     if (!row || (userId !== null && row.user.id !== userId)) throw unauthorized('This passkey is not registered here')
     let newCounter: number
     try {
@@ -127,7 +127,7 @@ export function createPasskeyService(opts: {
     } catch (error) {
       throw unauthorized(`The passkey could not be verified: ${reason(error)}`)
     }
-    notePasskeyUse(db, row.passkey.id, newCounter, new Date(now()))
+    await notePasskeyUse(db, row.passkey.id, newCounter, new Date(now()))
     return assertActive(row.user)
   }
 
@@ -136,7 +136,7 @@ export function createPasskeyService(opts: {
 
     /** Options for navigator.credentials.create(): a discoverable credential, user verification required. */
     async registrationOptions(user: User) {
-      const existing = passkeysOf(db, user.id)
+      const existing = await passkeysOf(db, user.id)
       if (existing.length >= MAX_PASSKEYS) throw badRequest(`An account can have at most ${MAX_PASSKEYS} passkeys`)
       const options = await generateRegistrationOptions({
         rpName: rp.name,
@@ -169,10 +169,10 @@ export function createPasskeyService(opts: {
       } catch (error) {
         throw badRequest(`The passkey could not be verified: ${reason(error)}`)
       }
-      if (passkeysOf(db, user.id).length >= MAX_PASSKEYS)
+      if ((await passkeysOf(db, user.id)).length >= MAX_PASSKEYS)
         throw badRequest(`An account can have at most ${MAX_PASSKEYS} passkeys`)
       // A credential id is new at each registration, and an answer is accepted once (its challenge is used up).
-      return insertPasskey(db, {
+      return await insertPasskey(db, {
         userId: user.id,
         credentialId: credential.id,
         publicKey: Buffer.from(credential.publicKey),
@@ -201,7 +201,7 @@ export function createPasskeyService(opts: {
      * (null when it has none), then verifySecondFactor checks the browser's answer for the same account.
      */
     async secondFactorOptions(user: User) {
-      const existing = passkeysOf(db, user.id)
+      const existing = await passkeysOf(db, user.id)
       if (existing.length === 0) return null
       const options = await generateAuthenticationOptions({
         rpID: rp.id,
@@ -218,8 +218,8 @@ export function createPasskeyService(opts: {
       await verifyAssertion(response, 'second-factor', user.id)
     },
 
-    remove(user: User, id: number) {
-      if (!deletePasskey(db, id, user.id)) throw notFound('Passkey not found')
+    async remove(user: User, id: number) {
+      if (!(await deletePasskey(db, id, user.id))) throw notFound('Passkey not found')
     },
   }
 }

@@ -1,5 +1,7 @@
 import type { Config } from '../../config'
-import type { Db } from '../../db/client'
+import type { ChangeFeed } from '../../db/changes'
+import { type Db, run, transaction } from '../../db/client'
+import { engine } from '../../db/engine'
 import type { ApiKey, Session, User } from '../../db/schema'
 import { badRequest, conflict, forbidden, notFound, unauthorized } from '../../errors'
 import type { SessionTokens } from '../../http/auth'
@@ -123,6 +125,8 @@ export interface AuthOptions {
   registration: Config['registration']
   /** Signs the JWT of a new session. */
   tokens: Pick<SessionTokens, 'sign' | 'ttlMs'>
+  /** PostgreSQL: rows changed by any instance, for the live-sessions cache (none: nothing is cached). */
+  changes?: ChangeFeed
 }
 
 /** Where a session was started from, as its list shows it. */
@@ -137,9 +141,9 @@ export function createAuthService(db: Db, mailer: Mailer, opts: AuthOptions, now
   // Verifying against a real hash when the account does not exist keeps login timing the same either way.
   const dummyHash = Bun.password.hashSync(randomToken(), { algorithm: 'argon2id' })
 
-  const findByLogin = (login: string) => findUserByLogin(db, login)
+  const findByLogin = (login: string) => run(findUserByLogin(db, login))
 
-  const findById = (id: number) => findUserById(db, id)
+  const findById = (id: number) => run(findUserById(db, id))
 
   // API key uses (key id -> time of the last use), kept in memory and written in batches by flushUses: a write on
   // every request would make each one fail, or wait, whenever the database cannot be written.
@@ -148,29 +152,52 @@ export function createAuthService(db: Db, mailer: Mailer, opts: AuthOptions, now
   const sessionUses = new Map<string, number>()
 
   // Sessions known to be live (session id -> user id), so a request needs no session lookup; the account is still read
-  // on every request, so a ban or a deleted account applies at once. Every DELETE of a sessions row through this
-  // connection (logout, ending one, password change or reset, ban, sweep, cascade) empties it, inside the statement;
-  // a commit by another process (the CLI's `ban`) changes `data_version`, which empties it too.
+  // on every request, so a ban or a deleted account applies at once. Every DELETE of a sessions row (logout, ending
+  // one, password change or reset, ban, sweep, cascade) empties it: on SQLite through this connection's update hook,
+  // inside the statement, and a commit by another process (the CLI's `ban`) changes `data_version`, which empties it
+  // too; on PostgreSQL through the change feed, from any instance (within its staleness bound, src/db/changes.ts).
+  // Without a feed (a tool's connection) nothing is remembered. `forgotten` counts the emptyings: a lookup that an
+  // emptying overtook (its session may be the one deleted) is not remembered.
   const liveSessions = new Map<string, number>()
-  onSessionDeleted(db, () => liveSessions.clear())
-  const readDataVersion = dataVersion(db)
-  let seenDataVersion = readDataVersion()
-
-  function checkSession(userId: number, sessionId: string) {
-    const version = readDataVersion()
-    if (version !== seenDataVersion) {
-      liveSessions.clear()
+  let forgotten = 0
+  const forgetLiveSessions = () => {
+    liveSessions.clear()
+    forgotten++
+  }
+  const cacheSessions = engine === 'sqlite' || opts.changes !== undefined
+  let noticeOtherCommits = () => {}
+  if (engine === 'pg') opts.changes?.on('sessions', forgetLiveSessions)
+  else {
+    onSessionDeleted(db, forgetLiveSessions)
+    const readDataVersion = dataVersion(db)
+    let seenDataVersion = readDataVersion()
+    noticeOtherCommits = () => {
+      const version = readDataVersion()
+      if (version === seenDataVersion) return
+      forgetLiveSessions()
       seenDataVersion = version
     }
-    if (liveSessions.get(sessionId) === userId) return
-    if (!hasSession(db, userId, sessionId)) throw unauthorized('Invalid or expired token')
-    if (liveSessions.size >= LIVE_SESSIONS_MAX) liveSessions.clear()
+  }
+
+  /** Whether the session is known to be live without a lookup. */
+  function knownLive(userId: number, sessionId: string) {
+    noticeOtherCommits()
+    return liveSessions.get(sessionId) === userId
+  }
+
+  /** Looks the session up (401 when it has ended) and remembers it as live. */
+  async function checkSession(userId: number, sessionId: string) {
+    const seen = forgotten
+    if (!(await hasSession(db, userId, sessionId))) throw unauthorized('Invalid or expired token')
+    // A session deleted while the lookup was under way may be this one: not remembered (the next request looks again).
+    if (forgotten !== seen || !cacheSessions) return
+    if (liveSessions.size >= LIVE_SESSIONS_MAX) forgetLiveSessions()
     liveSessions.set(sessionId, userId)
   }
 
   async function issueVerification(user: User) {
     const token = randomToken()
-    insertVerification(db, {
+    await insertVerification(db, {
       tokenHash: sha256Hex(token),
       userId: user.id,
       expiresAt: new Date(Date.now() + VERIFICATION_TTL_MS),
@@ -191,7 +218,7 @@ export function createAuthService(db: Db, mailer: Mailer, opts: AuthOptions, now
       invite?: string
     }) {
       checkNewAccount(input)
-      const taken = findTaken(db, input.username, input.email)
+      const taken = await run(findTaken(db, input.username, input.email))
       if (taken) {
         throw conflict(
           taken.username.toLowerCase() === input.username.toLowerCase()
@@ -201,10 +228,11 @@ export function createAuthService(db: Db, mailer: Mailer, opts: AuthOptions, now
       }
       const passwordHash = await hashPassword(input.password)
       try {
-        return db.transaction((tx) => {
-          if (input.invite !== undefined && !claimInvite(tx, input.invite, new Date(now())))
+        // Awaited here, so that a unique index's refusal is caught below.
+        return await transaction(db, function* (tx) {
+          if (input.invite !== undefined && !(yield* claimInvite(tx, input.invite, new Date(now()))))
             throw forbidden('This invite code is invalid, used up, expired or revoked')
-          return insertUser(tx, {
+          return yield* insertUser(tx, {
             username: input.username,
             email: input.email,
             passwordHash,
@@ -233,21 +261,23 @@ export function createAuthService(db: Db, mailer: Mailer, opts: AuthOptions, now
      * Starts a session for a signed-in user and returns its JWT (`sub` the user id, `sid` the session id). Every sign-in
      * path calls this once the user is known (register, password login, and any other).
      */
-    startSession(user: User, origin: SessionOrigin) {
+    async startSession(user: User, origin: SessionOrigin) {
       const id = randomToken(18)
-      insertSession(db, {
-        id,
-        userId: user.id,
-        expiresAt: new Date(Date.now() + opts.tokens.ttlMs),
-        userAgent: origin.userAgent?.slice(0, USER_AGENT_MAX) || null,
-        ip: origin.ip,
-      })
+      await run(
+        insertSession(db, {
+          id,
+          userId: user.id,
+          expiresAt: new Date(Date.now() + opts.tokens.ttlMs),
+          userAgent: origin.userAgent?.slice(0, USER_AGENT_MAX) || null,
+          ip: origin.ip,
+        }),
+      )
       return opts.tokens.sign({ sub: String(user.id), sid: id })
     },
 
     /** The user's live sessions, most recent first; `current` marks the caller's. */
-    listSessions(user: User, current: string) {
-      return sessionsOf(db, user.id, new Date()).map((session) =>
+    async listSessions(user: User, current: string) {
+      return (await sessionsOf(db, user.id, new Date())).map((session) =>
         publicSession(
           sessionUses.has(session.id) ? { ...session, lastUsedAt: new Date(sessionUses.get(session.id)!) } : session,
           current,
@@ -256,8 +286,8 @@ export function createAuthService(db: Db, mailer: Mailer, opts: AuthOptions, now
     },
 
     /** Ends one of the user's sessions (another account's is not found). */
-    endSession(user: User, id: string) {
-      if (!deleteSession(db, id, user.id)) throw notFound('Session not found')
+    async endSession(user: User, id: string) {
+      if (!(await run(deleteSession(db, id, user.id)))) throw notFound('Session not found')
     },
 
     /**
@@ -273,14 +303,14 @@ export function createAuthService(db: Db, mailer: Mailer, opts: AuthOptions, now
         'Too many failed logins for this account',
       )
       const at = now()
-      takeAttempt(db, [window], at)
+      await takeAttempt(db, [window], at)
       if (!(await Bun.password.verify(input.currentPassword, user.passwordHash)))
         throw badRequest('currentPassword is wrong')
-      refundAttempt(db, [window], at)
+      await refundAttempt(db, [window], at)
       const passwordHash = await hashPassword(input.newPassword)
-      db.transaction((tx) => {
-        setUserFields(tx, user.id, { passwordHash })
-        deleteSessionsOf(tx, user.id, session)
+      await transaction(db, function* (tx) {
+        yield* setUserFields(tx, user.id, { passwordHash })
+        yield* deleteSessionsOf(tx, user.id, session)
       })
     },
 
@@ -288,7 +318,7 @@ export function createAuthService(db: Db, mailer: Mailer, opts: AuthOptions, now
      * Mails a reset token (single use, 1 hour) when an account has this email. The answer and its timing are the same
      * either way: the caller learns nothing about the address, and requests are throttled per address and per email.
      */
-    forgotPassword(email: string, ip: string) {
+    async forgotPassword(email: string, ip: string) {
       const key = email.toLowerCase().slice(0, LOGIN_KEY_LENGTH)
       const perEmail = guessWindow(
         guesses,
@@ -303,11 +333,11 @@ export function createAuthService(db: Db, mailer: Mailer, opts: AuthOptions, now
         'Too many reset requests from this address',
       )
       const at = now()
-      takeAttempt(db, [perEmail, perIp], at)
-      const user = findUserByEmail(db, email)
+      await takeAttempt(db, [perEmail, perIp], at)
+      const user = await run(findUserByEmail(db, email))
       if (!user || user.banned) return
       const token = randomToken()
-      insertVerification(db, {
+      await insertVerification(db, {
         tokenHash: sha256Hex(token),
         userId: user.id,
         expiresAt: new Date(at + RESET_TTL_MS),
@@ -321,27 +351,27 @@ export function createAuthService(db: Db, mailer: Mailer, opts: AuthOptions, now
     async resetPassword(token: string, newPassword: string) {
       checkPassword(newPassword, 'newPassword')
       const at = new Date(now())
-      const row = findVerification(db, sha256Hex(token), 'reset')
+      const row = await findVerification(db, sha256Hex(token), 'reset')
       const invalid = () => badRequest('Reset token is invalid or expired')
       if (!row || row.usedAt || row.expiresAt <= at) throw invalid()
       const passwordHash = await hashPassword(newPassword)
-      db.transaction((tx) => {
-        if (!claimVerification(tx, row.tokenHash, at)) throw invalid()
-        setUserFields(tx, row.userId, { passwordHash })
-        deleteSessionsOf(tx, row.userId)
+      await transaction(db, function* (tx) {
+        if (!(yield* claimVerification(tx, row.tokenHash, at))) throw invalid()
+        yield* setUserFields(tx, row.userId, { passwordHash })
+        yield* deleteSessionsOf(tx, row.userId)
       })
     },
 
     /** Ends every session of the account (a ban, or an admin's request). */
-    endAllSessions(userId: number) {
-      deleteSessionsOf(db, userId)
+    async endAllSessions(userId: number) {
+      await run(deleteSessionsOf(db, userId))
     },
 
     /** Removes expired sessions and emailed tokens (the expiry sweep calls it). */
-    sweepExpired() {
+    async sweepExpired() {
       const at = new Date()
-      deleteExpiredSessions(db, at)
-      deleteExpiredVerifications(db, at)
+      await deleteExpiredSessions(db, at)
+      await deleteExpiredVerifications(db, at)
     },
 
     /**
@@ -353,13 +383,13 @@ export function createAuthService(db: Db, mailer: Mailer, opts: AuthOptions, now
       const account = window(loginKey(login), guesses.loginPerAccount, 'Too many failed logins for this account')
       const address = window(`login-ip:${ipKey(ip)}`, guesses.loginPerIp, 'Too many failed logins from this address')
       const at = now()
-      takeAttempt(db, [account, address], at)
-      const user = findByLogin(login)
+      await takeAttempt(db, [account, address], at)
+      const user = await findByLogin(login)
       const ok = await Bun.password.verify(password, user?.passwordHash ?? dummyHash)
       if (!user || !ok) throw unauthorized('Invalid username or password')
       // Under both names the account answers to; the address gets its attempt back (it was not a failure).
-      clearWindows(db, [loginKey(user.username), loginKey(user.email)])
-      refundAttempt(db, [address], at)
+      await clearWindows(db, [loginKey(user.username), loginKey(user.email)])
+      await refundAttempt(db, [address], at)
       return assertActive(user)
     },
 
@@ -367,21 +397,21 @@ export function createAuthService(db: Db, mailer: Mailer, opts: AuthOptions, now
      * The user behind a verified JWT's subject and session; an ended session or a deleted account is a 401, a banned
      * account 403. Notes the session's use (lastUsedAt, written by flushUses).
      */
-    sessionUser(userId: number, sessionId: string) {
-      const user = findById(userId)
+    async sessionUser(userId: number, sessionId: string) {
+      const user = await findById(userId)
       if (!user) throw unauthorized('Invalid or expired token')
       // A ban first: a banned account's tokens answer 403 (DECISIONS.md), though the ban has ended their sessions
       // (so they stay dead after an unban: 401 then).
       assertActive(user)
-      checkSession(userId, sessionId)
+      if (!knownLive(userId, sessionId)) await checkSession(userId, sessionId)
       sessionUses.set(sessionId, Date.now())
       return user
     },
 
     /** The user behind an API key secret; notes the key's use (lastUsedAt, written by flushUses). */
-    keyUser(secret: string) {
+    async keyUser(secret: string) {
       if (!secret.startsWith(KEY_PREFIX)) throw unauthorized('Invalid API key')
-      const row = findKeyOwner(db, sha256Hex(secret))
+      const row = await findKeyOwner(db, sha256Hex(secret))
       if (!row) throw unauthorized('Invalid API key')
       assertActive(row.user)
       keyUses.set(row.keyId, Date.now())
@@ -392,24 +422,27 @@ export function createAuthService(db: Db, mailer: Mailer, opts: AuthOptions, now
      * Writes the buffered lastUsedAt times of keys and sessions in one transaction (every few seconds and at shutdown).
      * Best effort: a failure (a locked or read-only database) throws and keeps them all for the next flush.
      */
-    flushUses() {
+    async flushUses() {
       if (keyUses.size === 0 && sessionUses.size === 0) return
-      db.transaction((tx) => {
-        writeKeyUses(tx, [...keyUses])
-        writeSessionUses(tx, [...sessionUses])
+      const keyBatch = [...keyUses]
+      const sessionBatch = [...sessionUses]
+      await transaction(db, function* (tx) {
+        yield* writeKeyUses(tx, keyBatch)
+        yield* writeSessionUses(tx, sessionBatch)
       })
-      // Committed in the same synchronous step: no use was noted meanwhile.
-      keyUses.clear()
-      sessionUses.clear()
+      // What was written goes; a use noted while the transaction ran (a later time) stays for the next flush.
+      for (const [id, at] of keyBatch) if (keyUses.get(id) === at) keyUses.delete(id)
+      for (const [id, at] of sessionBatch) if (sessionUses.get(id) === at) sessionUses.delete(id)
     },
 
     async verifyEmail(token: string) {
       const now = new Date()
-      const row = findVerification(db, sha256Hex(token), 'verify')
+      const row = await findVerification(db, sha256Hex(token), 'verify')
       if (!row || row.usedAt || row.expiresAt < now) throw badRequest('Verification token is invalid or expired')
-      db.transaction((tx) => {
-        if (!claimVerification(tx, row.tokenHash, now)) throw badRequest('Verification token is invalid or expired')
-        setUserFields(tx, row.userId, { emailVerified: true })
+      await transaction(db, function* (tx) {
+        if (!(yield* claimVerification(tx, row.tokenHash, now)))
+          throw badRequest('Verification token is invalid or expired')
+        yield* setUserFields(tx, row.userId, { emailVerified: true })
       })
     },
 
@@ -418,31 +451,36 @@ export function createAuthService(db: Db, mailer: Mailer, opts: AuthOptions, now
       await issueVerification(user)
     },
 
-    updateAccount(user: User, changes: { privateAccount?: boolean }) {
+    async updateAccount(user: User, changes: { privateAccount?: boolean }) {
       if (changes.privateAccount === undefined) return user
-      return updateUser(db, user.id, { privateAccount: changes.privateAccount })!
+      return (await run(updateUser(db, user.id, { privateAccount: changes.privateAccount })))!
     },
 
-    listKeys(user: User) {
-      const keys = keysOf(db, user.id)
+    async listKeys(user: User) {
+      const keys = await keysOf(db, user.id)
       // Uses not yet flushed count already.
       return keys.map((key) => (keyUses.has(key.id) ? { ...key, lastUsedAt: new Date(keyUses.get(key.id)!) } : key))
     },
 
-    createKey(user: User, name: string) {
+    async createKey(user: User, name: string) {
       const secret = KEY_PREFIX + randomAlphanumeric(KEY_RANDOM_LENGTH)
-      const key = insertKey(db, { userId: user.id, name, prefix: secret.slice(0, 8), secretHash: sha256Hex(secret) })
+      const key = await insertKey(db, {
+        userId: user.id,
+        name,
+        prefix: secret.slice(0, 8),
+        secretHash: sha256Hex(secret),
+      })
       return { key, secret }
     },
 
-    deleteKey(user: User, id: number) {
-      if (!deleteKey(db, id, user.id)) throw notFound('API key not found')
+    async deleteKey(user: User, id: number) {
+      if (!(await deleteKey(db, id, user.id))) throw notFound('API key not found')
     },
 
     /** Creates the first admin from config, once: an existing account with that name is left alone. */
     async ensureAdmin(admin: { username: string; email: string; password: string }) {
       if (!admin.username || !admin.password || !admin.email) return null
-      if (findByLogin(admin.username)) return null
+      if (await findByLogin(admin.username)) return null
       return this.createUser({ ...admin, role: 'admin', emailVerified: true })
     },
   }

@@ -10,7 +10,7 @@ export function totpRoutes(totp: TotpService, guard: ReturnType<typeof authGuard
     .use(guard)
     .group('/api/auth/totp', { detail: { tags: ['Auth'] } }, (app) =>
       app
-        .get('', ({ user }) => ({ success: true as const, ...totp.status(user) }), {
+        .get('', async ({ user }) => ({ success: true as const, ...(await totp.status(user)) }), {
           session: true,
           response: { 200: TotpStatusResponse, ...errors(401, 403) },
           detail: { summary: 'Whether two-factor (TOTP) is on, and how many recovery codes are left' },
@@ -25,7 +25,7 @@ export function totpRoutes(totp: TotpService, guard: ReturnType<typeof authGuard
         })
         .post(
           '/enable',
-          ({ user, body }) => ({ success: true as const, recoveryCodes: totp.enable(user, body.code) }),
+          async ({ user, body }) => ({ success: true as const, recoveryCodes: await totp.enable(user, body.code) }),
           {
             session: true,
             body: TotpCodeBody,
@@ -38,8 +38,8 @@ export function totpRoutes(totp: TotpService, guard: ReturnType<typeof authGuard
         )
         .post(
           '/disable',
-          ({ user, body }) => {
-            totp.disable(user, body.code)
+          async ({ user, body }) => {
+            await totp.disable(user, body.code)
             return { success: true as const }
           },
           {

@@ -3,7 +3,7 @@ import type { AuthenticationResponseJSON } from '@simplewebauthn/server'
 import { Secret, TOTP } from 'otpauth'
 import QRCode from 'qrcode'
 import type { Config } from '../../config'
-import type { Db } from '../../db/client'
+import { type Db, run } from '../../db/client'
 import type { TotpSecret, User } from '../../db/schema'
 import { badRequest, conflict, Unauthorized } from '../../errors'
 import { seal, sha256Hex, unseal } from '../../lib/crypto'
@@ -86,14 +86,14 @@ export function createTotpService(opts: {
   }
 
   /** Counts one code attempt against the account's window (429 once it is used up); returns the window. */
-  function attempt(user: User) {
+  async function attempt(user: User) {
     const rule = guessWindow(
       guesses,
       `totp:${user.id}`,
       guesses.loginPerAccount,
       'Too many wrong two-factor codes for this account',
     )
-    takeAttempt(db, [rule], now())
+    await takeAttempt(db, [rule], now())
     return rule
   }
 
@@ -101,17 +101,17 @@ export function createTotpService(opts: {
    * Whether `code` is a current TOTP code of a step not used yet (which it then uses up) or an unused recovery code
    * (likewise). Throttled per account.
    */
-  function accept(user: User, row: TotpSecret, code: string): boolean {
-    const rule = attempt(user)
+  async function accept(user: User, row: TotpSecret, code: string): Promise<boolean> {
+    const rule = await attempt(user)
     const typed = normalize(code)
     let ok: boolean
     if (new RegExp(`^\\d{${DIGITS}}$`).test(typed)) {
       const step = stepOf(row, typed)
-      ok = step !== null && claimTotpStep(db, user.id, step)
+      ok = step !== null && (await run(claimTotpStep(db, user.id, step)))
     } else {
-      ok = typed.length > 0 && claimRecoveryCode(db, user.id, sha256Hex(typed), new Date(now()))
+      ok = typed.length > 0 && (await claimRecoveryCode(db, user.id, sha256Hex(typed), new Date(now())))
     }
-    if (ok) clearWindows(db, [rule.key])
+    if (ok) await clearWindows(db, [rule.key])
     return ok
   }
 
@@ -124,22 +124,22 @@ export function createTotpService(opts: {
     return passkeyOptions ? { twoFactor: 'totp', passkeyOptions } : { twoFactor: 'totp' }
   }
 
-  function enabledRow(user: User) {
-    const row = findTotp(db, user.id)
+  async function enabledRow(user: User) {
+    const row = await run(findTotp(db, user.id))
     return row?.enabledAt ? row : null
   }
 
   return {
-    status(user: User) {
-      const on = enabledRow(user) !== null
-      return { enabled: on, recoveryCodesLeft: on ? recoveryCodesLeft(db, user.id) : 0 }
+    async status(user: User) {
+      const on = (await enabledRow(user)) !== null
+      return { enabled: on, recoveryCodesLeft: on ? await recoveryCodesLeft(db, user.id) : 0 }
     },
 
     /** A new secret for the account (replacing one never confirmed), its otpauth:// URL and that URL as a QR code. */
     async setup(user: User) {
-      if (enabledRow(user)) throw conflict('Two-factor is already on: turn it off first')
+      if (await enabledRow(user)) throw conflict('Two-factor is already on: turn it off first')
       const secret = new Secret({ size: SECRET_BYTES }).base32
-      savePendingTotp(db, user.id, seal(key, secret))
+      await savePendingTotp(db, user.id, seal(key, secret))
       const otpauthUrl = totpFor(secret, user.username).toString()
       // Made here, not by a third-party service: the URL holds the secret.
       const svg = await QRCode.toString(otpauthUrl, { type: 'svg', margin: 2 })
@@ -147,17 +147,17 @@ export function createTotpService(opts: {
     },
 
     /** Turns TOTP on once a code from the new secret checks; answers the recovery codes (only their hashes are kept). */
-    enable(user: User, code: string) {
-      const row = findTotp(db, user.id)
+    async enable(user: User, code: string) {
+      const row = await run(findTotp(db, user.id))
       if (!row) throw badRequest('No two-factor setup in progress: start with POST /api/auth/totp/setup')
       if (row.enabledAt) throw conflict('Two-factor is already on')
-      const rule = attempt(user)
+      const rule = await attempt(user)
       const step = stepOf(row, normalize(code))
       if (step === null) throw badRequest('Invalid code: check the time on your device and try the current code')
-      clearWindows(db, [rule.key])
+      await clearWindows(db, [rule.key])
       const codes = Array.from({ length: RECOVERY_CODES }, newRecoveryCode)
       // The code that enabled it counts as used.
-      enableTotp(
+      await enableTotp(
         db,
         user.id,
         step,
@@ -168,11 +168,11 @@ export function createTotpService(opts: {
     },
 
     /** Turns TOTP off with a current code or a recovery code. */
-    disable(user: User, code: string) {
-      const row = enabledRow(user)
+    async disable(user: User, code: string) {
+      const row = await enabledRow(user)
       if (!row) throw badRequest('Two-factor is not on')
-      if (!accept(user, row, code)) throw badRequest('Invalid code')
-      deleteTotp(db, user.id)
+      if (!(await accept(user, row, code))) throw badRequest('Invalid code')
+      await deleteTotp(db, user.id)
     },
 
     /**
@@ -181,21 +181,21 @@ export function createTotpService(opts: {
      * without either a 401 that says a second factor is needed (`twoFactor: "totp"`), as is a wrong or used one.
      */
     async checkLogin(user: User, proof: { code?: string; passkey?: AuthenticationResponseJSON }) {
-      const row = enabledRow(user)
+      const row = await enabledRow(user)
       if (!row) return
       if (proof.passkey) {
-        const rule = attempt(user)
+        const rule = await attempt(user)
         try {
           await passkeys.verifySecondFactor(user, proof.passkey)
         } catch (error) {
           if (error instanceof Unauthorized) throw new Unauthorized(error.message, await askAgain(user))
           throw error
         }
-        clearWindows(db, [rule.key])
+        await clearWindows(db, [rule.key])
         return
       }
       if (!proof.code) throw new Unauthorized('Two-factor code required', await askAgain(user))
-      if (!accept(user, row, proof.code))
+      if (!(await accept(user, row, proof.code)))
         throw new Unauthorized('Invalid or already used two-factor code', await askAgain(user))
     },
   }

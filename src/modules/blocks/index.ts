@@ -35,8 +35,8 @@ export function blocksModule(deps: {
     })
     .get(
       '/blocks/:id/thumbnail',
-      ({ params }) =>
-        new Response(new Uint8Array(blocks.thumbnail(params.id)), {
+      async ({ params }) =>
+        new Response(new Uint8Array(await blocks.thumbnail(params.id)), {
           headers: { 'content-type': 'image/webp', 'cache-control': 'private, no-store' },
         }),
       {

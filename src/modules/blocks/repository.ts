@@ -1,5 +1,5 @@
 import { and, count, desc, eq, gt, inArray, isNotNull, max, sql } from 'drizzle-orm'
-import type { Db, Tx } from '../../db/client'
+import { type Db, prepared, q, type Step, type Tx } from '../../db/client'
 import { type Block, blockSha256s, blocks } from '../../db/schema'
 
 /** Every query of the blocks and block_sha256s tables. */
@@ -7,46 +7,48 @@ import { type Block, blockSha256s, blocks } from '../../db/schema'
 export type NewBlock = Omit<typeof blocks.$inferInsert, 'id' | 'createdAt'> & { sha256s: string[] }
 
 /** Records a block and its bytes' hashes (a hash already blocked stays with its first block). */
-export function insertBlock(tx: Db | Tx, block: NewBlock): number {
+export function* insertBlock(tx: Db | Tx, block: NewBlock): Step<number> {
   const { sha256s, ...values } = block
-  const { id } = tx.insert(blocks).values(values).returning({ id: blocks.id }).get()
+  const [{ id }] = (yield* q(tx.insert(blocks).values(values).returning({ id: blocks.id }))) as [{ id: number }]
   if (sha256s.length > 0)
-    tx.insert(blockSha256s)
-      .values(sha256s.map((sha256) => ({ sha256, blockId: id })))
-      .onConflictDoNothing()
-      .run()
+    yield* q(
+      tx
+        .insert(blockSha256s)
+        .values(sha256s.map((sha256) => ({ sha256, blockId: id })))
+        .onConflictDoNothing(),
+    )
   return id
 }
 
 /** Whether any of these SHA-256 is blocked. */
-export const anyBlockedBytes = (db: Db, sha256s: string[]): boolean =>
-  db.select({ sha256: blockSha256s.sha256 }).from(blockSha256s).where(inArray(blockSha256s.sha256, sha256s)).get() !==
-  undefined
+export const anyBlockedBytes = async (db: Db, sha256s: string[]): Promise<boolean> =>
+  (await db.select({ sha256: blockSha256s.sha256 }).from(blockSha256s).where(inArray(blockSha256s.sha256, sha256s)))
+    .length > 0
 
 /**
- * The newest block's id (ids only grow: AUTOINCREMENT never reuses one), as a prepared statement: `.get()?.id`, null
- * when there is none. Read at every upload check: built once (building a query costs more than running this one).
+ * The newest block's id (ids only grow: they are never reused), null when there is none. Read at every upload check:
+ * the query is built once (building one costs more than running this one).
  */
-export const prepareLastBlockId = (db: Db) =>
-  db
-    .select({ id: max(blocks.id) })
-    .from(blocks)
-    .prepare()
+export function lastBlockId(db: Db): () => Promise<number | null> {
+  const statement = prepared('last_block_id', db.select({ id: max(blocks.id) }).from(blocks))
+  return async () => (await statement.execute())[0]?.id ?? null
+}
 
-/** Perceptual hashes of the blocks after `id`, oldest first, as [id, phash] rows (no object per row: 100,000 load at start). */
-export const hashesAfter = (db: Db, id: number) =>
-  db
-    .select({ id: blocks.id, phash: blocks.phash })
-    .from(blocks)
-    .where(and(gt(blocks.id, id), isNotNull(blocks.phash)))
-    .orderBy(blocks.id)
-    .values() as [number, string][]
+/** Perceptual hashes of the blocks after `id`, oldest first, as [id, phash] pairs. */
+export const hashesAfter = async (db: Db, id: number): Promise<[number, string][]> =>
+  (
+    await db
+      .select({ id: blocks.id, phash: blocks.phash })
+      .from(blocks)
+      .where(and(gt(blocks.id, id), isNotNull(blocks.phash)))
+      .orderBy(blocks.id)
+  ).map((r) => [r.id, r.phash!])
 
-export const countBlocks = (db: Db) => db.select({ n: count() }).from(blocks).get()?.n ?? 0
+export const countBlocks = async (db: Db) => (await db.select({ n: count() }).from(blocks))[0]?.n ?? 0
 
 /** A page of blocks (or the one block `id`), newest first, with their bytes' hashes and whether a thumbnail was kept. */
-export function blocksPage(db: Db, page: { limit: number; offset: number; id?: number }) {
-  const rows = db
+export async function blocksPage(db: Db, page: { limit: number; offset: number; id?: number }) {
+  const rows = await db
     .select({
       id: blocks.id,
       phash: blocks.phash,
@@ -62,9 +64,8 @@ export function blocksPage(db: Db, page: { limit: number; offset: number; id?: n
     .orderBy(desc(blocks.id))
     .limit(page.limit)
     .offset(page.offset)
-    .all()
   const sha256s = rows.length
-    ? db
+    ? await db
         .select()
         .from(blockSha256s)
         .where(
@@ -73,7 +74,6 @@ export function blocksPage(db: Db, page: { limit: number; offset: number; id?: n
             rows.map((r) => r.id),
           ),
         )
-        .all()
     : []
   return rows.map((r) => ({
     ...r,
@@ -82,9 +82,9 @@ export function blocksPage(db: Db, page: { limit: number; offset: number; id?: n
   }))
 }
 
-export const blockThumbnail = (db: Db, id: number): Block['thumbnail'] | undefined =>
-  db.select({ thumbnail: blocks.thumbnail }).from(blocks).where(eq(blocks.id, id)).get()?.thumbnail
+export const blockThumbnail = async (db: Db, id: number): Promise<Block['thumbnail'] | undefined> =>
+  (await db.select({ thumbnail: blocks.thumbnail }).from(blocks).where(eq(blocks.id, id)))[0]?.thumbnail
 
 /** Deletes a block with its bytes' hashes; whether it existed. */
-export const deleteBlock = (db: Db, id: number): boolean =>
-  db.delete(blocks).where(eq(blocks.id, id)).returning({ id: blocks.id }).all().length > 0
+export const deleteBlock = async (db: Db, id: number): Promise<boolean> =>
+  (await db.delete(blocks).where(eq(blocks.id, id)).returning({ id: blocks.id })).length > 0

@@ -1,4 +1,5 @@
-import type { Db, Tx } from '../../db/client'
+import type { ChangeFeed } from '../../db/changes'
+import { type Db, type Tx, transaction } from '../../db/client'
 import type { Image } from '../../db/schema'
 import { badRequest, notFound } from '../../errors'
 import { pageCount } from '../../http/pagination'
@@ -15,8 +16,8 @@ import {
   deleteBlock,
   hashesAfter,
   insertBlock,
+  lastBlockId,
   type NewBlock,
-  prepareLastBlockId,
 } from './repository'
 
 /** The one answer to a blocked upload, whichever hash matched. */
@@ -42,29 +43,49 @@ async function hashOf(file: Blob): Promise<string> {
  */
 export function createBlockService(deps: {
   db: Db
+  /** PostgreSQL: blocks lifted by any instance leave the index (SQLite: one process lifts, this one). */
+  changes?: ChangeFeed
   storage: Storage
   maxDistance: number
   /** Base of the thumbnail links in the admin list. */
   publicUrl: string
 }) {
   const { db, storage } = deps
-  const index = createHashIndex(deps.maxDistance)
+  let index = createHashIndex(deps.maxDistance)
   let loaded = 0
-  const lastBlock = prepareLastBlockId(db)
+  const lastBlock = lastBlockId(db)
+  deps.changes?.on('blocks', (id) => {
+    // Missed notices: load everything again (`loaded` 0 makes the next check read every block).
+    if (id === null) {
+      index = createHashIndex(deps.maxDistance)
+      loaded = 0
+    } else index.remove(Number(id))
+  })
 
   /** Adds the blocks made since the last look; one indexed read when there are none. */
-  function sync() {
-    const last = lastBlock.get()?.id ?? 0
+  async function load() {
+    const into = index
+    const last = (await lastBlock()) ?? 0
     if (last <= loaded) return
-    for (const [id, phash] of hashesAfter(db, loaded)) {
+    const rows = await hashesAfter(db, loaded)
+    // Emptied meanwhile (missed change notices): the next look loads everything into the new index.
+    if (index !== into) return
+    for (const [id, phash] of rows) {
       index.add(id, phash)
       loaded = Math.max(loaded, id)
     }
     loaded = Math.max(loaded, last)
   }
-  sync()
+  // One look at a time: checks that arrive while one runs share it.
+  let syncing: Promise<void> | null = null
+  const sync = () => {
+    syncing ??= load().finally(() => {
+      syncing = null
+    })
+    return syncing
+  }
 
-  type PageRow = ReturnType<typeof blocksPage>[number]
+  type PageRow = Awaited<ReturnType<typeof blocksPage>>[number]
   const view = (row: PageRow) => ({
     id: row.id,
     phash: row.phash,
@@ -99,21 +120,21 @@ export function createBlockService(deps: {
     return { phash: image?.phash ?? known.phash, sha256s: [...sha256s], thumbnail }
   }
 
-  function get(id: number) {
-    const row = blocksPage(db, { limit: 1, offset: 0, id })[0]
+  async function get(id: number) {
+    const [row] = await blocksPage(db, { limit: 1, offset: 0, id })
     if (!row) throw notFound('Block not found')
     return view(row)
   }
 
   return {
     /** Refuses bytes that were blocked, by the SHA-256 of the bytes as received: checked before any decoding. */
-    refuseBytes(sha256s: string[]) {
-      if (sha256s.length > 0 && anyBlockedBytes(db, sha256s)) throw badRequest(BLOCKED_MESSAGE)
+    async refuseBytes(sha256s: string[]) {
+      if (sha256s.length > 0 && (await anyBlockedBytes(db, sha256s))) throw badRequest(BLOCKED_MESSAGE)
     },
 
     /** Refuses pictures within BLOCK_HAMMING_DISTANCE of a blocked one (null: a picture too plain to hash). */
-    refusePictures(phashes: (string | null)[]) {
-      sync()
+    async refusePictures(phashes: (string | null)[]) {
+      await sync()
       if (phashes.some((h) => h !== null && index.nearest(h) !== null)) throw badRequest(BLOCKED_MESSAGE)
     },
 
@@ -124,31 +145,31 @@ export function createBlockService(deps: {
 
     /** Removes a live image and blocks it (POST /api/admin/images/:id/block). */
     async blockImage(images: ImageService, id: string, opts: { reason?: string; keepThumbnail?: boolean }) {
-      const image = images.find(id)
+      const image = await images.find(id)
       if (!image) throw notFound('Image not found')
       const picture = await pictureOf(image, image, opts.keepThumbnail)
       let blockId = 0
-      await images.remove(image, (tx) => {
-        blockId = insertBlock(tx, {
+      await images.remove(image, function* (tx) {
+        blockId = yield* insertBlock(tx, {
           ...picture,
           reason: opts.reason?.trim() || 'Blocked by an administrator',
           source: 'admin',
           imageId: image.id,
         })
       })
-      return { success: true as const, block: get(blockId) }
+      return { success: true as const, block: await get(blockId) }
     },
 
     /**
      * Blocks hex hashes, one a line (a hash list received from elsewhere): blank lines and `#` comments are skipped,
      * a hash already blocked is counted and left, a line that is not a hash is reported with its number.
      */
-    importHashes(text: string, reason: string) {
-      sync()
+    async importHashes(text: string, reason: string) {
+      await sync()
       const bad: { line: number; text: string }[] = []
       let added = 0
       let already = 0
-      db.transaction((tx) => {
+      await transaction(db, function* (tx) {
         for (const [i, raw] of text.split(/\r?\n/).entries()) {
           const line = raw.trim()
           if (line === '' || line.startsWith('#')) continue
@@ -156,7 +177,7 @@ export function createBlockService(deps: {
           if (!phash) bad.push({ line: i + 1, text: line.slice(0, 80) })
           else if (index.nearest(phash)?.distance === 0) already++
           else {
-            index.add(insertBlock(tx, { phash, sha256s: [], reason, source: 'import' }), phash)
+            index.add(yield* insertBlock(tx, { phash, sha256s: [], reason, source: 'import' }), phash)
             added++
           }
         }
@@ -166,11 +187,11 @@ export function createBlockService(deps: {
 
     get,
 
-    list(opts: { page: number; limit: number; offset: number }) {
-      const total = countBlocks(db)
+    async list(opts: { page: number; limit: number; offset: number }) {
+      const [total, rows] = await Promise.all([countBlocks(db), blocksPage(db, opts)])
       return {
         success: true as const,
-        blocks: blocksPage(db, opts).map(view),
+        blocks: rows.map(view),
         total,
         page: opts.page,
         limit: opts.limit,
@@ -179,14 +200,14 @@ export function createBlockService(deps: {
     },
 
     /** Lifts a block: the picture may be uploaded again. */
-    lift(id: number) {
-      if (!deleteBlock(db, id)) throw notFound('Block not found')
+    async lift(id: number) {
+      if (!(await deleteBlock(db, id))) throw notFound('Block not found')
       index.remove(id)
       return { success: true as const }
     },
 
-    thumbnail(id: number): Buffer {
-      const thumbnail = blockThumbnail(db, id)
+    async thumbnail(id: number): Promise<Buffer> {
+      const thumbnail = await blockThumbnail(db, id)
       if (!thumbnail) throw notFound('No thumbnail kept for this block')
       return thumbnail
     },

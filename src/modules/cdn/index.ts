@@ -263,11 +263,19 @@ export function cdnModule(deps: {
     return known.thumbnail
   }
 
-  // Ids are validated (by the patterns, and again by the lookup) before anything is looked up.
+  // Ids are validated (by the patterns, and again by the lookup) before anything is looked up. A cached image is
+  // answered without any await; only a miss waits for the database.
   const original: Handler = (request, file) => {
     const match = ORIGINAL.exec(file)
-    const image = match ? images.liveCache.get(match[1]) : undefined
-    if (!image || image.ext !== match![2]) return notFound()
+    if (!match) return notFound()
+    const found = images.liveCache.get(match[1])
+    return found instanceof Promise
+      ? found.then((image) => serveOriginal(request, image, match[2]))
+      : serveOriginal(request, found, match[2])
+  }
+
+  function serveOriginal(request: Request, image: LiveImage | undefined, ext: string) {
+    if (!image || image.ext !== ext) return notFound()
     const response = serve(request, storage, hot, originalDelivery(image))
     if (!countViews || request.method !== 'GET') return response
     const count = (r: Response) => {
@@ -285,9 +293,23 @@ export function cdnModule(deps: {
    */
   const variant = (request: Request, preset: Preset | typeof CUSTOM, file: string, server: Server<unknown> | null) => {
     const match = VARIANT.exec(file)
-    const image = match ? images.liveCache.get(match[1]) : undefined
+    if (!match) return notFound()
+    const format = match[2] as VariantSpec['format']
+    const found = images.liveCache.get(match[1])
+    return found instanceof Promise
+      ? found.then((image) => serveVariant(request, preset, file, server, image, format))
+      : serveVariant(request, preset, file, server, found, format)
+  }
+
+  function serveVariant(
+    request: Request,
+    preset: Preset | typeof CUSTOM,
+    file: string,
+    server: Server<unknown> | null,
+    image: LiveImage | undefined,
+    format: VariantSpec['format'],
+  ): Response | Promise<Response> {
     if (!image) return notFound()
-    const format = match![2] as VariantSpec['format']
     const all = deliveriesOf(image)
     let spec: VariantSpec
     let signedUrl: string | undefined
@@ -301,9 +323,27 @@ export function cdnModule(deps: {
       spec = presetSpec(preset, format)
     }
     const key = variants.keyOf(image.id, spec)
+    // A key known to be stored is answered at once; otherwise the database is asked first.
+    const stored = variants.stored(key)
+    const answer = (stored: boolean) =>
+      serveVariantFile(request, preset, server, image, format, all, spec, signedUrl, key, stored)
+    return typeof stored === 'boolean' ? answer(stored) : stored.then(answer)
+  }
+
+  function serveVariantFile(
+    request: Request,
+    preset: Preset | typeof CUSTOM,
+    server: Server<unknown> | null,
+    image: LiveImage,
+    format: VariantSpec['format'],
+    all: Deliveries,
+    spec: VariantSpec,
+    signedUrl: string | undefined,
+    key: StorageKey,
+    stored: boolean,
+  ): Response | Promise<Response> {
     all.variants ??= new Map()
     const known = all.variants
-    const stored = variants.stored(key)
     // Remembered once stored, so as many as the image's stored variants (made under the per-IP cap), never a guess.
     if (stored && signedUrl) {
       all.signed ??= new Map()

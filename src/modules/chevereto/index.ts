@@ -33,12 +33,12 @@ export function cheveretoModule(deps: {
 
   async function upload(request: Request, query: Record<string, string | undefined>, ip: string) {
     // The key as the guard reads it (X-API-Key), or as Chevereto's clients send it: ?key= or a `key` field.
-    const optionsFor = (secret: string | undefined) => {
+    const optionsFor = async (secret: string | undefined) => {
       if (!secret) throw unauthorized('Missing API key: send it as the key field (before source), ?key= or X-API-Key')
-      return pipeline.optionsFor('api', { user: auth.keyUser(secret), ip })
+      return pipeline.optionsFor('api', { user: await auth.keyUser(secret), ip })
     }
     const upfront = request.headers.get('x-api-key') || query.key
-    const choose = upfront ? optionsFor(upfront) : (fields: Record<string, string>) => optionsFor(fields.key)
+    const choose = upfront ? await optionsFor(upfront) : (fields: Record<string, string>) => optionsFor(fields.key)
     let format = 'json' as CheveretoFormat
     const type = (request.headers.get('content-type') ?? '').toLowerCase()
 
@@ -46,8 +46,8 @@ export function cheveretoModule(deps: {
       let limits: MultipartLimits | undefined
       const received = await receiveMultipart(
         request,
-        (fields) => {
-          limits = { ...limitsFor(fields), maxFiles: 1 }
+        async (fields) => {
+          limits = { ...(await limitsFor(fields)), maxFiles: 1 }
           return limits
         },
         { fileField: SOURCE_FIELD, textAsFile: true },
@@ -61,7 +61,7 @@ export function cheveretoModule(deps: {
       const source = await resolveSource(
         { files: [], fields },
         fields.source,
-        limitsFor(fields),
+        await limitsFor(fields),
         query,
         deps.config.urlUploads,
       )
@@ -75,7 +75,7 @@ export function cheveretoModule(deps: {
         : null
     if (!receive) {
       // The key is checked first, as on every keyed route.
-      if (!upfront) optionsFor(undefined)
+      if (!upfront) await optionsFor(undefined)
       throw badRequest('Expected a multipart/form-data or application/x-www-form-urlencoded body')
     }
     const result = await pipeline.upload(receive, choose)

@@ -28,15 +28,19 @@ export function embedsModule(embeds: EmbedService, guard: ReturnType<typeof auth
     .use(guard)
     .group('/api/embeds', { detail: { tags: ['Embed profiles'] } }, (app) =>
       app
-        .get('', ({ user }) => ({ success: true as const, profiles: embeds.list(user).map(publicProfile) }), {
-          session: true,
-          response: { 200: EmbedProfileListResponse, ...errors(401, 403) },
-          detail: { summary: 'List your embed profiles' },
-        })
+        .get(
+          '',
+          async ({ user }) => ({ success: true as const, profiles: (await embeds.list(user)).map(publicProfile) }),
+          {
+            session: true,
+            response: { 200: EmbedProfileListResponse, ...errors(401, 403) },
+            detail: { summary: 'List your embed profiles' },
+          },
+        )
         .post(
           '',
-          ({ user, body, set }) => {
-            const profile = embeds.create(user, body)
+          async ({ user, body, set }) => {
+            const profile = await embeds.create(user, body)
             set.status = 201
             return { success: true as const, profile: publicProfile(profile) }
           },
@@ -49,9 +53,9 @@ export function embedsModule(embeds: EmbedService, guard: ReturnType<typeof auth
         )
         .put(
           '/:id',
-          ({ user, params, body }) => ({
+          async ({ user, params, body }) => ({
             success: true as const,
-            profile: publicProfile(embeds.update(user, params.id, body)),
+            profile: publicProfile(await embeds.update(user, params.id, body)),
           }),
           {
             session: true,
@@ -63,8 +67,8 @@ export function embedsModule(embeds: EmbedService, guard: ReturnType<typeof auth
         )
         .delete(
           '/:id',
-          ({ user, params }) => {
-            embeds.remove(user, params.id)
+          async ({ user, params }) => {
+            await embeds.remove(user, params.id)
             return { success: true as const }
           },
           {

@@ -1,4 +1,4 @@
-import type { Db } from '../../db/client'
+import { type Db, run, transaction } from '../../db/client'
 import type { EmbedProfile, Image, User } from '../../db/schema'
 import { badRequest, notFound } from '../../errors'
 import { humanSize } from '../../lib/size'
@@ -186,69 +186,69 @@ export type EmbedService = ReturnType<typeof createEmbedService>
 export function createEmbedService(deps: { db: Db; images: ImageService }) {
   const { db, images: imageService } = deps
 
-  function findOwned(user: User, id: number): EmbedProfile {
-    const profile = findOwnedProfile(db, user.id, id)
+  async function findOwned(user: User, id: number): Promise<EmbedProfile> {
+    const profile = await findOwnedProfile(db, user.id, id)
     if (!profile) throw notFound('Embed profile not found')
     return profile
   }
 
   /** A profile id the caller may assign: null (back to default) or one of their profiles. */
-  function assignable(user: User, profileId: number | null): number | null {
+  async function assignable(user: User, profileId: number | null): Promise<number | null> {
     if (profileId === null) return null
-    return findOwned(user, profileId).id
+    return (await findOwned(user, profileId)).id
   }
 
   return {
     findOwned,
 
     /** The profile of an image, for its pages (null when it has none). */
-    find(id: number | null): EmbedProfile | null {
+    async find(id: number | null): Promise<EmbedProfile | null> {
       if (id === null) return null
-      return findProfile(db, id) ?? null
+      return (await findProfile(db, id)) ?? null
     },
 
     list(user: User) {
       return profilesOf(db, user.id)
     },
 
-    create(user: User, input: ProfileInput): EmbedProfile {
+    create(user: User, input: ProfileInput): Promise<EmbedProfile> {
       const values = toColumns(input, true)
       return insertProfileWithin(db, { ...values, name: values.name!, userId: user.id }, MAX_EMBED_PROFILES, () =>
         badRequest(`At most ${MAX_EMBED_PROFILES} embed profiles per account`),
       )
     },
 
-    update(user: User, id: number, input: ProfileInput): EmbedProfile {
+    async update(user: User, id: number, input: ProfileInput): Promise<EmbedProfile> {
       const values = toColumns(input, false)
       if (Object.keys(values).length === 0) throw badRequest('Supply at least one profile field')
-      const profile = findOwned(user, id)
+      const profile = await findOwned(user, id)
       return updateProfile(db, profile.id, { ...values, updatedAt: new Date() })
     },
 
-    remove(user: User, id: number) {
-      const profile = findOwned(user, id)
-      deleteProfile(db, profile.id)
+    async remove(user: User, id: number) {
+      const profile = await findOwned(user, id)
+      await deleteProfile(db, profile.id)
     },
 
-    assign(user: User, imageId: string, profileId: number | null) {
-      const image = imageService.findOwned(user, imageId)
-      const embedProfileId = assignable(user, profileId)
-      setEmbedProfile(db, [image.id], embedProfileId)
+    async assign(user: User, imageId: string, profileId: number | null) {
+      const image = await imageService.findOwned(user, imageId)
+      const embedProfileId = await assignable(user, profileId)
+      await run(setEmbedProfile(db, [image.id], embedProfileId))
       return { success: true as const, id: image.id, embed_profile_id: embedProfileId }
     },
 
     /** All or nothing: any id that is not one of the caller's images makes it a 404 naming them, and nothing changes. */
-    bulkAssign(user: User, imageIds: string[], profileId: number | null) {
+    async bulkAssign(user: User, imageIds: string[], profileId: number | null) {
       if (imageIds.length < 1 || imageIds.length > MAX_BULK_EMBED)
         throw badRequest(`image_ids must hold 1-${MAX_BULK_EMBED} ids`)
       const ids = [...new Set(imageIds)]
-      const embedProfileId = assignable(user, profileId)
-      return db.transaction((tx) => {
+      const embedProfileId = await assignable(user, profileId)
+      return transaction(db, function* (tx) {
         const wellFormed = ids.filter(isImageId)
-        const owned = new Set(wellFormed.length === 0 ? [] : ownedLiveIds(tx, user.id, wellFormed))
+        const owned = new Set(wellFormed.length === 0 ? [] : yield* ownedLiveIds(tx, user.id, wellFormed))
         const missing = ids.filter((id) => !owned.has(id))
         if (missing.length > 0) throw notFound(`Images not found: ${missing.join(', ')}`, { ids: missing })
-        setEmbedProfile(tx, ids, embedProfileId)
+        yield* setEmbedProfile(tx, ids, embedProfileId)
         return { success: true as const, updated: ids.length }
       })
     },

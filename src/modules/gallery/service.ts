@@ -1,6 +1,6 @@
 import type { SQL } from 'drizzle-orm'
 import type { Config } from '../../config'
-import type { Db } from '../../db/client'
+import { type Db, run } from '../../db/client'
 import { badRequest, notFound } from '../../errors'
 import { pageCount } from '../../http/pagination'
 import { iso } from '../../lib/time'
@@ -24,15 +24,14 @@ export interface Page {
 const WORD = /[\p{L}\p{N}\p{Co}][\p{L}\p{N}\p{Co}\p{M}]*/gu
 
 /**
- * Turns user text into an FTS5 MATCH expression that cannot carry FTS syntax: every word becomes a quoted string
- * (words hold only letters, digits and marks, so they never contain a quote) with a prefix star; the words are
- * joined by the implicit AND. Returns null when the text has no word at all.
+ * The words of user text, each matched as a prefix (the search conditions, `feeds.search`, take them as values: no
+ * user text is ever query syntax). Returns null when the text has no word at all.
  */
-export function searchExpression(q: string): string | null {
+export function searchWords(q: string): string[] | null {
   const words = q.match(WORD) ?? []
   if (words.length === 0) return null
   if (words.length > MAX_QUERY_WORDS) throw badRequest(`q may hold at most ${MAX_QUERY_WORDS} words`)
-  return words.map((w) => `"${w}"*`).join(' ')
+  return words
 }
 
 export type GalleryService = ReturnType<typeof createGalleryService>
@@ -51,13 +50,13 @@ export function createGalleryService(deps: { db: Db; config: Config }) {
   }
 
   /** One page of images matching `where` (users left-joined), newest first, with its totals. */
-  function feedPage(
+  async function feedPage(
     where: SQL | undefined,
     page: Page,
-    rowsOf: (page: Page) => FeedRow[] = (p) => feedRows(db, where, p),
+    rowsOf: (page: Page) => Promise<FeedRow[]> = (p) => feedRows(db, where, p),
   ) {
-    const total = feedTotal(db, where)
-    const rows = page.offset >= total ? [] : rowsOf(page)
+    const total = await feedTotal(db, where)
+    const rows = page.offset >= total ? [] : await rowsOf(page)
     return {
       success: true as const,
       images: rows.map(element),
@@ -78,18 +77,18 @@ export function createGalleryService(deps: { db: Db; config: Config }) {
       const text = (q ?? '').trim()
       if (!text) throw badRequest('q is required')
       if (text.length > MAX_QUERY_LENGTH) throw badRequest(`q must be at most ${MAX_QUERY_LENGTH} characters`)
-      const expression = searchExpression(text)
-      if (expression === null) throw badRequest('q must contain at least one letter or digit')
-      return feedPage(feeds.search(expression), page)
+      const words = searchWords(text)
+      if (words === null) throw badRequest('q must contain at least one letter or digit')
+      return feedPage(feeds.search(words), page)
     },
 
     /** A user's public profile: their public images, NSFW ones included (flagged), pending scans left out. */
-    profile(username: string, page: Page) {
+    async profile(username: string, page: Page) {
       // A name that no account can have is not looked up at all.
       if (!isUsername(username)) throw notFound('User not found')
-      const user = findUserByName(db, username)
+      const user = await run(findUserByName(db, username))
       if (!user || user.banned) throw notFound('User not found')
-      const result = feedPage(feeds.profile(user.id), page)
+      const result = await feedPage(feeds.profile(user.id), page)
       return {
         success: true as const,
         user: { username: user.username, createdAt: iso(user.createdAt), publicImages: result.total },

@@ -59,7 +59,14 @@ const listOrder = (query: { sort?: ImageListOrder['by']; order?: ImageListOrder[
   direction: query.order ?? 'desc',
 })
 
-const detailsAnswer = (images: ImageService, id: string) => ({ success: true as const, data: images.details(id) })
+/** At once from a cached entry (no await on the hot path), a promise when the database is asked. */
+function detailsAnswer<R>(images: ImageService, id: string, answer: (body: DetailsBody) => R): R | Promise<R> {
+  const data = images.details(id)
+  return data instanceof Promise
+    ? data.then((data) => answer({ success: true as const, data }))
+    : answer({ success: true as const, data })
+}
+type DetailsBody = { success: true; data: Awaited<ReturnType<ImageService['details']>> }
 
 const DETAILS_ROUTE = '/api/v1/image/:id'
 
@@ -74,7 +81,7 @@ export function imageDetailsRoutes(deps: {
 }) {
   const details = fastRoute(deps.observe, DETAILS_ROUTE, (request, server) => {
     deps.admit(request, server)
-    return jsonResponse(detailsAnswer(deps.images, request.params.id))
+    return detailsAnswer(deps.images, request.params.id, jsonResponse)
   })
   return { [DETAILS_ROUTE]: { GET: details, HEAD: details } }
 }
@@ -153,7 +160,7 @@ export function imagesModule(deps: {
           },
         },
       )
-      .get(DETAILS_ROUTE, ({ params }) => detailsAnswer(images, params.id), {
+      .get(DETAILS_ROUTE, ({ params }) => detailsAnswer(images, params.id, (body) => body), {
         params: ImageIdParams,
         response: { 200: ImageDetailsResponse, ...errors(404) },
         detail: { tags: ['Images'], summary: 'Image metadata (private images too, for whoever holds the id)' },

@@ -1,5 +1,5 @@
 import type { Config } from '../../config'
-import type { Db, Tx } from '../../db/client'
+import { type Db, run, type Step, type Tx, transaction } from '../../db/client'
 import type { User } from '../../db/schema'
 import { QuotaExceeded, RateLimited } from '../../errors'
 import { ipKey } from '../../http/client-ip'
@@ -69,14 +69,14 @@ export interface WindowState {
   resetSeconds: number
 }
 
-function currentWindow(db: Db | Tx, rule: WindowRule, now: number) {
-  const row = findWindow(db, rule.key)
+function* currentWindow(db: Db | Tx, rule: WindowRule, now: number) {
+  const row = yield* findWindow(db, rule.key)
   if (!row || row.windowStart.getTime() + rule.durationMs <= now) return { start: now, used: 0, fresh: true }
   return { start: row.windowStart.getTime(), used: row.used, fresh: false }
 }
 
-export function windowState(db: Db | Tx, rule: WindowRule, now: number): WindowState {
-  const w = currentWindow(db, rule, now)
+export function* windowState(db: Db | Tx, rule: WindowRule, now: number): Step<WindowState> {
+  const w = yield* currentWindow(db, rule, now)
   return {
     limit: rule.limit,
     used: w.used,
@@ -89,11 +89,10 @@ export function windowState(db: Db | Tx, rule: WindowRule, now: number): WindowS
 }
 
 /**
- * Refuses a batch of `files` that does not fit in what the window has left once `held` (files other admitted uploads
- * will count) is set aside.
+ * Refuses a batch of `files` that does not fit in what the window (in the state `state`) has left once `held` (files
+ * other admitted uploads will count) is set aside.
  */
-export function checkWindow(db: Db | Tx, rule: WindowRule, files: number, now: number, held = 0) {
-  const state = windowState(db, rule, now)
+function refuseOverWindow(rule: WindowRule, state: WindowState, files: number, held = 0) {
   if (rule.enforce && files + held > state.remaining) {
     const left = { ...state, remaining: Math.max(0, state.remaining - held) }
     throw new RateLimited(
@@ -105,33 +104,42 @@ export function checkWindow(db: Db | Tx, rule: WindowRule, files: number, now: n
       left,
     )
   }
+}
+
+/**
+ * Refuses a batch of `files` that does not fit in what the window has left once `held` (files other admitted uploads
+ * will count) is set aside.
+ */
+export function* checkWindow(db: Db | Tx, rule: WindowRule, files: number, now: number, held = 0): Step<WindowState> {
+  const state = yield* windowState(db, rule, now)
+  refuseOverWindow(rule, state, files, held)
   return state
 }
 
 /** Adds `delta` to the window's count (a new window starts when the last one ended); a count never goes below 0. */
-function countWindow(db: Db | Tx, rule: WindowRule, delta: number, now: number) {
-  const w = currentWindow(db, rule, now)
+function* countWindow(db: Db | Tx, rule: WindowRule, delta: number, now: number): Step<void> {
+  const w = yield* currentWindow(db, rule, now)
   // Taking back from a window that has already ended has nothing to undo.
   if (w.fresh && delta <= 0) return
   const used = Math.max(0, w.used + delta)
-  saveWindow(db, rule.key, new Date(w.start), used)
+  yield* saveWindow(db, rule.key, new Date(w.start), used)
 }
 
 /** Checks and counts a batch in one step; must run inside the transaction that stores the batch. */
-export function consumeWindow(tx: Tx, rule: WindowRule, files: number, now: number): WindowState {
-  checkWindow(tx, rule, files, now)
-  countWindow(tx, rule, files, now)
-  return windowState(tx, rule, now)
+export function* consumeWindow(tx: Tx, rule: WindowRule, files: number, now: number): Step<WindowState> {
+  yield* checkWindow(tx, rule, files, now)
+  yield* countWindow(tx, rule, files, now)
+  return yield* windowState(tx, rule, now)
 }
 
 /**
  * Counting attempts is bookkeeping: a database that cannot take the write (a full disk, a read-only file) must not
  * turn the answer into a failure. The check before it still holds what was counted so far.
  */
-function tally(db: Db, rules: WindowRule[], delta: number, now: number) {
+async function tally(db: Db, rules: WindowRule[], delta: number, now: number) {
   try {
-    db.transaction((t) => {
-      for (const rule of rules) countWindow(t, rule, delta, now)
+    await transaction(db, function* (t) {
+      for (const rule of rules) yield* countWindow(t, rule, delta, now)
     })
   } catch (error) {
     log.warn('could not count an attempt', { keys: rules.map((r) => r.key), error: String(error) })
@@ -140,22 +148,32 @@ function tally(db: Db, rules: WindowRule[], delta: number, now: number) {
 
 /**
  * An attempt that costs the server (a password to verify): refused (429) when any of its windows is used up,
- * otherwise counted in each before the work starts, so parallel attempts cannot all slip past the check.
+ * otherwise counted in each before the work starts, so parallel attempts cannot all slip past the check: the check
+ * and the count run in one transaction. A database that cannot take the count (see tally) still checks.
  */
-export function takeAttempt(db: Db, rules: WindowRule[], now: number) {
-  for (const rule of rules) checkWindow(db, rule, 1, now)
-  tally(db, rules, 1, now)
+export async function takeAttempt(db: Db, rules: WindowRule[], now: number) {
+  try {
+    await transaction(db, function* (t) {
+      for (const rule of rules) yield* checkWindow(t, rule, 1, now)
+      for (const rule of rules) yield* countWindow(t, rule, 1, now)
+    })
+  } catch (error) {
+    if (error instanceof RateLimited) throw error
+    // The count failed: the check alone, outside any write (its own failure is the answer's).
+    for (const rule of rules) await run(checkWindow(db, rule, 1, now))
+    log.warn('could not count an attempt', { keys: rules.map((r) => r.key), error: String(error) })
+  }
 }
 
 /** An attempt that turned out right was no failure: it comes off its windows again. */
-export function refundAttempt(db: Db, rules: WindowRule[], now: number) {
-  tally(db, rules, -1, now)
+export async function refundAttempt(db: Db, rules: WindowRule[], now: number) {
+  await tally(db, rules, -1, now)
 }
 
 /** Forgets a window (a successful login starts its account's count over). */
-export function clearWindows(db: Db, keys: string[]) {
+export async function clearWindows(db: Db, keys: string[]) {
   try {
-    deleteWindows(db, keys)
+    await deleteWindows(db, keys)
   } catch (error) {
     log.warn('could not clear a window', { keys, error: String(error) })
   }
@@ -166,24 +184,39 @@ export function clearWindows(db: Db, keys: string[]) {
  * hourly upload and report windows, the anonymous, refused-upload and password windows). Without it, every address,
  * login name and album ever counted would keep its row for good. Returns how many went.
  */
-export function sweepEndedWindows(db: Db, config: Config, now: number): number {
+export async function sweepEndedWindows(db: Db, config: Config, now: number): Promise<number> {
   const { anonymous, refused, guesses } = config.limits
   const longestMs = Math.max(
     HOUR_MS,
     Math.max(anonymous.windowSeconds, refused.windowSeconds, guesses.windowSeconds) * 1000,
   )
-  return deleteWindowsStartedBefore(db, now - longestMs)
+  return await deleteWindowsStartedBefore(db, now - longestMs)
+}
+
+/**
+ * Refuses a batch of `incomingBytes` that would take the owner past their storage limit, given `used` bytes stored
+ * and `held` bytes of admitted uploads set aside.
+ */
+function refuseOverQuota(policy: UploadPolicy, used: number, incomingBytes: number, held: number) {
+  if (policy.storageLimit === null) return
+  const counted = used + held
+  if (counted + incomingBytes > policy.storageLimit) {
+    throw new QuotaExceeded(
+      `Storage limit reached: ${sizeText(Math.max(0, policy.storageLimit - counted))} of ${sizeText(policy.storageLimit)} left`,
+    )
+  }
+}
+
+/** The bytes the policy's owner stores now, or null when no quota applies (anonymous, unlimited). */
+function* quotaUsed(db: Db | Tx, policy: UploadPolicy): Step<number | null> {
+  if (!policy.owner || policy.storageLimit === null) return null
+  return yield* storageUsed(db, { userId: policy.owner.id, now: Date.now() })
 }
 
 /** Refuses a batch that would take the owner past their storage limit, `held` bytes of admitted uploads set aside. */
-export function checkQuota(db: Db | Tx, policy: UploadPolicy, incomingBytes: number, held = 0) {
-  if (!policy.owner || policy.storageLimit === null) return
-  const used = storageUsed(db, { userId: policy.owner.id, now: Date.now() }) + held
-  if (used + incomingBytes > policy.storageLimit) {
-    throw new QuotaExceeded(
-      `Storage limit reached: ${sizeText(Math.max(0, policy.storageLimit - used))} of ${sizeText(policy.storageLimit)} left`,
-    )
-  }
+export function* checkQuota(db: Db | Tx, policy: UploadPolicy, incomingBytes: number, held = 0): Step<void> {
+  const used = yield* quotaUsed(db, policy)
+  if (used !== null) refuseOverQuota(policy, used, incomingBytes, held)
 }
 
 /** How long a client refused by the in-flight cap should wait: an upload takes about a second to process. */
@@ -195,7 +228,7 @@ export interface AdmittedUpload {
    * The body is read: `files` files of `bytes` bytes replace the one file held so far. Refuses (429, 413) before any
    * decoding what no longer fits beside what other admitted uploads hold.
    */
-  hold(files: number, bytes: number): void
+  hold(files: number, bytes: number): Promise<void>
   /** The batch is committed: the database counts it now, so it holds nothing more in memory. */
   committed(): void
   /** The request is over (stored, refused, failed or cut off); safe to call more than once. */
@@ -253,8 +286,21 @@ export function createUploadAdmission(db: Db, config: Config, now: () => number)
 
   const bytesHeld = (policy: UploadPolicy) => (policy.owner ? (heldBytes.get(policy.owner.id) ?? 0) : 0)
 
-  function checkRefused(policy: UploadPolicy, ip: string, at: number) {
-    for (const rule of refusedRules(policy, ip)) checkWindow(db, rule, 1, at)
+  /**
+   * What the database holds for an upload's checks, read in one step: the refused windows' states, the upload window's
+   * and (with `quota`) the bytes the owner stores. The checks themselves then run synchronously against the in-memory
+   * holds, so a check and the hold it allows never interleave with another upload's.
+   */
+  function* countsOf(policy: UploadPolicy, ip: string, at: number, quota: boolean) {
+    const refused: [WindowRule, WindowState][] = []
+    for (const rule of refusedRules(policy, ip)) refused.push([rule, yield* windowState(db, rule, at)])
+    const window = yield* windowState(db, policy.window, at)
+    const used = quota ? yield* quotaUsed(db, policy) : null
+    return { refused, window, used }
+  }
+
+  function refuseRefused(refused: [WindowRule, WindowState][]) {
+    for (const [rule, state] of refused) refuseOverWindow(rule, state, 1)
   }
 
   return {
@@ -262,17 +308,18 @@ export function createUploadAdmission(db: Db, config: Config, now: () => number)
      * Whether an upload of `bytes` could start now (a tus creation, which sends no data): the refused windows, the
      * upload window and the quota beside what admitted uploads hold. Holds nothing.
      */
-    check(policy: UploadPolicy, ip: string, bytes: number) {
-      const at = now()
-      checkRefused(policy, ip, at)
-      checkWindow(db, policy.window, 1, at, heldFiles.get(policy.window.key) ?? 0)
-      checkQuota(db, policy, bytes, bytesHeld(policy))
+    async check(policy: UploadPolicy, ip: string, bytes: number) {
+      const counts = await run(countsOf(policy, ip, now(), true))
+      refuseRefused(counts.refused)
+      refuseOverWindow(policy.window, counts.window, 1, heldFiles.get(policy.window.key) ?? 0)
+      if (counts.used !== null) refuseOverQuota(policy, counts.used, bytes, bytesHeld(policy))
     },
 
     /** Lets an upload start before its body is read (429 otherwise), holding one file of its window. */
-    admit(policy: UploadPolicy, ip: string): AdmittedUpload {
-      const at = now()
-      checkRefused(policy, ip, at)
+    async admit(policy: UploadPolicy, ip: string): Promise<AdmittedUpload> {
+      const counts = await run(countsOf(policy, ip, now(), false))
+      // Synchronous from here: the in-flight counts and holds are checked and taken in one step.
+      refuseRefused(counts.refused)
       const slots = slotsOf(policy, ip)
       for (const { key, cap, per } of slots) {
         if ((inFlight.get(key) ?? 0) >= cap) {
@@ -281,7 +328,7 @@ export function createUploadAdmission(db: Db, config: Config, now: () => number)
         }
       }
       const windowKey = policy.window.key
-      checkWindow(db, policy.window, 1, at, heldFiles.get(windowKey) ?? 0)
+      refuseOverWindow(policy.window, counts.window, 1, heldFiles.get(windowKey) ?? 0)
       for (const { key } of slots) add(inFlight, key, 1)
       let files = 1
       let bytes = 0
@@ -294,10 +341,17 @@ export function createUploadAdmission(db: Db, config: Config, now: () => number)
         bytes = 0
       }
       return {
-        hold(newFiles: number, newBytes: number) {
+        async hold(newFiles: number, newBytes: number) {
+          const [used, window] = await run(
+            (function* () {
+              return [yield* quotaUsed(db, policy), yield* windowState(db, policy.window, now())] as const
+            })(),
+          )
+          // Released while the counts were read (the request is over): nothing more to hold.
+          if (released) return
           // In the order of the transaction's own checks, so a batch is refused for the same reason either way.
-          checkQuota(db, policy, newBytes, bytesHeld(policy) - bytes)
-          checkWindow(db, policy.window, newFiles, now(), (heldFiles.get(windowKey) ?? 0) - files)
+          if (used !== null) refuseOverQuota(policy, used, newBytes, bytesHeld(policy) - bytes)
+          refuseOverWindow(policy.window, window, newFiles, (heldFiles.get(windowKey) ?? 0) - files)
           add(heldFiles, windowKey, newFiles - files)
           if (policy.owner) add(heldBytes, policy.owner.id, newBytes - bytes)
           files = newFiles
@@ -314,8 +368,8 @@ export function createUploadAdmission(db: Db, config: Config, now: () => number)
     },
 
     /** Counts a request whose files were refused after processing began (or were blocked), against its IP and account. */
-    refused(policy: UploadPolicy, ip: string) {
-      tally(db, refusedRules(policy, ip), 1, now())
+    async refused(policy: UploadPolicy, ip: string) {
+      await tally(db, refusedRules(policy, ip), 1, now())
     },
   }
 }

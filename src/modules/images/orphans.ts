@@ -11,10 +11,10 @@ import { storedImages } from './repository'
  */
 export async function sweepOrphans(db: Db, storage: Storage, tmpDir: string, opts: SweepOptions = {}) {
   const known = new Set<string>()
-  for (const row of storedImages(db)) {
+  for (const row of await storedImages(db)) {
     known.add(originalKey(row.id, row.ext))
     known.add(thumbnailKey(row.id))
   }
-  for (const key of storedVariantKeys(db)) known.add(key)
+  for (const key of await storedVariantKeys(db)) known.add(key)
   return removeStrayFiles(storage, tmpDir, known, opts)
 }

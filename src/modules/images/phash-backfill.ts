@@ -56,7 +56,7 @@ export function createPhashBackfill(deps: PhashBackfillDeps, opts: PhashBackfill
 
   async function batch(): Promise<BackfillCounts> {
     const counts: BackfillCounts = { hashed: 0, plain: 0, failed: 0 }
-    for (const image of phashTodo(deps.db, batchSize, afterId)) {
+    for (const image of await phashTodo(deps.db, batchSize, afterId)) {
       if (stopped) break
       afterId = image.id
       let phash: string | null
@@ -67,9 +67,10 @@ export function createPhashBackfill(deps: PhashBackfillDeps, opts: PhashBackfill
         log.warn('phash backfill: cannot hash image', { id: image.id, error: String(error) })
         continue
       }
-      // Checked right before the synchronous write: after stop() the database may be closed.
+      // Checked right before the write: after stop() no write starts (stop() waits for this batch, then the database
+      // may be closed).
       if (stopped) break
-      recordPhash(deps.db, image.id, phash)
+      await recordPhash(deps.db, image.id, phash)
       if (phash) counts.hashed++
       else counts.plain++
     }

@@ -1,6 +1,8 @@
 import { and, asc, count, desc, eq, gt, inArray, isNotNull, isNull, lte, or, type SQL, sql } from 'drizzle-orm'
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core'
-import type { Db, Tx } from '../../db/client'
+import { type Db, prepared, q, rawRows, type Step, type Tx } from '../../db/client'
+import { engine } from '../../db/engine'
+import { insertionOrder } from '../../db/order'
 import { type EmbedProfile, type Image, images, uploadWindows } from '../../db/schema'
 import { iso } from '../../lib/time'
 import { membership } from '../albums/repository'
@@ -9,6 +11,7 @@ import { profiles } from '../embeds/repository'
 import { imageLinks, type LinkBase } from './links'
 import { liveImage } from './live'
 import type { IMAGE_SORTS } from './model'
+import { pgSearchMatch } from './search-pg'
 
 /**
  * Every query of the images table (and of the upload windows, which images owns). Other features call these and never
@@ -72,17 +75,20 @@ const sortColumns = { date: images.createdAt, size: images.size, views: images.v
 // (building the query per call cost ~60-90 us, most of a /cdn request's budget: bench/README.md).
 const liveById = () => and(eq(images.id, sql.placeholder('id')), liveImage(sql.placeholder('now') as unknown as number))
 
-/** The live image with an id at a time, as a prepared statement: `.get({ id, now })`. */
-export const prepareFindLive = (db: Db) => db.select().from(images).where(liveById()).prepare()
+/** The live image with an id at a time, prepared once: `await findLive({ id, now })`. */
+export function prepareFindLive(db: Db) {
+  const statement = prepared('find_live', db.select().from(images).where(liveById()))
+  return async (values: { id: string; now: number }): Promise<Image | undefined> => (await statement.execute(values))[0]
+}
 
 /**
- * What the hot read routes show of a live image, and its rowid, which the cache's invalidation keys on, as a prepared
- * statement: `.get({ id, now })`.
+ * What the hot read routes show of a live image, and its rowid, which the cache's invalidation keys on, prepared once:
+ * `await findLiveRow({ id, now })`.
  */
-export const prepareFindLiveRow = (db: Db) =>
-  db
+export function prepareFindLiveRow(db: Db) {
+  const query = db
     .select({
-      rowid: sql<number>`rowid`,
+      rowid: insertionOrder(images),
       id: images.id,
       ext: images.ext,
       mime: images.mime,
@@ -92,29 +98,35 @@ export const prepareFindLiveRow = (db: Db) =>
       views: images.views,
       visibility: images.visibility,
       nsfw: images.nsfw,
-      createdAt: sql<number>`${images.createdAt}`,
-      expiresAt: sql<number | null>`${images.expiresAt}`,
+      // Epoch milliseconds as stored (a bigint, which PostgreSQL's client reads as a string).
+      createdAt: sql<number>`${images.createdAt}`.mapWith(Number),
+      expiresAt: sql<number | null>`${images.expiresAt}`.mapWith(Number),
     })
     .from(images)
     .where(liveById())
-    .prepare()
+  const statement = prepared('find_live_row', query)
+  return async (values: { id: string; now: number }) => (await statement.execute(values))[0]
+}
 
 /** Adds `n` views to an image: `.run(n, id)`. Raw SQL, prepared once: the flush writes hundreds per transaction. */
 export const prepareAddViews = (db: Db) => db.$client.prepare('UPDATE images SET views = views + ?1 WHERE id = ?2')
 
 /** Any row with this id, live or expired-but-not-yet-swept. */
-export const anyImage = (db: Db | Tx, id: string): Image | undefined =>
-  db.select().from(images).where(eq(images.id, id)).get()
-
-export function insertImages(tx: Tx, rows: (typeof images.$inferInsert)[]): Image[] {
-  return tx.insert(images).values(rows).returning().all()
+export function* anyImage(db: Db | Tx, id: string): Step<Image | undefined> {
+  return (yield* q(db.select().from(images).where(eq(images.id, id))))[0]
 }
 
-export const updateImage = (db: Db | Tx, id: string, set: Partial<Image>): Image =>
-  db.update(images).set(set).where(eq(images.id, id)).returning().get()!
+export function* insertImages(tx: Tx, rows: (typeof images.$inferInsert)[]): Step<Image[]> {
+  return yield* q(tx.insert(images).values(rows).returning())
+}
 
-export const deleteImage = (tx: Tx, id: string): Image | undefined =>
-  tx.delete(images).where(eq(images.id, id)).returning().get()
+export function* updateImage(db: Db | Tx, id: string, set: Partial<Image>): Step<Image> {
+  return (yield* q(db.update(images).set(set).where(eq(images.id, id)).returning()))[0]!
+}
+
+export function* deleteImage(tx: Tx, id: string): Step<Image | undefined> {
+  return (yield* q(tx.delete(images).where(eq(images.id, id)).returning()))[0]
+}
 
 /** What the reports repository joins of an image: the image while live, by id, and its owner's id. */
 export const liveImageJoin = {
@@ -124,55 +136,64 @@ export const liveImageJoin = {
 }
 
 /** Which of `ids` are live images of the user. */
-export const ownedLiveIds = (db: Db | Tx, userId: number, ids: string[]): string[] =>
-  db
-    .select({ id: images.id })
-    .from(images)
-    .where(and(inArray(images.id, ids), eq(images.userId, userId), liveImage()))
-    .all()
-    .map((r) => r.id)
+export function* ownedLiveIds(db: Db | Tx, userId: number, ids: string[]): Step<string[]> {
+  return (yield* q(
+    db
+      .select({ id: images.id })
+      .from(images)
+      .where(and(inArray(images.id, ids), eq(images.userId, userId), liveImage())),
+  )).map((r) => r.id)
+}
 
 /** The id of a live image of the user whose bytes as sent had this SHA-256 (the folder import's "already there"). */
-export const ownedImageWithHash = (db: Db | Tx, userId: number, sha256: string): string | undefined =>
-  db
-    .select({ id: images.id })
-    .from(images)
-    .where(and(eq(images.sha256, sha256), eq(images.userId, userId), liveImage()))
-    .get()?.id
+export function* ownedImageWithHash(db: Db | Tx, userId: number, sha256: string): Step<string | undefined> {
+  return (yield* q(
+    db
+      .select({ id: images.id })
+      .from(images)
+      .where(and(eq(images.sha256, sha256), eq(images.userId, userId), liveImage())),
+  ))[0]?.id
+}
 
 /** The id of a live image of the user with this perceptual hash (an upload's `duplicateOf`), the oldest first. */
-export const ownedImageWithPhash = (db: Db | Tx, userId: number, phash: string): string | undefined =>
-  db
-    .select({ id: images.id })
-    .from(images)
-    .where(and(eq(images.userId, userId), eq(images.phash, phash), liveImage()))
-    .orderBy(images.createdAt)
-    .get()?.id
+export function* ownedImageWithPhash(db: Db | Tx, userId: number, phash: string): Step<string | undefined> {
+  return (yield* q(
+    db
+      .select({ id: images.id })
+      .from(images)
+      .where(and(eq(images.userId, userId), eq(images.phash, phash), liveImage()))
+      .orderBy(images.createdAt),
+  ))[0]?.id
+}
 
 /** Sets the embed profile (null: the default embed) of these images. */
-export const setEmbedProfile = (db: Db | Tx, ids: string[], embedProfileId: number | null) =>
-  db.update(images).set({ embedProfileId }).where(inArray(images.id, ids)).run()
+export function* setEmbedProfile(db: Db | Tx, ids: string[], embedProfileId: number | null) {
+  return yield* q(db.update(images).set({ embedProfileId }).where(inArray(images.id, ids)))
+}
 
 /**
  * A live image at `now` with its owner's name and ban and its embed profile, in one query: everything a viewer page
  * or an oEmbed answer needs.
  */
-export const imagePageRow = (
+export const imagePageRow = async (
   db: Db,
   id: string,
   now: number,
-): { image: Image; username: string | null; banned: boolean | null; profile: EmbedProfile | null } | undefined =>
-  db
-    .select({ image: images, username: accounts.username, banned: accounts.banned, profile: profiles.table })
-    .from(images)
-    .leftJoin(accounts.table, eq(accounts.id, images.userId))
-    .leftJoin(profiles.table, eq(profiles.id, images.embedProfileId))
-    .where(and(eq(images.id, id), liveImage(now)))
-    .get()
+): Promise<
+  { image: Image; username: string | null; banned: boolean | null; profile: EmbedProfile | null } | undefined
+> =>
+  (
+    await db
+      .select({ image: images, username: accounts.username, banned: accounts.banned, profile: profiles.table })
+      .from(images)
+      .leftJoin(accounts.table, eq(accounts.id, images.userId))
+      .leftJoin(profiles.table, eq(profiles.id, images.embedProfileId))
+      .where(and(eq(images.id, id), liveImage(now)))
+  )[0]
 
 /** Original filenames by image id. */
-export function filenamesOf(db: Db, ids: string[]): Map<string, string> {
-  const rows = db.select({ id: images.id, filename: images.filename }).from(images).where(inArray(images.id, ids)).all()
+export async function filenamesOf(db: Db, ids: string[]): Promise<Map<string, string>> {
+  const rows = await db.select({ id: images.id, filename: images.filename }).from(images).where(inArray(images.id, ids))
   return new Map(rows.map((r) => [r.id, r.filename]))
 }
 
@@ -184,11 +205,11 @@ export function dueToExpire(db: Db, at: number, limit: number) {
     .where(and(isNotNull(images.expiresAt), lte(images.expiresAt, new Date(at))))
     .orderBy(asc(images.expiresAt))
     .limit(limit)
-    .all()
+    .then((rows) => rows)
 }
 
 /** Every row's id and extension: what the files of the store should be. */
-export const storedImages = (db: Db) => db.select({ id: images.id, ext: images.ext }).from(images).all()
+export const storedImages = async (db: Db) => await db.select({ id: images.id, ext: images.ext }).from(images)
 
 /** Live images whose upload-time scan gave no verdict, oldest first. */
 export function pendingScans(db: Db) {
@@ -197,36 +218,35 @@ export function pendingScans(db: Db) {
     .from(images)
     .where(and(eq(images.scanStatus, 'pending'), liveImage()))
     .orderBy(asc(images.createdAt))
-    .all()
+    .then((rows) => rows)
 }
 
 /**
  * Up to `limit` live images with no perceptual hash that were never tried (rows stored before migration 0008), by id
  * after `afterId` (a cursor: a run passes each row once, even one whose original cannot be read).
  */
-export const phashTodo = (db: Db, limit: number, afterId: string) =>
-  db
+export const phashTodo = async (db: Db, limit: number, afterId: string) =>
+  await db
     .select({ id: images.id, ext: images.ext })
     .from(images)
     .where(and(isNull(images.phash), eq(images.phashTried, false), gt(images.id, afterId), liveImage()))
     .orderBy(asc(images.id))
     .limit(limit)
-    .all()
 
 /** Stores what the backfill got for an image: its hash, or null (too plain), and that it was tried. */
-export function recordPhash(db: Db, id: string, phash: string | null) {
-  db.update(images)
+export async function recordPhash(db: Db, id: string, phash: string | null) {
+  await db
+    .update(images)
     .set({ phash, phashTried: true })
     .where(and(eq(images.id, id), isNull(images.phash)))
-    .run()
 }
 
 /** Only a still-pending row changes; a user's own NSFW flag is never cleared. */
-export function recordScan(db: Db, id: string, mature: boolean) {
-  db.update(images)
+export async function recordScan(db: Db, id: string, mature: boolean) {
+  await db
+    .update(images)
     .set(mature ? { nsfw: true, scanStatus: 'done' } : { scanStatus: 'done' })
     .where(and(eq(images.id, id), eq(images.scanStatus, 'pending')))
-    .run()
 }
 
 const ownedWhere = (userId: number, now: number, filter: ImageListFilter = {}) =>
@@ -240,12 +260,16 @@ const ownedWhere = (userId: number, now: number, filter: ImageListFilter = {}) =
   )
 
 /** How many live images the user owns (narrowed by `filter`). */
-export const countOwned = (db: Db | Tx, userId: number, now: number, filter?: ImageListFilter) =>
-  db
-    .select({ n: count() })
-    .from(images)
-    .where(ownedWhere(userId, now, filter))
-    .get()?.n ?? 0
+export function* countOwned(db: Db | Tx, userId: number, now: number, filter?: ImageListFilter) {
+  return (
+    (yield* q(
+      db
+        .select({ n: count() })
+        .from(images)
+        .where(ownedWhere(userId, now, filter)),
+    ))[0]?.n ?? 0
+  )
+}
 
 /** One page of the user's live images (narrowed by `filter`), newest first unless `order` says otherwise. */
 export function ownedPage(
@@ -263,27 +287,27 @@ export function ownedPage(
       .from(images)
       .where(ownedWhere(userId, now, filter))
       // Ties (same size, same views) keep the upload order, so pages never overlap.
-      .orderBy(direction(sortColumns[order.by]), direction(sql`rowid`))
+      .orderBy(direction(sortColumns[order.by]), direction(insertionOrder(images)))
       .limit(page.limit)
       .offset(page.offset)
-      .all()
+      .then((rows) => rows)
   )
 }
 
-const bytesStored = sql<number>`coalesce(sum(${images.size}), 0)`
+const bytesStored = sql<number>`coalesce(sum(${images.size}), 0)`.mapWith(Number)
 
 /**
  * Bytes stored: of one owner's live images (what their quota counts: an expired image stops counting at once, before
  * the sweeper removes it), or of every row when no owner is given (the metrics).
  */
-export function storageUsed(db: Db | Tx, owner?: { userId: number; now: number }): number {
-  return (
+export function* storageUsed(db: Db | Tx, owner?: { userId: number; now: number }): Step<number> {
+  const [row] = yield* q(
     db
       .select({ used: bytesStored })
       .from(images)
-      .where(owner && and(eq(images.userId, owner.userId), liveImage(owner.now)))
-      .get()?.used ?? 0
+      .where(owner && and(eq(images.userId, owner.userId), liveImage(owner.now))),
   )
+  return Number(row?.used ?? 0)
 }
 
 /**
@@ -294,94 +318,66 @@ export function storageUsed(db: Db | Tx, owner?: { userId: number; now: number }
 export function liveTotalsOf(ownerId: SQL, now: number) {
   const owned = sql`${images}.${sql.identifier(images.userId.name)} = ${ownerId} and ${liveImage(now)}`
   return {
-    totalImages: sql<number>`(select count(*) from ${images} where ${owned})`,
-    storageUsed: sql<number>`(select ${bytesStored} from ${images} where ${owned})`,
+    totalImages: sql<number>`(select count(*) from ${images} where ${owned})`.mapWith(Number),
+    storageUsed: sql<number>`(select ${bytesStored} from ${images} where ${owned})`.mapWith(Number),
   }
 }
 
-/**
- * The upload windows' statements, prepared once per connection: an upload reads its window five times and writes it
- * once, and building and preparing each query anew cost ~50 us a call against ~4 us (bench/README.md). Keyed by the
- * drizzle session, which a transaction shares with its database (the same connection), so they run inside it.
- */
-const windowStatements = new WeakMap<object, ReturnType<typeof prepareWindowStatements>>()
-const prepareWindowStatements = (db: Db | Tx) => ({
-  find: db
-    .select()
-    .from(uploadWindows)
-    .where(eq(uploadWindows.key, sql.placeholder('key')))
-    .prepare(),
-  save: db
-    .insert(uploadWindows)
-    .values({ key: sql.placeholder('key'), windowStart: sql.placeholder('windowStart'), used: sql.placeholder('used') })
-    .onConflictDoUpdate({
-      target: uploadWindows.key,
-      set: { windowStart: sql`excluded.window_start`, used: sql`excluded.used` },
-    })
-    .prepare(),
-})
-function windowStatementsOf(db: Db | Tx) {
-  // drizzle keeps the session on an internal field; a transaction's is its database's.
-  const session = (db as unknown as { session: object }).session
-  const known = windowStatements.get(session)
-  if (known) return known
-  const statements = prepareWindowStatements(db)
-  windowStatements.set(session, statements)
-  return statements
-}
-
 /** An upload window's row. */
-export const findWindow = (db: Db | Tx, key: string) => windowStatementsOf(db).find.get({ key })
-
-export function saveWindow(db: Db | Tx, key: string, windowStart: Date, used: number) {
-  windowStatementsOf(db).save.run({ key, windowStart, used })
+export function* findWindow(db: Db | Tx, key: string) {
+  return (yield* q(db.select().from(uploadWindows).where(eq(uploadWindows.key, key))))[0]
 }
 
-export const deleteWindows = (db: Db, keys: string[]) =>
-  db.delete(uploadWindows).where(inArray(uploadWindows.key, keys)).run()
+export function* saveWindow(db: Db | Tx, key: string, windowStart: Date, used: number): Step<void> {
+  yield* q(
+    db
+      .insert(uploadWindows)
+      .values({ key, windowStart, used })
+      .onConflictDoUpdate({ target: uploadWindows.key, set: { windowStart, used } }),
+  )
+}
+
+export const deleteWindows = async (db: Db, keys: string[]) =>
+  await db.delete(uploadWindows).where(inArray(uploadWindows.key, keys))
 
 /** Removes the windows that started before `startedBefore`; returns how many went. */
-export const deleteWindowsStartedBefore = (db: Db, startedBefore: number): number =>
-  db
-    .delete(uploadWindows)
-    .where(lte(uploadWindows.windowStart, new Date(startedBefore)))
-    .returning({ key: uploadWindows.key })
-    .all().length
+export const deleteWindowsStartedBefore = async (db: Db, startedBefore: number): Promise<number> =>
+  (
+    await db
+      .delete(uploadWindows)
+      .where(lte(uploadWindows.windowStart, new Date(startedBefore)))
+      .returning({ key: uploadWindows.key })
+  ).length
 
 /** An album's live images as `audience` may see them (the owner all, others only public ones). */
 const inAlbum = (albumId: string, audience: 'owner' | 'public'): SQL =>
   and(membership.of(albumId), liveImage(), audience === 'owner' ? undefined : eq(images.visibility, 'public'))!
 
 /** Images of an album, the most recently added first. */
-export function albumImagesOf(db: Db, albumId: string, audience: 'owner' | 'public'): Image[] {
-  return db
+export async function albumImagesOf(db: Db, albumId: string, audience: 'owner' | 'public'): Promise<Image[]> {
+  const rows = await db
     .select({ image: images })
     .from(membership.table)
     .innerJoin(images, eq(images.id, membership.imageId))
     .where(inAlbum(albumId, audience))
     .orderBy(...membership.newestAddedFirst)
-    .all()
-    .map((r) => r.image)
+  return rows.map((r) => r.image)
 }
 
 /** How many images of an album the audience sees, and the most recently added one (the cover). */
-export function albumStats(db: Db, albumId: string, audience: 'owner' | 'public') {
+export async function albumStats(db: Db, albumId: string, audience: 'owner' | 'public') {
   const where = inAlbum(albumId, audience)
-  const imageCount =
+  const [[counted], [cover]] = await Promise.all([
+    db.select({ n: count() }).from(membership.table).innerJoin(images, eq(images.id, membership.imageId)).where(where),
     db
-      .select({ n: count() })
+      .select({ id: images.id, ext: images.ext })
       .from(membership.table)
       .innerJoin(images, eq(images.id, membership.imageId))
       .where(where)
-      .get()?.n ?? 0
-  const cover = db
-    .select({ id: images.id, ext: images.ext })
-    .from(membership.table)
-    .innerJoin(images, eq(images.id, membership.imageId))
-    .where(where)
-    .orderBy(...membership.newestAddedFirst)
-    .get()
-  return { imageCount, cover }
+      .orderBy(...membership.newestAddedFirst)
+      .limit(1),
+  ])
+  return { imageCount: counted?.n ?? 0, cover }
 }
 
 /** Scan states a feed may show: no scan needed, or scanned. 'pending' images stay hidden until a rescan decides. */
@@ -401,20 +397,23 @@ const feedVisible = (scan: SQL = scanShown()) =>
     or(isNull(images.userId), eq(accounts.banned, false)),
   )
 
+/**
+ * SQLite's search condition: each word a quoted string (words hold only letters, digits and marks, so never a quote:
+ * no FTS syntax gets in) with a prefix star, joined by FTS5's implicit AND.
+ */
+const ftsMatch = (words: string[]) =>
+  sql`${images.id} IN (
+    SELECT d.image_id FROM image_search JOIN search_docs d ON d.docid = image_search.rowid
+    WHERE image_search MATCH ${words.map((w) => `"${w}"*`).join(' ')})`
+
 /** The feeds' conditions (each query of a feed left-joins the owner's account). */
 export const feeds = {
   gallery: () => feedVisible(),
   /**
-   * Gallery images whose filename, or the title of a public album holding them, matches the FTS5 expression. Each
-   * document is one filename or one public album title (see migration 0001_search_fts).
+   * Gallery images with one search document (a filename, or the title of a public album holding them) that has every
+   * word of `words` as a prefix of one of its words: FTS5 on SQLite (migration 0001_search_fts), tsvector on PostgreSQL.
    */
-  search: (expression: string) =>
-    and(
-      feedVisible(),
-      sql`${images.id} IN (
-        SELECT d.image_id FROM image_search JOIN search_docs d ON d.docid = image_search.rowid
-        WHERE image_search MATCH ${expression})`,
-    ),
+  search: (words: string[]) => and(feedVisible(), engine === 'pg' ? pgSearchMatch(words) : ftsMatch(words)),
   /** A user's public images, NSFW ones included (flagged), pending scans left out. */
   profile: (userId: number) =>
     and(eq(images.userId, userId), eq(images.visibility, 'public'), scanShown(), liveImage()),
@@ -423,15 +422,16 @@ export const feeds = {
 /** A feed's image and its owner's name (null for anonymous uploads). */
 export type FeedRow = { image: Image; username: string | null }
 
-const newestFirst = [desc(images.createdAt), desc(sql`${images}.rowid`)]
+const newestFirst = [desc(images.createdAt), desc(insertionOrder(images))]
 
 /** How many images a feed holds. */
-export const feedTotal = (db: Db, where: SQL | undefined) =>
-  db.select({ n: count() }).from(images).leftJoin(accounts.table, eq(accounts.id, images.userId)).where(where).get()
-    ?.n ?? 0
+export const feedTotal = async (db: Db, where: SQL | undefined) =>
+  (
+    await db.select({ n: count() }).from(images).leftJoin(accounts.table, eq(accounts.id, images.userId)).where(where)
+  )[0]?.n ?? 0
 
 /** The rows of one page matching `where` (users left-joined), newest first. */
-export function feedRows(db: Db, where: SQL | undefined, page: { limit: number; offset: number }): FeedRow[] {
+export function feedRows(db: Db, where: SQL | undefined, page: { limit: number; offset: number }): Promise<FeedRow[]> {
   return db
     .select({ image: images, username: accounts.username })
     .from(images)
@@ -440,7 +440,7 @@ export function feedRows(db: Db, where: SQL | undefined, page: { limit: number; 
     .orderBy(...newestFirst)
     .limit(page.limit)
     .offset(page.offset)
-    .all()
+    .then((rows) => rows)
 }
 
 /**
@@ -448,28 +448,28 @@ export function feedRows(db: Db, where: SQL | undefined, page: { limit: number; 
  * created_at) yields each shown scan state newest first, so each state is walked only as deep as the page reaches
  * and the two runs are merged. A plain ORDER BY over `scan_status IN (...)` sorts every public image on each request.
  */
-export function galleryRows(db: Db, page: { limit: number; offset: number }): FeedRow[] {
+export async function galleryRows(db: Db, page: { limit: number; offset: number }): Promise<FeedRow[]> {
   const run = (state: (typeof SHOWN)[number]) =>
     db
-      .select({ id: images.id, created_at: images.createdAt, rid: sql<number>`${images}.rowid`.as('rid') })
+      .select({ id: images.id, created_at: images.createdAt, rid: insertionOrder(images).as('rid') })
       .from(images)
       .leftJoin(accounts.table, eq(accounts.id, images.userId))
       .where(feedVisible(eq(images.scanStatus, state)))
       .orderBy(...newestFirst)
       .limit(page.offset + page.limit)
-  const ids = db
-    .all<{ id: string }>(
+  const ids = (
+    await rawRows<{ id: string }>(
+      db,
       sql`SELECT id FROM (SELECT * FROM (${run('none')}) UNION ALL SELECT * FROM (${run('done')}))
           ORDER BY created_at DESC, rid DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
     )
-    .map((r) => r.id)
+  ).map((r) => r.id)
   if (ids.length === 0) return []
-  const rows = db
+  const rows = await db
     .select({ image: images, username: accounts.username })
     .from(images)
     .leftJoin(accounts.table, eq(accounts.id, images.userId))
     .where(inArray(images.id, ids))
-    .all()
   const byId = new Map(rows.map((r) => [r.image.id, r]))
   return ids.flatMap((id) => byId.get(id) ?? [])
 }

@@ -1,5 +1,5 @@
 import type { Config } from '../../config'
-import type { Db, Tx } from '../../db/client'
+import { type Db, run, type Step, type Tx, transaction } from '../../db/client'
 import type { Image, User } from '../../db/schema'
 import { badRequest, notFound } from '../../errors'
 import { FILENAME_MAX } from '../../http/multipart'
@@ -12,7 +12,7 @@ import { type ImageEvents, noImageEvents } from './events'
 import { checkExpiryBound, expiryDate, parseExpiry } from './expiry'
 import { accountPolicy, windowState } from './limits'
 import { deletePageUrl, imageLinks, type LinkBase } from './links'
-import { createLiveImageCache } from './live-cache'
+import { createLiveImageCache, type LiveImage } from './live-cache'
 import { IMAGE_SHAPES, isImageId } from './model'
 import {
   countOwned,
@@ -57,9 +57,9 @@ export function createImageService(deps: {
   const findLive = prepareFindLive(db)
 
   /** Finds a live image by id; malformed ids are refused before any lookup. */
-  function find(id: string): Image | undefined {
+  async function find(id: string): Promise<Image | undefined> {
     if (!isImageId(id)) return undefined
-    return findLive.get({ id, now: now() })
+    return await findLive({ id, now: now() })
   }
 
   // Only read on a cache miss (and by details() of an image the cache dropped).
@@ -84,19 +84,25 @@ export function createImageService(deps: {
   // Malformed ids are refused before any lookup.
   const liveCache = createLiveImageCache(
     {
-      lookup: (id) => (isImageId(id) ? findLiveRow.get({ id, now: now() }) : undefined),
+      lookup: async (id) => (isImageId(id) ? await findLiveRow({ id, now: now() }) : undefined),
       onRowChange: (listener) => rowListeners.push(listener),
     },
     undefined,
     now,
   )
 
+  function detailsOf(image: LiveImage | undefined) {
+    if (!image) throw notFound('Image not found')
+    return pickImage(imageFields(base, image, image.views + (pendingViews.get(image.id) ?? 0)), IMAGE_SHAPES.details)
+  }
+  type ImageDetails = ReturnType<typeof detailsOf>
+
   /** Whether `token` is the image's delete token (compared by hash, in constant time). */
   const holdsDeleteToken = (image: Image, token: string | null) =>
     Boolean(image.deleteTokenHash && token && safeEqual(image.deleteTokenHash, sha256Hex(token)))
 
-  function findOwned(user: User, id: string): Image {
-    const image = find(id)
+  async function findOwned(user: User, id: string): Promise<Image> {
+    const image = await find(id)
     if (!image || image.userId !== user.id) throw notFound('Image not found')
     return image
   }
@@ -114,10 +120,10 @@ export function createImageService(deps: {
    * Row first, files second: a crash in between leaves only orphan files, which the startup sweep removes.
    * `within` runs in the transaction that deletes the row (other writes that must happen with the removal, or not at all).
    */
-  async function remove(image: Pick<Image, 'id' | 'ext'>, within?: (tx: Tx) => void) {
-    const deleted = db.transaction((tx) => {
-      within?.(tx)
-      return deleteImage(tx, image.id)
+  async function remove(image: Pick<Image, 'id' | 'ext'>, within?: (tx: Tx) => Step<unknown>) {
+    const deleted = await transaction(db, function* (tx) {
+      if (within) yield* within(tx)
+      return yield* deleteImage(tx, image.id)
     })
     pendingViews.delete(image.id)
     await removeFiles(image)
@@ -134,7 +140,7 @@ export function createImageService(deps: {
     sweeping ??= (async () => {
       let removed = 0
       for (;;) {
-        const due = dueToExpire(db, at, SWEEP_CHUNK)
+        const due = await dueToExpire(db, at, SWEEP_CHUNK)
         for (const image of due) {
           await remove(image)
           removed++
@@ -222,8 +228,8 @@ export function createImageService(deps: {
      * What a delete page link opens: the live image its token may delete, `gone` when no live image has the id
      * (deleted, perhaps by this very link, or expired) and `wrong` when the token is not the image's.
      */
-    deletableBy(id: string, token: string): Image | 'gone' | 'wrong' {
-      const image = find(id)
+    async deletableBy(id: string, token: string): Promise<Image | 'gone' | 'wrong'> {
+      const image = await find(id)
       if (!image) return 'gone'
       return holdsDeleteToken(image, token) ? image : 'wrong'
     },
@@ -232,18 +238,20 @@ export function createImageService(deps: {
     /** Live images by id, from memory when recently read (see live-cache.ts): the hot read routes look up here. */
     liveCache,
 
-    /** The metadata answer of a live image (GET /api/v1/image/:id); 404 for anything else. */
-    details(id: string) {
-      const image = liveCache.get(id)
-      if (!image) throw notFound('Image not found')
-      return pickImage(imageFields(base, image, image.views + (pendingViews.get(image.id) ?? 0)), IMAGE_SHAPES.details)
+    /**
+     * The metadata answer of a live image (GET /api/v1/image/:id); 404 for anything else. At once from a cached entry,
+     * a promise when the database is asked: await it either way.
+     */
+    details(id: string): ImageDetails | Promise<ImageDetails> {
+      const found = liveCache.get(id)
+      return found instanceof Promise ? found.then(detailsOf) : detailsOf(found)
     },
 
     /**
      * `expires`: seconds or an ISO 8601 duration from now, or null to never expire. `filename`: the name shown for
      * the image (titles, alt texts, search), within the bound of an uploaded file's name; surrounding spaces dropped.
      */
-    patch(
+    async patch(
       user: User,
       id: string,
       changes: { visibility?: string; nsfw?: boolean; expires?: string | number | null; filename?: string },
@@ -267,19 +275,19 @@ export function createImageService(deps: {
         changes.expires === undefined || changes.expires === null
           ? changes.expires
           : checkExpiryBound(parseExpiry(changes.expires), config.expiry.maxSeconds)
-      const image = findOwned(user, id)
+      const image = await findOwned(user, id)
       const set: Partial<Image> = {}
       if (changes.visibility !== undefined) set.visibility = changes.visibility as Image['visibility']
       if (changes.nsfw !== undefined) set.nsfw = changes.nsfw
       if (expiresIn !== undefined) set.expiresAt = expiryDate(expiresIn, now())
       if (filename !== undefined) set.filename = filename
-      const updated = updateImage(db, image.id, set)
+      const updated = await run(updateImage(db, image.id, set))
       return { success: true as const, ...pickImage(fields(updated), IMAGE_SHAPES.patched) }
     },
 
     /** Deletes by the owner's key, or by the upload's delete token; anything else is 404. */
     async deleteBy(caller: { user: User | null; deleteToken: string | null }, id: string) {
-      const image = find(id)
+      const image = await find(id)
       const ownerMatches = image && caller.user && image.userId === caller.user.id
       if (!image || !(ownerMatches || holdsDeleteToken(image, caller.deleteToken))) throw notFound('Image not found')
       await remove(image)
@@ -289,7 +297,7 @@ export function createImageService(deps: {
      * The caller's images, newest first unless `order` says otherwise, narrowed by a part of the filename (`filter.name`,
      * no longer than a filename can be) and, on the dashboard (JWT), by visibility and NSFW flag.
      */
-    list(
+    async list(
       user: User,
       page: { page: number; limit: number; offset: number },
       filter: ImageListFilter = {},
@@ -299,8 +307,8 @@ export function createImageService(deps: {
         throw badRequest(`q must be at most ${FILENAME_MAX} characters`)
       }
       const at = now()
-      const total = countOwned(db, user.id, at, filter)
-      const rows = ownedPage(db, user.id, at, filter, page, order)
+      const total = await run(countOwned(db, user.id, at, filter))
+      const rows = await ownedPage(db, user.id, at, filter, page, order)
       return {
         success: true as const,
         images: rows.map((image) =>
@@ -313,11 +321,16 @@ export function createImageService(deps: {
       }
     },
 
-    usage(user: User) {
+    async usage(user: User) {
       const policy = accountPolicy(config, user)
-      const used = storageUsed(db, { userId: user.id, now: now() })
-      const totalImages = countOwned(db, user.id, now())
-      const window = windowState(db, policy.window, now())
+      const { used, totalImages, window } = await run(
+        (function* () {
+          const used = yield* storageUsed(db, { userId: user.id, now: now() })
+          const totalImages = yield* countOwned(db, user.id, now())
+          const window = yield* windowState(db, policy.window, now())
+          return { used, totalImages, window }
+        })(),
+      )
       return {
         success: true as const,
         username: user.username,

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Config } from '../../config'
-import { type Db, retryBusy } from '../../db/client'
+import { type Db, retryBusy, run, transaction } from '../../db/client'
 import type { Image, User } from '../../db/schema'
 import { badRequest, faultOf, Invalid, PoolBusy, StorageUnavailable, StorageUnwritable } from '../../errors'
 import {
@@ -243,7 +243,7 @@ export function createUploadPipeline(deps: {
     try {
       return await work()
     } catch (error) {
-      if (error instanceof Invalid) admission.refused(opts.policy, opts.ip)
+      if (error instanceof Invalid) await admission.refused(opts.policy, opts.ip)
       throw error
     }
   }
@@ -267,7 +267,7 @@ export function createUploadPipeline(deps: {
       // By the hash of the bytes as sent (metadata stripping changes them later): what a re-upload sends again.
       await refusable(opts, () => deps.blocks.refuseBytes(files.map((f) => f.sha256)))
       // The real batch, beside what other admitted uploads hold: what cannot fit is refused before any decoding.
-      admitted.hold(
+      await admitted.hold(
         files.length,
         files.reduce((sum, f) => sum + f.size, 0),
       )
@@ -275,34 +275,36 @@ export function createUploadPipeline(deps: {
       const prepared = await refusable(opts, async () => {
         const prepared = await prepareAll(files, options.nsfw, opts.scan)
         // By the decoded picture: resized, re-encoded, slightly cropped or brightened copies of a blocked one too.
-        deps.blocks.refusePictures(prepared.map((p) => p.phash))
+        await deps.blocks.refusePictures(prepared.map((p) => p.phash))
         return prepared
       })
       // Informational: the same picture already among the account's own live images.
-      const duplicates = prepared.map((p) =>
-        policy.owner && p.phash ? ownedImageWithPhash(db, policy.owner.id, p.phash) : undefined,
-      )
+      const duplicates: (string | undefined)[] = []
+      for (const p of prepared)
+        duplicates.push(
+          policy.owner && p.phash ? await run(ownedImageWithPhash(db, policy.owner.id, p.phash)) : undefined,
+        )
       // Files first, row second: a crash in between leaves orphan files (swept later), never a row without bytes.
       const ids: string[] = []
       for (const p of prepared) ids.push(await storeFiles(p, storedKeys))
       // Every upload gets a delete token (its delete page link carries it); only its hash is stored.
       const deleteTokens = prepared.map(() => randomToken(24))
       const now = clock()
-      // Check and reserve in one synchronous transaction, so parallel batches can never overshoot a window or quota.
-      // Another process holding the database's lock: tried again for about 2 s, waiting off the event loop.
+      // Check and reserve in one transaction (writers take turns), so parallel batches can never overshoot a window or
+      // quota. Another process holding the database's lock: tried again for about 2 s, waiting off the event loop.
       const { rows, window } = await retryBusy(() =>
-        db.transaction((tx) => {
-          checkQuota(
+        transaction(db, function* (tx) {
+          yield* checkQuota(
             tx,
             policy,
             prepared.reduce((sum, p) => sum + p.size, 0),
           )
-          const window = consumeWindow(tx, policy.window, prepared.length, now)
+          const window = yield* consumeWindow(tx, policy.window, prepared.length, now)
           const albumId =
             options.album && policy.owner
-              ? resolveUploadAlbum(tx, policy.owner, options.album, options.visibility === 'public')
+              ? yield* resolveUploadAlbum(tx, policy.owner, options.album, options.visibility === 'public')
               : null
-          const rows = insertImages(
+          const rows = yield* insertImages(
             tx,
             prepared.map((p, i) => ({
               id: ids[i],
@@ -328,7 +330,7 @@ export function createUploadPipeline(deps: {
             })),
           )
           if (albumId)
-            addToAlbum(
+            yield* addToAlbum(
               tx,
               albumId,
               rows.map((r) => r.id),
@@ -375,18 +377,22 @@ export function createUploadPipeline(deps: {
      * `choose` is the caller's options, or (for a door that names its caller in the body: Chevereto's `key` field) how
      * to decide them from the fields that come before the first file.
      */
-    async upload(receive: UploadSource, choose: UploadOptions | ((fields: Record<string, string>) => UploadOptions)) {
+    async upload(
+      receive: UploadSource,
+      choose: UploadOptions | ((fields: Record<string, string>) => UploadOptions | Promise<UploadOptions>),
+    ) {
       // No refusal by the declared Content-Length: past the largest legal body it cannot tell a file too large (413)
       // from one file too many (400), which can come after any number of bytes. The stream decides, in arrival order,
       // having read at most maxFiles files of maxFileSize; a chunked body could skip such a check anyway.
-      // A caller known up front is let in before a byte of the body is read.
+      // A caller known up front is let in before a byte of the body is read; one named in the body (Chevereto's `key`
+      // field) is looked up and let in before its first file is read (the source waits for its limits).
       let opts = typeof choose === 'function' ? null : choose
-      let admitted = opts && admission.admit(opts.policy, opts.ip)
+      let admitted = opts && (await admission.admit(opts.policy, opts.ip))
       try {
-        const { files, fields } = await receive((early) => {
+        const { files, fields } = await receive(async (early) => {
           if (!opts) {
-            opts = (choose as (fields: Record<string, string>) => UploadOptions)(early)
-            admitted = admission.admit(opts.policy, opts.ip)
+            opts = await (choose as (fields: Record<string, string>) => UploadOptions | Promise<UploadOptions>)(early)
+            admitted = await admission.admit(opts.policy, opts.ip)
           }
           return { tmpDir, maxFiles: opts.policy.maxFiles, maxFileSize: opts.policy.maxFileSize }
         })
@@ -404,8 +410,8 @@ export function createUploadPipeline(deps: {
     withUrls(receive: UploadSource): UploadSource {
       return async (limitsFor) => {
         let decided: MultipartLimits | undefined
-        const received = await receive((fields) => {
-          decided = limitsFor(fields)
+        const received = await receive(async (fields) => {
+          decided = await limitsFor(fields)
           return decided
         })
         const urls = received.values?.url ?? []

@@ -17,10 +17,10 @@ export function legacyLinksModule(deps: {
   const { redirects, images, base } = deps
   return new Elysia({ name: 'module-legacy-links' }).get(
     '/*',
-    ({ request }) => {
+    async ({ request }) => {
       const path = decodedPath(new URL(request.url).pathname)
       const entry = path === null ? undefined : redirects.get(path)
-      const image = entry && images.liveCache.get(entry.id)
+      const image = entry && (await images.liveCache.get(entry.id))
       if (!entry || !image) throw notFound()
       const links = imageLinks(base, image)
       return new Response(null, {

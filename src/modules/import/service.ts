@@ -2,7 +2,7 @@ import { createReadStream, createWriteStream } from 'node:fs'
 import { open, readdir, rm, stat, writeFile } from 'node:fs/promises'
 import { basename, join, relative } from 'node:path'
 import { pipeline as streamPipeline } from 'node:stream/promises'
-import type { Db } from '../../db/client'
+import { type Db, run } from '../../db/client'
 import type { User } from '../../db/schema'
 import { badRequest } from '../../errors'
 import { fileTooLarge, type ReceivedFile, tempUploadPath } from '../../http/multipart'
@@ -145,13 +145,13 @@ export function createImporter(deps: { db: Db; pipeline: UploadPipeline; tmpDir:
         await rm(file.path, { force: true })
         throw error
       }
-      const existing = ownedImageWithHash(db, user.id, file.sha256)
+      const existing = await run(ownedImageWithHash(db, user.id, file.sha256))
       if (existing || planned.has(file.sha256)) return { path: rel, action: 'duplicate', id: existing }
       if (dryRun) {
         planned.add(file.sha256)
         return { path: rel, action: 'import' }
       }
-      const admitted = pipeline.admit(opts)
+      const admitted = await pipeline.admit(opts)
       try {
         const { body } = await pipeline.store([file], fields, { ...opts, uploadedAt: mtimeMs }, admitted)
         // One file: the flat answer of one image.

@@ -80,14 +80,20 @@ ${figure(config, images, image)}
 }
 
 /** GET /delete/<id>/<token>: the confirmation page, or why the link does not open. */
-export function renderDeletePage(pages: PageRenderer, config: Config, images: ImageService, id: string, token: string) {
-  const found = images.deletableBy(id, token)
+export async function renderDeletePage(
+  pages: PageRenderer,
+  config: Config,
+  images: ImageService,
+  id: string,
+  token: string,
+) {
+  const found = await images.deletableBy(id, token)
   return typeof found === 'string' ? refusal(pages, found) : confirmPage(pages, config, images, found, token)
 }
 
 /** POST /delete/<id> with the token in the body: deletes the image and says so, or why it could not. */
 export async function deleteFromPage(pages: PageRenderer, images: ImageService, id: string, token: string) {
-  const found = images.deletableBy(id, token)
+  const found = await images.deletableBy(id, token)
   if (typeof found === 'string') return refusal(pages, found)
   await images.remove(found)
   return respond(

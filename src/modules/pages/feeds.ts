@@ -9,13 +9,13 @@ import type { PageService } from './service'
 /** Page size of the gallery and profile pages: divides evenly into rows of 2, 3, 5 and 6. */
 const FEED_PAGE_SIZE = 30
 
-type FeedImage = ReturnType<GalleryService['gallery']>['images'][number]
+type FeedImage = Awaited<ReturnType<GalleryService['gallery']>>['images'][number]
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
 const dateText = (iso: string) => iso.slice(0, 10)
 
-function tiles(pages: PageService, items: FeedImage[], opts: { byline: boolean }): Tile[] {
-  const names = pages.filenames(items.map((i) => i.id))
+async function tiles(pages: PageService, items: FeedImage[], opts: { byline: boolean }): Promise<Tile[]> {
+  const names = await pages.filenames(items.map((i) => i.id))
   return items.map((image) => ({
     image,
     viewer: image.viewer,
@@ -29,17 +29,17 @@ function tiles(pages: PageService, items: FeedImage[], opts: { byline: boolean }
 }
 
 /** /gallery and /gallery?q=: the public gallery (or a search of it), server-rendered, paged by links. */
-export function renderGallery(
+export async function renderGallery(
   renderer: PageRenderer,
   config: Config,
   deps: { gallery: GalleryService; pages: PageService },
   opts: { page: number; q: string },
-): Response {
+): Promise<Response> {
   const page = { page: opts.page, limit: FEED_PAGE_SIZE, offset: (opts.page - 1) * FEED_PAGE_SIZE }
-  let result: ReturnType<GalleryService['gallery']> | null = null
+  let result: Awaited<ReturnType<GalleryService['gallery']>> | null = null
   let searchError: string | null = null
   try {
-    result = opts.q ? deps.gallery.search(opts.q, page) : deps.gallery.gallery(page)
+    result = await (opts.q ? deps.gallery.search(opts.q, page) : deps.gallery.gallery(page))
   } catch (error) {
     // A search the API would refuse (no word in it, too long) is explained on the page instead.
     searchError = error instanceof Error ? error.message : 'Invalid search'
@@ -54,6 +54,7 @@ export function renderGallery(
     const query = params.toString()
     return `/gallery${query ? `?${query}` : ''}`
   }
+  const shown = result?.images.length ? await tiles(deps.pages, result.images, { byline: true }) : []
   const summary = result
     ? opts.q
       ? html`${plural(result.total, 'image')} matching “${opts.q}” · <a href="/gallery">clear</a>`
@@ -74,7 +75,7 @@ export function renderGallery(
 ${searchError ? html`<p class="error" role="alert">${searchError}</p>` : ''}
 ${
   result?.images.length
-    ? html`${thumbGrid(config.cdnUrl, tiles(deps.pages, result.images, { byline: true }))}
+    ? html`${thumbGrid(config.cdnUrl, shown)}
 ${pager(result.page, result.totalPages, href)}`
     : result
       ? html`<section class="notice"><p class="muted">${opts.q ? 'Nothing matches this search.' : 'No public images yet.'}</p><p><a class="button" href="/">Upload the first one</a></p></section>`
@@ -92,16 +93,16 @@ ${pager(result.page, result.totalPages, href)}`
 }
 
 /** /u/<username>: a user's public images; mature ones blurred behind a Show button. Unknown or banned: 404 page. */
-export function renderProfile(
+export async function renderProfile(
   renderer: PageRenderer,
   config: Config,
   deps: { gallery: GalleryService; pages: PageService },
   username: string,
   pageNumber: number,
-): Response {
-  let result: ReturnType<GalleryService['profile']>
+): Promise<Response> {
+  let result: Awaited<ReturnType<GalleryService['profile']>>
   try {
-    result = deps.gallery.profile(username, {
+    result = await deps.gallery.profile(username, {
       page: pageNumber,
       limit: FEED_PAGE_SIZE,
       offset: (pageNumber - 1) * FEED_PAGE_SIZE,
@@ -114,6 +115,7 @@ export function renderProfile(
   const { user } = result
   const profileUrl = `${config.publicUrl}${profilePath(user.username)}`
   const href = (n: number) => `${profilePath(user.username)}${n > 1 ? `?page=${n}` : ''}`
+  const shown = await tiles(deps.pages, result.images, { byline: false })
 
   const body = html`<section class="profile-head">
 <div class="avatar" aria-hidden="true">${user.username.slice(0, 1).toUpperCase()}</div>
@@ -124,7 +126,7 @@ export function renderProfile(
 </section>
 ${
   result.images.length
-    ? html`${thumbGrid(config.cdnUrl, tiles(deps.pages, result.images, { byline: false }))}
+    ? html`${thumbGrid(config.cdnUrl, shown)}
 ${pager(result.page, result.totalPages, href)}`
     : html`<p class="muted">No public images yet.</p>`
 }`

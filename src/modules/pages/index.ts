@@ -56,7 +56,7 @@ export function pagesModule(deps: {
       {
         images,
         albumUrl: albums.albumUrl(result.album.id),
-        owner: pages.ownerName(result.album.userId),
+        owner: await pages.ownerName(result.album.userId),
         protectedView: result.album.passwordHash !== null,
       },
       result.album,
@@ -130,8 +130,8 @@ export function pagesModule(deps: {
     .get('/admin/blocks', () => renderAdminBlocks(renderer, config), hidden)
     .get(
       '/i/:id',
-      ({ params, request }) => {
-        const data = pages.imagePage(params.id, {
+      async ({ params, request }) => {
+        const data = await pages.imagePage(params.id, {
           countView: request.method === 'GET',
           userAgent: request.headers.get('user-agent'),
         })
@@ -164,11 +164,11 @@ export function pagesModule(deps: {
     )
     .get(
       '/api/oembed',
-      ({ query }) => {
+      async ({ query }) => {
         if (query.format !== undefined && query.format !== 'json')
           throw new HttpError(501, 'Only format=json is supported')
         const id = pages.viewerLinkId(query.url)
-        const data = id ? pages.imagePage(id) : null
+        const data = id ? await pages.imagePage(id) : null
         if (!data) throw notFound('Not a viewer link of this site')
         return oembedFor(config, data)
       },

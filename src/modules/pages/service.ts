@@ -1,5 +1,5 @@
 import type { Config } from '../../config'
-import type { Db } from '../../db/client'
+import { type Db, run } from '../../db/client'
 import type { EmbedProfile, Image } from '../../db/schema'
 import { findAccountName } from '../auth/repository'
 import { type ResolvedEmbed, resolveEmbed } from '../embeds/service'
@@ -34,16 +34,19 @@ export function createPageService(deps: { db: Db; config: Config; images: ImageS
    * A viewer page's data; `countView` counts this load first (unless `userAgent` is a crawler's), so the page shows a
    * count that includes it.
    */
-  function imagePage(id: string, opts: { countView?: boolean; userAgent?: string | null } = {}): ImagePageData | null {
+  async function imagePage(
+    id: string,
+    opts: { countView?: boolean; userAgent?: string | null } = {},
+  ): Promise<ImagePageData | null> {
     if (!isImageId(id)) return null
     // At the image service's time, so the page and its view count (details(), below) agree on what has expired.
-    const row = imagePageRow(db, id, imageService.now())
+    const row = await imagePageRow(db, id, imageService.now())
     if (!row) return null
     if (opts.countView) imageService.countView(id, opts.userAgent)
     const username = row.username && !row.banned ? row.username : null
-    let count: number | undefined
     // details() adds the views still buffered in memory, so the count is current.
-    const views = () => (count ??= imageService.details(id).views)
+    const count = (await imageService.details(id)).views
+    const views = () => count
     const embed = resolveEmbed(row.image, row.profile, {
       siteName: config.siteName,
       siteColor: config.siteColor,
@@ -69,14 +72,14 @@ export function createPageService(deps: { db: Db; config: Config; images: ImageS
   }
 
   /** The uploader's name for a page, or null when anonymous or banned. */
-  function ownerName(userId: number | null): string | null {
+  async function ownerName(userId: number | null): Promise<string | null> {
     if (userId === null) return null
-    const owner = findAccountName(db, userId)
+    const owner = await run(findAccountName(db, userId))
     return owner && !owner.banned ? owner.username : null
   }
 
   /** Original filenames by image id, for the alt text of feed thumbnails (the feed elements do not carry them). */
-  function filenames(ids: string[]): Map<string, string> {
+  async function filenames(ids: string[]): Promise<Map<string, string>> {
     if (ids.length === 0) return new Map()
     return filenamesOf(db, ids)
   }

@@ -23,8 +23,8 @@ export function reportsModule(reports: ReportService, guard: ReturnType<typeof a
     .use(guard)
     .post(
       '/api/reports',
-      ({ body, clientIp, set }) => {
-        const result = reports.create(body, clientIp)
+      async ({ body, clientIp, set }) => {
+        const result = await reports.create(body, clientIp)
         set.status = 201
         Object.assign(set.headers, rateLimitHeaders(result.window))
         return { success: true as const, report: result.report }

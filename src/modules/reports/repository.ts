@@ -1,5 +1,5 @@
 import { aliasedTable, and, count, desc, eq, or, sql } from 'drizzle-orm'
-import type { Db, Tx } from '../../db/client'
+import { type Db, q, type Step, type Tx } from '../../db/client'
 import { type Image, type Report, reports } from '../../db/schema'
 import { accounts } from '../auth/repository'
 import { liveImageJoin } from '../images/repository'
@@ -20,11 +20,11 @@ const owners = aliasedTable(accounts.table, 'owner')
 const openOfSameImage = sql<number>`(select count(*) from ${reports} r2 where r2.image_id = "reports"."image_id" and r2.status = 'open')`
 
 /** The rows of one report by id, or of the reports with a status, newest first. */
-export function reportRows(
+export async function reportRows(
   db: Db,
   which: { id: number } | { status: Report['status'] },
   page?: { limit: number; offset: number },
-): ReportRow[] {
+): Promise<ReportRow[]> {
   const query = db
     .select({
       report: reports,
@@ -38,31 +38,33 @@ export function reportRows(
     .leftJoin(owners, eq(owners.id, sql`coalesce(${liveImageJoin.userId}, ${reports.imageOwnerId})`))
     .where('id' in which ? eq(reports.id, which.id) : eq(reports.status, which.status))
     .orderBy(desc(reports.createdAt), desc(reports.id))
-  return (page ? query.limit(page.limit).offset(page.offset) : query).all() as ReportRow[]
+  return (await (page ? query.limit(page.limit).offset(page.offset) : query)) as ReportRow[]
 }
 
-export const countReports = (db: Db, status: Report['status']) =>
-  db.select({ n: count() }).from(reports).where(eq(reports.status, status)).get()?.n ?? 0
+export const countReports = async (db: Db, status: Report['status']) =>
+  (await db.select({ n: count() }).from(reports).where(eq(reports.status, status)))[0]?.n ?? 0
 
-export const findReport = (db: Db, id: number): Report | undefined =>
-  db.select().from(reports).where(eq(reports.id, id)).get()
+export const findReport = async (db: Db, id: number): Promise<Report | undefined> =>
+  (await db.select().from(reports).where(eq(reports.id, id)))[0]
 
-export const insertReport = (tx: Tx, values: typeof reports.$inferInsert): Report =>
-  tx.insert(reports).values(values).returning().get()
+export function* insertReport(tx: Tx, values: typeof reports.$inferInsert): Step<Report> {
+  return (yield* q(tx.insert(reports).values(values).returning()))[0]
+}
 
 /** Closes a report if it is still open. */
-export const dismissReport = (db: Db, id: number, adminId: number) =>
-  db
+export const dismissReport = async (db: Db, id: number, adminId: number) =>
+  await db
     .update(reports)
     .set({ status: 'dismissed', resolvedAt: new Date(), resolvedBy: adminId })
     .where(and(eq(reports.id, id), eq(reports.status, 'open')))
-    .run()
 
 /** Marks the report and every open report of its image actioned; returns how many changed. */
-export const actionReports = (tx: Tx, report: Report, adminId: number): number =>
-  tx
-    .update(reports)
-    .set({ status: 'actioned', resolvedAt: new Date(), resolvedBy: adminId })
-    .where(or(eq(reports.id, report.id), and(eq(reports.imageId, report.imageId), eq(reports.status, 'open'))))
-    .returning({ id: reports.id })
-    .all().length
+export function* actionReports(tx: Tx, report: Report, adminId: number): Step<number> {
+  return (yield* q(
+    tx
+      .update(reports)
+      .set({ status: 'actioned', resolvedAt: new Date(), resolvedBy: adminId })
+      .where(or(eq(reports.id, report.id), and(eq(reports.imageId, report.imageId), eq(reports.status, 'open'))))
+      .returning({ id: reports.id }),
+  )).length
+}

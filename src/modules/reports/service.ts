@@ -1,5 +1,5 @@
 import type { Config } from '../../config'
-import type { Db, Tx } from '../../db/client'
+import { type Db, run, type Tx, transaction } from '../../db/client'
 import type { Report, User } from '../../db/schema'
 import { badRequest, conflict, notFound } from '../../errors'
 import { ipKey } from '../../http/client-ip'
@@ -63,30 +63,30 @@ export function createReportService(deps: {
     }
   }
 
-  function viewOf(id: number) {
-    const row = reportRows(db, { id })[0]
+  async function viewOf(id: number) {
+    const [row] = await reportRows(db, { id })
     if (!row) throw notFound('Report not found')
     return adminView(row)
   }
 
-  function get(id: number): Report {
-    const report = findReport(db, id)
+  async function get(id: number): Promise<Report> {
+    const report = await findReport(db, id)
     if (!report) throw notFound('Report not found')
     return report
   }
 
   return {
     /** Files a report about a live image; limited per IP with the upload windows' mechanism. */
-    create(input: { imageId: string; reason: ReportReason; details?: string }, ip: string) {
+    async create(input: { imageId: string; reason: ReportReason; details?: string }, ip: string) {
       const rule = window(ip)
       const now = windowNow()
-      checkWindow(db, rule, 1, now)
-      const image = imageService.find(input.imageId)
+      await run(checkWindow(db, rule, 1, now))
+      const image = await imageService.find(input.imageId)
       if (!image) throw notFound('Image not found')
       const details = input.details?.trim() || null
-      const { report, state } = db.transaction((tx) => {
-        const state = consumeWindow(tx, rule, 1, now)
-        const report = insertReport(tx, {
+      const { report, state } = await transaction(db, function* (tx) {
+        const state = yield* consumeWindow(tx, rule, 1, now)
+        const report = yield* insertReport(tx, {
           imageId: image.id,
           imageOwnerId: image.userId,
           imageSha256: image.sha256,
@@ -104,11 +104,14 @@ export function createReportService(deps: {
       }
     },
 
-    list(opts: { status: ReportStatus; page: number; limit: number; offset: number }) {
-      const total = countReports(db, opts.status)
+    async list(opts: { status: ReportStatus; page: number; limit: number; offset: number }) {
+      const [total, rows] = await Promise.all([
+        countReports(db, opts.status),
+        reportRows(db, { status: opts.status }, opts),
+      ])
       return {
         success: true as const,
-        reports: reportRows(db, { status: opts.status }, opts).map(adminView),
+        reports: rows.map(adminView),
         total,
         page: opts.page,
         limit: opts.limit,
@@ -117,11 +120,11 @@ export function createReportService(deps: {
     },
 
     /** Closes an open report without doing anything to the image. */
-    dismiss(admin: User, id: number) {
-      const report = get(id)
+    async dismiss(admin: User, id: number) {
+      const report = await get(id)
       if (report.status !== 'open') throw conflict(`Report is already ${report.status}`)
-      dismissReport(db, id, admin.id)
-      return { success: true as const, report: viewOf(id) }
+      await dismissReport(db, id, admin.id)
+      return { success: true as const, report: await viewOf(id) }
     },
 
     /**
@@ -130,10 +133,10 @@ export function createReportService(deps: {
      * the image is already gone: the report kept its hash and owner.
      */
     async action(admin: User, id: number, opts: { banOwner?: boolean; keepThumbnail?: boolean }) {
-      const report = get(id)
+      const report = await get(id)
       if (report.status === 'actioned') throw conflict('Report is already actioned')
       // Any row, live or expired-but-not-yet-swept: either way its files go now.
-      const image = anyImage(db, report.imageId) ?? null
+      const image = (await run(anyImage(db, report.imageId))) ?? null
       const ownerId = image ? image.userId : report.imageOwnerId
       const banOwner = (opts.banOwner ?? false) && ownerId !== null
       if (banOwner && ownerId === admin.id) throw badRequest('You cannot ban yourself')
@@ -145,27 +148,27 @@ export function createReportService(deps: {
       )
 
       let reportsActioned = 0
-      const apply = (tx: Tx) => {
-        blocks.record(tx, {
+      const apply = function* (tx: Tx) {
+        yield* blocks.record(tx, {
           ...picture,
           reason: `Abuse report #${report.id} (${report.reason})`,
           source: 'report',
           imageId: report.imageId,
           reportId: report.id,
         })
-        reportsActioned = actionReports(tx, report, admin.id)
+        reportsActioned = yield* actionReports(tx, report, admin.id)
         if (banOwner) {
-          setUserFields(tx, ownerId!, { banned: true })
+          yield* setUserFields(tx, ownerId!, { banned: true })
           // A ban ends every session of the account, as in PATCH /api/admin/users/:id.
-          deleteSessionsOf(tx, ownerId!)
+          yield* deleteSessionsOf(tx, ownerId!)
         }
       }
       if (image) await imageService.remove(image, apply)
-      else db.transaction(apply)
+      else await transaction(db, apply)
 
       return {
         success: true as const,
-        report: viewOf(id),
+        report: await viewOf(id),
         imageDeleted: image !== null,
         ownerBanned: banOwner,
         reportsActioned,

@@ -106,11 +106,11 @@ export function tusModule(deps: { config: Config; tus: TusService; guard: Return
       )
       .head(
         `${prefix}/:id`,
-        (ctx) => {
+        async (ctx) => {
           const { params, headers, clientIp } = ctx
           const user = userOf(ctx)
           requireTusResumable(headers)
-          const upload = tus.status(caller(user, clientIp), params.id)
+          const upload = await tus.status(caller(user, clientIp), params.id)
           return new Response(null, {
             status: 200,
             headers: {
@@ -159,11 +159,11 @@ export function tusModule(deps: { config: Config; tus: TusService; guard: Return
       )
       .get(
         `${prefix}/:id`,
-        (ctx) => {
+        async (ctx) => {
           const { params, clientIp } = ctx
           const user = userOf(ctx)
-          const upload = tus.status(caller(user, clientIp), params.id)
-          const result = tus.result(caller(user, clientIp), params.id)
+          const upload = await tus.status(caller(user, clientIp), params.id)
+          const result = await tus.result(caller(user, clientIp), params.id)
           return jsonResponse(result.body, result.status, {
             ...result.headers,
             'Cache-Control': 'no-store',

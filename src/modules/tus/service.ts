@@ -79,16 +79,48 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
   mkdirSync(dir, { recursive: true })
   /** Uploads a request is writing to or finishing right now: one at a time per upload. */
   const busy = new Set<string>()
+  /** Requests reading an upload's row to claim it, by upload: marked stale when a request lets go of that upload. */
+  const claiming = new Map<string, Set<{ stale: boolean }>>()
 
   const pathOf = (id: string) => join(dir, id)
 
   /** The upload, if it is the caller's: same endpoint and same account (anonymous ones: any anonymous caller holding the URL). */
-  function find(caller: TusCaller, id: string, now = Date.now()): TusUpload {
-    const row = ID.test(id) ? findTusUpload(db, id) : undefined
+  async function find(caller: TusCaller, id: string, now = Date.now()): Promise<TusUpload> {
+    const row = ID.test(id) ? await findTusUpload(db, id) : undefined
     if (!row || row.endpoint !== caller.endpoint || row.userId !== (caller.user?.id ?? null))
       throw notFound('Upload not found')
     if (row.expiresAt.getTime() <= now) throw new Gone('Upload expired')
     return row
+  }
+
+  /**
+   * The caller's upload (as `find`), held by this request until `letGo`: 423 while another request holds it. The
+   * row is the one as of the claim: one read while another request let go of an upload is read again.
+   */
+  async function claim(caller: TusCaller, id: string): Promise<TusUpload> {
+    for (;;) {
+      const reading = { stale: false }
+      const readers = claiming.get(id) ?? new Set()
+      claiming.set(id, readers)
+      readers.add(reading)
+      let row: TusUpload
+      try {
+        row = await find(caller, id)
+      } finally {
+        readers.delete(reading)
+        if (readers.size === 0) claiming.delete(id)
+      }
+      if (busy.has(id)) throw new Locked('Upload is busy: another request is writing to it')
+      if (!reading.stale) {
+        busy.add(id)
+        return row
+      }
+    }
+  }
+
+  function letGo(id: string) {
+    busy.delete(id)
+    for (const reading of claiming.get(id) ?? []) reading.stale = true
   }
 
   function openCount(caller: TusCaller, now: number) {
@@ -127,7 +159,7 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
     // The pipeline consumed the file (stored or removed); the answer stays until the upload expires, for a client that
     // lost it, without the delete token and the delete page link that carries it: only their hash is ever stored.
     const { deletePage, deleteToken, ...kept } = result.body
-    setTusUploadFields(db, row.id, {
+    await setTusUploadFields(db, row.id, {
       offset: row.length,
       finishedAt: new Date(),
       resultStatus: result.status,
@@ -163,14 +195,14 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
         throw badRequest('Upload-Length must be a whole number of bytes, at least 1')
       const fields = parseUploadMetadata(metadataHeader)
       const options = pipeline.optionsFor(caller.endpoint, caller)
-      checkCreation(options, length, fields)
-      if (openCount(caller, now) >= maxOpen) {
+      await checkCreation(options, length, fields)
+      if ((await openCount(caller, now)) >= maxOpen) {
         throw badRequest(`Too many unfinished uploads: at most ${maxOpen}; finish or delete one first`)
       }
       const id = randomAlphanumeric(TUS_ID_LENGTH)
       // File first, row second: a crash in between leaves a file without a row, which the sweep removes.
       await writeFile(pathOf(id), new Uint8Array(0), { flag: 'wx' })
-      return insertTusUpload(db, {
+      return await insertTusUpload(db, {
         id,
         userId: caller.user?.id ?? null,
         endpoint: caller.endpoint,
@@ -185,7 +217,7 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
     },
 
     /** The upload's state (HEAD). */
-    status(caller: TusCaller, id: string): TusUpload {
+    status(caller: TusCaller, id: string): Promise<TusUpload> {
       return find(caller, id)
     },
 
@@ -201,31 +233,31 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
       contentLength: number | null,
       body: ReadableStream<Uint8Array> | null,
     ): Promise<{ upload: TusUpload; result: TusResult | null }> {
-      let row = find(caller, id)
-      if (busy.has(id)) throw new Locked('Upload is busy: another request is writing to it')
-      if (row.finishedAt) {
-        // The last answer was lost: a client that resends the final offset with no data gets it again.
-        if (offset === row.length && !contentLength) return { upload: row, result: storedResult(row) }
-        throw new OffsetConflict('Upload already finished', row.offset)
-      }
-      if (offset !== row.offset) {
-        throw new OffsetConflict(`Upload-Offset mismatch: the upload is at ${row.offset}`, row.offset)
-      }
-      if (contentLength !== null && offset + contentLength > row.length) {
-        throw tooLarge(`The chunk passes Upload-Length (${row.length} bytes)`)
-      }
-      // The window and quota follow the creator (an anonymous upload: the address that created it), the in-flight
-      // caps and refused-uploads windows the address sending this chunk.
-      const options = { ...pipeline.optionsFor(row.endpoint, { user: caller.user, ip: row.ip }), ip: caller.ip }
-      const admitted = pipeline.admit(options)
-      busy.add(id)
+      let row = await claim(caller, id)
+      let admitted: AdmittedUpload | undefined
       try {
+        if (row.finishedAt) {
+          // The last answer was lost: a client that resends the final offset with no data gets it again.
+          if (offset === row.length && !contentLength) return { upload: row, result: storedResult(row) }
+          throw new OffsetConflict('Upload already finished', row.offset)
+        }
+        if (offset !== row.offset) {
+          throw new OffsetConflict(`Upload-Offset mismatch: the upload is at ${row.offset}`, row.offset)
+        }
+        if (contentLength !== null && offset + contentLength > row.length) {
+          throw tooLarge(`The chunk passes Upload-Length (${row.length} bytes)`)
+        }
+        // The window and quota follow the creator (an anonymous upload: the address that created it), the in-flight
+        // caps and refused-uploads windows the address sending this chunk.
+        const options = { ...pipeline.optionsFor(row.endpoint, { user: caller.user, ip: row.ip }), ip: caller.ip }
+        admitted = await pipeline.admit(options)
+
         const onDisk = (await stat(pathOf(id)).catch(() => null))?.size ?? -1
         if (onDisk < row.offset) {
           // The data went missing (disk trouble): resume from what is really there.
           const actual = Math.max(0, onDisk)
           if (onDisk < 0) await writeFile(pathOf(id), new Uint8Array(0))
-          setTusUploadFields(db, id, { offset: actual })
+          await setTusUploadFields(db, id, { offset: actual })
           throw new OffsetConflict(`Upload data lost: the upload is at ${actual}`, actual)
         }
 
@@ -254,20 +286,20 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
           }
         }
         const newOffset = failure instanceof TooLarge ? offset : offset + written
-        row = updateTusUpload(db, id, { offset: newOffset })
+        row = await updateTusUpload(db, id, { offset: newOffset })
         if (failure) throw failure
         if (row.offset < row.length) return { upload: row, result: null }
         const result = await finish(row, options, admitted)
-        return { upload: findTusUpload(db, id)!, result }
+        return { upload: (await findTusUpload(db, id))!, result }
       } finally {
-        busy.delete(id)
-        admitted.release()
+        letGo(id)
+        admitted?.release()
       }
     },
 
     /** The answer of a finished upload (GET): 409 while it is still running. */
-    result(caller: TusCaller, id: string): TusResult {
-      const row = find(caller, id)
+    async result(caller: TusCaller, id: string): Promise<TusResult> {
+      const row = await find(caller, id)
       if (!row.finishedAt) {
         throw new Conflict(`Upload not finished: ${row.offset} of ${row.length} bytes received`, {
           offset: row.offset,
@@ -279,25 +311,35 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
 
     /** Termination: the upload and its data go; a finished upload's answer goes (its image stays). */
     async terminate(caller: TusCaller, id: string) {
-      find(caller, id)
-      if (busy.has(id)) throw new Locked('Upload is busy: another request is writing to it')
-      deleteTusUpload(db, id)
+      // Held while its row goes, so no request starts writing to it meanwhile.
+      await claim(caller, id)
+      try {
+        await deleteTusUpload(db, id)
+      } finally {
+        letGo(id)
+      }
       await rm(pathOf(id), { force: true })
     },
 
     /** Removes expired uploads with their data, and data files that have no upload (older than an hour). */
     async sweep(now = Date.now()): Promise<number> {
-      const due = expiredTusUploads(db, now)
+      const due = await expiredTusUploads(db, now)
       let removed = 0
       for (const { id } of due) {
         if (busy.has(id)) continue
-        deleteTusUpload(db, id)
+        // Held while its row goes, so no request starts writing to it meanwhile.
+        busy.add(id)
+        try {
+          await deleteTusUpload(db, id)
+        } finally {
+          letGo(id)
+        }
         await rm(pathOf(id), { force: true })
         removed++
       }
       for (const name of await readdir(dir).catch(() => [] as string[])) {
         const id = name.split('.')[0]
-        if (busy.has(id) || (ID.test(id) && tusUploadExists(db, id))) continue
+        if (busy.has(id) || (ID.test(id) && (await tusUploadExists(db, id)))) continue
         const info = await stat(join(dir, name)).catch(() => null)
         if (info && info.mtimeMs <= now - ORPHAN_AGE_MS) await rm(join(dir, name), { force: true })
       }
@@ -305,12 +347,12 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
     },
   }
 
-  function checkCreation(options: UploadOptions, length: number, fields: Record<string, string>) {
+  async function checkCreation(options: UploadOptions, length: number, fields: Record<string, string>) {
     const { policy } = options
     if (policy.maxFileSize !== null && length > policy.maxFileSize) {
       throw fileTooLarge(policy.maxFileSize)
     }
     pipeline.checkFields(fields, policy)
-    pipeline.check(options, length)
+    await pipeline.check(options, length)
   }
 }

@@ -19,8 +19,8 @@ export function variantsModule(deps: {
   const { images, variants } = deps
   return new Elysia({ name: 'module-variants' }).use(deps.guard).post(
     '/api/v1/image/:id/variants',
-    ({ params, body, user }) => {
-      const image = images.find(params.id)
+    async ({ params, body, user }) => {
+      const image = await images.find(params.id)
       // Another account's image is as unknown as a missing one.
       if (!image || (image.userId !== user.id && user.role !== 'admin')) throw notFound('Image not found')
       // The schema checked both against the lists; its static type only knows them as strings.

@@ -48,17 +48,22 @@ export function createVariantService(deps: {
   // Keys known to be stored, so a cached request asks no SQL (it cost ~20x the rest of the answer). Rows leave only
   // through `removeStored` here, or (the orphan sweep, `cli check`) with their image, which /cdn no longer finds.
   const known = new Set<StorageKey>()
+  /** Moved by every removal: a lookup that saw it move does not add its key to `known` (it may have gone meanwhile). */
+  let removals = 0
 
-  function flushUses() {
+  async function flushUses() {
     if (uses.size === 0) return
-    writeUses(db, uses)
-    uses.clear()
+    const written = new Map(uses)
+    await writeUses(db, written)
+    // Uses noted while the write ran stay for the next flush.
+    for (const [key, at] of written) if (uses.get(key) === at) uses.delete(key)
   }
 
   async function removeStored(key: StorageKey) {
     uses.delete(key)
     known.delete(key)
-    if (!forgetVariant(db, key)) return
+    removals++
+    if (!(await forgetVariant(db, key))) return
     // The row is gone first: a store that fails leaves an orphan file, which the orphan sweep removes.
     await storage
       .delete(key)
@@ -67,10 +72,10 @@ export function createVariantService(deps: {
 
   /** Least recently used first, until the stored variants fit the budget again; `keep` (just made) stays. */
   async function evict(keep: StorageKey) {
-    flushUses()
-    let total = storedBytes(db)
+    await flushUses()
+    let total = await storedBytes(db)
     while (total > deps.storageLimit) {
-      const batch = leastRecentlyUsed(db, EVICT_BATCH).filter((row) => row.key !== keep)
+      const batch = (await leastRecentlyUsed(db, EVICT_BATCH)).filter((row) => row.key !== keep)
       if (batch.length === 0) return
       for (const row of batch) {
         if (total <= deps.storageLimit) return
@@ -99,7 +104,7 @@ export function createVariantService(deps: {
       // A file without a row (a crash before the insert) is an orphan: replaced here, or removed by the sweep.
       await storage.put(key, target, { replace: true })
       // An image deleted while this ran leaves a row of a missing image: the orphan sweep drops it and its file.
-      recordVariant(db, { key, imageId: image.id, bytes: Bun.file(target).size, at: now() })
+      await recordVariant(db, { key, imageId: image.id, bytes: Bun.file(target).size, at: now() })
       known.add(key)
     } finally {
       await Promise.all([copy && rm(copy, { force: true }), rm(target, { force: true })])
@@ -109,20 +114,28 @@ export function createVariantService(deps: {
 
   /** Removes every variant of an image (it was deleted or expired). */
   async function removeFor(imageId: string) {
-    for (const { key } of variantsOf(db, imageId)) await removeStored(key)
+    for (const { key } of await variantsOf(db, imageId)) await removeStored(key)
   }
 
   return {
     keyOf: (imageId: string, spec: VariantSpec) => variantKey(variantName(imageId, spec), spec.format),
 
-    /** Whether the variant is stored (and then counts as used now). */
-    stored(key: StorageKey): boolean {
-      if (!known.has(key)) {
-        if (!isStored(db, key)) return false
-        known.add(key)
+    /**
+     * Whether the variant is stored (and then counts as used now): at once for a key known to be stored, a promise
+     * when the database is asked.
+     */
+    stored(key: StorageKey): boolean | Promise<boolean> {
+      if (known.has(key)) {
+        uses.set(key, now())
+        return true
       }
-      uses.set(key, now())
-      return true
+      const started = removals
+      return isStored(db, key).then((stored) => {
+        if (!stored) return false
+        if (removals === started) known.add(key)
+        uses.set(key, now())
+        return true
+      })
     },
 
     /**

@@ -3,7 +3,7 @@ import http from 'node:http'
 import https from 'node:https'
 import { isIP } from 'node:net'
 import type { Config } from '../../config'
-import type { Db } from '../../db/client'
+import { type Db, run, transaction } from '../../db/client'
 import type { Image, User, Webhook } from '../../db/schema'
 import { badRequest, notFound } from '../../errors'
 import { randomAlphanumeric } from '../../lib/crypto'
@@ -138,7 +138,7 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
   }
 
   async function attempt(job: Job) {
-    const hook = findWebhook(db, job.webhookId)
+    const hook = await findWebhook(db, job.webhookId)
     if (!hook) return // deleted since: nothing to deliver to
     const headers = {
       'Content-Type': 'application/json',
@@ -159,7 +159,7 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
       error = (e as Error)?.message ?? String(e)
       permanent = e instanceof RefusedAddressError
     }
-    recordDelivery(db, hook.id, status, error)
+    await recordDelivery(db, hook.id, status, error)
     if (!error) return
     if (!permanent && job.attempt < retryDelays.length && !stopped) {
       schedule({ ...job, attempt: job.attempt + 1 }, retryDelays[job.attempt])
@@ -177,14 +177,14 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
     while (!stopped && active < concurrency && ready.length > 0) {
       const job = ready.shift()!
       active++
-      const run = attempt(job)
+      const delivery = attempt(job)
         .catch((error) => log.error('webhook delivery crashed', { error: String(error) }))
         .finally(() => {
           active--
-          inFlight.delete(run)
+          inFlight.delete(delivery)
           pump()
         })
-      inFlight.add(run)
+      inFlight.add(delivery)
     }
   }
 
@@ -198,9 +198,10 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
     timers.add(timer)
   }
 
-  function enqueue(type: ImageEventType, image: Image) {
+  async function enqueue(type: ImageEventType, image: Image) {
     if (stopped || image.userId === null) return
-    const hooks = webhooksOf(db, image.userId)
+    const hooks = await webhooksOf(db, image.userId)
+    if (stopped) return
     const at = Date.now()
     for (const hook of hooks) {
       if (!(JSON.parse(hook.events) as string[]).includes(type)) continue
@@ -225,11 +226,7 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
     emit(type, image) {
       if (image.userId === null) return
       setImmediate(() => {
-        try {
-          enqueue(type, image)
-        } catch (error) {
-          log.error('webhook enqueue failed', { error: String(error) })
-        }
+        enqueue(type, image).catch((error) => log.error('webhook enqueue failed', { error: String(error) }))
       })
     },
   }
@@ -237,8 +234,8 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
   return {
     events,
 
-    list(user: User) {
-      const rows = webhooksOf(db, user.id)
+    async list(user: User) {
+      const rows = await webhooksOf(db, user.id)
       return { success: true as const, webhooks: rows.map(view) }
     },
 
@@ -248,21 +245,23 @@ export function createWebhookService(deps: { db: Db; config: Config; options?: W
       if (events.length === 0 || events.some((e) => !IMAGE_EVENTS.includes(e as ImageEventType))) {
         throw badRequest(`events must list one or more of: ${IMAGE_EVENTS.join(', ')}`)
       }
-      if (countWebhooks(db, user.id) >= MAX_WEBHOOKS) throw badRequest(`At most ${MAX_WEBHOOKS} webhooks per account`)
+      if ((await run(countWebhooks(db, user.id))) >= MAX_WEBHOOKS)
+        throw badRequest(`At most ${MAX_WEBHOOKS} webhooks per account`)
       const url = await checkUrl(input.url.trim())
       const secret = input.secret ?? `whsec_${randomAlphanumeric(40)}`
-      // Checked again with the insert (synchronous), so parallel creations cannot pass the limit.
-      const row = db.transaction((tx) => {
-        if (countWebhooks(tx, user.id) >= MAX_WEBHOOKS) {
+      // Checked again with the insert, in one transaction writers take in turn, so parallel creations cannot pass
+      // the limit.
+      const row = await transaction(db, function* (tx) {
+        if ((yield* countWebhooks(tx, user.id)) >= MAX_WEBHOOKS) {
           throw badRequest(`At most ${MAX_WEBHOOKS} webhooks per account`)
         }
-        return insertWebhook(tx, { userId: user.id, url: url.href, secret, events: JSON.stringify(events) })
+        return yield* insertWebhook(tx, { userId: user.id, url: url.href, secret, events: JSON.stringify(events) })
       })
       return { success: true as const, webhook: view(row), secret }
     },
 
-    remove(user: User, id: number) {
-      if (!deleteWebhook(db, id, user.id)) throw notFound('Webhook not found')
+    async remove(user: User, id: number) {
+      if (!(await deleteWebhook(db, id, user.id))) throw notFound('Webhook not found')
       return { success: true as const }
     },
 
