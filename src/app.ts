@@ -109,6 +109,7 @@ export function createApp(deps: AppDeps) {
     tmpDir: join(config.dataDir, 'tmp'),
     secret: deps.variantSecret,
     storageLimit: config.variants.storageLimit,
+    changes: deps.changes,
     now,
   })
   const imageEvents: ImageEvents = {
@@ -117,7 +118,7 @@ export function createApp(deps: AppDeps) {
       variants.events.emit(type, image)
     },
   }
-  const images = createImageService({ db, config, storage, events: imageEvents, now })
+  const images = createImageService({ db, config, storage, events: imageEvents, changes: deps.changes, now })
   const blocks = createBlockService({
     db,
     changes: deps.changes,

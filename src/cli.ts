@@ -3,8 +3,9 @@ import { basename, join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { Value } from '@sinclair/typebox/value'
 import { type Config, ConfigError, loadConfig } from './config'
-import { closeDatabase, openServiceDatabase, run } from './db/client'
-import { DataDirLockedError } from './db/lock'
+import { closeDatabase, openDatabase, openServiceDatabase, run } from './db/client'
+import { DataDirLockedError, lockDataDir } from './db/lock'
+import { closePgDatabase, openPgDatabase } from './db/pg'
 import type { User } from './db/schema'
 import { DomainError } from './errors'
 import { sessionTokens } from './http/auth'
@@ -24,6 +25,7 @@ import { VariantRequest } from './modules/variants/model'
 import { signedVariantPath } from './modules/variants/signing'
 import { backup, restore } from './ops/backup'
 import { checkIntegrity } from './ops/check'
+import { copyDatabase } from './ops/copy-db'
 import { migrateToBucket } from './ops/migrate'
 import { createConfiguredStorage } from './storage/configured'
 import { createS3Storage } from './storage/s3'
@@ -38,7 +40,10 @@ const USAGE = `Usage: bun run cli <command> [arguments]
   ban <username> | unban <username>             ban or unban an account (a ban ends its sessions)
   verify-email <username>                       mark an account's email as verified
   backup <directory | file.tar>                 consistent online copy of the database and image files
-  restore <directory | file.tar>                restore a backup into DATA_DIR (stop the server first)
+  restore <directory | file.tar>                restore a backup into DATA_DIR (stop the server first), or into
+                                                DATABASE_URL's database when set (it must be empty)
+  migrate-db [file.sqlite]                      copy DATA_DIR's SQLite database (or the file named) into
+                                                DATABASE_URL's PostgreSQL database, which must be empty
   check [--repair]                              every row has its files and every file a row;
                                                 --repair remakes missing thumbnails, removes stray files
   import <dir> --user <username> [--album <title>] [--visibility public|private] [--dry-run] [--map <file.csv>]
@@ -128,8 +133,40 @@ async function main(argv: string[]) {
   if (command === 'sign-variant') return console.log(signVariant(config, args))
   if (command === 'restore') {
     if (!args[0]) fail(USAGE)
-    await restore({ source: args[0], dataDir: config.dataDir, storage: () => createConfiguredStorage(config) })
-    return console.log(`Restored ${args[0]} into ${config.dataDir}`)
+    const database = config.databaseUrl ? await openPgDatabase(config.databaseUrl) : undefined
+    try {
+      await restore({
+        source: args[0],
+        dataDir: config.dataDir,
+        storage: () => createConfiguredStorage(config),
+        database,
+      })
+    } finally {
+      if (database) await closePgDatabase(database)
+    }
+    return console.log(`Restored ${args[0]} into ${config.databaseUrl ? 'the PostgreSQL database' : config.dataDir}`)
+  }
+  if (command === 'migrate-db') {
+    // SQLite to PostgreSQL: the data directory's file (or the one named) into DATABASE_URL's database, which must be
+    // empty. Every row, ids and counters as they are; the search index is built by PostgreSQL's triggers.
+    if (!config.databaseUrl) fail('migrate-db copies into PostgreSQL: set DATABASE_URL')
+    if (args.length > 1) fail(USAGE)
+    const source = args[0] ?? join(config.dataDir, 'imghost.sqlite')
+    if (!(await Bun.file(source).exists())) fail(`No such SQLite file: ${source}`)
+    // The server must not run on it meanwhile: rows written during the copy would be left behind.
+    const lock = args[0] ? null : lockDataDir(config.dataDir, 'migrate-db refused')
+    const from = openDatabase(source)
+    const to = await openPgDatabase(config.databaseUrl)
+    try {
+      const copied = await copyDatabase({ engine: 'sqlite', db: from }, { engine: 'pg', db: to })
+      for (const [table, rows] of Object.entries(copied)) console.log(`${table}: ${rows} rows`)
+      console.log(`Copied ${source} into PostgreSQL; run \`imghost check\` to compare the rows with the stored files.`)
+    } finally {
+      from.$client.close()
+      await closePgDatabase(to)
+      lock?.release()
+    }
+    return
   }
   mkdirSync(config.dataDir, { recursive: true })
   const db = await openServiceDatabase({

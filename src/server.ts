@@ -6,6 +6,7 @@ import type { Config } from './config'
 import { startChangeFeed } from './db/changes'
 import { startCheckpointer } from './db/checkpointer'
 import { closeDatabase, openServiceDatabase, SERVER_BUSY_TIMEOUT_MS } from './db/client'
+import { exclusiveJobs } from './db/jobs'
 import { lockDataDir } from './db/lock'
 import { loadJwtSecret, loadTotpKey, loadVariantSecret } from './lib/secrets'
 import { log } from './log'
@@ -94,13 +95,16 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
     now,
   }
   const tmpDir = join(config.dataDir, 'tmp')
-  // Files without a row: at startup, then on an interval (the grace period spares those of uploads in progress).
-  let orphanSweep: Promise<unknown> = sweepOrphans(db, deps.storage, tmpDir, overrides.orphanSweep)
+  // Background jobs that instances sharing a database run one at a time (each instance still has them scheduled).
+  const exclusive = exclusiveJobs(db)
+  // Files without a row: at startup, then on an interval (the grace period spares those of uploads in progress, in
+  // any instance: it is longer than any upload lasts).
+  const sweepStrays = () =>
+    exclusive('orphan-sweep', () => sweepOrphans(db, deps.storage, tmpDir, overrides.orphanSweep))
+  let orphanSweep: Promise<unknown> = sweepStrays()
   await orphanSweep
   const sweepTimer = setInterval(() => {
-    orphanSweep = sweepOrphans(db, deps.storage, tmpDir, overrides.orphanSweep).catch((error) =>
-      log.error('orphan sweep failed', { error: String(error) }),
-    )
+    orphanSweep = sweepStrays().catch((error) => log.error('orphan sweep failed', { error: String(error) }))
   }, overrides.orphanSweep?.intervalMs ?? SWEEP_INTERVAL_MS)
   const { app, services } = createApp(deps)
   await services.auth.ensureAdmin(config.admin)
@@ -121,13 +125,14 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
       classifier: deps.classifier,
       thresholds: config.nsfw.thresholds,
       tmpDir,
+      exclusive,
     },
     { timeoutMs: config.nsfw.timeoutMs, ...overrides.rescan },
   )
   rescanner.start()
   // Images stored before perceptual hashes existed get theirs, in batches through the media workers, from startup on.
   const phashBackfill = createPhashBackfill(
-    { db, storage: deps.storage, media: deps.media, tmpDir },
+    { db, storage: deps.storage, media: deps.media, tmpDir, exclusive },
     overrides.phashBackfill,
   )
   phashBackfill.start()
@@ -135,20 +140,20 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
   // startup (what expired while stopped), then on an interval.
   let expirySweep: Promise<unknown> = Promise.resolve()
   const sweepExpired = () => {
-    expirySweep = services.images
-      .sweepExpired()
-      .then(async () => {
-        await sweepEndedWindows(db, config, now())
-        await services.auth.sweepExpired()
-      })
-      .catch((error) => log.error('expiry sweep failed', { error: String(error) }))
+    expirySweep = exclusive('expiry-sweep', async () => {
+      await services.images.sweepExpired()
+      await sweepEndedWindows(db, config, now())
+      await services.auth.sweepExpired()
+    }).catch((error) => log.error('expiry sweep failed', { error: String(error) }))
   }
   sweepExpired()
   const expiryTimer = setInterval(sweepExpired, overrides.expirySweep?.intervalMs ?? EXPIRY_SWEEP_MS)
   // Resumable uploads past their expiry go with their data: at startup, then on an interval.
   let tusSweep: Promise<unknown> = Promise.resolve()
   const sweepTus = () => {
-    tusSweep = services.tus.sweep().catch((error) => log.error('tus sweep failed', { error: String(error) }))
+    tusSweep = exclusive('tus-sweep', () => services.tus.sweep()).catch((error) =>
+      log.error('tus sweep failed', { error: String(error) }),
+    )
   }
   sweepTus()
   const tusTimer = setInterval(sweepTus, overrides.tusSweep?.intervalMs ?? TUS_SWEEP_MS)

@@ -65,7 +65,20 @@ export async function databaseEnv(): Promise<Record<string, string>> {
   await admin.unsafe(`CREATE DATABASE "${name}" TEMPLATE "${process.env.PG_TEST_TEMPLATE ?? 'imghost_template'}"`)
   const url = new URL(adminUrl)
   url.pathname = `/${name}`
-  return { DATABASE_URL: url.toString() }
+  // Instances on one database share their keys (config.ts requires them with DATABASE_URL).
+  return {
+    DATABASE_URL: url.toString(),
+    VARIANT_SECRET: 'test-variant-secret'.padEnd(48, 'x'),
+    TOTP_KEY: 'test-totp-key'.padEnd(48, 'x'),
+  }
+}
+
+/** Drops a test server's own database (PostgreSQL runs): hundreds of copies of the template would fill the disk. */
+export async function dropDatabase(env: Record<string, string>) {
+  const adminUrl = process.env.PG_TEST_URL
+  if (!adminUrl || !env.DATABASE_URL) return
+  const name = new URL(env.DATABASE_URL).pathname.slice(1)
+  await pgAdmins.get(adminUrl)?.unsafe(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)
 }
 
 /**
@@ -124,6 +137,7 @@ export async function startTestServer(
     async stop() {
       await server.stop()
       rmSync(dataDir, { recursive: true, force: true })
+      await dropDatabase(fullEnv)
     },
   }
 }

@@ -1,3 +1,4 @@
+import type { Exclusive } from '../db/jobs'
 import { log } from '../log'
 import type { Media } from '../media'
 import type { Storage } from '../storage'
@@ -31,6 +32,8 @@ export interface RescanDeps {
   thresholds: NsfwThresholds
   /** Where originals are copied for decoding. */
   tmpDir: string
+  /** Passes run by one instance at a time (src/db/jobs.ts); unset: every pass runs. */
+  exclusive?: Exclusive
 }
 
 /**
@@ -114,7 +117,10 @@ export function createRescanner(deps: RescanDeps, opts: RescanOptions = {}) {
 
   /** Runs a pass unless one is already running (then waits for that one). */
   function runOnce(): Promise<PassResult> {
-    running ??= pass()
+    const exclusive = deps.exclusive ?? ((_job, work) => work())
+    running ??= exclusive('rescan', pass)
+      // Another instance is running a pass: this one has nothing to do now.
+      .then((result) => result ?? { scanned: 0, failed: 0 })
       .catch((error) => {
         if (!stopped) log.error('rescan pass failed', { error: String(error) })
         return { scanned: 0, failed: 0 }

@@ -3,12 +3,15 @@ import { copyFile, cp, mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promise
 import { tmpdir } from 'node:os'
 import { basename, dirname, join } from 'node:path'
 import { drizzle } from 'drizzle-orm/bun-sqlite'
-import type { Db } from '../db/client'
+import { type Db, openDatabase } from '../db/client'
+import { engine } from '../db/engine'
 import { lockDataDir } from '../db/lock'
+import type { PgDb } from '../db/pg'
 import * as schema from '../db/schema-sqlite'
 import { storedImages } from '../modules/images/repository'
 import { forgetAllVariants } from '../modules/variants/repository'
 import { checkKey, originalKey, type Storage, thumbnailKey } from '../storage'
+import { copyDatabase } from './copy-db'
 
 const DB_FILE = 'imghost.sqlite'
 /** Generated secrets (src/lib/secrets.ts): a restore keeps sessions, signed variant URLs and TOTP codes valid. */
@@ -20,8 +23,10 @@ async function run(cmd: string[]) {
 }
 
 /**
- * A consistent online backup: `VACUUM INTO` snapshots the database while the server runs, then the files of every
- * image in that snapshot are copied. `target` is a directory, or a `.tar` file.
+ * An online backup, the same on both engines: a SQLite file `imghost.sqlite` and the files of its images. On SQLite,
+ * `VACUUM INTO` snapshots the database while the server runs, then the files of every image in that snapshot are
+ * copied. On PostgreSQL, every row is copied into a new SQLite file (a logical copy, src/ops/copy-db.ts: no pg_dump),
+ * then the files of the images the database holds. `target` is a directory, or a `.tar` file.
  */
 export async function backup(opts: { db: Db; storage: Storage; dataDir: string; target: string }) {
   const asTar = opts.target.endsWith('.tar')
@@ -29,14 +34,33 @@ export async function backup(opts: { db: Db; storage: Storage; dataDir: string; 
   await mkdir(dir, { recursive: true })
   if ((await readdir(dir)).length > 0) throw new Error(`Backup directory ${dir} is not empty`)
 
-  opts.db.$client.run('VACUUM INTO ?', [join(dir, DB_FILE)])
-  const snapshot = new Database(join(dir, DB_FILE))
-  const copy = drizzle(snapshot, { schema })
-  // The files to copy are those of the snapshot's rows, read through the images module like every query of images.
-  const rows = await storedImages(copy)
-  // Variants are not copied (made again on request): their rows go too, or a restore would point at missing files.
-  await forgetAllVariants(copy)
-  snapshot.close()
+  // Variants are not copied (made again on request): nor are their rows, or a restore would point at missing files.
+  let rows: { id: string; ext: string }[]
+  if (engine === 'pg') {
+    const snapshot = openDatabase(join(dir, DB_FILE))
+    try {
+      await copyDatabase(
+        { engine: 'pg', db: opts.db as unknown as PgDb },
+        { engine: 'sqlite', db: snapshot },
+        {
+          except: ['variants'],
+        },
+      )
+    } finally {
+      snapshot.$client.close()
+    }
+    // Images stored after the copy add files the backup's rows do not name (swept after a restore); images deleted
+    // meanwhile are reported missing.
+    rows = await storedImages(opts.db)
+  } else {
+    opts.db.$client.run('VACUUM INTO ?', [join(dir, DB_FILE)])
+    const snapshot = new Database(join(dir, DB_FILE))
+    const copy = drizzle(snapshot, { schema })
+    // The files to copy are those of the snapshot's rows, read through the images module like every query of images.
+    rows = await storedImages(copy)
+    await forgetAllVariants(copy)
+    snapshot.close()
+  }
 
   const missing: string[] = []
   for (const row of rows) {
@@ -65,10 +89,11 @@ export async function backup(opts: { db: Db; storage: Storage; dataDir: string; 
 
 /**
  * Restores a backup (directory or `.tar`) into an empty or stopped data directory. The server must not be running:
- * the database file is replaced whole. With `storage` (made after the old files are gone), the image files go in
- * through it, so a restore fills a bucket as well as the local disk; objects the backup lacks are left for the sweep.
+ * the database file is replaced whole; with `database` (PostgreSQL), which must be empty, the backup's rows are copied
+ * into it instead. With `storage` (made after the old files are gone), the image files go in through it, so a restore
+ * fills a bucket as well as the local disk; objects the backup lacks are left for the sweep.
  */
-export async function restore(opts: { source: string; dataDir: string; storage?: () => Storage }) {
+export async function restore(opts: RestoreOptions) {
   await mkdir(opts.dataDir, { recursive: true })
   // Refused while a server runs on the directory (DataDirLockedError); held meanwhile, so none starts half-way.
   const lock = lockDataDir(opts.dataDir, 'restore refused')
@@ -79,7 +104,15 @@ export async function restore(opts: { source: string; dataDir: string; storage?:
   }
 }
 
-async function restoreUnlocked(opts: { source: string; dataDir: string; storage?: () => Storage }) {
+interface RestoreOptions {
+  source: string
+  dataDir: string
+  storage?: () => Storage
+  /** PostgreSQL (DATABASE_URL): the database the rows go into; unset, the data directory's SQLite file. */
+  database?: PgDb
+}
+
+async function restoreUnlocked(opts: RestoreOptions) {
   const fromTar = opts.source.endsWith('.tar')
   const dir = fromTar ? await mkdtemp(join(tmpdir(), 'imghost-restore-')) : opts.source
   if (fromTar) await run(['tar', '-xf', opts.source, '-C', dir])
@@ -87,7 +120,22 @@ async function restoreUnlocked(opts: { source: string; dataDir: string; storage?
 
   for (const stale of [DB_FILE, `${DB_FILE}-wal`, `${DB_FILE}-shm`, 'files'])
     await rm(join(opts.dataDir, stale), { recursive: true, force: true })
-  await cp(join(dir, DB_FILE), join(opts.dataDir, DB_FILE))
+  if (opts.database) {
+    // A copy of the backup's file, opened as a database of this version (an older backup is migrated first, the
+    // backup itself left as it is), then copied row by row.
+    const work = await mkdtemp(join(tmpdir(), 'imghost-restore-db-'))
+    try {
+      await cp(join(dir, DB_FILE), join(work, DB_FILE))
+      const backupDb = openDatabase(join(work, DB_FILE))
+      try {
+        await copyDatabase({ engine: 'sqlite', db: backupDb }, { engine: 'pg', db: opts.database })
+      } finally {
+        backupDb.$client.close()
+      }
+    } finally {
+      await rm(work, { recursive: true, force: true })
+    }
+  } else await cp(join(dir, DB_FILE), join(opts.dataDir, DB_FILE))
   if (await stat(join(dir, 'files')).catch(() => null)) {
     if (opts.storage) await restoreFiles(join(dir, 'files'), opts.storage(), opts.dataDir)
     else await cp(join(dir, 'files'), join(opts.dataDir, 'files'), { recursive: true })

@@ -109,6 +109,20 @@ export function createLiveImageCache(
       const entry = entries.get(id)
       if (entry) entry.views += n
     },
+    /**
+     * Another instance changed or removed the image with this id (PostgreSQL's change feed), or, with null, changes
+     * may have been missed: the entry (every entry) goes, and lookups in flight keep their rows out.
+     */
+    forget(id: string | null) {
+      changed()
+      if (id === null) {
+        entries.clear()
+        idOfRow.clear()
+      } else {
+        const entry = entries.get(id)
+        if (entry) drop(entry)
+      }
+    },
     has: (id: string) => entries.has(id),
     get size() {
       return entries.size

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/client'
+import type { Exclusive } from '../../db/jobs'
 import { log } from '../../log'
 import type { Media } from '../../media'
 import type { Storage } from '../../storage'
@@ -12,6 +13,8 @@ export interface PhashBackfillDeps {
   media: Media
   /** Where originals are copied for decoding. */
   tmpDir: string
+  /** The background run by one instance at a time (src/db/jobs.ts); unset: it always runs. */
+  exclusive?: Exclusive
 }
 
 export interface PhashBackfillOptions {
@@ -100,14 +103,15 @@ export function createPhashBackfill(deps: PhashBackfillDeps, opts: PhashBackfill
 
   function schedule(delayMs: number) {
     timer = setTimeout(async () => {
-      let done: BackfillCounts
+      let done: BackfillCounts | undefined
       try {
-        done = await step()
+        done = await (deps.exclusive ?? ((_job, work) => work()))('phash-backfill', step)
       } catch (error) {
         if (!stopped) log.error('phash backfill failed; tried again at the next start', { error: String(error) })
         return
       }
-      if (stopped) return
+      // Another instance is hashing: it hashes these too.
+      if (stopped || !done) return
       if (!none(done)) return schedule(pauseMs)
       // Nothing left: new uploads are hashed as they are stored, so the run ends here until the next start.
       if (!none(total)) log.info('phash backfill: done', { ...total })

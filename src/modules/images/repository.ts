@@ -108,8 +108,29 @@ export function prepareFindLiveRow(db: Db) {
   return async (values: { id: string; now: number }) => (await statement.execute(values))[0]
 }
 
-/** Adds `n` views to an image: `.run(n, id)`. Raw SQL, prepared once: the flush writes hundreds per transaction. */
-export const prepareAddViews = (db: Db) => db.$client.prepare('UPDATE images SET views = views + ?1 WHERE id = ?2')
+/**
+ * A writer of view counts: adds each `[id, n]`'s `n` views to its image, in one transaction, as increments (another
+ * instance's counts add up). SQLite: a raw statement prepared once and run per row, synchronously inside the call
+ * (the update hook sees these writes before it returns); PostgreSQL: one UPDATE joined to the batch (one round trip).
+ */
+export function prepareAddViews(db: Db): (batch: [id: string, n: number][]) => Promise<void> {
+  if (engine === 'pg')
+    return async (batch) => {
+      if (batch.length === 0) return
+      await rawRows(
+        db,
+        // The batch as one JSON parameter: one statement, whatever its length.
+        sql`UPDATE images SET views = images.views + v.n
+            FROM json_to_recordset(${JSON.stringify(batch.map(([id, n]) => ({ id, n })))}::json) AS v(id text, n bigint)
+            WHERE images.id = v.id`,
+      )
+    }
+  const add = db.$client.prepare('UPDATE images SET views = views + ?1 WHERE id = ?2')
+  const write = db.$client.transaction((batch: [string, number][]) => {
+    for (const [id, n] of batch) add.run(n, id)
+  })
+  return async (batch) => write(batch)
+}
 
 /** Any row with this id, live or expired-but-not-yet-swept. */
 export function* anyImage(db: Db | Tx, id: string): Step<Image | undefined> {
@@ -460,8 +481,8 @@ export async function galleryRows(db: Db, page: { limit: number; offset: number 
   const ids = (
     await rawRows<{ id: string }>(
       db,
-      sql`SELECT id FROM (SELECT * FROM (${run('none')}) UNION ALL SELECT * FROM (${run('done')}))
-          ORDER BY created_at DESC, rid DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
+      sql`SELECT id FROM (SELECT * FROM (${run('none')}) AS unscanned UNION ALL SELECT * FROM (${run('done')}) AS scanned)
+          AS feed ORDER BY created_at DESC, rid DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
     )
   ).map((r) => r.id)
   if (ids.length === 0) return []

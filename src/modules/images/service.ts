@@ -1,5 +1,7 @@
 import type { Config } from '../../config'
+import type { ChangeFeed } from '../../db/changes'
 import { type Db, run, type Step, type Tx, transaction } from '../../db/client'
+import { engine } from '../../db/engine'
 import type { Image, User } from '../../db/schema'
 import { badRequest, notFound } from '../../errors'
 import { FILENAME_MAX } from '../../http/multipart'
@@ -44,6 +46,8 @@ export function createImageService(deps: {
   config: Config
   storage: Storage
   events?: ImageEvents
+  /** PostgreSQL: images changed by any instance, for the live-image cache (SQLite's update hook tells it instead). */
+  changes?: ChangeFeed
   now?: () => number
 }) {
   const { db, config, storage } = deps
@@ -68,16 +72,19 @@ export function createImageService(deps: {
   // Row listeners, told synchronously by SQLite itself (the connection's update hook) of every UPDATE and DELETE of an
   // images row made through this connection, whoever makes it (this service, the sweeper, embeds, the rescanner,
   // tests), inside the statement, before any other JavaScript runs. Inserts need no telling: nothing caches a miss.
+  // PostgreSQL: the change feed tells the cache of every instance by id instead (its trigger leaves view counts out).
   const rowListeners: ((rowid: number) => void)[] = []
   // Set while the view flush writes counts: those UPDATEs change nothing a cached entry shows but the count, which
   // the flush adds to the entry itself, so hot images keep their entries (and /cdn its ready answers) across flushes.
   let writingViews = false
-  const client = db.$client
-  for (const hook of ['onUpdate', 'onDelete'] as const) {
-    const previous = client[hook]
-    client[hook] = function (connection, table, rowid, schema) {
-      previous?.call(this, connection, table, rowid, schema)
-      if (table === 'images' && !writingViews) for (const listener of rowListeners) listener(Number(rowid))
+  if (engine === 'sqlite') {
+    const client = db.$client
+    for (const hook of ['onUpdate', 'onDelete'] as const) {
+      const previous = client[hook]
+      client[hook] = function (connection, table, rowid, schema) {
+        previous?.call(this, connection, table, rowid, schema)
+        if (table === 'images' && !writingViews) for (const listener of rowListeners) listener(Number(rowid))
+      }
     }
   }
 
@@ -90,6 +97,7 @@ export function createImageService(deps: {
     undefined,
     now,
   )
+  deps.changes?.on('images', (id) => liveCache.forget(id))
 
   function detailsOf(image: LiveImage | undefined) {
     if (!image) throw notFound('Image not found')
@@ -157,35 +165,42 @@ export function createImageService(deps: {
   const pendingViews = new Map<string, number>()
   const FLUSH_CHUNK = 500
   const addViews = prepareAddViews(db)
-  const writeViewsTransaction = db.$client.transaction((batch: [string, number][]) => {
-    writingViews = true
-    try {
-      for (const [id, n] of batch) addViews.run(n, id)
-    } finally {
-      writingViews = false
-    }
-  })
+  // One write at a time: a flush that starts while another writes reads the counts that one left (never the same
+  // counts twice).
+  let writing: Promise<unknown> = Promise.resolve()
   /**
    * Writes the pending counts of `ids` in one transaction. Counts leave the buffer only once it has committed: a
-   * failed write (a locked or read-only database) keeps them all for the next flush.
+   * failed write (a locked or read-only database) keeps them all for the next flush; views counted while it ran stay.
    */
-  function writeViews(ids: string[]) {
-    const batch: [string, number][] = []
-    for (const id of ids) {
-      const n = pendingViews.get(id)
-      if (n) batch.push([id, n])
-    }
-    writeViewsTransaction(batch)
-    // Committed, in the same synchronous step (no view was counted meanwhile): the cached entries count them too.
-    for (const [id, n] of batch) {
-      pendingViews.delete(id)
-      liveCache.viewsWritten(id, n)
-    }
+  function writeViews(ids: string[]): Promise<void> {
+    const run = writing.then(async () => {
+      const batch: [string, number][] = []
+      for (const id of ids) {
+        const n = pendingViews.get(id)
+        if (n) batch.push([id, n])
+      }
+      writingViews = true
+      try {
+        // SQLite writes inside this call, before it returns: the update hook sees the flag set.
+        await addViews(batch)
+      } finally {
+        writingViews = false
+      }
+      // Committed: the written counts leave the buffer, and the cached entries count them too.
+      for (const [id, n] of batch) {
+        const left = (pendingViews.get(id) ?? 0) - n
+        if (left > 0) pendingViews.set(id, left)
+        else pendingViews.delete(id)
+        liveCache.viewsWritten(id, n)
+      }
+    })
+    writing = run.catch(() => {})
+    return run
   }
   /** Writes every buffered count at once (shutdown, tests). */
-  function flushViews() {
+  async function flushViews() {
     const ids = [...pendingViews.keys()]
-    for (let i = 0; i < ids.length; i += FLUSH_CHUNK) writeViews(ids.slice(i, i + FLUSH_CHUNK))
+    for (let i = 0; i < ids.length; i += FLUSH_CHUNK) await writeViews(ids.slice(i, i + FLUSH_CHUNK))
   }
   /**
    * The periodic flush: one chunk per event-loop turn, so a large batch never holds the loop longer than one short
@@ -195,7 +210,7 @@ export function createImageService(deps: {
     const ids = [...pendingViews.keys()]
     for (let i = 0; i < ids.length; i += FLUSH_CHUNK) {
       if (i > 0) await new Promise((resolve) => setImmediate(resolve))
-      writeViews(ids.slice(i, i + FLUSH_CHUNK))
+      await writeViews(ids.slice(i, i + FLUSH_CHUNK))
     }
   }
 

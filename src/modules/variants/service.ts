@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
+import type { ChangeFeed } from '../../db/changes'
 import type { Db } from '../../db/client'
 import { notFound } from '../../errors'
 import { randomToken } from '../../lib/crypto'
@@ -39,6 +40,8 @@ export function createVariantService(deps: {
   tmpDir: string
   secret: string
   storageLimit: number
+  /** PostgreSQL: variants removed by any instance (its eviction), so this one stops counting them as stored. */
+  changes?: ChangeFeed
   now?: () => number
 }) {
   const { db, storage, media, tmpDir } = deps
@@ -46,10 +49,16 @@ export function createVariantService(deps: {
   const making = new Map<StorageKey, Promise<void>>()
   const uses = new Map<StorageKey, number>()
   // Keys known to be stored, so a cached request asks no SQL (it cost ~20x the rest of the answer). Rows leave only
-  // through `removeStored` here, or (the orphan sweep, `cli check`) with their image, which /cdn no longer finds.
+  // through `removeStored` (here, or on PostgreSQL in another instance, which the change feed tells), or (the orphan
+  // sweep, `cli check`) with their image, which /cdn no longer finds.
   const known = new Set<StorageKey>()
   /** Moved by every removal: a lookup that saw it move does not add its key to `known` (it may have gone meanwhile). */
   let removals = 0
+  deps.changes?.on('variants', (key) => {
+    removals++
+    if (key === null) known.clear()
+    else known.delete(key as StorageKey)
+  })
 
   async function flushUses() {
     if (uses.size === 0) return
