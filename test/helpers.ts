@@ -102,11 +102,13 @@ export async function startTestServer(
   overrides: ServerOverrides = {},
 ): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'imghost-test-'))
+  // A database of its own on PostgreSQL runs, unless the test gives one (instances sharing a database).
+  const ownDatabase = env.DATABASE_URL ? {} : await databaseEnv()
   // A test that must know the address before the server starts (a redirect URI to register) passes its own PORT.
   const port = env.PORT ? Number(env.PORT) : freePort()
   const fullEnv = {
     ...storageEnv(),
-    ...(await databaseEnv()),
+    ...ownDatabase,
     DATA_DIR: dataDir,
     PORT: String(port),
     LOG_REQUESTS: 'false',
@@ -137,7 +139,7 @@ export async function startTestServer(
     async stop() {
       await server.stop()
       rmSync(dataDir, { recursive: true, force: true })
-      await dropDatabase(fullEnv)
+      await dropDatabase(ownDatabase)
     },
   }
 }

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { eq } from 'drizzle-orm'
+import { albums } from '../../src/db/schema'
 import { jsonBody, registerUser, type TestServer, userWithKey } from '../helpers'
 import { expectError, send, startServer, uploadImage } from '../pages/support'
 
@@ -173,11 +175,12 @@ describe('GET /api/albums/:id', () => {
   test('the password is stored hashed', async () => {
     const album = await createAlbum({ title: 'hashed', isPublic: true })
     await t.json(`/api/albums/${album.id}`, send('PUT', { password: 'plain-text-secret' }, owner.bearer))
-    const row = t.server.db.$client.query('SELECT password_hash FROM albums WHERE id = ?').get(album.id) as {
-      password_hash: string
-    }
-    expect(row.password_hash).not.toContain('plain-text-secret')
-    expect(row.password_hash.startsWith('$argon2id$')).toBe(true)
+    const [row] = await t.server.db
+      .select({ passwordHash: albums.passwordHash })
+      .from(albums)
+      .where(eq(albums.id, album.id))
+    expect(row.passwordHash).not.toContain('plain-text-secret')
+    expect(row.passwordHash!.startsWith('$argon2id$')).toBe(true)
   })
 
   test('unknown and malformed ids are 404', async () => {
@@ -254,10 +257,8 @@ describe('DELETE /api/albums/:id', () => {
     expectError(await t.json(`/api/albums/${album.id}/images`, send('POST', { imageId: image.id }, owner.bearer)), 404)
     expect((await t.json(`/api/v1/image/${image.id}`)).status).toBe(200)
     // The row is kept (soft delete).
-    const row = t.server.db.$client.query('SELECT deleted_at FROM albums WHERE id = ?').get(album.id) as {
-      deleted_at: number
-    }
-    expect(row.deleted_at).toBeGreaterThan(0)
+    const [row] = await t.server.db.select({ deletedAt: albums.deletedAt }).from(albums).where(eq(albums.id, album.id))
+    expect(row.deletedAt!.getTime()).toBeGreaterThan(0)
 
     const again = await createAlbum({ title: 'Ephemeral' })
     expect(again.id).not.toBe(album.id)

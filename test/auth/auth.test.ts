@@ -1,4 +1,3 @@
-import { Database } from 'bun:sqlite'
 import { afterAll, afterEach, beforeAll, describe, expect, spyOn, test } from 'bun:test'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -6,8 +5,10 @@ import { join } from 'node:path'
 import { eq } from 'drizzle-orm'
 import { decodeJwt, decodeProtectedHeader, SignJWT } from 'jose'
 import { loadConfig } from '../../src/config'
+import { engine } from '../../src/db/engine'
 import { verificationTokens } from '../../src/db/schema'
 import { startServer } from '../../src/server'
+import { tableRows } from '../db-dump'
 import { jsonBody, registerUser, startTestServer, type TestServer } from '../helpers'
 import { noModel } from '../moderation/fake-classifier'
 
@@ -404,19 +405,15 @@ describe('PATCH /api/account', () => {
 describe('password storage', () => {
   test('passwords are stored as argon2id hashes, never in clear', async () => {
     const account = await registerUser(t, uniq('Hash'))
-    const db = new Database(join(t.dataDir, 'imghost.sqlite'), { readonly: true })
-    try {
-      const row = db.query('SELECT * FROM users WHERE id = ?').get(account.user.id) as Record<string, unknown>
-      expect(String(row.password_hash)).toStartWith('$argon2id$')
-      for (const value of Object.values(row)) expect(String(value)).not.toContain(account.password)
-      expect(await Bun.password.verify(account.password, String(row.password_hash))).toBe(true)
-    } finally {
-      db.close()
-    }
+    const row = (await tableRows(t.server.db, 'users')).find((r) => Number(r.id) === account.user.id)!
+    expect(String(row.password_hash)).toStartWith('$argon2id$')
+    for (const value of Object.values(row)) expect(String(value)).not.toContain(account.password)
+    expect(await Bun.password.verify(account.password, String(row.password_hash))).toBe(true)
   })
 })
 
-describe('JWT secret persistence without JWT_SECRET', () => {
+// A key generated into the data directory exists on SQLite only: with DATABASE_URL, JWT_SECRET is required (config.ts).
+describe.skipIf(engine === 'pg')('JWT secret persistence without JWT_SECRET', () => {
   test('a generated secret is kept in the data directory: sessions survive a restart, other installs reject them', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'imghost-jwt-'))
     const otherDir = mkdtempSync(join(tmpdir(), 'imghost-jwt-other-'))

@@ -1,9 +1,10 @@
-import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHash } from 'node:crypto'
-import { join } from 'node:path'
+import { eq } from 'drizzle-orm'
+import { apiKeys, users } from '../../src/db/schema'
 import { Unauthorized } from '../../src/errors'
 import { httpErrorOf } from '../../src/http/errors'
+import { tableNames, tableRows } from '../db-dump'
 import { jsonBody, registerUser, startTestServer, type TestServer, userWithKey } from '../helpers'
 
 const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
@@ -21,24 +22,18 @@ const usage = (key: string) => t.json('/api/v1/me', { headers: { 'x-api-key': ke
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex')
 
 /** Every text (or blob) value of every row of every table, for searching the database for a secret. */
-function allStoredValues(dataDir: string): { table: string; column: string; value: string }[] {
-  const db = new Database(join(dataDir, 'imghost.sqlite'), { readonly: true })
-  try {
-    const tables = db.query("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]
-    const out: { table: string; column: string; value: string }[] = []
-    for (const { name } of tables) {
-      for (const row of db.query(`SELECT * FROM "${name}"`).all() as Record<string, unknown>[]) {
-        for (const [column, value] of Object.entries(row)) {
-          if (typeof value === 'string') out.push({ table: name, column, value })
-          else if (value instanceof Uint8Array)
-            out.push({ table: name, column, value: Buffer.from(value).toString('latin1') })
-        }
+async function allStoredValues(t: TestServer): Promise<{ table: string; column: string; value: string }[]> {
+  const out: { table: string; column: string; value: string }[] = []
+  for (const name of await tableNames(t.server.db)) {
+    for (const row of await tableRows(t.server.db, name)) {
+      for (const [column, value] of Object.entries(row)) {
+        if (typeof value === 'string') out.push({ table: name, column, value })
+        else if (value instanceof Uint8Array)
+          out.push({ table: name, column, value: Buffer.from(value).toString('latin1') })
       }
     }
-    return out
-  } finally {
-    db.close()
   }
+  return out
 }
 
 describe('POST /api/keys', () => {
@@ -111,41 +106,26 @@ describe('GET /api/keys', () => {
 describe('secret storage', () => {
   test('the key secret is never stored in clear; its SHA-256 hex is', async () => {
     const account = await userWithKey(t)
-    const values = allStoredValues(t.dataDir)
+    const values = await allStoredValues(t)
     const leaks = values.filter((v) => v.value.includes(account.apiKey) || v.value.includes(account.apiKey.slice(8)))
     expect(leaks).toEqual([])
 
-    const db = new Database(join(t.dataDir, 'imghost.sqlite'), { readonly: true })
-    try {
-      const columns = (db.query('PRAGMA table_info(api_keys)').all() as { name: string; type: string }[]).map(
-        (c) => c.name,
-      )
-      const rows = db.query('SELECT * FROM api_keys WHERE user_id = ?').all(account.user.id) as Record<
-        string,
-        unknown
-      >[]
-      expect(rows.length).toBe(1)
-      const row = rows[0]
-      for (const column of columns) expect(String(row[column] ?? '')).not.toContain(account.apiKey)
-      expect(row.secret_hash).toBe(sha256(account.apiKey))
-      expect(row.prefix).toBe(account.apiKey.slice(0, 8))
-    } finally {
-      db.close()
-    }
+    const rows = await t.server.db.select().from(apiKeys).where(eq(apiKeys.userId, account.user.id))
+    expect(rows.length).toBe(1)
+    const row = rows[0] as Record<string, unknown>
+    for (const column of Object.keys(row)) expect(String(row[column] ?? '')).not.toContain(account.apiKey)
+    expect(row.secretHash).toBe(sha256(account.apiKey))
+    expect(row.prefix).toBe(account.apiKey.slice(0, 8))
   })
 
   test('passwords are stored as argon2id hashes', async () => {
     const account = await registerUser(t)
-    const db = new Database(join(t.dataDir, 'imghost.sqlite'), { readonly: true })
-    try {
-      const row = db.query('SELECT password_hash FROM users WHERE id = ?').get(account.user.id) as {
-        password_hash: string
-      }
-      expect(row.password_hash).toStartWith('$argon2id$')
-    } finally {
-      db.close()
-    }
-    expect(allStoredValues(t.dataDir).filter((v) => v.value.includes(account.password))).toEqual([])
+    const [row] = await t.server.db
+      .select({ passwordHash: users.passwordHash })
+      .from(users)
+      .where(eq(users.id, account.user.id))
+    expect(row.passwordHash).toStartWith('$argon2id$')
+    expect((await allStoredValues(t)).filter((v) => v.value.includes(account.password))).toEqual([])
   })
 })
 

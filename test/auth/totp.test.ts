@@ -1,8 +1,10 @@
-import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { statSync } from 'node:fs'
 import { join } from 'node:path'
+import { eq } from 'drizzle-orm'
 import { Secret, TOTP } from 'otpauth'
+import { engine } from '../../src/db/engine'
+import { totpSecrets } from '../../src/db/schema'
 import { seal } from '../../src/lib/crypto'
 import { jsonBody, registerUser, startTestServer, type TestServer, userWithKey } from '../helpers'
 
@@ -83,23 +85,23 @@ describe('setting up two-factor', () => {
 
   test('the secret is sealed at rest: the database does not hold it', async () => {
     const account = await withTotp()
-    const db = new Database(join(t.dataDir, 'imghost.sqlite'), { readonly: true })
-    const row = db.query('SELECT secret FROM totp_secrets WHERE user_id = ?').get(account.user.id) as { secret: string }
-    db.close()
+    const [row] = await t.server.db
+      .select({ secret: totpSecrets.secret })
+      .from(totpSecrets)
+      .where(eq(totpSecrets.userId, account.user.id))
     expect(row.secret).not.toContain(account.secret)
     expect(row.secret.length).toBeGreaterThan(account.secret.length)
   })
 
   test('the key is generated into the data directory (owner only); under another key codes fail but recovery codes work', async () => {
-    expect(statSync(join(t.dataDir, 'totp-key')).mode & 0o777).toBe(0o600)
+    // Generated on SQLite only: with DATABASE_URL, TOTP_KEY is required (config.ts) and the test run gives one.
+    if (engine !== 'pg') expect(statSync(join(t.dataDir, 'totp-key')).mode & 0o777).toBe(0o600)
     const account = await withTotp()
     // As if TOTP_KEY had changed: the secret is sealed under a key the server does not have.
-    const db = new Database(join(t.dataDir, 'imghost.sqlite'))
-    db.query('UPDATE totp_secrets SET secret = ? WHERE user_id = ?').run(
-      seal('another key', account.secret),
-      account.user.id,
-    )
-    db.close()
+    await t.server.db
+      .update(totpSecrets)
+      .set({ secret: seal('another key', account.secret) })
+      .where(eq(totpSecrets.userId, account.user.id))
     const name = account.user.username
     const refused = await login(name, account.password, codeAt(account.secret))
     expect(refused.status).toBe(401)

@@ -5,11 +5,12 @@
  * run is driven by calling its step, batch by batch, from the test; the last test restarts the server on old rows.
  */
 
-import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
+import { eq } from 'drizzle-orm'
 import sharp from 'sharp'
+import { images } from '../../src/db/schema'
 import { originalKey } from '../../src/storage'
 import { uploadForm } from '../fixtures'
 import {
@@ -22,6 +23,7 @@ import {
   type TestServer,
   userWithKey,
 } from '../helpers'
+import { writeBehindCaches } from '../other-connection'
 import { copies, picture } from './pictures'
 
 const root = join(import.meta.dir, '..', '..')
@@ -47,14 +49,17 @@ async function upload(bytes: Uint8Array) {
   return res
 }
 
-type Row = { phash: string | null; tried: number }
-const extOf = (id: string) =>
-  t.server.db.$client.query<{ ext: string }, [string]>('SELECT ext FROM images WHERE id = ?').get(id)!.ext
-const row = (id: string) =>
-  t.server.db.$client.query<Row, [string]>('SELECT phash, phash_tried AS tried FROM images WHERE id = ?').get(id)!
+const extOf = async (id: string) =>
+  (await t.server.db.select({ ext: images.ext }).from(images).where(eq(images.id, id)))[0]!.ext
+const row = async (id: string) =>
+  (
+    await t.server.db.select({ phash: images.phash, tried: images.phashTried }).from(images).where(eq(images.id, id))
+  )[0]!
+const phashOf = async (id: string) => (await row(id)).phash
 /** The rows as stored before 0008: no hash, never tried. */
-const asBefore0008 = (...ids: string[]) => {
-  for (const id of ids) t.server.db.$client.run('UPDATE images SET phash = NULL, phash_tried = 0 WHERE id = ?', [id])
+const asBefore0008 = async (...ids: string[]) => {
+  for (const id of ids)
+    await t.server.db.update(images).set({ phash: null, phashTried: false }).where(eq(images.id, id))
 }
 
 const plain = () =>
@@ -69,17 +74,17 @@ describe('perceptual hash backfill', () => {
     const a = (await upload(original)).body
     const b = (await upload(await picture(7101))).body
     const flat = (await upload(await plain())).body
-    const hashes = [row(a.id).phash, row(b.id).phash]
+    const hashes = [await phashOf(a.id), await phashOf(b.id)]
     expect(hashes).toEqual([expect.stringMatching(/^[0-9a-f]{16}$/), expect.stringMatching(/^[0-9a-f]{16}$/)])
     // Hashed at upload: a plain picture's null is final, the backfill leaves it alone.
-    expect(row(flat.id)).toEqual({ phash: null, tried: 1 })
+    expect(await row(flat.id)).toEqual({ phash: null, tried: true })
     expect(await t.server.phashBackfill.step()).toEqual({ hashed: 0, plain: 0, failed: 0 })
-    asBefore0008(a.id, b.id, flat.id)
+    await asBefore0008(a.id, b.id, flat.id)
 
     expect(await t.server.phashBackfill.step()).toEqual({ hashed: 2, plain: 1, failed: 0 })
-    expect([row(a.id).phash, row(b.id).phash]).toEqual(hashes)
+    expect([await phashOf(a.id), await phashOf(b.id)]).toEqual(hashes)
     // The plain picture keeps "no hash" (what the blocklist reads) and is not tried again.
-    expect(row(flat.id)).toEqual({ phash: null, tried: 1 })
+    expect(await row(flat.id)).toEqual({ phash: null, tried: true })
     expect(await t.server.phashBackfill.step()).toEqual({ hashed: 0, plain: 0, failed: 0 })
 
     // Blocking the backfilled image records its perceptual hash: a copy with other bytes is refused.
@@ -95,18 +100,18 @@ describe('perceptual hash backfill', () => {
 
   test('an image whose original cannot be read is skipped for this run, not marked tried', async () => {
     const lost = (await upload(await picture(7200))).body
-    asBefore0008(lost.id)
-    await t.server.deps.storage.delete(originalKey(lost.id, extOf(lost.id)))
+    await asBefore0008(lost.id)
+    await t.server.deps.storage.delete(originalKey(lost.id, await extOf(lost.id)))
     expect(await t.server.phashBackfill.step()).toEqual({ hashed: 0, plain: 0, failed: 1 })
     expect(await t.server.phashBackfill.step()).toEqual({ hashed: 0, plain: 0, failed: 0 })
-    expect(row(lost.id)).toEqual({ phash: null, tried: 0 })
+    expect(await row(lost.id)).toEqual({ phash: null, tried: false })
   })
 
   test('cli rehash hashes every old row to completion', async () => {
     const ids: string[] = []
     for (let i = 0; i < 3; i++) ids.push((await upload(await picture(7300 + i))).body.id)
-    const hashes = ids.map((id) => row(id).phash)
-    asBefore0008(...ids)
+    const hashes = await Promise.all(ids.map(phashOf))
+    await asBefore0008(...ids)
     const proc = Bun.spawnSync([process.execPath, join(root, 'src/cli.ts'), 'rehash'], {
       env: { ...t.env, PATH: process.env.PATH ?? '' },
       cwd: root,
@@ -114,19 +119,17 @@ describe('perceptual hash backfill', () => {
     // The unreadable image of the test before is tried again in this new run, and still fails (exit 2).
     expect(proc.exitCode).toBe(2)
     expect(proc.stdout.toString()).toContain('3 images hashed, 0 too plain to hash, 1 could not be read\n')
-    expect(ids.map((id) => row(id).phash)).toEqual(hashes)
+    expect(await Promise.all(ids.map(phashOf))).toEqual(hashes)
   })
 
   test('the server hashes old rows in the background from its start', async () => {
     const id = (await upload(await picture(7400))).body.id
-    const hash = row(id).phash
+    const hash = await phashOf(id)
     // The same data directory, as an upgrade finds it (t.stop would remove it).
     await t.server.stop()
-    const db = new Database(join(t.dataDir, 'imghost.sqlite'))
-    db.run('UPDATE images SET phash = NULL, phash_tried = 0 WHERE id = ?', [id])
-    db.close()
+    await writeBehindCaches(t, 'UPDATE images SET phash = NULL, phash_tried = FALSE WHERE id = $1', [id])
     t = await startTestServer({ ...t.env, PORT: String(freePort()) })
-    await eventually(() => row(id).phash !== null, 30_000, 'the background backfill')
-    expect(row(id).phash).toBe(hash)
+    await eventually(async () => (await phashOf(id)) !== null, 30_000, 'the background backfill')
+    expect(await phashOf(id)).toBe(hash)
   })
 })

@@ -7,7 +7,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { count, eq } from 'drizzle-orm'
 import sharp from 'sharp'
+import { images } from '../../src/db/schema'
 import { hammingDistance } from '../../src/media/phash'
 import { uploadForm } from '../fixtures'
 import { jsonBody, makeAdmin, registerUser, startTestServer, type TestServer, userWithKey } from '../helpers'
@@ -67,7 +69,7 @@ const doors: Record<string, (who: Account, bytes: Uint8Array) => Promise<{ statu
     return { status: res.status, error: res.body.error }
   },
   'batch (web, signed in), beside a harmless picture': async (who, bytes) => {
-    const before = imageCount()
+    const before = await imageCount()
     const res = await t.json('/api/upload', {
       method: 'POST',
       headers: who.bearer,
@@ -77,7 +79,7 @@ const doors: Record<string, (who: Account, bytes: Uint8Array) => Promise<{ statu
       ]),
     })
     // All or nothing: the harmless picture is not stored either.
-    expect(imageCount()).toBe(before)
+    expect(await imageCount()).toBe(before)
     return { status: res.status, error: res.body.error }
   },
   'tus (web, signed in)': async (who, bytes) => {
@@ -118,10 +120,10 @@ async function upload(who: Account, bytes: Uint8Array) {
   return res
 }
 
-const imageCount = () => t.server.db.$client.query<{ n: number }, []>('SELECT count(*) AS n FROM images').get()!.n
+const imageCount = async () => (await t.server.db.select({ n: count() }).from(images))[0].n
 
-const phashOf = (id: string) =>
-  t.server.db.$client.query<{ phash: string | null }, [string]>('SELECT phash FROM images WHERE id = ?').get(id)?.phash
+const phashOf = async (id: string) =>
+  (await t.server.db.select({ phash: images.phash }).from(images).where(eq(images.id, id)))[0]?.phash
 
 const listBlocks = async () => (await asAdmin('/api/admin/blocks?limit=100')).body
 
@@ -132,7 +134,7 @@ describe('a blocked picture stays out', () => {
     const original = await picture(1000)
     const up = await upload(owner, original)
     expect(up.status).toBe(201)
-    const blockedHash = phashOf(up.body.id)!
+    const blockedHash = (await phashOf(up.body.id))!
     expect(blockedHash).toMatch(/^[0-9a-f]{16}$/)
 
     const res = await asAdmin(`/api/admin/images/${up.body.id}/block`, {
@@ -170,7 +172,7 @@ describe('a blocked picture stays out', () => {
     for (let seed = 1; seed <= 50; seed++) {
       const res = await upload(someone, await picture(seed))
       expect(`picture ${seed}: ${res.status}`).toBe(`picture ${seed}: 201`)
-      others.push(phashOf(res.body.id)!)
+      others.push((await phashOf(res.body.id))!)
     }
     const toBlocked = others.map((h) => hammingDistance(blockedHash, h))
     const pairs = others.flatMap((a, i) => others.slice(i + 1).map((b) => hammingDistance(a, b))).sort((a, b) => a - b)
@@ -236,7 +238,7 @@ describe('every format is hashed from its decoded pixels', () => {
     for (const bytes of [heic, animated]) {
       const res = await upload(owner, bytes)
       expect(res.status).toBe(201)
-      expect(phashOf(res.body.id)).toMatch(/^[0-9a-f]{16}$/)
+      expect(await phashOf(res.body.id)).toMatch(/^[0-9a-f]{16}$/)
     }
     const up = await upload(owner, original)
     expect((await asAdmin(`/api/admin/images/${up.body.id}/block`, { method: 'POST', ...jsonBody({}) })).status).toBe(

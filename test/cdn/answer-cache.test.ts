@@ -1,4 +1,3 @@
-import { Database } from 'bun:sqlite'
 import { afterAll, afterEach, beforeAll, describe, expect, spyOn, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
@@ -6,6 +5,7 @@ import { eq } from 'drizzle-orm'
 import { images } from '../../src/db/schema'
 import { makeImage, uploadForm } from '../fixtures'
 import { eventually, jsonBody, startTestServer, type TestServer, testClock, userWithKey } from '../helpers'
+import { writeBehindCaches } from '../other-connection'
 
 // /cdn answers from the in-memory cache of live images (src/modules/images/live-cache.ts): every test first makes /cdn
 // answer (so the image is cached), checks it is, then changes the image and expects the new answer at once. Without
@@ -58,12 +58,7 @@ describe('/cdn answer cache: invalidation', () => {
     await servedAndCached(up)
     // A write through another connection is the one change the cache is not told of (README: the CLI works on a stopped
     // server): had the request read the row, it would answer with the new type.
-    const other = new Database(join(t.dataDir, 'imghost.sqlite'))
-    try {
-      other.query('UPDATE images SET mime = ?1 WHERE id = ?2').run('image/x-elsewhere', up.id)
-    } finally {
-      other.close()
-    }
+    await writeBehindCaches(t, 'UPDATE images SET mime = $1 WHERE id = $2', ['image/x-elsewhere', up.id])
     expect((await t.fetch(path(up.url))).headers.get('content-type')).toBe('image/png')
   })
 
@@ -143,18 +138,20 @@ describe('/cdn answer cache: invalidation', () => {
   test('any write to the row through the database, not only the service (here: expired by hand)', async () => {
     const up = await uploaded()
     await servedAndCached(up)
-    t.server.db
+    await t.server.db
       .update(images)
       .set({ expiresAt: new Date(Date.now() - 1000) })
       .where(eq(images.id, up.id))
-      .run()
+    // PostgreSQL tells the caches at commit, through the change feed: a moment later.
+    await eventually(() => !cache().has(up.id), 5000, 'the change notice')
     await gone(up)
   })
 
   test('a row whose answer changed by hand is answered anew (type and size from the row)', async () => {
     const up = await uploaded()
     await servedAndCached(up)
-    t.server.db.update(images).set({ mime: 'image/x-test' }).where(eq(images.id, up.id)).run()
+    await t.server.db.update(images).set({ mime: 'image/x-test' }).where(eq(images.id, up.id))
+    await eventually(() => !cache().has(up.id), 5000, 'the change notice')
     const res = await t.fetch(path(up.url))
     expect(res.headers.get('content-type')).toBe('image/x-test')
   })

@@ -103,6 +103,7 @@ describe('invalid values', () => {
     { NSFW_IDLE_UNLOAD_SECONDS: '1.5' },
     { NSFW_IDLE_UNLOAD_SECONDS: 'soon' },
     { SMTP_URL: 'http://mail.example.com' },
+    { DATABASE_URL: 'mysql://db.example.com/imghost' },
   ]
   for (const env of cases) {
     const [name, value] = Object.entries(env)[0]
@@ -112,6 +113,19 @@ describe('invalid values', () => {
       expect(error.message).toContain(name)
     })
   }
+
+  test('DATABASE_URL needs the keys every instance shares: JWT_SECRET, VARIANT_SECRET and TOTP_KEY', () => {
+    const keys = { JWT_SECRET: 'j'.repeat(32), VARIANT_SECRET: 'v'.repeat(32), TOTP_KEY: 't'.repeat(32) }
+    const url = 'postgres://imghost:secret@db.example.com:5432/imghost'
+    expect(loadConfig({ DATABASE_URL: url, ...keys }).databaseUrl).toBe(url)
+    for (const name of Object.keys(keys)) {
+      const error = configError({ DATABASE_URL: url, ...keys, [name]: '' })
+      expect(error).toBeInstanceOf(ConfigError)
+      expect(error.message).toBe(`Missing value for ${name}: required with DATABASE_URL`)
+    }
+    // Without DATABASE_URL they are generated into DATA_DIR as before.
+    expect(loadConfig({}).databaseUrl).toBe('')
+  })
 
   test('the error names the bad variable, not a good one next to it', () => {
     const error = configError({ PORT: '3000', SITE_COLOR: 'red', STRIP_METADATA: 'gps' })

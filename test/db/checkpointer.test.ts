@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startCheckpointer } from '../../src/db/checkpointer'
 import { openDatabase } from '../../src/db/client'
+import { engine } from '../../src/db/engine'
 
 // WAL checkpoints on a Worker (src/db/checkpointer.ts): the server's connection never checkpoints inside a commit, and
 // the pages still reach the database file.
@@ -28,7 +29,8 @@ async function until(check: () => boolean, ms = 5000) {
   }
 }
 
-describe('startCheckpointer', () => {
+// SQLite's WAL checkpoints: a PostgreSQL server has no checkpointer of its own.
+describe.skipIf(engine === 'pg')('startCheckpointer', () => {
   test('the Worker checkpoints; the server connection does not, until the Worker stops', async () => {
     const path = join(dir, 'worker.sqlite')
     const db = openDatabase(path)

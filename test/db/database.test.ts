@@ -3,12 +3,14 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openDatabase } from '../../src/db/client'
+import { engine } from '../../src/db/engine'
 import { generateOverCopy } from './drizzle-kit'
 
 const dir = mkdtempSync(join(tmpdir(), 'imghost-db-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-describe('the SQLite database', () => {
+// SQLite's pragmas and migrations: PostgreSQL's schema is checked by test/db/schema-pg.test.ts.
+describe.skipIf(engine === 'pg')('the SQLite database', () => {
   test('opens in WAL mode with foreign keys enforced', () => {
     const db = openDatabase(join(dir, 'pragmas.sqlite'))
     try {

@@ -5,6 +5,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { statSync } from 'node:fs'
 import { join } from 'node:path'
+import { engine } from '../../src/db/engine'
 import { startTestServer, type TestServer } from '../helpers'
 
 let t: TestServer | undefined
@@ -16,7 +17,9 @@ describe('file modes', () => {
     t = await startTestServer({ JWT_SECRET: '' })
     // A write, so the WAL certainly exists.
     expect((await t.fetch('/healthz')).status).toBe(200)
-    for (const name of ['imghost.sqlite', 'imghost.sqlite-wal', 'imghost.sqlite-shm', 'jwt-secret', 'server.lock']) {
+    // A PostgreSQL server keeps no database file in the data directory.
+    const databaseFiles = engine === 'pg' ? [] : ['imghost.sqlite', 'imghost.sqlite-wal', 'imghost.sqlite-shm']
+    for (const name of [...databaseFiles, 'jwt-secret', 'server.lock']) {
       expect((statSync(join(t.dataDir, name)).mode & 0o777).toString(8), name).toBe('600')
     }
   }, 60_000)

@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { eq } from 'drizzle-orm'
 import { parse } from 'node-html-parser'
+import { engine } from '../../src/db/engine'
+import { images } from '../../src/db/schema'
 import { humanSize } from '../../src/lib/size'
 import { fillPlaceholders } from '../../src/modules/embeds/service'
 import { makeImage, uploadForm } from '../fixtures'
@@ -25,12 +28,8 @@ async function createProfile(body: Record<string, unknown>, headers = owner.bear
   return res.body.profile
 }
 
-const embedProfileOf = (imageId: string) =>
-  (
-    t.server.db.$client.query('SELECT embed_profile_id AS p FROM images WHERE id = ?').get(imageId) as {
-      p: number | null
-    }
-  ).p
+const embedProfileOf = async (imageId: string) =>
+  (await t.server.db.select({ p: images.embedProfileId }).from(images).where(eq(images.id, imageId)))[0].p
 
 async function pageMeta(imageId: string) {
   const res = await t.fetch(`/i/${imageId}`)
@@ -203,13 +202,13 @@ describe('PATCH /api/images/:id/embed', () => {
     )
     expect(res.status).toBe(200)
     expect(res.body).toEqual({ success: true, id: image.id, embed_profile_id: profile.id })
-    expect(embedProfileOf(image.id)).toBe(profile.id)
+    expect(await embedProfileOf(image.id)).toBe(profile.id)
     const cleared = await t.json(
       `/api/images/${image.id}/embed`,
       send('PATCH', { embed_profile_id: null }, owner.bearer),
     )
     expect(cleared.body).toEqual({ success: true, id: image.id, embed_profile_id: null })
-    expect(embedProfileOf(image.id)).toBeNull()
+    expect(await embedProfileOf(image.id)).toBeNull()
   })
 
   test("image or profile not the caller's: 404; bad body: 400; no JWT: 401", async () => {
@@ -246,8 +245,8 @@ describe('PATCH /api/images/:id/embed', () => {
       await t.json(`/api/images/${mine.id}/embed`, send('PATCH', { embed_profile_id: myProfile.id }, owner.keyHeader)),
       401,
     )
-    expect(embedProfileOf(theirs.id)).toBeNull()
-    expect(embedProfileOf(mine.id)).toBeNull()
+    expect(await embedProfileOf(theirs.id)).toBeNull()
+    expect(await embedProfileOf(mine.id)).toBeNull()
   })
 })
 
@@ -262,13 +261,13 @@ describe('PATCH /api/images/bulk-embed', () => {
     )
     expect(res.status).toBe(200)
     expect(res.body).toEqual({ success: true, updated: 3 })
-    for (const id of ids) expect(embedProfileOf(id)).toBe(profile.id)
+    for (const id of ids) expect(await embedProfileOf(id)).toBe(profile.id)
     const cleared = await t.json(
       '/api/images/bulk-embed',
       send('PATCH', { image_ids: ids, embed_profile_id: null }, owner.bearer),
     )
     expect(cleared.body).toEqual({ success: true, updated: 3 })
-    for (const id of ids) expect(embedProfileOf(id)).toBeNull()
+    for (const id of ids) expect(await embedProfileOf(id)).toBeNull()
   })
 
   test('0 or 101 ids: 400', async () => {
@@ -323,11 +322,13 @@ describe('PATCH /api/images/bulk-embed', () => {
     const tooMany = await assign(ids)
     expectError(tooMany, 400)
     expect(tooMany.body.error).toBe('image_ids must have 1-100 items')
-    expect(ids.filter((id) => embedProfileOf(id) !== null)).toEqual([])
+    const profiles = await Promise.all(ids.map(embedProfileOf))
+    expect(ids.filter((_, i) => profiles[i] !== null)).toEqual([])
 
     expect((await assign(ids.slice(0, 100))).body).toEqual({ success: true, updated: 100 })
-    expect(ids.slice(0, 100).filter((id) => embedProfileOf(id) !== profile.id)).toEqual([])
-    expect(embedProfileOf(ids[100])).toBeNull()
+    const assigned = await Promise.all(ids.slice(0, 100).map(embedProfileOf))
+    expect(ids.slice(0, 100).filter((_, i) => assigned[i] !== profile.id)).toEqual([])
+    expect(await embedProfileOf(ids[100])).toBeNull()
   })
 
   test("all or nothing: a 404 naming the ids that are not the caller's, and nothing changes", async () => {
@@ -344,7 +345,7 @@ describe('PATCH /api/images/bulk-embed', () => {
     )
     expectError(res, 404)
     expect(res.body.ids.sort()).toEqual([theirs.id, 'ZZZZZZZZ'].sort())
-    for (const image of [...mine, theirs]) expect(embedProfileOf(image.id)).toBeNull()
+    for (const image of [...mine, theirs]) expect(await embedProfileOf(image.id)).toBeNull()
   })
 
   test("someone else's profile: 404, nothing changes", async () => {
@@ -357,13 +358,15 @@ describe('PATCH /api/images/bulk-embed', () => {
       ),
       404,
     )
-    expect(embedProfileOf(mine.id)).toBeNull()
+    expect(await embedProfileOf(mine.id)).toBeNull()
   })
 })
 
 describe('deleting a profile', () => {
   test('the images that used it revert to the default embed (ON DELETE SET NULL with foreign keys on)', async () => {
-    expect((t.server.db.$client.query('PRAGMA foreign_keys').get() as { foreign_keys: number }).foreign_keys).toBe(1)
+    // SQLite enforces foreign keys only with the pragma on (PostgreSQL always does).
+    if (engine === 'sqlite')
+      expect((t.server.db.$client.query('PRAGMA foreign_keys').get() as { foreign_keys: number }).foreign_keys).toBe(1)
     const image = await uploadImage(t, owner.keyHeader, {}, { name: 'revert.png' })
     const keep = await uploadImage(t, owner.keyHeader)
     const profile = await createProfile({
@@ -378,8 +381,8 @@ describe('deleting a profile', () => {
     expect((await pageMeta(image.id)).meta('og:title')).toBe('Custom title')
 
     expect((await t.json(`/api/embeds/${profile.id}`, { method: 'DELETE', headers: owner.bearer })).status).toBe(200)
-    expect(embedProfileOf(image.id)).toBeNull()
-    expect(embedProfileOf(keep.id)).toBe(kept.id)
+    expect(await embedProfileOf(image.id)).toBeNull()
+    expect(await embedProfileOf(keep.id)).toBe(kept.id)
     const { meta } = await pageMeta(image.id)
     expect(meta('og:title')).toBe('revert.png')
     expect(meta('og:site_name')).toBe('Pixbin')

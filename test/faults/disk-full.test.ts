@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { engine } from '../../src/db/engine'
 import { makeImage, uploadForm } from '../fixtures'
 import { startTestServer, type TestServer, userWithKey } from '../helpers'
 import { dataState, eventually } from './support'
@@ -126,7 +127,8 @@ describe('a full disk', () => {
     TIMEOUT,
   )
 
-  test(
+  // SQLite's own "full" (its page limit on the file): a PostgreSQL server's database is not in the data directory.
+  test.skipIf(engine === 'pg')(
     'database full when the row is written: 507, and the files already stored for it are removed',
     async () => {
       if (!t) return console.warn(`skipped: cannot mount a tmpfs (${refused}); this test needs root`)

@@ -1,5 +1,7 @@
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
+import { asc, eq } from 'drizzle-orm'
+import { images } from '../../src/db/schema'
 import { storedKeys, type TestServer } from '../helpers'
 
 export { eventually } from '../helpers'
@@ -43,10 +45,7 @@ export async function timed<T>(request: () => Promise<T>): Promise<{ value: T; m
 
 /** What an upload leaves behind: stored keys, image rows, and files in the upload temp directory. */
 export async function dataState(t: TestServer) {
-  const rows = t.server.db.$client.query('SELECT id, views FROM images ORDER BY id').all() as {
-    id: string
-    views: number
-  }[]
+  const rows = await t.server.db.select({ id: images.id, views: images.views }).from(images).orderBy(asc(images.id))
   let tmp: string[] = []
   try {
     tmp = readdirSync(join(t.dataDir, 'tmp')).sort()
@@ -57,5 +56,5 @@ export async function dataState(t: TestServer) {
 }
 
 /** The views column of one image as committed in the database (the API adds counts still buffered). */
-export const committedViews = (t: TestServer, id: string) =>
-  (t.server.db.$client.query('SELECT views FROM images WHERE id = ?').get(id) as { views: number } | null)?.views
+export const committedViews = async (t: TestServer, id: string) =>
+  (await t.server.db.select({ views: images.views }).from(images).where(eq(images.id, id)))[0]?.views

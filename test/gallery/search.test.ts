@@ -31,7 +31,7 @@ async function found(q: string): Promise<string[]> {
 }
 const sorted = (...names: string[]) => names.map((n) => id[n]).sort()
 
-const albumId = (title: string) => t.server.db.select().from(albums).where(eq(albums.title, title)).get()!.id
+const albumId = async (title: string) => (await t.server.db.select().from(albums).where(eq(albums.title, title)))[0]!.id
 
 beforeAll(async () => {
   t = await startTestServer({}, { classifier: fakeClassifier().classifier, rescan: { intervalMs: 3_600_000 } })
@@ -100,27 +100,27 @@ describe('search by album title', () => {
   })
 
   test("a private album's title never matches; publishing it again does", async () => {
-    const secret = albumId('Secret Garden')
-    t.server.db.update(albums).set({ isPublic: false }).where(eq(albums.id, secret)).run()
+    const secret = await albumId('Secret Garden')
+    await t.server.db.update(albums).set({ isPublic: false }).where(eq(albums.id, secret))
     expect(await found('secret')).toEqual([])
     // The image itself is public, so its filename still finds it.
     expect(await found('plain two')).toEqual(sorted('secret'))
-    t.server.db.update(albums).set({ isPublic: true }).where(eq(albums.id, secret)).run()
+    await t.server.db.update(albums).set({ isPublic: true }).where(eq(albums.id, secret))
     expect(await found('secret')).toEqual(sorted('secret'))
   })
 
   test('renaming, removing from, and deleting an album update the results', async () => {
-    const holiday = albumId('Holiday Trip')
-    t.server.db.update(albums).set({ title: 'Winter Break' }).where(eq(albums.id, holiday)).run()
+    const holiday = await albumId('Holiday Trip')
+    await t.server.db.update(albums).set({ title: 'Winter Break' }).where(eq(albums.id, holiday))
     expect(await found('holiday')).toEqual([])
     expect(await found('winter')).toEqual(sorted('holiday', 'both'))
 
-    t.server.db.delete(albumImages).where(eq(albumImages.imageId, id.both)).run()
+    await t.server.db.delete(albumImages).where(eq(albumImages.imageId, id.both))
     expect(await found('winter')).toEqual(sorted('holiday'))
-    t.server.db.insert(albumImages).values({ albumId: holiday, imageId: id.both }).run()
+    await t.server.db.insert(albumImages).values({ albumId: holiday, imageId: id.both })
     expect(await found('winter')).toEqual(sorted('holiday', 'both'))
 
-    t.server.db.update(albums).set({ deletedAt: new Date() }).where(eq(albums.id, holiday)).run()
+    await t.server.db.update(albums).set({ deletedAt: new Date() }).where(eq(albums.id, holiday))
     expect(await found('winter')).toEqual([])
   })
 

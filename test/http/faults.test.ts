@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Elysia } from 'elysia'
+import { engine } from '../../src/db/engine'
 import { errorModel } from '../../src/http/errors'
 import { fastRoute } from '../../src/http/fast-route'
 import { createMetrics } from '../../src/http/observability'
@@ -77,7 +78,8 @@ describe('faults are answered in words, with their status, on both paths', () =>
     ['fast route', () => fast.port],
   ] as const) {
     for (const [name, want] of Object.entries(expected)) {
-      test(`${which}: ${name}`, async () => {
+      // SQLite's own faults are never met by a PostgreSQL server (its faults are the lead's tests); ENOSPC is anyone's.
+      test.skipIf(engine === 'pg' && name !== 'enospc')(`${which}: ${name}`, async () => {
         const logged = spyOn(console, 'error').mockImplementation(() => {})
         try {
           const res = await fetch(`http://127.0.0.1:${server()}/${name}`)

@@ -9,7 +9,9 @@ import { afterAll, beforeAll, describe, expect, spyOn, test } from 'bun:test'
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { count } from 'drizzle-orm'
 import { loadConfig } from '../../src/config'
+import { images } from '../../src/db/schema'
 import { localMedia, type Media } from '../../src/media'
 import type { Storage } from '../../src/storage'
 import { createLocalStorage } from '../../src/storage/local'
@@ -113,7 +115,7 @@ describe('an unexpected failure inside the real service: 500, logged once, count
     expect(await metric(series)).toBe(1)
     // Like every failure, it changed nothing: no file, no row, no use of the window, no temp file left.
     expect(await storedKeys(t)).toEqual([])
-    expect(t.server.db.$client.query('SELECT count(*) AS n FROM images').get()).toEqual({ n: 0 })
+    expect(await t.server.db.select({ n: count() }).from(images)).toEqual([{ n: 0 }])
     expect((await t.json('/api/v1/me', { headers: user.keyHeader })).body).toMatchObject({
       totalImages: 0,
       storage: { used: 0 },

@@ -77,12 +77,11 @@ async function expectExpiresIn<T extends { body: { expiresAt: string } }>(
 }
 
 /** Moves an image's expiry into the past, as if time had passed; the sweeper has not run yet. */
-function expireNow(id: string) {
-  t.server.db
+async function expireNow(id: string) {
+  await t.server.db
     .update(images)
     .set({ expiresAt: new Date(Date.now() - 1000) })
     .where(eq(images.id, id))
-    .run()
 }
 
 const me = async (user: Account) => (await t.json('/api/v1/me', { headers: user.keyHeader })).body
@@ -204,7 +203,7 @@ describe('an expired image is gone everywhere at once, before the sweeper runs',
     const all = (value: boolean) => Object.fromEntries(Object.keys(checks).map((k) => [k, value]))
 
     expect(await run()).toEqual(all(true))
-    expireNow(up.id)
+    await expireNow(up.id)
     expect(await run()).toEqual(all(false))
     expect((await t.json(`/api/v1/image/${up.id}`)).status).toBe(404)
     expect((await t.json(`/api/albums/${album.id}`)).body.album.imageCount).toBe(0)
@@ -234,7 +233,7 @@ describe('an expired image is gone everywhere at once, before the sweeper runs',
     clock.set(expiresAt)
     expect(await statuses()).toEqual([404, 404, 404, 404, 404])
     // Nothing wrote to the row (a write would have dropped the cached entry): the read-time rule did it alone.
-    expect(t.server.db.select().from(images).where(eq(images.id, up.id)).get()).toBeDefined()
+    expect((await t.server.db.select().from(images).where(eq(images.id, up.id)))[0]).toBeDefined()
   })
 
   test('expired images stop counting against the storage quota at once', async () => {
@@ -243,7 +242,7 @@ describe('an expired image is gone everywhere at once, before the sweeper runs',
     const a = await uploaded(user, {}, [{ bytes }])
     await uploaded(user, {}, [{ bytes: await makeNoisePng(150) }])
     expect((await upload(user, {}, [{ bytes: await makeNoisePng(150) }])).status).toBe(413)
-    expireNow(a.id)
+    await expireNow(a.id)
     expect((await me(user)).storage.used).toBeLessThan(QUOTA / 2)
     expect((await upload(user, {}, [{ bytes: await makeNoisePng(150) }])).status).toBe(201)
   })
@@ -257,12 +256,12 @@ describe('the sweeper', () => {
     const storage = t.server.deps.storage
     const keys = [originalKey(gone.id, 'png'), thumbnailKey(gone.id)]
     for (const key of keys) expect(await storage.exists(key)).toBe(true)
-    expireNow(gone.id)
+    await expireNow(gone.id)
     expect((await me(user)).storage.used).toBe(kept.size)
 
     expect(await t.server.services.images.sweepExpired()).toBeGreaterThanOrEqual(1)
     for (const key of keys) expect(await storage.exists(key)).toBe(false)
-    expect(t.server.db.select().from(images).where(eq(images.id, gone.id)).get()).toBeUndefined()
+    expect(await t.server.db.select().from(images).where(eq(images.id, gone.id))).toEqual([])
     expect(await storage.exists(originalKey(kept.id, 'png'))).toBe(true)
     expect((await me(user)).totalImages).toBe(1)
     expect((await me(user)).storage.used).toBe(kept.size)
@@ -290,7 +289,7 @@ describe('the sweeper', () => {
       await Promise.all(Array.from({ length: 12 }, async () => ({ bytes: await png() }))),
     )
     const ids: string[] = batch.images.map((i: { id: string }) => i.id)
-    for (const id of ids) expireNow(id)
+    for (const id of ids) await expireNow(id)
     await t.server.services.images.sweepExpired()
     for (const id of ids) expect(await t.server.deps.storage.exists(originalKey(id, 'png'))).toBe(false)
     expect((await me(user)).totalImages).toBe(0)
@@ -422,7 +421,7 @@ describe('ANON_DEFAULT_EXPIRY; the sweeper on its timer', () => {
     expect(await anonServer.server.deps.storage.exists(key)).toBe(true)
     anonClock.set(Date.parse(res.body.expiresAt))
     await eventually(async () => !(await anonServer.server.deps.storage.exists(key)), undefined, 'the timed sweep')
-    expect(anonServer.server.db.select().from(images).where(eq(images.id, res.body.id)).get()).toBeUndefined()
+    expect(await anonServer.server.db.select().from(images).where(eq(images.id, res.body.id))).toEqual([])
   })
 })
 

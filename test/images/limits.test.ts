@@ -258,9 +258,9 @@ describe('ended windows are swept', () => {
       { key: 'login:someone', windowStart: new Date(now - 60_000), used: 3 },
       { key: 'user:999999', windowStart: new Date(now - HOUR / 2), used: 4 },
     ]
-    t.server.db.insert(uploadWindows).values(rows).run()
+    await t.server.db.insert(uploadWindows).values(rows)
     expect(await sweepEndedWindows(t.server.db, t.server.deps.config, now)).toBe(2)
-    const left = t.server.db
+    const left = await t.server.db
       .select()
       .from(uploadWindows)
       .where(
@@ -269,7 +269,6 @@ describe('ended windows are swept', () => {
           rows.map((r) => r.key),
         ),
       )
-      .all()
     expect(left.map((r) => [r.key, r.used]).sort()).toEqual([
       ['login:someone', 3],
       ['user:999999', 4],

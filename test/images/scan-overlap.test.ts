@@ -60,7 +60,7 @@ describe('a web upload is scanned while its media job still encodes the thumbnai
     })
     expect(res.status).toBe(201)
     expect(scans).toEqual([{ length: IMAGE_BYTES, bufferLength: IMAGE_BYTES, jobRunning: true }])
-    const row = t.server.db.select().from(images).where(eq(images.id, res.body.id)).get()
+    const [row] = await t.server.db.select().from(images).where(eq(images.id, res.body.id))
     expect(row).toMatchObject({ nsfw: false, scanStatus: 'done' })
   })
 
@@ -72,7 +72,7 @@ describe('a web upload is scanned while its media job still encodes the thumbnai
     })
     expect(res.status).toBe(201)
     expect(scans).toHaveLength(before)
-    const row = silent.server.db.select().from(images).where(eq(images.id, res.body.id)).get()
+    const [row] = await silent.server.db.select().from(images).where(eq(images.id, res.body.id))
     expect(row).toMatchObject({ nsfw: false, scanStatus: 'pending' })
   })
 })

@@ -39,9 +39,13 @@ describe('startup sweep', () => {
       const local = t.server.deps.config.storage.driver === 'local'
       expect(local).toBe(process.env.STORAGE !== 's3')
       // Restarts must see the same bucket prefix (test/helpers.ts gives every server a fresh one under STORAGE=s3).
+      // And the same database on PostgreSQL runs (each server gets a fresh one otherwise).
       const sameStorage: Record<string, string> = {
         DATA_DIR: dataDir,
         ...(t.env.S3_PREFIX ? { S3_PREFIX: t.env.S3_PREFIX } : {}),
+        ...(t.env.DATABASE_URL
+          ? { DATABASE_URL: t.env.DATABASE_URL, VARIANT_SECRET: t.env.VARIANT_SECRET, TOTP_KEY: t.env.TOTP_KEY }
+          : {}),
       }
       const { keyHeader } = await userWithKey(t)
       const bytes = await makeImage('png', 96, 64, 7)
@@ -54,7 +58,8 @@ describe('startup sweep', () => {
       const id: string = up.body.id
       const realKeys = [`originals/${id}.png`, `thumbs/${id}.webp`]
       expect(await storedKeys(t)).toEqual(realKeys.toSorted())
-      await t.stop()
+      // Only the server: t.stop() would also drop a PostgreSQL run's database, which the restart must find again.
+      await t.server.stop()
       running = undefined
 
       // 2. While it is stopped: what a crash leaves behind.

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { eq } from 'drizzle-orm'
+import { albumImages, albums } from '../../src/db/schema'
 import {
   type Bytes,
   makeBmp,
@@ -203,16 +205,18 @@ describe('folders', () => {
     const second = await upload([{ bytes: await makeImage('png', 10, 12) }], { album: 'Holiday 2026' })
     expect(first.status).toBe(201)
     expect(second.status).toBe(201)
-    const albums = t.server.db.$client
-      .query('SELECT id, title, is_public FROM albums WHERE user_id = ?')
-      .all(owner.user.id) as any[]
-    const holiday = albums.filter((a) => a.title === 'Holiday 2026')
+    const owned = await t.server.db
+      .select({ id: albums.id, title: albums.title, isPublic: albums.isPublic })
+      .from(albums)
+      .where(eq(albums.userId, owner.user.id))
+    const holiday = owned.filter((a) => a.title === 'Holiday 2026')
     expect(holiday).toHaveLength(1)
-    expect(holiday[0].is_public).toBe(0)
-    const members = t.server.db.$client
-      .query('SELECT image_id FROM album_images WHERE album_id = ?')
-      .all(holiday[0].id) as any[]
-    expect(members.map((m) => m.image_id).sort()).toEqual([first.body.id, second.body.id].sort())
+    expect(holiday[0].isPublic).toBe(false)
+    const members = await t.server.db
+      .select({ imageId: albumImages.imageId })
+      .from(albumImages)
+      .where(eq(albumImages.albumId, holiday[0].id))
+    expect(members.map((m) => m.imageId).sort()).toEqual([first.body.id, second.body.id].sort())
   })
 })
 

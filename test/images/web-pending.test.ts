@@ -28,7 +28,7 @@ function webUpload(parts: UploadPart[], headers: Record<string, string> = {}) {
   })
 }
 
-const row = (id: string) => t.server.db.select().from(images).where(eq(images.id, id)).get()
+const row = async (id: string) => (await t.server.db.select().from(images).where(eq(images.id, id)))[0]
 const galleryIds = async () =>
   (await t.json('/api/gallery?limit=40')).body.images.map((i: { id: string }) => i.id) as string[]
 const searchIds = async (q: string) =>
@@ -39,7 +39,7 @@ const waitFor = (condition: () => Promise<boolean> | boolean) => eventually(cond
 async function expectPendingAndHidden(id: string, filenameWord: string) {
   expect((await t.json(`/api/v1/image/${id}`)).status).toBe(200)
   expect((await t.fetch(`/cdn/${id}.png`)).status).toBe(200)
-  expect(row(id)?.scanStatus).toBe('pending')
+  expect((await row(id))?.scanStatus).toBe('pending')
   expect(await galleryIds()).not.toContain(id)
   expect(await searchIds(filenameWord)).not.toContain(id)
 }
@@ -55,12 +55,12 @@ describe('a failing classifier', () => {
     // Background passes keep failing while the classifier is down.
     const calls = fake.state.calls
     await waitFor(() => fake.state.calls > calls + 1)
-    expect(row(res.body.id)?.scanStatus).toBe('pending')
+    expect((await row(res.body.id))?.scanStatus).toBe('pending')
     expect(await galleryIds()).not.toContain(res.body.id)
 
     fake.state.mode = 'neutral'
-    await waitFor(() => row(res.body.id)?.scanStatus === 'done')
-    expect(row(res.body.id)?.nsfw).toBe(false)
+    await waitFor(async () => (await row(res.body.id))?.scanStatus === 'done')
+    expect((await row(res.body.id))?.nsfw).toBe(false)
     expect(await galleryIds()).toContain(res.body.id)
     expect(await searchIds('thrown')).toEqual([res.body.id])
   })
@@ -76,7 +76,7 @@ describe('a failing classifier', () => {
 
     fake.state.mode = 'neutral'
     await waitFor(async () => (await galleryIds()).includes(res.body.id))
-    expect(row(res.body.id)?.scanStatus).toBe('done')
+    expect((await row(res.body.id))?.scanStatus).toBe('done')
   })
 
   test('a rescan that finds mature content flags it: out of the gallery, in the profile with nsfw: true', async () => {
@@ -89,8 +89,8 @@ describe('a failing classifier', () => {
     expect((await t.json(`/api/users/${user.user.username}`)).body.total).toBe(0)
 
     fake.state.mode = 'porn'
-    await waitFor(() => row(res.body.id)?.scanStatus === 'done')
-    expect(row(res.body.id)?.nsfw).toBe(true)
+    await waitFor(async () => (await row(res.body.id))?.scanStatus === 'done')
+    expect((await row(res.body.id))?.nsfw).toBe(true)
     expect(await galleryIds()).not.toContain(res.body.id)
     expect(await searchIds('later')).not.toContain(res.body.id)
     const profile = (await t.json(`/api/users/${user.user.username}`)).body
@@ -101,7 +101,7 @@ describe('a failing classifier', () => {
   test('a pending image deleted before its rescan is simply forgotten', async () => {
     fake.state.mode = 'throw'
     const res = await webUpload([{ bytes: await makeImage('png', 40, 30, 4), name: 'gone.png' }])
-    expect(row(res.body.id)?.scanStatus).toBe('pending')
+    expect((await row(res.body.id))?.scanStatus).toBe('pending')
     const del = await t.json(`/api/v1/image/${res.body.id}`, {
       method: 'DELETE',
       headers: { 'x-delete-token': res.body.deleteToken },
@@ -113,7 +113,7 @@ describe('a failing classifier', () => {
     const pass = await t.server.rescanner.runOnce()
     expect(pass.failed).toBe(0)
     expect(t.server.rescanner.backingOff).toBe(0)
-    expect(row(res.body.id)).toBeUndefined()
+    expect(await row(res.body.id)).toBeUndefined()
     expect((await t.json('/healthz')).status).toBe(200)
   })
 })

@@ -14,8 +14,8 @@ import { sharedClassifier } from '../shared-classifier'
 // is checked on scores injected at the classifier boundary (last describe), where the margins can be exact.
 
 const METRICS_TOKEN = 'scan-metrics-token'
-const row = (t: TestServer, id: string) => t.server.db.select().from(images).where(eq(images.id, id)).get()
-const scanStatus = (t: TestServer, id: string) => row(t, id)?.scanStatus
+const row = async (t: TestServer, id: string) => (await t.server.db.select().from(images).where(eq(images.id, id)))[0]
+const scanStatus = async (t: TestServer, id: string) => (await row(t, id))?.scanStatus
 const galleryIds = async (t: TestServer) =>
   (await t.json('/api/gallery?limit=40')).body.images.map((i: { id: string }) => i.id) as string[]
 
@@ -106,7 +106,7 @@ describe('web uploads are classified by the real model', () => {
       // The flag is the rule applied to the very scores the model answered (a drawing mistaken for porn would show).
       expect(image.nsfw).toBe(isMature(scan!.scores, thresholds))
       expect(image.nsfw).toBe(false)
-      expect(row(t, image.id)).toMatchObject({ nsfw: false, scanStatus: 'done' })
+      expect(await row(t, image.id)).toMatchObject({ nsfw: false, scanStatus: 'done' })
     }
     const ids = await galleryIds(t)
     for (const image of res.body.images) expect(ids).toContain(image.id)
@@ -136,7 +136,7 @@ describe('the verdict decides the flag (threshold 0: everything is mature)', () 
     const anonymous = await webUpload(t, [{ bytes: await landscapeJpeg() }])
     expect(anonymous.status).toBe(201)
     expect(anonymous.body.nsfw).toBe(true)
-    expect(scanStatus(t, anonymous.body.id)).toBe('done')
+    expect(await scanStatus(t, anonymous.body.id)).toBe('done')
 
     const user = await registerUser(t)
     const logged = await webUpload(t, [{ bytes: await drawingPng(), name: 'flagged-drawing.png' }], {}, user.bearer)
@@ -164,7 +164,7 @@ describe('SCAN_API_UPLOADS: API-key uploads are scanned only when it is on', () 
         body: uploadForm([{ bytes: await drawingPng() }]),
       })
       expect(res.status).toBe(201)
-      return { calls: fake.state.calls, nsfw: res.body.nsfw, scanStatus: scanStatus(t, res.body.id) }
+      return { calls: fake.state.calls, nsfw: res.body.nsfw, scanStatus: await scanStatus(t, res.body.id) }
     } finally {
       await t.stop()
     }
@@ -213,7 +213,7 @@ describe('the rule, end to end, on scores injected at the classifier boundary (d
       const res = await webUpload(t, [{ bytes: await makeImage('png', 40, 30) }])
       expect(res.status).toBe(201)
       expect(res.body.nsfw).toBe(flagged)
-      expect(row(t, res.body.id)).toMatchObject({ nsfw: flagged, scanStatus: 'done' })
+      expect(await row(t, res.body.id)).toMatchObject({ nsfw: flagged, scanStatus: 'done' })
       expect((await galleryIds(t)).includes(res.body.id)).toBe(!flagged)
     })
   }
@@ -225,7 +225,7 @@ describe('the rule, end to end, on scores injected at the classifier boundary (d
       const res = await webUpload(t, [{ bytes: await makeImage('png', 40, 30) }])
       expect(res.status).toBe(201)
       expect(res.body.nsfw).toBe(false)
-      expect(row(t, res.body.id)).toMatchObject({ nsfw: false, scanStatus: 'pending' })
+      expect(await row(t, res.body.id)).toMatchObject({ nsfw: false, scanStatus: 'pending' })
       expect(await galleryIds(t)).not.toContain(res.body.id)
     } finally {
       logged.mockRestore()

@@ -1,4 +1,3 @@
-import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import {
   copyFileSync,
@@ -13,6 +12,8 @@ import {
 } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
+import { and, asc, count, eq } from 'drizzle-orm'
+import { albumImages, albums, images as imageRows } from '../../src/db/schema'
 import { makeImage } from '../fixtures'
 import { makeAdmin, registerUser, startTestServer, type TestServer, userWithKey } from '../helpers'
 
@@ -22,9 +23,20 @@ const scratch = mkdtempSync(join(tmpdir(), 'imghost-import-'))
 let t: TestServer
 let user: Awaited<ReturnType<typeof userWithKey>>
 
-/** The same storage as the server's (STORAGE=s3 runs: the bucket and prefix of its data directory). */
+/**
+ * The same storage as the server's (STORAGE=s3 runs: the bucket and prefix of its data directory), and on PostgreSQL
+ * runs its database with the keys required beside it (the suite's own DATABASE_URL is another database).
+ */
+const DATABASE_VARIABLES = ['DATABASE_URL', 'JWT_SECRET', 'VARIANT_SECRET', 'TOTP_KEY']
 const storageEnvOf = (server: TestServer) =>
-  Object.fromEntries(Object.entries(server.env).filter(([name]) => name === 'STORAGE' || name.startsWith('S3_')))
+  Object.fromEntries(
+    Object.entries(server.env).filter(
+      ([name]) =>
+        name === 'STORAGE' ||
+        name.startsWith('S3_') ||
+        (server.env.DATABASE_URL !== undefined && DATABASE_VARIABLES.includes(name)),
+    ),
+  )
 
 const cli = (...args: string[]) => cliWith({}, ...args)
 
@@ -37,17 +49,14 @@ function cliWith(env: Record<string, string>, ...args: string[]) {
   return { code: proc.exitCode, summary: out.startsWith('{') ? JSON.parse(out) : null, err: proc.stderr.toString() }
 }
 
-const query = <T>(sql: string, ...params: (string | number)[]): T[] => {
-  const db = new Database(join(t.dataDir, 'imghost.sqlite'), { readonly: true })
-  try {
-    return db.query(sql).all(...params) as T[]
-  } finally {
-    db.close()
-  }
-}
-type Row = { id: string; filename: string; created_at: number; ext: string }
-const rowsOf = (userId: number) =>
-  query<Row>('SELECT id, filename, created_at, ext FROM images WHERE user_id = ? ORDER BY filename', userId)
+const rowsOf = async (userId: number) =>
+  (
+    await t.server.db
+      .select({ id: imageRows.id, filename: imageRows.filename, createdAt: imageRows.createdAt, ext: imageRows.ext })
+      .from(imageRows)
+      .where(eq(imageRows.userId, userId))
+      .orderBy(asc(imageRows.filename))
+  ).map((r) => ({ ...r, created_at: r.createdAt.getTime() }))
 
 /** Writes a file with a set modification time (seconds since the epoch). */
 function put(dir: string, path: string, bytes: Uint8Array | string, mtime: number) {
@@ -107,8 +116,8 @@ describe('import into a data directory whose server is running', () => {
     expect(run.err).toContain('would import photos/2019/cat.png')
     expect(run.err).toContain('would skip photos/notes.txt: not an image')
     expect(run.err).toContain('would skip zcopy/cat-again.png: already imported (same bytes as a file before it)')
-    expect(rowsOf(user.user.id)).toEqual([])
-    expect(query('SELECT id FROM albums WHERE user_id = ?', user.user.id)).toEqual([])
+    expect(await rowsOf(user.user.id)).toEqual([])
+    expect(await t.server.db.select({ id: albums.id }).from(albums).where(eq(albums.userId, user.user.id))).toEqual([])
     expect(() => readFileSync(map)).toThrow()
   })
 
@@ -120,7 +129,7 @@ describe('import into a data directory whose server is running', () => {
     expect(run.summary.errors[0].path).toBe(join('photos', '2019', 'broken.png'))
     expect(run.err).toContain('quota')
 
-    const rows = rowsOf(user.user.id)
+    const rows = await rowsOf(user.user.id)
     expect(rows.map((r) => r.filename).sort()).toEqual(['anim.gif', 'beach.jpg', 'cat.png', 'my cat.webp'])
     for (const [path, mtime] of Object.entries(images)) {
       const row = rows.find((r) => path.endsWith(r.filename))!
@@ -133,11 +142,11 @@ describe('import into a data directory whose server is running', () => {
       expect(file.status).toBe(200)
       expect((await file.arrayBuffer()).byteLength).toBeGreaterThan(0)
     }
-    const album = query<{ n: number }>(
-      'SELECT count(*) AS n FROM album_images JOIN albums ON albums.id = album_images.album_id WHERE albums.title = ? AND albums.user_id = ?',
-      'Old site',
-      user.user.id,
-    )
+    const album = await t.server.db
+      .select({ n: count() })
+      .from(albumImages)
+      .innerJoin(albums, eq(albums.id, albumImages.albumId))
+      .where(and(eq(albums.title, 'Old site'), eq(albums.userId, user.user.id)))
     expect(album[0].n).toBe(4)
     const lines = readFileSync(map, 'utf8').trim().split('\n').sort()
     const idOf = (name: string) => rows.find((r) => r.filename === name)!.id
@@ -157,7 +166,7 @@ describe('import into a data directory whose server is running', () => {
     const run = cli(tree, '--user', user.user.username, '--album', 'Old site', '--map', map)
     expect(run.code).toBe(2)
     expect(run.summary).toMatchObject({ imported: 0, skipped: 6, notImages: 1, failed: 1 })
-    expect(rowsOf(user.user.id)).toHaveLength(4)
+    expect(await rowsOf(user.user.id)).toHaveLength(4)
     expect(readFileSync(map, 'utf8').split('\n').sort()).toEqual(before.split('\n').sort())
     // A dry run now finds them all there too.
     const dry = cli(tree, '--user', user.user.username, '--dry-run')
@@ -215,14 +224,14 @@ describe('import into a data directory whose server is running', () => {
     const unwritable = cli(tree, '--user', user.user.username, '--map', join(scratch, 'no-such-dir', 'map.csv'))
     expect(unwritable.code).toBe(1)
     expect(unwritable.err).toContain('Cannot write the map')
-    expect(rowsOf(user.user.id)).toHaveLength(4)
+    expect(await rowsOf(user.user.id)).toHaveLength(4)
     const missing = cli(join(scratch, 'missing'), '--user', user.user.username)
     expect(missing.code).toBe(1)
     expect(missing.err).toContain('is not a directory')
   })
 
   test('the map feeds LEGACY_REDIRECTS: old paths answer 301 to the viewer', async () => {
-    const rows = rowsOf(user.user.id)
+    const rows = await rowsOf(user.user.id)
     const cat = rows.find((r) => r.filename === 'cat.png')!
     const withSpace = rows.find((r) => r.filename === 'my cat.webp')!
     // Stopped, not removed: the same data directory starts again with the map.

@@ -85,7 +85,7 @@ describe('the server (NSFW_IDLE_UNLOAD_SECONDS)', () => {
       const upload = async (bytes: Uint8Array<ArrayBuffer>) => {
         const res = await t.json('/api/upload', { method: 'POST', body: uploadForm([{ bytes }]) })
         expect(res.status).toBe(201)
-        return t.server.db.select().from(images).where(eq(images.id, res.body.id)).get()!
+        return (await t.server.db.select().from(images).where(eq(images.id, res.body.id)))[0]
       }
       expect(await upload(await landscapeJpeg())).toMatchObject({ nsfw: false, scanStatus: 'done' })
       expect(count('nsfw model loaded')).toBe(1)

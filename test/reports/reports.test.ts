@@ -84,11 +84,10 @@ describe('POST /api/reports', () => {
     const owner = await userWithKey(t)
     const up = await upload(owner)
     const expired = await upload(owner)
-    t.server.db
+    await t.server.db
       .update(images)
       .set({ expiresAt: new Date(clock.now() - 1000) })
       .where(eq(images.id, expired.id))
-      .run()
     const deleted = await upload(owner)
     await t.json(`/api/v1/image/${deleted.id}`, { method: 'DELETE', headers: owner.keyHeader })
 
@@ -134,11 +133,10 @@ describe('POST /api/reports', () => {
     expect((await report({ imageId: 'AAAAAAAA', reason: 'spam' }, ip)).status).toBe(429)
     expect((await report({ imageId: up.id, reason: 'spam' })).status).toBe(201)
     // The window is persisted with the upload windows, under its own key.
-    const row = t.server.db
+    const [row] = await t.server.db
       .select()
       .from(uploadWindows)
       .where(eq(uploadWindows.key, `report:${ip}`))
-      .get()
     expect(row?.used).toBe(5)
   })
 
@@ -349,12 +347,13 @@ describe('removed bytes cannot come back', () => {
     const up = await upload(owner, [{ bytes }])
     await action((await reported(up.id)).id, { deleteImage: true })
     expect(
-      t.server.db
-        .select()
-        .from(blockSha256s)
-        .innerJoin(blocks, eq(blocks.id, blockSha256s.blockId))
-        .where(eq(blocks.imageId, up.id))
-        .all().length,
+      (
+        await t.server.db
+          .select()
+          .from(blockSha256s)
+          .innerJoin(blocks, eq(blocks.id, blockSha256s.blockId))
+          .where(eq(blocks.imageId, up.id))
+      ).length,
     ).toBeGreaterThanOrEqual(1)
 
     const someone = await userWithKey(t)

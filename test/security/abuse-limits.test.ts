@@ -1,6 +1,9 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
+import { count, like } from 'drizzle-orm'
+import { run } from '../../src/db/client'
+import { images, uploadWindows } from '../../src/db/schema'
 import { makeImage, uploadForm } from '../fixtures'
 import {
   makeAdmin,
@@ -45,15 +48,16 @@ const post = (
 ) => t.json(path, { method: 'POST', headers, body: uploadForm([{ bytes: bytes as Uint8Array<ArrayBuffer> }], fields) })
 
 /** The refused-uploads counts, by key. */
-const refusedCounts = (t: TestServer) =>
+const refusedCounts = async (t: TestServer) =>
   Object.fromEntries(
-    t.server.db.$client
-      .query<{ key: string; used: number }, []>("SELECT key, used FROM upload_windows WHERE key LIKE 'refused:%'")
-      .all()
-      .map((r) => [r.key, r.used]),
+    (
+      await t.server.db
+        .select({ key: uploadWindows.key, used: uploadWindows.used })
+        .from(uploadWindows)
+        .where(like(uploadWindows.key, 'refused:%'))
+    ).map((r) => [r.key, r.used]),
   )
-const imageRows = (t: TestServer) =>
-  t.server.db.$client.query<{ n: number }, []>('SELECT count(*) AS n FROM images').get()!.n
+const imageRows = async (t: TestServer) => (await t.server.db.select({ n: count() }).from(images))[0].n
 
 const TUS = { 'tus-resumable': '1.0.0' }
 const tusCreate = (t: TestServer, path: string, length: number, headers: Record<string, string> = {}) =>
@@ -134,11 +138,13 @@ describe('refused uploads cost their sender', () => {
   test('a 3 KB SVG of nested <use> past its budget, and every file refused once processing began, count against the sender; earlier refusals do not', async () => {
     const { t } = await fresh({ MAX_IMAGE_PIXELS: '10000', ANON_MAX_FILE_SIZE: '100000' })
     const blocked = await image()
-    t.server.services.blocks.record(t.server.db, {
-      sha256s: [new Bun.CryptoHasher('sha256').update(blocked).digest('hex')],
-      reason: 'test',
-      source: 'cli',
-    })
+    await run(
+      t.server.services.blocks.record(t.server.db, {
+        sha256s: [new Bun.CryptoHasher('sha256').update(blocked).digest('hex')],
+        reason: 'test',
+        source: 'cli',
+      }),
+    )
     const png = await image()
     const refused: [string, Uint8Array, RegExp][] = [
       ['nested <use> SVG', new TextEncoder().encode(nestedUseSvg(6, 10, 100)), /too long/],
@@ -156,7 +162,7 @@ describe('refused uploads cost their sender', () => {
     // A resumable upload that turns out not to be an image counts the same.
     const created = await tusCreate(t, '/api/tus', notAnImage.length)
     expect((await tusPatch(created.headers.get('location')!, notAnImage)).status).toBe(400)
-    expect(refusedCounts(t)).toEqual({ 'refused:ip:127.0.0.1': 6 })
+    expect(await refusedCounts(t)).toEqual({ 'refused:ip:127.0.0.1': 6 })
 
     // Refused before any processing: not counted (a bad field, too many files, too large, no file).
     expect((await post(t, '/api/upload', await image(), {}, { visibility: 'sideways' })).status).toBe(400)
@@ -164,8 +170,8 @@ describe('refused uploads cost their sender', () => {
     expect((await t.fetch('/api/upload', { method: 'POST', body: six })).status).toBe(400)
     expect((await post(t, '/api/upload', new Uint8Array(200_000))).status).toBe(413)
     expect((await t.fetch('/api/upload', { method: 'POST', body: new FormData() })).status).toBe(400)
-    expect(refusedCounts(t)).toEqual({ 'refused:ip:127.0.0.1': 6 })
-    expect(imageRows(t)).toBe(0)
+    expect(await refusedCounts(t)).toEqual({ 'refused:ip:127.0.0.1': 6 })
+    expect(await imageRows(t)).toBe(0)
   })
 
   test('past the limit every upload door answers 429 before reading the body; once the window ends, uploads are accepted again', async () => {
@@ -234,7 +240,7 @@ describe('refused uploads cost their sender', () => {
     expect(tus.status).toBe(429)
     // The addresses themselves are one refusal each, under the limit: anyone else there uploads as usual.
     expect((await post(t, '/api/upload', await image(), { 'x-forwarded-for': '198.51.100.3' })).status).toBe(201)
-    expect(refusedCounts(t)).toEqual({
+    expect(await refusedCounts(t)).toEqual({
       [`refused:user:${user.user.id}`]: 2,
       'refused:ip:198.51.100.1': 1,
       'refused:ip:198.51.100.2': 1,
@@ -313,7 +319,7 @@ describe('window checks count uploads already admitted', () => {
     const statuses = answers.map((r) => r.status).sort()
     expect(statuses).toEqual([...Array(10).fill(201), 429, 429])
     for (const res of answers.filter((r) => r.status === 429)) expectRateLimitHeaders(res.headers, { retryAfter: true })
-    expect(imageRows(t)).toBe(10)
+    expect(await imageRows(t)).toBe(10)
     expect(calls.ingest).toBe(10)
   })
 })

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, spyOn, test } from 'bun:test'
 import { createHmac, createSign, generateKeyPairSync } from 'node:crypto'
+import { eq } from 'drizzle-orm'
+import { apiKeys, users } from '../../src/db/schema'
 import { safeEqual } from '../../src/lib/crypto'
 import { registerUser, type TestServer, userWithKey } from '../helpers'
 import { expectError, send, startServer } from './support'
@@ -169,7 +171,7 @@ describe('API keys', () => {
   })
 
   test('secrets are never stored or shown again: only a SHA-256 of the key is in the database', async () => {
-    const rows = t.server.db.$client.query<Record<string, unknown>, []>('SELECT * FROM api_keys').all()
+    const rows = await t.server.db.select().from(apiKeys)
     const dump = JSON.stringify(rows)
     expect(dump).not.toContain(user.apiKey)
     expect(dump).toContain(new Bun.CryptoHasher('sha256').update(user.apiKey).digest('hex'))
@@ -208,9 +210,10 @@ describe('no user enumeration through login', () => {
   test('unknown user and wrong password do the same work: one argon2id verification of the same cost', async () => {
     // Counted, not timed (the time an attacker would compare is the bench's `login` figure): without the dummy hash an
     // unknown user would be answered without any verification, in ~1 ms instead of an argon2id's few hundred.
-    const storedHash = (
-      t.server.db.$client.query('SELECT password_hash AS h FROM users WHERE id = ?').get(user.user.id) as { h: string }
-    ).h
+    const [{ h: storedHash }] = await t.server.db
+      .select({ h: users.passwordHash })
+      .from(users)
+      .where(eq(users.id, user.user.id))
     const verify = spyOn(Bun.password, 'verify')
     try {
       const verified = async (username: string) => {

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test'
+import { images } from '../../src/db/schema'
 import { makeImage, uploadForm } from '../fixtures'
 import type { TestServer } from '../helpers'
 import { startServer } from './support'
@@ -31,11 +32,8 @@ const forged = (i: number): Record<string, string> => ({
   'true-client-ip': `198.51.100.${i}`,
 })
 
-const uploaderIps = (t: TestServer) =>
-  t.server.db.$client
-    .query<{ ip: string }, []>('SELECT DISTINCT uploader_ip AS ip FROM images')
-    .all()
-    .map((r) => r.ip)
+const uploaderIps = async (t: TestServer) =>
+  (await t.server.db.selectDistinct({ ip: images.uploaderIp }).from(images)).map((r) => r.ip)
 
 describe('without TRUST_PROXY the client IP is the socket peer', () => {
   test('a forged X-Forwarded-For (or any such header) does not dodge the anonymous upload limit', async () => {
@@ -45,7 +43,7 @@ describe('without TRUST_PROXY the client IP is the socket peer', () => {
     expect((await anonUpload(t, forged(3))).status).toBe(429)
     expect((await anonUpload(t, {})).status).toBe(429)
     // What is recorded is the real peer, never the claimed address.
-    const ips = uploaderIps(t)
+    const ips = await uploaderIps(t)
     expect(ips).toHaveLength(1)
     expect(ips[0]).toMatch(/^(127\.0\.0\.1|::1|::ffff:127\.0\.0\.1)$/)
   })
@@ -67,7 +65,7 @@ describe('with TRUST_PROXY the client IP is the last X-Forwarded-For address (th
     expect((await anonUpload(t, via('203.0.113.1', '3.3.3.3'))).status).toBe(429)
     // Another client behind the same proxy has its own window.
     expect((await anonUpload(t, via('203.0.113.2', '203.0.113.1'))).status).toBe(201)
-    expect(uploaderIps(t).sort()).toEqual(['203.0.113.1', '203.0.113.2'])
+    expect((await uploaderIps(t)).sort()).toEqual(['203.0.113.1', '203.0.113.2'])
   })
 
   test('the global limit follows the proxy-appended address', async () => {

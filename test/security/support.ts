@@ -1,10 +1,13 @@
 import { expect } from 'bun:test'
 import { connect } from 'node:net'
+import { run } from '../../src/db/client'
+import { images } from '../../src/db/schema'
 import type { Media } from '../../src/media'
 import type { Classifier } from '../../src/moderation'
 import { insertPasskey } from '../../src/modules/auth/repository'
 import type { ServerOverrides } from '../../src/server'
 import { createMediaPool } from '../../src/workers/media-pool'
+import { tableNames, tableRows } from '../db-dump'
 import { makeImage, type UploadPart, uploadForm } from '../fixtures'
 import { jsonBody, startTestServer, storedKeys, type TestServer, type userWithKey } from '../helpers'
 
@@ -203,27 +206,20 @@ export interface DataSnapshot {
  * Throws when an image row has no stored original: then the file half would hash nothing and prove nothing.
  */
 export async function dataSnapshot(t: TestServer): Promise<DataSnapshot> {
-  const sqlite = t.server.db.$client
-  const tables = sqlite
-    .query<{ name: string }, []>(
-      "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_stat%' ORDER BY name",
-    )
-    .all()
-    .map((r) => r.name)
+  const tables = await tableNames(t.server.db)
   const counts: Record<string, number> = {}
   const hasher = new Bun.CryptoHasher('sha256')
   for (const table of tables) {
-    const rows = sqlite
-      .query<Record<string, unknown>, []>(`SELECT * FROM "${table.replace(/"/g, '""')}"`)
-      .all()
-      .filter((row) => table !== 'upload_windows' || !ATTEMPT_COUNTERS.test(String(row.key)))
+    const rows = (await tableRows(t.server.db, table)).filter(
+      (row) => table !== 'upload_windows' || !ATTEMPT_COUNTERS.test(String(row.key)),
+    )
     counts[table] = rows.length
     const skip = VOLATILE_COLUMNS[table] ?? []
     const lines = rows
       .map((row) =>
         JSON.stringify(
           Object.entries(row).filter(([k]) => !skip.includes(k)),
-          (_k, v) => (v instanceof Uint8Array ? Buffer.from(v).toString('hex') : v),
+          (_k, v) => (v instanceof Uint8Array ? Buffer.from(v).toString('hex') : typeof v === 'bigint' ? String(v) : v),
         ),
       )
       .sort()
@@ -231,7 +227,7 @@ export async function dataSnapshot(t: TestServer): Promise<DataSnapshot> {
   }
   const files = await storedFiles(t)
   const keys = new Set(files.map((f) => f.slice(0, f.indexOf(' '))))
-  for (const { id, ext } of sqlite.query<{ id: string; ext: string }, []>('SELECT id, ext FROM images').all()) {
+  for (const { id, ext } of await t.server.db.select({ id: images.id, ext: images.ext }).from(images)) {
     if (!keys.has(`originals/${id}.${ext}`))
       throw new Error(`snapshot: image ${id} has no stored original among ${files.length} stored files`)
   }
@@ -395,7 +391,7 @@ export async function ownEverything(
   if (report.status === 201) own.report = String(report.body.report.id)
   // A block (only admins make them, so made here directly; no hash: it blocks nothing), for the admin block routes.
   own.block = String(
-    t.server.services.blocks.record(t.server.db, { sha256s: [], reason: `${tag}-block`, source: 'cli' }),
+    await run(t.server.services.blocks.record(t.server.db, { sha256s: [], reason: `${tag}-block`, source: 'cli' })),
   )
   return own
 }

@@ -4,7 +4,9 @@ import { mkdtemp } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { S3Client } from 'bun'
+import { count } from 'drizzle-orm'
 import sharp from 'sharp'
+import { images } from '../../src/db/schema'
 import { sweepOrphans } from '../../src/modules/images/orphans'
 import { StorageUnavailableError } from '../../src/storage'
 import { createS3Storage, PART_SIZE, RETRY_DELAYS_MS } from '../../src/storage/s3'
@@ -251,8 +253,8 @@ describe('the service on a bucket (STORAGE=s3)', () => {
       })
     ).body
     const keptBytes = new Uint8Array(await (await t.fetch(cdnPath(kept.url))).arrayBuffer())
-    const rows = () => (t.server.db.$client.query('SELECT count(*) AS n FROM images').get() as { n: number }).n
-    const before = rows()
+    const rows = async () => (await t.server.db.select({ n: count() }).from(images))[0].n
+    const before = await rows()
 
     await s3.kill()
     try {
@@ -265,13 +267,13 @@ describe('the service on a bucket (STORAGE=s3)', () => {
       expect(up.status).toBe(503)
       expect(typeof up.body.error).toBe('string')
       expect(up.headers.get('retry-after')).toBe('5')
-      expect(rows()).toBe(before)
+      expect(await rows()).toBe(before)
       const web = await t.json('/api/upload', {
         method: 'POST',
         body: uploadForm([{ bytes: await makeImage('png', 40, 30, 4) }]),
       })
       expect(web.status).toBe(503)
-      expect(rows()).toBe(before)
+      expect(await rows()).toBe(before)
 
       for (const [path, method] of [
         [cdnPath(kept.url), 'GET'],

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
+import { eq } from 'drizzle-orm'
 import sharp from 'sharp'
 import { type PreviousUpload, Upload, type UrlStorage } from 'tus-js-client'
+import { tusUploads } from '../../src/db/schema'
 import { makeImage, makeNoisePng } from '../fixtures'
 import { eventually, registerUser, startTestServer, type TestServer, userWithKey } from '../helpers'
 import { fakeClassifier } from '../moderation/fake-classifier'
@@ -479,7 +481,10 @@ describe('expired before the sweep', () => {
     expect((await tus.patch(url, 0, new Uint8Array(10))).status).toBe(204)
     // Its expiry moved into the past, as if its time had run out (no short TTL to race).
     const id = new URL(url).pathname.split('/').pop()!
-    t.server.db.$client.query('UPDATE tus_uploads SET expires_at = ?1 WHERE id = ?2').run(Date.now() - 1000, id)
+    await t.server.db
+      .update(tusUploads)
+      .set({ expiresAt: new Date(Date.now() - 1000) })
+      .where(eq(tusUploads.id, id))
     expect((await tus.head(url)).status).toBe(410)
     expect((await tus.patch(url, 10, new Uint8Array(10))).status).toBe(410)
     await t.server.services.tus.sweep()

@@ -1,7 +1,9 @@
 /** Signed custom sizes: the endpoint, tampering, bounds, single flight, the per-IP cap, eviction, removal. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
+import { eq } from 'drizzle-orm'
 import sharp from 'sharp'
+import { images } from '../../src/db/schema'
 import { localMedia, type VariantSpec } from '../../src/media'
 import { sweepOrphans } from '../../src/modules/images/orphans'
 import { makeImage, makeNoisePng } from '../fixtures'
@@ -249,7 +251,7 @@ describe('the orphan sweep', () => {
     expect((await t.fetch(`/cdn/small/${kept.id}.webp`)).status).toBe(200)
     expect(counting.counter.variantJobs).toBe(jobs)
     // A row removed behind the service's back (a crash between row and files): the next sweep takes the rest.
-    t.server.db.$client.run('DELETE FROM images WHERE id = ?', [kept.id])
+    await t.server.db.delete(images).where(eq(images.id, kept.id))
     await sweep()
     expect((await storedKeys(t)).filter((k) => k.includes(kept.id))).toEqual([])
   })

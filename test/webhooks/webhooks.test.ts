@@ -377,24 +377,18 @@ describe('SSRF: private targets are refused (WEBHOOK_ALLOW_PRIVATE unset)', () =
     try {
       const user = await userWithKey(t)
       // As if it had been public at creation and its name now resolved to this machine (DNS rebinding).
-      t.server.db
-        .insert(webhooksTable)
-        .values({
-          userId: user.user.id,
-          url: `http://localhost:${new URL(rx.url).port}/hook`,
-          secret: 'x'.repeat(32),
-          events: '["image.uploaded"]',
-        })
-        .run()
-      t.server.db
-        .insert(webhooksTable)
-        .values({
-          userId: user.user.id,
-          url: `${rx.url}/literal`,
-          secret: 'x'.repeat(32),
-          events: '["image.uploaded"]',
-        })
-        .run()
+      await t.server.db.insert(webhooksTable).values({
+        userId: user.user.id,
+        url: `http://localhost:${new URL(rx.url).port}/hook`,
+        secret: 'x'.repeat(32),
+        events: '["image.uploaded"]',
+      })
+      await t.server.db.insert(webhooksTable).values({
+        userId: user.user.id,
+        url: `${rx.url}/literal`,
+        secret: 'x'.repeat(32),
+        events: '["image.uploaded"]',
+      })
       await upload(t, user.keyHeader)
       // Both refusals are recorded (permanent: no retry), and by then nothing has reached the receiver.
       const listed = async () =>

@@ -60,7 +60,7 @@ export function pickImage<F extends object, K extends keyof F>(fields: F, keys: 
 export interface ImageListFilter {
   visibility?: Image['visibility']
   nsfw?: boolean
-  /** Part of the filename, matched anywhere (case-insensitive for ASCII letters, as SQLite's LIKE). */
+  /** Part of the filename, matched anywhere, case-insensitively (lower() on both sides: ASCII letters on SQLite). */
   name?: string
 }
 
@@ -121,7 +121,7 @@ export function prepareAddViews(db: Db): (batch: [id: string, n: number][]) => P
         db,
         // The batch as one JSON parameter: one statement, whatever its length.
         sql`UPDATE images SET views = images.views + v.n
-            FROM json_to_recordset(${JSON.stringify(batch.map(([id, n]) => ({ id, n })))}::json) AS v(id text, n bigint)
+            FROM json_to_recordset(${JSON.stringify(batch.map(([id, n]) => ({ id, n })))}::text::json) AS v(id text, n bigint)
             WHERE images.id = v.id`,
       )
     }
@@ -277,7 +277,9 @@ const ownedWhere = (userId: number, now: number, filter: ImageListFilter = {}) =
     filter.visibility ? eq(images.visibility, filter.visibility) : undefined,
     filter.nsfw === undefined ? undefined : eq(images.nsfw, filter.nsfw),
     // The text is a literal: LIKE's wildcards and the escape character in it are escaped.
-    filter.name ? sql`${images.filename} LIKE ${`%${filter.name.replace(/[\\%_]/g, '\\$&')}%`} ESCAPE '\\'` : undefined,
+    filter.name
+      ? sql`lower(${images.filename}) LIKE lower(${`%${filter.name.replace(/[\\%_]/g, '\\$&')}%`}) ESCAPE '\\'`
+      : undefined,
   )
 
 /** How many live images the user owns (narrowed by `filter`). */
