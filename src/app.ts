@@ -3,6 +3,7 @@ import { Elysia } from 'elysia'
 import type { Config } from './config'
 import type { ChangeFeed } from './db/changes'
 import type { Db } from './db/client'
+import { engine } from './db/engine'
 import { authGuard, sessionTokens } from './http/auth'
 import { bodyLimit } from './http/body-limit'
 import { htmlCompression } from './http/compression'
@@ -36,6 +37,7 @@ import { createGalleryService } from './modules/gallery/service'
 import { healthModule } from './modules/health'
 import { imageDetailsRoutes, imagesModule } from './modules/images'
 import type { ImageEvents } from './modules/images/events'
+import { addToSharedWindows } from './modules/images/repository'
 import { createImageService } from './modules/images/service'
 import { createUploadPipeline } from './modules/images/upload'
 import { legacyLinksModule } from './modules/import'
@@ -162,7 +164,24 @@ export function createApp(deps: AppDeps) {
     countViews: config.countViews,
     serve: config.storage.driver === 's3' ? config.storage.s3.serve : 'stream',
   })
-  const rateLimit = globalRateLimit({ limit: config.limits.globalPerMinute, trustProxy: config.trustProxy, now })
+  // Instances sharing a PostgreSQL database add up their counts (SQLite: one process holds them all).
+  const rateLimit = globalRateLimit({
+    limit: config.limits.globalPerMinute,
+    trustProxy: config.trustProxy,
+    now,
+    shared:
+      engine === 'pg'
+        ? async (batch, at, windowMs) =>
+            (
+              await addToSharedWindows(
+                db,
+                batch.map((b) => ({ key: `api:${b.key}`, count: b.count })),
+                at,
+                windowMs,
+              )
+            ).map((t) => ({ ...t, key: t.key.slice('api:'.length) }))
+        : undefined,
+  })
   const services = {
     reports,
     blocks,
@@ -221,5 +240,5 @@ export function createApp(deps: AppDeps) {
 
   app.store.allowedMethods = allowedMethods(app.routes)
 
-  return { app, services }
+  return { app, services, rateLimit }
 }

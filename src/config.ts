@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os'
-import { resolve } from 'node:path'
+import { join, resolve } from 'node:path'
 import { type Static, Type as T, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { MAX_MATCH_DISTANCE } from './modules/blocks/matcher'
@@ -20,6 +20,8 @@ const variables = {
   PUBLIC_URL: { schema: T.String({ pattern: '^(|https?://\\S+)$' }), default: '' },
   CDN_URL: { schema: T.String({ pattern: '^(|https?://\\S+)$' }), default: '' },
   DATA_DIR: { schema: T.String({ minLength: 1 }), default: 'data' },
+  // Empty: DATA_DIR/tus. Instances behind one load balancer must share it (a shared volume).
+  TUS_DIR: { schema: T.String(), default: '' },
   SITE_NAME: { schema: T.String({ minLength: 1, maxLength: 100 }), default: 'imghost' },
   SITE_COLOR: { schema: T.String({ pattern: '^#[0-9a-fA-F]{6}$' }), default: '#3b82f6' },
   DATABASE_URL: { schema: T.String({ pattern: '^(|postgres(ql)?://\\S+)$' }), default: '' },
@@ -201,6 +203,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     /** Base of direct and thumbnail links: a CDN or bucket domain when set, else the service itself. */
     cdnUrl: (raw.CDN_URL || publicUrl).replace(/\/+$/, ''),
     dataDir: resolve(raw.DATA_DIR),
+    /** Where partial tus uploads' bytes live (`DATA_DIR/tus` by default): one directory shared by every instance. */
+    tusDir: resolve(raw.TUS_DIR || join(raw.DATA_DIR, 'tus')),
     /** PostgreSQL's URL, or '' for SQLite in DATA_DIR (src/db/engine.ts). */
     databaseUrl: raw.DATABASE_URL,
     siteName: raw.SITE_NAME,

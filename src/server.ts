@@ -8,6 +8,7 @@ import { startCheckpointer } from './db/checkpointer'
 import { closeDatabase, openServiceDatabase, SERVER_BUSY_TIMEOUT_MS } from './db/client'
 import { exclusiveJobs } from './db/jobs'
 import { lockDataDir } from './db/lock'
+import { SHARED_SYNC_MS } from './http/rate-limit'
 import { loadJwtSecret, loadTotpKey, loadVariantSecret } from './lib/secrets'
 import { log } from './log'
 import { createNsfwClassifier } from './moderation'
@@ -106,7 +107,13 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
   const sweepTimer = setInterval(() => {
     orphanSweep = sweepStrays().catch((error) => log.error('orphan sweep failed', { error: String(error) }))
   }, overrides.orphanSweep?.intervalMs ?? SWEEP_INTERVAL_MS)
-  const { app, services } = createApp(deps)
+  const { app, services, rateLimit } = createApp(deps)
+  // PostgreSQL: the global per-IP counts are added up across instances a few times a second.
+  const rateSyncTimer = changes
+    ? setInterval(() => {
+        rateLimit.sync().catch((error) => log.warn('rate count sync failed', { error: String(error) }))
+      }, SHARED_SYNC_MS)
+    : undefined
   await services.auth.ensureAdmin(config.admin)
   // A failed flush (a locked or read-only database) keeps its counts and times: the next one writes them.
   const flushTimer = setInterval(() => {
@@ -119,7 +126,13 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
   }, VIEW_FLUSH_MS)
   const rescanner = createRescanner(
     {
-      scans: { pending: () => pendingScans(db), record: (id, mature) => recordScan(db, id, mature) },
+      scans: {
+        pending: () => pendingScans(db),
+        async record(id, mature) {
+          await recordScan(db, id, mature)
+          services.images.changedHere(id)
+        },
+      },
       storage: deps.storage,
       media: deps.media,
       classifier: deps.classifier,
@@ -163,6 +176,7 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
   return {
     app,
     services,
+    rateLimit,
     db,
     deps,
     rescanner,
@@ -172,6 +186,7 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
       // Stop accepting, let in-flight requests finish, write buffered views, then close everything.
       await app.stop(false)
       clearInterval(flushTimer)
+      clearInterval(rateSyncTimer)
       clearInterval(expiryTimer)
       await expirySweep
       clearInterval(tusTimer)

@@ -31,3 +31,24 @@ export async function writeBehindCaches(t: TestServer, statement: string, params
     other.close()
   }
 }
+
+/**
+ * Rows of a query (placeholders `$1`...) on the database a server started with `env` uses, through a connection of
+ * its own: DATABASE_URL's when set, else the SQLite file in DATA_DIR (a server run as a process, or stopped).
+ */
+export async function queryEnv<T>(env: Record<string, string>, statement: string, params: unknown[] = []) {
+  if (env.DATABASE_URL) {
+    const client = new SQL(env.DATABASE_URL)
+    try {
+      return [...(await client.unsafe(statement, params))] as T[]
+    } finally {
+      await client.close()
+    }
+  }
+  const db = new Database(join(env.DATA_DIR!, 'imghost.sqlite'), { readonly: true })
+  try {
+    return db.query(statement.replaceAll(/\$(\d+)/g, '?$1')).all(...(params as never[])) as T[]
+  } finally {
+    db.close()
+  }
+}

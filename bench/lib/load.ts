@@ -27,12 +27,13 @@ const toMs = (text: string) => {
   return m ? Number(m[1]) * UNIT_MS[m[2]] : NaN
 }
 
-async function wrk(url: string, connections: number, seconds: number): Promise<LoadResult> {
+async function wrk(url: string, connections: number, seconds: number, script?: string): Promise<LoadResult> {
   // One wrk thread: the server gets the other core of a two-core machine.
-  const child = Bun.spawn(['wrk', '-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '--timeout', '10s', url], {
-    stdout: 'pipe',
-    stderr: 'pipe',
-  })
+  const scriptArgs = script ? ['-s', script] : []
+  const child = Bun.spawn(
+    ['wrk', '-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '--timeout', '10s', ...scriptArgs, url],
+    { stdout: 'pipe', stderr: 'pipe' },
+  )
   const [out, err] = await Promise.all([
     new Response(child.stdout).text(),
     new Response(child.stderr).text(),
@@ -65,8 +66,16 @@ async function autocannon(url: string, connections: number, seconds: number): Pr
   }
 }
 
-export async function load(tool: LoadTool, url: string, connections: number, seconds: number): Promise<LoadResult> {
-  return tool === 'wrk' ? wrk(url, connections, seconds) : autocannon(url, connections, seconds)
+/** `script`: a wrk Lua script (e.g. one that makes each request's path); wrk only. */
+export async function load(
+  tool: LoadTool,
+  url: string,
+  connections: number,
+  seconds: number,
+  script?: string,
+): Promise<LoadResult> {
+  if (script && tool !== 'wrk') throw new Error('a request script needs wrk')
+  return tool === 'wrk' ? wrk(url, connections, seconds, script) : autocannon(url, connections, seconds)
 }
 
 export interface Target {

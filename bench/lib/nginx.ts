@@ -3,6 +3,16 @@ import { join } from 'node:path'
 import type { Subprocess } from 'bun'
 import { freePort, spawnLogged, stopChild, waitHealthy } from './proc'
 
+/** The nginx binary: PATH, else the usual places; undefined when it is not installed. */
+const nginxBinary = () =>
+  Bun.which('nginx') ?? ['/usr/sbin/nginx', '/usr/local/sbin/nginx'].find((p) => Bun.file(p).size > 0)
+
+/** nginx's temp paths inside `prefix` (its compiled-in defaults may not be writable). */
+const tempPaths = (prefix: string) =>
+  ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']
+    .map((kind) => `  ${kind}_temp_path ${prefix}/tmp/${kind === 'client_body' ? 'body' : kind};`)
+    .join('\n')
+
 /**
  * nginx serving `filesDir` on 127.0.0.1 with a config written to a temp prefix; null when nginx is not installed.
  * One worker process, like the single-threaded servers it is compared with (wrk takes the other core).
@@ -12,7 +22,7 @@ export async function startNginx(
   filesDir: string,
   probeName: string,
 ): Promise<{ url: string; child: Subprocess; stop(): Promise<void> } | null> {
-  const nginx = Bun.which('nginx') ?? ['/usr/sbin/nginx', '/usr/local/sbin/nginx'].find((p) => Bun.file(p).size > 0)
+  const nginx = nginxBinary()
   if (!nginx) return null
   const prefix = join(workDir, 'nginx')
   mkdirSync(join(prefix, 'tmp'), { recursive: true })
@@ -32,11 +42,7 @@ http {
   sendfile on;
   tcp_nopush on;
   keepalive_requests 10000000;
-  client_body_temp_path ${prefix}/tmp/body;
-  proxy_temp_path ${prefix}/tmp/proxy;
-  fastcgi_temp_path ${prefix}/tmp/fastcgi;
-  uwsgi_temp_path ${prefix}/tmp/uwsgi;
-  scgi_temp_path ${prefix}/tmp/scgi;
+${tempPaths(prefix)}
   types { image/jpeg jpg; image/webp webp; }
   server {
     listen 127.0.0.1:${port};
@@ -51,4 +57,62 @@ http {
   const url = `http://127.0.0.1:${port}`
   await waitHealthy(`${url}/${probeName}`, performance.now(), 10_000, child)
   return { url, child, stop: () => stopChild(child) }
+}
+
+/**
+ * nginx as a reverse proxy on 127.0.0.1: one listener per entry of `upstreams`, each proxying to its backends (base
+ * URLs, `http://127.0.0.1:<port>`) round-robin over kept-alive HTTP/1.1 connections; null when nginx is not installed.
+ * All listeners are in one nginx (same workers), so a figure through one and a figure through another pay the same
+ * proxy. `probePath` must answer 200 through every listener before this returns.
+ */
+export async function startNginxProxy(
+  workDir: string,
+  upstreams: Record<string, string[]>,
+  opts: { probePath: string; workers?: number; name?: string },
+): Promise<{ urls: Record<string, string>; child: Subprocess; stop(): Promise<void> } | null> {
+  const nginx = nginxBinary()
+  if (!nginx) return null
+  const prefix = join(workDir, opts.name ?? 'nginx-proxy')
+  mkdirSync(join(prefix, 'tmp'), { recursive: true })
+  chmodSync(workDir, 0o755)
+  const urls: Record<string, string> = {}
+  const blocks = Object.entries(upstreams).map(([name, backends], i) => {
+    const port = freePort()
+    urls[name] = `http://127.0.0.1:${port}`
+    const servers = backends.map((b) => `    server ${new URL(b).host};`).join('\n')
+    return `  upstream backend${i} {
+${servers}
+    keepalive 64;
+  }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://backend${i};
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+    }
+  }`
+  })
+  const conf = join(prefix, 'nginx.conf')
+  writeFileSync(
+    conf,
+    `worker_processes ${opts.workers ?? 1};
+daemon off;
+pid ${prefix}/nginx.pid;
+error_log ${prefix}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 10000000;
+${tempPaths(prefix)}
+${blocks.join('\n')}
+}
+`,
+  )
+  const child = spawnLogged([nginx, '-p', prefix, '-e', join(prefix, 'error.log'), '-c', conf], {
+    log: join(prefix, 'stdout.log'),
+  })
+  for (const url of Object.values(urls)) await waitHealthy(url + opts.probePath, performance.now(), 10_000, child)
+  return { urls, child, stop: () => stopChild(child) }
 }

@@ -174,6 +174,18 @@ export const oidcIdentities = pgTable(
   (t) => [primaryKey({ columns: [t.issuer, t.subject] }), index('oidc_identities_user').on(t.userId)],
 )
 
+/** See schema-sqlite.ts. */
+export const authFlows = pgTable(
+  'auth_flows',
+  {
+    key: text('key').primaryKey(),
+    kind: text('kind', { enum: ['passkey', 'oidc'] }).notNull(),
+    data: text('data').notNull(),
+    expiresAt: epochMs('expires_at').notNull(),
+  },
+  (t) => [index('auth_flows_expires').on(t.expiresAt)],
+)
+
 export const embedProfiles = pgTable(
   'embed_profiles',
   {
@@ -337,6 +349,7 @@ export const tusUploads = pgTable(
     finishedAt: epochMs('finished_at'),
     resultStatus: integer('result_status'),
     result: text('result'),
+    claimedUntil: epochMs('claimed_until'),
   },
   (t) => [
     index('tus_uploads_user').on(t.userId),

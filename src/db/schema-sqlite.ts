@@ -150,6 +150,22 @@ export const oidcIdentities = sqliteTable(
   (t) => [primaryKey({ columns: [t.issuer, t.subject] }), index('oidc_identities_user').on(t.userId)],
 )
 
+/**
+ * Sign-ins and ceremonies in progress (passkey challenges, OIDC flows): what the answer to a challenge or a provider's
+ * redirect must find again, whichever instance it reaches. Single use: taking one deletes it.
+ */
+export const authFlows = sqliteTable(
+  'auth_flows',
+  {
+    key: text('key').primaryKey(),
+    kind: text('kind', { enum: ['passkey', 'oidc'] }).notNull(),
+    /** What the flow carries, as JSON (its own shape per kind). */
+    data: text('data').notNull(),
+    expiresAt: integer('expires_at', { mode: 'timestamp_ms' }).notNull(),
+  },
+  (t) => [index('auth_flows_expires').on(t.expiresAt)],
+)
+
 export const embedProfiles = sqliteTable(
   'embed_profiles',
   {
@@ -342,6 +358,11 @@ export const tusUploads = sqliteTable(
     /** The pipeline's answer once finished: its status and JSON body (success or error). */
     resultStatus: integer('result_status'),
     result: text('result'),
+    /**
+     * Until when a request holds the upload (writing to it or finishing it): one at a time, across instances. Null, or
+     * past: free. Renewed while the request runs, so a crashed instance's claim runs out.
+     */
+    claimedUntil: integer('claimed_until', { mode: 'timestamp_ms' }),
   },
   (t) => [
     index('tus_uploads_user').on(t.userId),

@@ -19,6 +19,7 @@ export const {
   totpSecrets,
   recoveryCodes,
   oidcIdentities,
+  authFlows,
   embedProfiles,
   images,
   albums,

@@ -16,6 +16,7 @@ const TABLES = [
   'totpSecrets',
   'recoveryCodes',
   'oidcIdentities',
+  'authFlows',
   'embedProfiles',
   'images',
   'albums',
@@ -41,7 +42,9 @@ export type Side = { engine: 'sqlite'; db: Db } | { engine: 'pg'; db: PgDb }
 // biome-ignore lint/suspicious/noExplicitAny: see above
 type AnyDb = any
 
-const tableOf = (side: Side, name: TableName) => (side.engine === 'pg' ? pgSchema[name] : sqliteSchema[name])
+const tableOf = (side: Side, name: TableName) =>
+  // biome-ignore lint/performance/noDynamicNamespaceImportAccess: a table by name, looked up once per table copied
+  side.engine === 'pg' ? pgSchema[name] : sqliteSchema[name]
 
 /**
  * Each table's rows in the order they were inserted (SQLite's rowid, PostgreSQL's `seq` where a table has one, its

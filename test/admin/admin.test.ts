@@ -9,7 +9,16 @@ import { Forbidden } from '../../src/errors'
 import { httpErrorOf } from '../../src/http/errors'
 import { startServer } from '../../src/server'
 import { makeImage, uploadForm } from '../fixtures'
-import { jsonBody, makeAdmin, registerUser, startTestServer, type TestServer, userWithKey } from '../helpers'
+import {
+  databaseEnv,
+  dropDatabase,
+  jsonBody,
+  makeAdmin,
+  registerUser,
+  startTestServer,
+  type TestServer,
+  userWithKey,
+} from '../helpers'
 import { noModel } from '../moderation/fake-classifier'
 
 const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
@@ -313,8 +322,11 @@ describe('first admin from the environment', () => {
 
   test('created once: a restart with other values leaves the existing account alone', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'imghost-admin-'))
+    // PostgreSQL runs: one database of its own, kept across the restart.
+    const database = await databaseEnv()
     const env = (password: string) =>
       loadConfig({
+        ...database,
         DATA_DIR: dataDir,
         PORT: '0',
         LOG_REQUESTS: 'false',
@@ -339,13 +351,16 @@ describe('first admin from the environment', () => {
     } finally {
       await server.stop()
       rmSync(dataDir, { recursive: true, force: true })
+      await dropDatabase(database)
     }
   })
 
   test('without the variables no admin is created', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'imghost-noadmin-'))
+    const database = await databaseEnv()
     const server = await startServer(
       loadConfig({
+        ...database,
         DATA_DIR: dataDir,
         PORT: '0',
         LOG_REQUESTS: 'false',
@@ -360,6 +375,7 @@ describe('first admin from the environment', () => {
     } finally {
       await server.stop()
       rmSync(dataDir, { recursive: true, force: true })
+      await dropDatabase(database)
     }
   })
 })

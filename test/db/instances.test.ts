@@ -205,6 +205,30 @@ describe.skipIf(engine !== 'pg')('two instances on one database and one bucket',
     expect(statuses).toEqual([...Array(left).fill(201), ...Array(left).fill(429)])
   })
 
+  test('the global per-IP limit adds up across both: once they have synced, neither admits past it', async () => {
+    const pairDb = await databaseEnv()
+    const env = { ...pairDb, ...s3.env, STORAGE: 's3', S3_PREFIX: 'global/', GLOBAL_RATE_LIMIT: '10' }
+    const pair = [await startTestServer(env), await startTestServer(env)] as const
+    const [one, two] = pair
+    try {
+      const ask = (t: TestServer) => t.fetch('/api/gallery').then((r) => r.status)
+      for (let i = 0; i < 8; i++) expect(await ask(one)).toBe(200)
+      await one.server.rateLimit.sync()
+      // The other instance learns the count at its next sync: its first requests count there too.
+      expect(await ask(two)).toBe(200)
+      await two.server.rateLimit.sync()
+      expect(await ask(two)).toBe(200)
+      // 10 in all now: both refuse once they have synced.
+      await two.server.rateLimit.sync()
+      await one.server.rateLimit.sync()
+      expect(await ask(one)).toBe(429)
+      expect(await ask(two)).toBe(429)
+    } finally {
+      for (const t of pair) await t.stop()
+      await dropDatabase(pairDb)
+    }
+  })
+
   test('the storage quota is exact under a burst split across both: 20 at once, exactly what fits is stored', async () => {
     const bytes = await makeImage('png', 24, 24, 500)
     // The stored size of this file, learnt from an instance of its own; then a pair with room for exactly 7 of it.

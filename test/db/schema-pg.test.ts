@@ -23,7 +23,9 @@ import { generateOverCopy } from './drizzle-kit'
 
 /** How many migrations PostgreSQL's journal lists: each applied once. */
 const PG_MIGRATIONS = (
-  (await Bun.file(join(import.meta.dir, '../../src/db/migrations-pg/meta/_journal.json')).json()) as { entries: unknown[] }
+  (await Bun.file(join(import.meta.dir, '../../src/db/migrations-pg/meta/_journal.json')).json()) as {
+    entries: unknown[]
+  }
 ).entries.length
 
 const sqliteTables = Object.values(sqliteSchema as Record<string, unknown>).filter((t): t is SQLiteTable =>

@@ -9,7 +9,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { makeImage, uploadForm } from '../fixtures'
-import { startTestServer, type TestServer, userWithKey } from '../helpers'
+import { databaseEnv, dropDatabase, startTestServer, type TestServer, userWithKey } from '../helpers'
 import { eventually } from './support'
 
 const TIMEOUT = 60_000
@@ -24,13 +24,39 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.stop()
   rmSync(scratch, { recursive: true, force: true })
+  for (const [dir, env] of databases) if (dir !== t?.dataDir) await dropDatabase(env)
 }, TIMEOUT)
+
+/**
+ * On PostgreSQL runs, the database of a data directory with the keys required beside it (the suite's own DATABASE_URL
+ * is another database): the test server's for its directory, a fresh one for any other. Nothing on SQLite.
+ */
+const databases = new Map<string, Record<string, string>>()
+async function databaseOf(dataDir: string): Promise<Record<string, string>> {
+  if (!process.env.PG_TEST_URL) return {}
+  if (!databases.has(dataDir))
+    databases.set(
+      dataDir,
+      dataDir === t.dataDir
+        ? Object.fromEntries(['DATABASE_URL', 'VARIANT_SECRET', 'TOTP_KEY'].map((name) => [name, t.env[name]!]))
+        : await databaseEnv(),
+    )
+  return databases.get(dataDir)!
+}
 
 /** Runs `bun <script> ...args` on `dataDir`; kills it if it is still running after `ms` (a server that did start). */
 async function run(args: string[], dataDir: string, ms = 30_000) {
   const proc = Bun.spawn([process.execPath, ...args], {
     cwd: ROOT,
-    env: { ...process.env, DATA_DIR: dataDir, PORT: '0', JWT_SECRET: SECRET, LOG_REQUESTS: 'false', STORAGE: 'local' },
+    env: {
+      ...process.env,
+      ...(await databaseOf(dataDir)),
+      DATA_DIR: dataDir,
+      PORT: '0',
+      JWT_SECRET: SECRET,
+      LOG_REQUESTS: 'false',
+      STORAGE: 'local',
+    },
     stdout: 'pipe',
     stderr: 'pipe',
   })
@@ -44,7 +70,15 @@ async function run(args: string[], dataDir: string, ms = 30_000) {
 async function serverProcess(dataDir: string) {
   const proc = Bun.spawn([process.execPath, 'src/index.ts'], {
     cwd: ROOT,
-    env: { ...process.env, DATA_DIR: dataDir, PORT: '0', JWT_SECRET: SECRET, LOG_REQUESTS: 'false', STORAGE: 'local' },
+    env: {
+      ...process.env,
+      ...(await databaseOf(dataDir)),
+      DATA_DIR: dataDir,
+      PORT: '0',
+      JWT_SECRET: SECRET,
+      LOG_REQUESTS: 'false',
+      STORAGE: 'local',
+    },
     stdout: 'pipe',
     stderr: 'pipe',
   })

@@ -5,7 +5,6 @@
  * buffered is written on SIGTERM.
  */
 
-import { Database } from 'bun:sqlite'
 import { afterAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { connect } from 'node:net'
@@ -15,7 +14,8 @@ import { loadConfig } from '../../src/config'
 import { originalKey, thumbnailKey } from '../../src/storage'
 import { createConfiguredStorage } from '../../src/storage/configured'
 import { makeImage, makeNoisePng, uploadForm } from '../fixtures'
-import { jsonBody, storageEnv } from '../helpers'
+import { databaseEnv, dropDatabase, jsonBody, storageEnv } from '../helpers'
+import { queryEnv } from '../other-connection'
 
 // bun 1.4.5 applies test/setup.ts's setDefaultTimeout only to the first file of a multi-file run: say it here too.
 const TIMEOUT = 60_000
@@ -23,9 +23,11 @@ const TIMEOUT = 60_000
 const ROOT = join(import.meta.dir, '../..')
 const dirs: string[] = []
 const procs: Bun.Subprocess[] = []
-afterAll(() => {
+const envs: Record<string, string>[] = []
+afterAll(async () => {
   for (const proc of procs) if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL')
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
+  for (const env of envs) await dropDatabase(env)
 })
 
 /** Resolves with `promise`, or rejects after `ms` naming what it waited for: no wait here is unbounded. */
@@ -54,7 +56,6 @@ interface Spawned {
   base: string
   port: number
   env: Record<string, string>
-  dbPath: string
   /** Everything the process wrote so far, stdout and stderr. */
   output(): string
 }
@@ -67,11 +68,14 @@ async function spawnServer(): Promise<Spawned> {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     HOME: process.env.HOME ?? dataDir,
     ...storageEnv(),
+    // PostgreSQL runs: a database of its own (dropped after the tests).
+    ...(await databaseEnv()),
     DATA_DIR: dataDir,
     PORT: '0',
     LOG_REQUESTS: 'false',
     JWT_SECRET: 'shutdown-test-secret-'.padEnd(48, 'x'),
   }
+  envs.push(env)
   const proc = Bun.spawn([process.execPath, 'src/index.ts'], {
     cwd: ROOT,
     env,
@@ -100,7 +104,6 @@ async function spawnServer(): Promise<Spawned> {
     base: `http://127.0.0.1:${port}`,
     port,
     env,
-    dbPath: join(dataDir, 'imghost.sqlite'),
     output: () => text,
   }
 }
@@ -138,16 +141,11 @@ function accepts(port: number): Promise<boolean> {
   )
 }
 
-/** The stored view count of an image, read from the SQLite file with a connection of our own. */
-function storedViews(dbPath: string, id: string): number {
-  const db = new Database(dbPath, { readonly: true })
-  try {
-    const row = db.query('SELECT views FROM images WHERE id = ?').get(id) as { views: number } | null
-    if (!row) throw new Error(`no row for ${id}`)
-    return row.views
-  } finally {
-    db.close()
-  }
+/** The stored view count of an image, read from the server's database with a connection of our own. */
+async function storedViews(s: Spawned, id: string): Promise<number> {
+  const [row] = await queryEnv<{ views: unknown }>(s.env, 'SELECT views FROM images WHERE id = $1', [id])
+  if (!row) throw new Error(`no row for ${id}`)
+  return Number(row.views)
 }
 
 describe('SIGTERM', () => {
@@ -219,12 +217,8 @@ describe('SIGTERM', () => {
       expect(await accepts(s.port)).toBe(false)
 
       // What it answered is really there: the row in the database, the original and its thumbnail in storage.
-      const db = new Database(s.dbPath, { readonly: true })
-      try {
-        expect(db.query('SELECT size FROM images WHERE id = ?').get(id)).toEqual({ size: bytes.length })
-      } finally {
-        db.close()
-      }
+      const [row] = await queryEnv<{ size: unknown }>(s.env, 'SELECT size FROM images WHERE id = $1', [id])
+      expect(Number(row?.size)).toBe(bytes.length)
       const storage = createConfiguredStorage(loadConfig(s.env))
       expect(await storage.stat(originalKey(id, 'png'))).toMatchObject({ size: bytes.length })
       expect(await storage.exists(thumbnailKey(id))).toBe(true)
@@ -263,7 +257,7 @@ describe('views', () => {
       // The timed flush: no shutdown, no manual flush; the API and the database both reach the count in time.
       await loadAll(4)
       expect(await eventually(30_000, async () => (await apiViews()) === 4)).toBe(true)
-      expect(await eventually(30_000, () => storedViews(s.dbPath, id) === 4)).toBe(true)
+      expect(await eventually(30_000, async () => (await storedViews(s, id)) === 4)).toBe(true)
       // Thumbnails and API reads did not count.
       await load(`/cdn/medium/${id}.webp`)
       expect(await apiViews()).toBe(4)
@@ -274,14 +268,14 @@ describe('views', () => {
       for (let attempt = 0; attempt < 5 && bufferedAtSignal === 0; attempt++) {
         await loadAll(3)
         total += 3
-        bufferedAtSignal = total - storedViews(s.dbPath, id) // 0 when a timed flush happened to run just now
+        bufferedAtSignal = total - (await storedViews(s, id)) // 0 when a timed flush happened to run just now
         if (bufferedAtSignal > 0) s.proc.kill('SIGTERM')
       }
       expect(bufferedAtSignal).toBeGreaterThan(0)
       const code = await within(20_000, 'the process to exit', s.proc.exited)
       expect(s.proc.signalCode).toBeNull()
       expect(code).toBe(0)
-      expect(storedViews(s.dbPath, id)).toBe(total)
+      expect(await storedViews(s, id)).toBe(total)
     },
     TIMEOUT,
   )

@@ -108,7 +108,7 @@ afterAll(async () => {
 describe('import into a data directory whose server is running', () => {
   const map = join(scratch, 'legacy.csv')
 
-  test('--dry-run lists what would happen and changes nothing', () => {
+  test('--dry-run lists what would happen and changes nothing', async () => {
     const run = cli(tree, '--user', user.user.username, '--album', 'Old site', '--dry-run', '--map', map)
     expect(run.code).toBe(0)
     // A dry run decodes nothing: the broken image (its bytes start as a PNG's) would be tried.
@@ -161,7 +161,7 @@ describe('import into a data directory whose server is running', () => {
     )
   })
 
-  test('a second run imports nothing and maps the images already there', () => {
+  test('a second run imports nothing and maps the images already there', async () => {
     const before = readFileSync(map, 'utf8')
     const run = cli(tree, '--user', user.user.username, '--album', 'Old site', '--map', map)
     expect(run.code).toBe(2)
@@ -218,7 +218,7 @@ describe('import into a data directory whose server is running', () => {
     expect(piped.err).not.toContain('files:')
   })
 
-  test('refuses a bad visibility, an unknown account or a missing folder before importing anything', () => {
+  test('refuses a bad visibility, an unknown account or a missing folder before importing anything', async () => {
     expect(cli(tree, '--user', user.user.username, '--visibility', 'secret').err).toContain('visibility must be')
     expect(cli(tree, '--user', 'nobody-here').err).toContain('No account named nobody-here')
     const unwritable = cli(tree, '--user', user.user.username, '--map', join(scratch, 'no-such-dir', 'map.csv'))

@@ -52,8 +52,14 @@ beforeAll(async () => {
       '',
     ].join('\r\n'),
   )
-  const storage = Object.entries(first.env).filter(([name]) => name === 'STORAGE' || name.startsWith('S3_'))
-  t = await startTestServer({ ...Object.fromEntries(storage), DATA_DIR: first.dataDir, LEGACY_REDIRECTS: map })
+  // The same storage, and on PostgreSQL runs the same database with its keys.
+  const same = Object.entries(first.env).filter(
+    ([name]) =>
+      name === 'STORAGE' ||
+      name.startsWith('S3_') ||
+      (first.env.DATABASE_URL !== undefined && ['DATABASE_URL', 'VARIANT_SECRET', 'TOTP_KEY'].includes(name)),
+  )
+  t = await startTestServer({ ...Object.fromEntries(same), DATA_DIR: first.dataDir, LEGACY_REDIRECTS: map })
 })
 afterAll(async () => {
   await t.stop()
@@ -127,6 +133,10 @@ describe('a malformed LEGACY_REDIRECTS file is refused at startup', () => {
     const proc = Bun.spawnSync([process.execPath, join(root, 'src/index.ts')], {
       env: {
         ...process.env,
+        // The keys required beside DATABASE_URL on PostgreSQL runs, so the map is what stops it.
+        JWT_SECRET: 'test-secret-'.padEnd(48, 'x'),
+        VARIANT_SECRET: 'test-variant-secret'.padEnd(48, 'x'),
+        TOTP_KEY: 'test-totp-key'.padEnd(48, 'x'),
         DATA_DIR: join(scratch, 'data'),
         PORT: '0',
         LEGACY_REDIRECTS: mapFile('start.csv', `/a.png,abcdEFGH\n/b.png\n`),

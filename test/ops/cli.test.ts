@@ -3,10 +3,20 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
+import { SQL } from 'bun'
 import { loadConfig } from '../../src/config'
+import { engine } from '../../src/db/engine'
 import { createConfiguredStorage } from '../../src/storage/configured'
 import { makeImage, uploadForm } from '../fixtures'
-import { registerUser, startTestServer, storageEnv, type TestServer, userWithKey } from '../helpers'
+import {
+  databaseEnv,
+  dropDatabase,
+  registerUser,
+  startTestServer,
+  storageEnv,
+  type TestServer,
+  userWithKey,
+} from '../helpers'
 
 const root = join(import.meta.dir, '..', '..')
 let t: TestServer
@@ -21,34 +31,68 @@ const storageOf = (dataDir: string) => {
 }
 const storageAt = (dataDir: string) => createConfiguredStorage(loadConfig({ DATA_DIR: dataDir, ...storageOf(dataDir) }))
 
+/**
+ * Each data directory's database on PostgreSQL runs (the suite's own DATABASE_URL is another): the test server's for
+ * its directory, a fresh one for any other (`await withDatabase(dir)` first), with the keys required beside it.
+ * Nothing on SQLite, where the database is the directory's file.
+ */
+const databases = new Map<string, Record<string, string>>()
+async function withDatabase(dataDir: string) {
+  if (engine === 'pg' && !databases.has(dataDir))
+    databases.set(dataDir, { ...(await databaseEnv()), JWT_SECRET: 'test-secret-'.padEnd(48, 'x') })
+}
+const databaseOf = (dataDir: string) => {
+  if (engine === 'pg' && !databases.has(dataDir)) throw new Error(`no database prepared for ${dataDir}`)
+  return databases.get(dataDir) ?? {}
+}
+
 function cli(dataDir: string, ...args: string[]) {
   const proc = Bun.spawnSync([process.execPath, join(root, 'src/cli.ts'), ...args], {
-    env: { ...process.env, ...storageOf(dataDir), DATA_DIR: dataDir },
+    env: { ...process.env, ...storageOf(dataDir), ...databaseOf(dataDir), DATA_DIR: dataDir },
     cwd: root,
   })
   return { code: proc.exitCode, out: proc.stdout.toString(), err: proc.stderr.toString() }
 }
 
-const userRow = (dataDir: string, username: string) => {
-  const db = new Database(join(dataDir, 'imghost.sqlite'), { readonly: true })
-  const row = db.query('SELECT role, banned, email_verified FROM users WHERE username = ?').get(username) as {
-    role: string
-    banned: number
-    email_verified: number
+/** Rows of a data directory's database, through a connection of its own (placeholders `$1`...). */
+async function query<T>(dataDir: string, statement: string, ...params: unknown[]): Promise<T[]> {
+  if (engine === 'pg') {
+    const client = new SQL(databaseOf(dataDir).DATABASE_URL!)
+    try {
+      return [...(await client.unsafe(statement, params))] as T[]
+    } finally {
+      await client.close()
+    }
   }
-  db.close()
-  return row
+  const db = new Database(join(dataDir, 'imghost.sqlite'), { readonly: true })
+  try {
+    return db.query(statement.replaceAll(/\$(\d+)/g, '?$1')).all(...(params as never[])) as T[]
+  } finally {
+    db.close()
+  }
 }
 
-const rows = (dataDir: string) => {
-  const db = new Database(join(dataDir, 'imghost.sqlite'), { readonly: true })
-  const result = db.query('SELECT id, filename, size, sha256, user_id FROM images ORDER BY id').all()
-  db.close()
-  return result
+/** Flags as 0 or 1 on both engines (PostgreSQL has booleans). */
+const userRow = async (dataDir: string, username: string) => {
+  const [row] = await query<{ role: string; banned: unknown; email_verified: unknown }>(
+    dataDir,
+    'SELECT role, banned, email_verified FROM users WHERE username = $1',
+    username,
+  )
+  return { role: row.role, banned: Number(row.banned), email_verified: Number(row.email_verified) }
 }
+
+const rows = (dataDir: string) => query(dataDir, 'SELECT id, filename, size, sha256, user_id FROM images ORDER BY id')
 
 beforeAll(async () => {
   t = await startTestServer()
+  if (engine === 'pg')
+    databases.set(
+      t.dataDir,
+      Object.fromEntries(
+        ['DATABASE_URL', 'JWT_SECRET', 'VARIANT_SECRET', 'TOTP_KEY'].map((name) => [name, t.env[name]!]),
+      ),
+    )
   storages.set(
     t.dataDir,
     Object.fromEntries(Object.entries(t.env).filter(([name]) => name === 'STORAGE' || name.startsWith('S3_'))),
@@ -66,22 +110,24 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   await t.stop()
+  for (const [dir, env] of databases) if (dir !== t.dataDir) await dropDatabase(env)
   rmSync(scratch, { recursive: true, force: true })
 })
 
 describe('accounts', () => {
-  test('create-admin, set-role, ban, unban', () => {
+  test('create-admin, set-role, ban, unban', async () => {
     const dir = join(scratch, 'accounts')
+    await withDatabase(dir)
     expect(cli(dir, 'create-admin', 'root', 'root@example.com', 'password123').code).toBe(0)
     expect(cli(dir, 'create-admin', 'root', 'other@example.com', 'password123').code).toBe(1)
     const user = () => userRow(dir, 'root')
-    expect(user()).toEqual({ role: 'admin', banned: 0, email_verified: 1 })
+    expect(await user()).toEqual({ role: 'admin', banned: 0, email_verified: 1 })
     expect(cli(dir, 'set-role', 'root', 'user').code).toBe(0)
-    expect(user().role).toBe('user')
+    expect((await user()).role).toBe('user')
     expect(cli(dir, 'ban', 'root').code).toBe(0)
-    expect(user().banned).toBe(1)
+    expect((await user()).banned).toBe(1)
     expect(cli(dir, 'unban', 'root').code).toBe(0)
-    expect(user().banned).toBe(0)
+    expect((await user()).banned).toBe(0)
     expect(cli(dir, 'ban', 'nobody').code).toBe(1)
     expect(cli(dir, 'set-role', 'root', 'king').code).toBe(1)
   })
@@ -91,7 +137,7 @@ describe('accounts', () => {
     const made = cli(t.dataDir, 'create-user', name, `${name}@example.com`, 'password123')
     expect(made.code).toBe(0)
     expect(made.out).toContain(`Created user ${name}`)
-    expect(userRow(t.dataDir, name)).toEqual({ role: 'user', banned: 0, email_verified: 1 })
+    expect(await userRow(t.dataDir, name)).toEqual({ role: 'user', banned: 0, email_verified: 1 })
     expect(cli(t.dataDir, 'create-user', name, 'other@example.com', 'password123').code).toBe(1)
     const login = await t.json('/api/auth/login', {
       method: 'POST',
@@ -110,12 +156,12 @@ describe('accounts', () => {
   test('verify-email marks an account registered through the API as verified, while the server runs', async () => {
     const account = await registerUser(t)
     const name = account.user.username as string
-    expect(userRow(t.dataDir, name).email_verified).toBe(0)
+    expect((await userRow(t.dataDir, name)).email_verified).toBe(0)
     expect((await t.json('/api/auth/me', { headers: account.bearer })).body.user.emailVerified).toBe(false)
     // Usernames are matched case-insensitively.
     const run = cli(t.dataDir, 'verify-email', name.toUpperCase())
     expect(run.code).toBe(0)
-    expect(userRow(t.dataDir, name).email_verified).toBe(1)
+    expect((await userRow(t.dataDir, name)).email_verified).toBe(1)
     // The running server re-reads the account on every request.
     expect((await t.json('/api/auth/me', { headers: account.bearer })).body.user.emailVerified).toBe(true)
 
@@ -132,14 +178,21 @@ describe('backup and restore', () => {
       const backup = cli(t.dataDir, 'backup', dest)
       expect(backup.code).toBe(0)
       const restoredDir = join(scratch, `restored-${target}`)
+      await withDatabase(restoredDir)
       expect(cli(restoredDir, 'restore', dest).code).toBe(0)
-      expect(rows(restoredDir)).toEqual(rows(t.dataDir))
-      // Without the key TOTP secrets are sealed with, no two-factor code would work after a restore.
-      expect(readFileSync(join(restoredDir, 'totp-key'), 'utf8')).toBe(
-        readFileSync(join(t.dataDir, 'totp-key'), 'utf8'),
-      )
+      expect(await rows(restoredDir)).toEqual(await rows(t.dataDir))
+      // Without the key TOTP secrets are sealed with, no two-factor code would work after a restore (generated into the
+      // data directory on SQLite; with DATABASE_URL, TOTP_KEY is given).
+      if (engine !== 'pg')
+        expect(readFileSync(join(restoredDir, 'totp-key'), 'utf8')).toBe(
+          readFileSync(join(t.dataDir, 'totp-key'), 'utf8'),
+        )
 
-      const again = await startTestServer({ DATA_DIR: restoredDir, ...storageOf(restoredDir) })
+      const again = await startTestServer({
+        DATA_DIR: restoredDir,
+        ...storageOf(restoredDir),
+        ...databaseOf(restoredDir),
+      })
       try {
         for (const image of uploaded) {
           const original = await (await t.fetch(new URL(image.url).pathname)).arrayBuffer()
@@ -157,8 +210,9 @@ describe('backup and restore', () => {
 
 describe('check', () => {
   /** A data directory of its own holding what the test server holds: a backup of it, restored. */
-  function copyOfServerData(name: string) {
+  async function copyOfServerData(name: string) {
     const dir = join(scratch, name)
+    await withDatabase(dir)
     expect(cli(t.dataDir, 'backup', `${dir}-src`).code).toBe(0)
     expect(cli(dir, 'restore', `${dir}-src`).code).toBe(0)
     expect(cli(dir, 'check').code).toBe(0)
@@ -166,7 +220,7 @@ describe('check', () => {
   }
 
   test('finds a deleted thumbnail and a stray file; --repair remakes the thumbnail and removes the stray', async () => {
-    const dir = copyOfServerData('check')
+    const dir = await copyOfServerData('check')
     const storage = storageAt(dir)
     await storage.delete(`thumbs/${uploaded[0].id}.webp`)
     writeFileSync(join(scratch, 'stray'), 'stray')
@@ -184,7 +238,7 @@ describe('check', () => {
   })
 
   test('finds a deleted original, which --repair cannot remake: both exit 2', async () => {
-    const dir = copyOfServerData('check-original')
+    const dir = await copyOfServerData('check-original')
     const original = `originals/${basename(new URL(uploaded[1].url).pathname)}`
     expect(original).toMatch(new RegExp(`^originals/${uploaded[1].id}\\.\\w+$`))
     await storageAt(dir).delete(original)

@@ -1,6 +1,5 @@
-import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { join } from 'node:path'
+import { tableRows } from '../db-dump'
 import { makeImage, uploadForm } from '../fixtures'
 import { registerUser, startTestServer, type TestServer, userWithKey } from '../helpers'
 
@@ -100,14 +99,9 @@ describe('every upload door answers a deletePage link', () => {
     const kept = await (await fetch(created.headers.get('location')!, { headers: user.keyHeader })).json()
     expect(kept).toMatchObject({ id: body.id, url: body.url })
     expect(kept.deletePage).toBeUndefined()
-    const db = new Database(join(t.dataDir, 'imghost.sqlite'), { readonly: true })
-    try {
-      const rows = db.query('SELECT * FROM tus_uploads').all() as Record<string, unknown>[]
-      expect(rows.length).toBeGreaterThan(0)
-      expect(rows.some((row) => Object.values(row).some((value) => String(value).includes(token)))).toBe(false)
-    } finally {
-      db.close()
-    }
+    const rows = await tableRows(t.server.db, 'tus_uploads')
+    expect(rows.length).toBeGreaterThan(0)
+    expect(rows.some((row) => Object.values(row).some((value) => String(value).includes(token)))).toBe(false)
     expect((await confirm(body.id, token)).status).toBe(200)
     await expectGone(body.id)
   })
@@ -206,13 +200,8 @@ describe('the delete page', () => {
   test('the database holds only the token’s SHA-256', async () => {
     const image = await keyUpload()
     const { token } = parse(image.deletePage, image.id)
-    const db = new Database(join(t.dataDir, 'imghost.sqlite'), { readonly: true })
-    try {
-      const row = db.query('SELECT * FROM images WHERE id = ?').get(image.id) as Record<string, unknown>
-      expect(row.delete_token_hash).toBe(new Bun.CryptoHasher('sha256').update(token).digest('hex'))
-      expect(Object.values(row).some((value) => String(value).includes(token))).toBe(false)
-    } finally {
-      db.close()
-    }
+    const row = (await tableRows(t.server.db, 'images')).find((r) => r.id === image.id)!
+    expect(row.delete_token_hash).toBe(new Bun.CryptoHasher('sha256').update(token).digest('hex'))
+    expect(Object.values(row).some((value) => String(value).includes(token))).toBe(false)
   })
 })

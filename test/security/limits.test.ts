@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { loadConfig } from '../../src/config'
 import { startServer as startAppServer } from '../../src/server'
 import { makeImage, makeNoisePng, type UploadPart, uploadForm } from '../fixtures'
-import { makeAdmin, type TestServer, userWithKey } from '../helpers'
+import { databaseEnv, dropDatabase, makeAdmin, type TestServer, userWithKey } from '../helpers'
 import { expectError, expectRateLimitHeaders, neutralClassifier, startServer } from './support'
 
 // Upload windows: 5 per account per hour, 3 anonymous uploads per window; small enough to hit with small files.
@@ -165,10 +165,13 @@ describe('anonymous uploads: per IP', () => {
   })
 })
 
-describe('upload windows survive a restart (they live in SQLite)', () => {
+describe('upload windows survive a restart (they live in the database)', () => {
   test('an account window and an anonymous window, across a stop and a start on the same DATA_DIR', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'imghost-restart-'))
+    // PostgreSQL runs: one database of its own, kept across the restart.
+    const database = await databaseEnv()
     const env = {
+      ...database,
       DATA_DIR: dataDir,
       PORT: '0',
       LOG_REQUESTS: 'false',
@@ -220,6 +223,7 @@ describe('upload windows survive a restart (they live in SQLite)', () => {
       }
     } finally {
       rmSync(dataDir, { recursive: true, force: true })
+      await dropDatabase(database)
     }
   })
 })

@@ -2,6 +2,8 @@ import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { type Logger, NoopLogger } from 'drizzle-orm/logger'
+import { engine } from '../../src/db/engine'
 import { HOUR_MS } from '../../src/lib/time'
 import { makeImage, svgImage } from '../fixtures'
 import { makeAdmin, type TestServer, userWithKey } from '../helpers'
@@ -15,7 +17,8 @@ let album: { id: string }
 const SENTINEL = `sentinel-${crypto.randomUUID()}`
 
 beforeAll(async () => {
-  spyOnDatabase()
+  if (engine === 'pg') spyOnPg()
+  else spyOnDatabase()
   // The spy records every statement while a request runs: background work that queries on a timer (the expiry sweep,
   // rescans) waits an hour here; the 2 s flushes are left out by their statements (FLUSHES).
   t = await startServer(
@@ -151,7 +154,24 @@ function spyOnDatabase() {
     }
   }
 }
-const restoreDatabase = () => Object.assign(Database.prototype, originals)
+/**
+ * PostgreSQL's queries go through drizzle's bun-sql session, which logs every one (statement and bound values) to a
+ * NoopLogger before it runs, transactions' own sessions included: the spy takes that method instead.
+ */
+const FLUSHES_PG = ['UPDATE images SET views = images.views + v.n', 'update "api_keys" set "last_used_at" = $1']
+const noopLogQuery = NoopLogger.prototype.logQuery
+function spyOnPg() {
+  ;(NoopLogger.prototype as unknown as Logger).logQuery = (query: string, params: unknown[]) => {
+    if (recording && !FLUSHES_PG.some((flush) => query.trim().startsWith(flush))) {
+      bound.push(...params.flatMap((p) => (p && typeof p === 'object' ? Object.values(p) : [p])))
+      statements.push(query)
+    }
+  }
+}
+const restoreDatabase = () => {
+  Object.assign(Database.prototype, originals)
+  NoopLogger.prototype.logQuery = noopLogQuery
+}
 
 describe('path traversal and malformed ids', () => {
   test('pages and files (/cdn, /cdn/medium, /i, /a, /u, /assets): never a file outside, never a 5xx', async () => {

@@ -7,12 +7,12 @@ import { DomainError } from '../../errors'
 import { randomToken } from '../../lib/crypto'
 import { log } from '../../log'
 import { USERNAME_LENGTH } from './model'
-import { findIdentityUser, findUserByLogin, findUserByName, insertIdentity } from './repository'
+import { findIdentityUser, findUserByLogin, findUserByName, insertIdentity, saveFlow, takeFlow } from './repository'
 import type { AuthService } from './service'
 
 /** A sign-in must come back from the provider within this time. */
 export const OIDC_FLOW_TTL_MS = 10 * 60_000
-/** Sign-ins started and not back yet; past it the oldest is forgotten (memory stays bounded under a flood of starts). */
+/** Sign-ins started and not back yet; past it the oldest is forgotten (bounded under a flood of starts). */
 const MAX_PENDING = 10_000
 /** The provider's discovery, token and userinfo requests, each. */
 const PROVIDER_TIMEOUT_SECONDS = 10
@@ -22,7 +22,6 @@ interface Pending {
   nonce: string
   verifier: string
   next: string
-  expiresAt: number
 }
 
 /** Thrown for every refused sign-in: the callback sends the browser back to the login page with its message. */
@@ -38,7 +37,7 @@ export type OidcService = ReturnType<typeof createOidcService>
 
 /**
  * OpenID Connect single sign-on: the authorization code flow with PKCE, state and nonce. What a started sign-in must
- * find again (nonce, PKCE verifier, where to go after) stays here, in memory, under its state; the browser holds the
+ * find again (nonce, PKCE verifier, where to go after) is kept in the database under its state (the redirect may reach another instance); the browser holds the
  * state in a cookie too, so a callback from another browser (a login CSRF) is refused.
  */
 export function createOidcService(opts: {
@@ -48,7 +47,6 @@ export function createOidcService(opts: {
   now: () => number
 }) {
   const { db, oidc, auth, now } = opts
-  const pending = new Map<string, Pending>()
   let discovered: Promise<client.Configuration> | null = null
 
   /** The provider's configuration, fetched once (again after a failure). */
@@ -71,14 +69,6 @@ export function createOidcService(opts: {
         throw new SignInRefused(`${oidc.name} cannot be reached right now: try again later`)
       })
     return discovered
-  }
-
-  /** Drops ended sign-ins: they were added in the order they end, so the first one still running stops the sweep. */
-  function forgetExpired(at: number) {
-    for (const [state, flow] of pending) {
-      if (flow.expiresAt > at && pending.size < MAX_PENDING) break
-      pending.delete(state)
-    }
   }
 
   /** The account an identity signs in to: its linked one, else one linked or created by email. */
@@ -128,12 +118,13 @@ export function createOidcService(opts: {
     async start(next: string | undefined) {
       const config = await provider()
       const at = now()
-      forgetExpired(at)
       const state = client.randomState()
       const nonce = client.randomNonce()
       const verifier = client.randomPKCECodeVerifier()
       const safeNext = next && next.length <= NEXT_MAX && /^\/(?![/\\])/.test(next) ? next : ''
-      pending.set(state, { nonce, verifier, next: safeNext, expiresAt: at + OIDC_FLOW_TTL_MS })
+      // In the database: the provider's redirect may reach another instance.
+      const data: Pending = { nonce, verifier, next: safeNext }
+      await saveFlow(db, { key: state, kind: 'oidc', data, expiresAt: new Date(at + OIDC_FLOW_TTL_MS) }, MAX_PENDING)
       const url = client.buildAuthorizationUrl(config, {
         redirect_uri: oidc.redirectUri,
         scope: 'openid email profile',
@@ -152,10 +143,9 @@ export function createOidcService(opts: {
     async callback(search: string, cookieState: string | undefined) {
       const params = new URLSearchParams(search)
       const state = params.get('state') ?? ''
-      const flow = pending.get(state)
       // Single use: whatever happens next, this state is done.
-      pending.delete(state)
-      if (!flow || !cookieState || cookieState !== state || flow.expiresAt <= now())
+      const flow = state ? await takeFlow<Pending>(db, state, 'oidc', new Date(now())) : undefined
+      if (!flow || !cookieState || cookieState !== state)
         throw new SignInRefused('This sign-in expired or was started in another browser: try again')
       if (params.has('error'))
         throw new SignInRefused(

@@ -12,7 +12,15 @@ import type { Passkey, User } from '../../db/schema'
 import { badRequest, type DomainError, notFound, unauthorized } from '../../errors'
 import { iso } from '../../lib/time'
 import { MAX_PASSKEYS } from './model'
-import { deletePasskey, findPasskeyOwner, insertPasskey, notePasskeyUse, passkeysOf } from './repository'
+import {
+  deletePasskey,
+  findPasskeyOwner,
+  insertPasskey,
+  notePasskeyUse,
+  passkeysOf,
+  saveFlow,
+  takeFlow,
+} from './repository'
 import { assertActive } from './service'
 
 /** How long a ceremony's challenge can be answered; the browser's own timeout is the same. */
@@ -23,29 +31,25 @@ export const MAX_PENDING_CHALLENGES = 10_000
 type Ceremony = 'register' | 'login' | 'second-factor'
 
 /**
- * The challenges handed out and not yet answered, in memory with their expiry: each answers one ceremony, once, for
- * the account it was made for (null: a sign-in, whoever it turns out to be). Memory is enough for one instance; a
- * restart only makes a ceremony in progress start over.
+ * The challenges handed out and not yet answered, in the database with their expiry (the answer may reach another
+ * instance): each answers one ceremony, once, for the account it was made for (null: a sign-in, whoever it turns out
+ * to be).
  */
-function challengeStore(now: () => number) {
-  // Insertion order is expiry order (one TTL), so the expired and the oldest are always first.
-  const pending = new Map<string, { ceremony: Ceremony; userId: number | null; expiresAt: number }>()
+function challengeStore(db: Db, now: () => number) {
   return {
-    issue(challenge: string, ceremony: Ceremony, userId: number | null) {
-      for (const [key, entry] of pending) {
-        if (entry.expiresAt > now() && pending.size < MAX_PENDING_CHALLENGES) break
-        pending.delete(key)
-      }
-      pending.set(challenge, { ceremony, userId, expiresAt: now() + CHALLENGE_TTL_MS })
+    async issue(challenge: string, ceremony: Ceremony, userId: number | null) {
+      const data: PendingChallenge = { ceremony, userId }
+      const expiresAt = new Date(now() + CHALLENGE_TTL_MS)
+      await saveFlow(db, { key: challenge, kind: 'passkey', data, expiresAt }, MAX_PENDING_CHALLENGES)
     },
     /** Whether `challenge` is pending for this ceremony and account; it is used up either way. */
-    take(challenge: string, ceremony: Ceremony, userId: number | null) {
-      const entry = pending.get(challenge)
-      pending.delete(challenge)
-      return entry?.ceremony === ceremony && entry.userId === userId && entry.expiresAt > now()
+    async take(challenge: string, ceremony: Ceremony, userId: number | null) {
+      const entry = await takeFlow<PendingChallenge>(db, challenge, 'passkey', new Date(now()))
+      return entry?.ceremony === ceremony && entry.userId === userId
     },
   }
 }
+type PendingChallenge = { ceremony: Ceremony; userId: number | null }
 
 const transportsOf = (passkey: Passkey): AuthenticatorTransport[] => JSON.parse(passkey.transports)
 
@@ -77,10 +81,10 @@ export function createPasskeyService(opts: {
   const now = opts.now ?? Date.now
   const site = new URL(opts.config.publicUrl)
   const rp = { id: site.hostname, origin: site.origin, name: opts.config.siteName }
-  const challenges = challengeStore(now)
+  const challenges = challengeStore(db, now)
 
   /** Uses up the challenge the browser signed (from its client data) and returns it; `refuse` when it was not ours. */
-  function takeChallenge(
+  async function takeChallenge(
     clientDataJSON: string,
     ceremony: Ceremony,
     userId: number | null,
@@ -92,7 +96,7 @@ export function createPasskeyService(opts: {
     } catch {
       throw refuse('The passkey answer is malformed')
     }
-    if (typeof challenge !== 'string' || !challenges.take(challenge, ceremony, userId))
+    if (typeof challenge !== 'string' || !(await challenges.take(challenge, ceremony, userId)))
       throw refuse('The passkey challenge is unknown, used or expired: start again')
     return challenge
   }
@@ -103,7 +107,7 @@ export function createPasskeyService(opts: {
     ceremony: Ceremony,
     userId: number | null,
   ): Promise<User> {
-    const challenge = takeChallenge(response.response.clientDataJSON, ceremony, userId, unauthorized)
+    const challenge = await takeChallenge(response.response.clientDataJSON, ceremony, userId, unauthorized)
     const row = await findPasskeyOwner(db, response.id)
     if (!row || (userId !== null && row.user.id !== userId)) throw unauthorized('This passkey is not registered here')
     let newCounter: number
@@ -148,13 +152,13 @@ export function createPasskeyService(opts: {
         authenticatorSelection: { residentKey: 'required', userVerification: 'required' },
         timeout: CHALLENGE_TTL_MS,
       })
-      challenges.issue(options.challenge, 'register', user.id)
+      await challenges.issue(options.challenge, 'register', user.id)
       return options
     },
 
     /** Stores the passkey the browser made from registrationOptions' challenge. */
     async register(user: User, response: RegistrationResponseJSON, name: string) {
-      const challenge = takeChallenge(response.response.clientDataJSON, 'register', user.id, badRequest)
+      const challenge = await takeChallenge(response.response.clientDataJSON, 'register', user.id, badRequest)
       let credential: { id: string; publicKey: Uint8Array; counter: number }
       try {
         const result = await verifyRegistrationResponse({
@@ -189,7 +193,7 @@ export function createPasskeyService(opts: {
         userVerification: 'required',
         timeout: CHALLENGE_TTL_MS,
       })
-      challenges.issue(options.challenge, 'login', null)
+      await challenges.issue(options.challenge, 'login', null)
       return options
     },
 
@@ -209,7 +213,7 @@ export function createPasskeyService(opts: {
         userVerification: 'preferred',
         timeout: CHALLENGE_TTL_MS,
       })
-      challenges.issue(options.challenge, 'second-factor', user.id)
+      await challenges.issue(options.challenge, 'second-factor', user.id)
       return options
     },
 

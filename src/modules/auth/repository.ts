@@ -1,8 +1,9 @@
-import { and, count, desc, eq, gt, isNotNull, isNull, lt, ne, or, type SQL, sql } from 'drizzle-orm'
+import { and, count, desc, eq, gt, isNotNull, isNull, lt, lte, ne, or, type SQL, sql } from 'drizzle-orm'
 import { type Db, q, type Step, type Tx, transaction } from '../../db/client'
 import {
   type ApiKey,
   apiKeys,
+  authFlows,
   type Invite,
   invites,
   oidcIdentities,
@@ -289,6 +290,45 @@ export function* insertIdentity(db: Db | Tx, values: typeof oidcIdentities.$infe
   return yield* q(db.insert(oidcIdentities).values(values))
 }
 /** Removes emailed tokens past their expiry. */
+type FlowKind = (typeof authFlows.$inferSelect)['kind']
+
+/**
+ * Keeps a ceremony or sign-in in progress (`data`: JSON) until `expiresAt`, under its one-use key. At most `keep` of a
+ * kind wait: past it the ones that end first go, all those ending in the same millisecond as the last to go (a flood
+ * of started ceremonies cannot grow the table without bound).
+ */
+export function saveFlow(db: Db, flow: { key: string; kind: FlowKind; data: unknown; expiresAt: Date }, keep: number) {
+  return transaction(db, function* (tx) {
+    const { key, kind, data, expiresAt } = flow
+    yield* q(tx.insert(authFlows).values({ key, kind, data: JSON.stringify(data), expiresAt }))
+    const [cutoff] = yield* q(
+      tx
+        .select({ expiresAt: authFlows.expiresAt })
+        .from(authFlows)
+        .where(eq(authFlows.kind, kind))
+        .orderBy(desc(authFlows.expiresAt))
+        .limit(1)
+        .offset(keep),
+    )
+    if (cutoff)
+      yield* q(tx.delete(authFlows).where(and(eq(authFlows.kind, kind), lte(authFlows.expiresAt, cutoff.expiresAt))))
+  })
+}
+
+/**
+ * Takes a flow of this kind, unexpired at `now`: deleted as it is read (one statement), so only one request, on any
+ * instance, ever gets it. Undefined when there was none (or it had expired, or was of another kind).
+ */
+export async function takeFlow<T>(db: Db, key: string, kind: FlowKind, now: Date): Promise<T | undefined> {
+  const [row] = await db.delete(authFlows).where(eq(authFlows.key, key)).returning()
+  if (!row || row.kind !== kind || row.expiresAt <= now) return undefined
+  return JSON.parse(row.data) as T
+}
+
+/** Removes ceremonies and sign-ins never finished. */
+export const deleteExpiredFlows = async (db: Db, now: Date) =>
+  await db.delete(authFlows).where(lt(authFlows.expiresAt, now))
+
 export const deleteExpiredVerifications = async (db: Db, now: Date) =>
   await db.delete(verificationTokens).where(lt(verificationTokens.expiresAt, now))
 

@@ -15,6 +15,7 @@ import {
   claimInvite,
   claimVerification,
   dataVersion,
+  deleteExpiredFlows,
   deleteExpiredSessions,
   deleteExpiredVerifications,
   deleteKey,
@@ -367,11 +368,12 @@ export function createAuthService(db: Db, mailer: Mailer, opts: AuthOptions, now
       await run(deleteSessionsOf(db, userId))
     },
 
-    /** Removes expired sessions and emailed tokens (the expiry sweep calls it). */
+    /** Removes expired sessions, emailed tokens and unfinished sign-ins (the expiry sweep calls it). */
     async sweepExpired() {
       const at = new Date()
       await deleteExpiredSessions(db, at)
       await deleteExpiredVerifications(db, at)
+      await deleteExpiredFlows(db, at)
     },
 
     /**

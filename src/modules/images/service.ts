@@ -98,6 +98,13 @@ export function createImageService(deps: {
     now,
   )
   deps.changes?.on('images', (id) => liveCache.forget(id))
+  /**
+   * An images row this instance changed: on PostgreSQL its cache entry goes at once, not a notice's round trip later
+   * (a read right after the write answers the new row); SQLite's update hook dropped it inside the statement.
+   */
+  const changedHere = (id: string) => {
+    if (engine === 'pg') liveCache.forget(id)
+  }
 
   function detailsOf(image: LiveImage | undefined) {
     if (!image) throw notFound('Image not found')
@@ -133,6 +140,7 @@ export function createImageService(deps: {
       if (within) yield* within(tx)
       return yield* deleteImage(tx, image.id)
     })
+    changedHere(image.id)
     pendingViews.delete(image.id)
     await removeFiles(image)
     // Every removal path (owner, delete token, admin, report action, expiry) ends here.
@@ -218,6 +226,7 @@ export function createImageService(deps: {
     links,
     find,
     findOwned,
+    changedHere,
     removeFiles,
     remove,
     sweepExpired,
@@ -297,6 +306,7 @@ export function createImageService(deps: {
       if (expiresIn !== undefined) set.expiresAt = expiryDate(expiresIn, now())
       if (filename !== undefined) set.filename = filename
       const updated = await run(updateImage(db, image.id, set))
+      changedHere(image.id)
       return { success: true as const, ...pickImage(fields(updated), IMAGE_SHAPES.patched) }
     },
 

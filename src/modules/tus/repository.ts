@@ -1,4 +1,4 @@
-import { and, count, eq, gt, isNull, lte } from 'drizzle-orm'
+import { and, count, eq, gt, isNull, lt, lte, or } from 'drizzle-orm'
 import type { Db } from '../../db/client'
 import { type TusUpload, tusUploads } from '../../db/schema'
 
@@ -31,18 +31,71 @@ export async function countOpenUploads(
 export const insertTusUpload = async (db: Db, values: typeof tusUploads.$inferInsert): Promise<TusUpload> =>
   (await db.insert(tusUploads).values(values).returning())[0]
 
-export const updateTusUpload = async (db: Db, id: string, set: Partial<TusUpload>): Promise<TusUpload> =>
-  (await db.update(tusUploads).set(set).where(eq(tusUploads.id, id)).returning())[0]!
-
-/** As updateTusUpload, without reading the row back. */
+/** Sets fields of an upload, without reading the row back (a request that holds it: updateClaimedTusUpload). */
 export const setTusUploadFields = async (db: Db, id: string, set: Partial<TusUpload>) =>
   await db.update(tusUploads).set(set).where(eq(tusUploads.id, id))
 
 export const deleteTusUpload = async (db: Db, id: string) => await db.delete(tusUploads).where(eq(tusUploads.id, id))
 
-/** Ids of the uploads expired by `now`. */
-export const expiredTusUploads = async (db: Db, now: number) =>
+/** No request holds it at `now`: never claimed, let go, or its claim ran out (its holder stopped renewing it). */
+const unclaimed = (now: number) => or(isNull(tusUploads.claimedUntil), lt(tusUploads.claimedUntil, new Date(now)))
+
+/**
+ * Claims an upload until `until` for one request: the caller's (same endpoint and account), unexpired and unclaimed at
+ * `now`. One conditional UPDATE, atomic on both engines (no read first), so of two requests on any instances at most
+ * one gets it. The row as of the claim; undefined when there is no such upload or it is held.
+ */
+export const claimTusUpload = async (
+  db: Db,
+  id: string,
+  owner: { endpoint: TusUpload['endpoint']; userId: number | null },
+  now: number,
+  until: number,
+): Promise<TusUpload | undefined> =>
+  (
+    await db
+      .update(tusUploads)
+      .set({ claimedUntil: new Date(until) })
+      .where(
+        and(
+          eq(tusUploads.id, id),
+          eq(tusUploads.endpoint, owner.endpoint),
+          owner.userId === null ? isNull(tusUploads.userId) : eq(tusUploads.userId, owner.userId),
+          gt(tusUploads.expiresAt, new Date(now)),
+          unclaimed(now),
+        ),
+      )
+      .returning()
+  )[0]
+
+/** The claim `held` (its `claimed_until`) is still the row's: its holder updates the row and gets it back, else undefined. */
+export const updateClaimedTusUpload = async (
+  db: Db,
+  id: string,
+  held: number,
+  set: Partial<TusUpload>,
+): Promise<TusUpload | undefined> =>
+  (
+    await db
+      .update(tusUploads)
+      .set(set)
+      .where(and(eq(tusUploads.id, id), eq(tusUploads.claimedUntil, new Date(held))))
+      .returning()
+  )[0]
+
+/** Clears the claim `held`, unless it ran out and another request has claimed the upload since. */
+export const releaseTusClaim = async (db: Db, id: string, held: number) =>
   await db
-    .select({ id: tusUploads.id })
-    .from(tusUploads)
-    .where(lte(tusUploads.expiresAt, new Date(now)))
+    .update(tusUploads)
+    .set({ claimedUntil: null })
+    .where(and(eq(tusUploads.id, id), eq(tusUploads.claimedUntil, new Date(held))))
+
+/**
+ * Deletes the uploads expired by `now` that no request holds at `claimNow` (one statement: none can be claimed in
+ * between); their ids.
+ */
+export const deleteExpiredTusUploads = async (db: Db, now: number, claimNow: number) =>
+  await db
+    .delete(tusUploads)
+    .where(and(lte(tusUploads.expiresAt, new Date(now)), unclaimed(claimNow)))
+    .returning({ id: tusUploads.id })

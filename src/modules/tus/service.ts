@@ -27,14 +27,16 @@ import type { UploadOptions, UploadPipeline } from '../images/upload'
 import { parseUploadMetadata } from './metadata'
 import { TUS_ID_LENGTH, TUS_ID_PATTERN } from './model'
 import {
+  claimTusUpload,
   countOpenUploads,
+  deleteExpiredTusUploads,
   deleteTusUpload,
-  expiredTusUploads,
   findTusUpload,
   insertTusUpload,
+  releaseTusClaim,
   setTusUploadFields,
   tusUploadExists,
-  updateTusUpload,
+  updateClaimedTusUpload,
 } from './repository'
 
 export type TusEndpoint = TusUpload['endpoint']
@@ -51,6 +53,13 @@ export interface TusOptions {
   ttlMs?: number
   /** Unfinished uploads one account (or one anonymous IP) may hold at once. Default 10. */
   maxOpen?: number
+  /**
+   * How long a request's claim on an upload lasts unless renewed; the request renews it every third of that while it
+   * runs, so only a stopped one's (a crashed instance's) runs out. Default 60 seconds.
+   */
+  claimMs?: number
+  /** The clock of expiries and claims (epoch ms): Date.now unless a test passes one it can step forward. */
+  now?: () => number
 }
 
 /** The pipeline's answer to a finished upload: what the last PATCH and GET send. */
@@ -63,6 +72,20 @@ export interface TusResult {
 const ID = new RegExp(`^${TUS_ID_PATTERN}$`)
 /** Files in the tus folder with no row, older than this, are leftovers (a crash between file and row). */
 const ORPHAN_AGE_MS = HOUR_MS
+const CLAIM_MS = 60_000
+
+/** A request's hold on an upload: the `claimed_until` it wrote last (which is also its token in the row). */
+interface Claim {
+  id: string
+  until: number
+  /** Set once a renewal found the row claimed by another request (or gone): this one must stop writing. */
+  lost: boolean
+  /** The claim's writes run one at a time: a renewal never races the request's own update of the row. */
+  queue: Promise<unknown>
+  renewal?: ReturnType<typeof setInterval>
+}
+
+const busyError = () => new Locked('Upload is busy: another request is writing to it')
 
 export type TusService = ReturnType<typeof createTusService>
 
@@ -75,17 +98,18 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
   const { db, config, pipeline } = deps
   const ttlMs = deps.options?.ttlMs ?? DAY_MS
   const maxOpen = deps.options?.maxOpen ?? 10
-  const dir = join(config.dataDir, 'tus')
+  const claimMs = deps.options?.claimMs ?? CLAIM_MS
+  const clock = deps.options?.now ?? Date.now
+  // Shared by every instance of one database (TUS_DIR on a shared volume): a chunk may reach any of them.
+  const dir = config.tusDir
   mkdirSync(dir, { recursive: true })
-  /** Uploads a request is writing to or finishing right now: one at a time per upload. */
-  const busy = new Set<string>()
-  /** Requests reading an upload's row to claim it, by upload: marked stale when a request lets go of that upload. */
-  const claiming = new Map<string, Set<{ stale: boolean }>>()
+  /** Uploads a request of this process holds right now (the orphan sweep leaves their files alone). */
+  const holding = new Set<string>()
 
   const pathOf = (id: string) => join(dir, id)
 
   /** The upload, if it is the caller's: same endpoint and same account (anonymous ones: any anonymous caller holding the URL). */
-  async function find(caller: TusCaller, id: string, now = Date.now()): Promise<TusUpload> {
+  async function find(caller: TusCaller, id: string, now = clock()): Promise<TusUpload> {
     const row = ID.test(id) ? await findTusUpload(db, id) : undefined
     if (!row || row.endpoint !== caller.endpoint || row.userId !== (caller.user?.id ?? null))
       throw notFound('Upload not found')
@@ -94,33 +118,75 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
   }
 
   /**
-   * The caller's upload (as `find`), held by this request until `letGo`: 423 while another request holds it. The
-   * row is the one as of the claim: one read while another request let go of an upload is read again.
+   * The caller's upload (as `find`), held by this request until `letGo`, whichever instance it reached: 423 while
+   * another request holds it. The claim is one conditional UPDATE of the row (src/modules/tus/repository.ts), which
+   * returns the row as of the claim; it lasts `claimMs` and is renewed while the request runs.
    */
-  async function claim(caller: TusCaller, id: string): Promise<TusUpload> {
-    for (;;) {
-      const reading = { stale: false }
-      const readers = claiming.get(id) ?? new Set()
-      claiming.set(id, readers)
-      readers.add(reading)
-      let row: TusUpload
-      try {
-        row = await find(caller, id)
-      } finally {
-        readers.delete(reading)
-        if (readers.size === 0) claiming.delete(id)
-      }
-      if (busy.has(id)) throw new Locked('Upload is busy: another request is writing to it')
-      if (!reading.stale) {
-        busy.add(id)
-        return row
-      }
+  async function claim(caller: TusCaller, id: string): Promise<{ row: TusUpload; held: Claim }> {
+    const now = clock()
+    const owner = { endpoint: caller.endpoint, userId: caller.user?.id ?? null }
+    const row = ID.test(id) ? await claimTusUpload(db, id, owner, now, now + claimMs) : undefined
+    if (!row) {
+      // Not claimed: not the caller's (404), expired (410), or held by another request (423).
+      await find(caller, id, now)
+      throw busyError()
     }
+    const held: Claim = { id, until: now + claimMs, lost: false, queue: Promise.resolve() }
+    held.renewal = setInterval(() => void renew(held), Math.max(1, Math.floor(claimMs / 3)))
+    held.renewal.unref?.()
+    holding.add(id)
+    return { row, held }
   }
 
-  function letGo(id: string) {
-    busy.delete(id)
-    for (const reading of claiming.get(id) ?? []) reading.stale = true
+  /** Runs one write of a claim after the ones before it. */
+  function inTurn<T>(held: Claim, write: () => Promise<T>): Promise<T> {
+    const done = held.queue.then(write)
+    held.queue = done.catch(() => {})
+    return done
+  }
+
+  /** Extends the claim; a row claimed by another request since (this one's ran out) marks it lost. */
+  function renew(held: Claim) {
+    return inTurn(held, async () => {
+      if (held.lost) return
+      const until = clock() + claimMs
+      try {
+        if (await updateClaimedTusUpload(db, held.id, held.until, { claimedUntil: new Date(until) })) held.until = until
+        else held.lost = true
+      } catch (error) {
+        // Tried again at the next turn; the claim runs out if the database stays out of reach that long.
+        log.warn('tus: renewing a claim failed', { id: held.id, error: String(error) })
+      }
+    })
+  }
+
+  /** Whether the request still holds its claim: not lost, and not run out by this clock (renewals keep it ahead). */
+  const stillHeld = (held: Claim) => !held.lost && clock() < held.until
+
+  const lostError = () => new Locked('Upload is busy: this request held it too long and another request took it over')
+
+  /** Updates the row while the claim is the request's own; 423 once it was lost (the row is another request's). */
+  async function updateHeld(held: Claim, set: Partial<TusUpload>): Promise<TusUpload> {
+    const row = stillHeld(held)
+      ? await inTurn(held, () => updateClaimedTusUpload(db, held.id, held.until, set))
+      : undefined
+    if (!row) {
+      held.lost = true
+      throw lostError()
+    }
+    return row
+  }
+
+  /** Ends the request's claim: the upload is free for the next request, on any instance. */
+  async function letGo(held: Claim) {
+    clearInterval(held.renewal)
+    holding.delete(held.id)
+    await inTurn(held, async () => {
+      if (!held.lost) await releaseTusClaim(db, held.id, held.until)
+    }).catch((error) =>
+      // It runs out on its own.
+      log.warn('tus: releasing a claim failed', { id: held.id, error: String(error) }),
+    )
   }
 
   function openCount(caller: TusCaller, now: number) {
@@ -190,7 +256,7 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
      * Creates an upload of `length` bytes. Refuses at once what the pipeline would refuse at the end: a file over the
      * size limit (413), a full quota (413), an exhausted rate window (429), bad options in the metadata (400).
      */
-    async create(caller: TusCaller, length: number, metadataHeader: string, now = Date.now()): Promise<TusUpload> {
+    async create(caller: TusCaller, length: number, metadataHeader: string, now = clock()): Promise<TusUpload> {
       if (!Number.isSafeInteger(length) || length < 1)
         throw badRequest('Upload-Length must be a whole number of bytes, at least 1')
       const fields = parseUploadMetadata(metadataHeader)
@@ -233,7 +299,9 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
       contentLength: number | null,
       body: ReadableStream<Uint8Array> | null,
     ): Promise<{ upload: TusUpload; result: TusResult | null }> {
-      let row = await claim(caller, id)
+      const claimed = await claim(caller, id)
+      const { held } = claimed
+      let row = claimed.row
       let admitted: AdmittedUpload | undefined
       try {
         if (row.finishedAt) {
@@ -257,7 +325,7 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
           // The data went missing (disk trouble): resume from what is really there.
           const actual = Math.max(0, onDisk)
           if (onDisk < 0) await writeFile(pathOf(id), new Uint8Array(0))
-          await setTusUploadFields(db, id, { offset: actual })
+          await updateHeld(held, { offset: actual })
           throw new OffsetConflict(`Upload data lost: the upload is at ${actual}`, actual)
         }
 
@@ -270,6 +338,12 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
             for (;;) {
               const { done, value } = await reader.read()
               if (done) break
+              if (!stillHeld(held)) {
+                // This request stalled past its claim: another may be writing now, so nothing more is written.
+                failure = lostError()
+                await reader.cancel().catch(() => {})
+                break
+              }
               if (offset + written + value.byteLength > row.length) {
                 failure = tooLarge(`The chunk passes Upload-Length (${row.length} bytes)`)
                 await reader.cancel().catch(() => {})
@@ -285,14 +359,16 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
             await handle.close()
           }
         }
+        // A lost claim: the row is another request's now, this one leaves it as it is.
+        if (failure instanceof Locked) throw failure
         const newOffset = failure instanceof TooLarge ? offset : offset + written
-        row = await updateTusUpload(db, id, { offset: newOffset })
+        row = await updateHeld(held, { offset: newOffset })
         if (failure) throw failure
         if (row.offset < row.length) return { upload: row, result: null }
         const result = await finish(row, options, admitted)
         return { upload: (await findTusUpload(db, id))!, result }
       } finally {
-        letGo(id)
+        await letGo(held)
         admitted?.release()
       }
     },
@@ -312,38 +388,30 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
     /** Termination: the upload and its data go; a finished upload's answer goes (its image stays). */
     async terminate(caller: TusCaller, id: string) {
       // Held while its row goes, so no request starts writing to it meanwhile.
-      await claim(caller, id)
+      const { held } = await claim(caller, id)
       try {
         await deleteTusUpload(db, id)
       } finally {
-        letGo(id)
+        await letGo(held)
       }
       await rm(pathOf(id), { force: true })
     },
 
-    /** Removes expired uploads with their data, and data files that have no upload (older than an hour). */
-    async sweep(now = Date.now()): Promise<number> {
-      const due = await expiredTusUploads(db, now)
-      let removed = 0
-      for (const { id } of due) {
-        if (busy.has(id)) continue
-        // Held while its row goes, so no request starts writing to it meanwhile.
-        busy.add(id)
-        try {
-          await deleteTusUpload(db, id)
-        } finally {
-          letGo(id)
-        }
-        await rm(pathOf(id), { force: true })
-        removed++
-      }
+    /**
+     * Removes expired uploads with their data, and data files that have no upload (older than an hour). An upload a
+     * request holds (on any instance) stays until the next sweep after its claim ends.
+     */
+    async sweep(now = clock()): Promise<number> {
+      // One statement: a claim cannot land between the check and the delete, and a deleted row cannot be claimed.
+      const gone = await deleteExpiredTusUploads(db, now, clock())
+      for (const { id } of gone) await rm(pathOf(id), { force: true })
       for (const name of await readdir(dir).catch(() => [] as string[])) {
         const id = name.split('.')[0]
-        if (busy.has(id) || (ID.test(id) && (await tusUploadExists(db, id)))) continue
+        if (holding.has(id) || (ID.test(id) && (await tusUploadExists(db, id)))) continue
         const info = await stat(join(dir, name)).catch(() => null)
         if (info && info.mtimeMs <= now - ORPHAN_AGE_MS) await rm(join(dir, name), { force: true })
       }
-      return removed
+      return gone.length
     },
   }
 

@@ -1,0 +1,1 @@
+ALTER TABLE "tus_uploads" ADD COLUMN "claimed_until" bigint;

@@ -1,0 +1,1 @@
+ALTER TABLE `tus_uploads` ADD `claimed_until` integer;
