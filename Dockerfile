@@ -14,7 +14,8 @@ ENV NODE_ENV=production PORT=3000 DATA_DIR=/app/data
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json tsconfig.json ./
 COPY src ./src
-RUN mkdir -p /app/data && chown -R bun:bun /app/data
+# data/tus exists in the image so that a volume mounted there (shared by instances: deploy/compose.yaml) is the bun user's.
+RUN mkdir -p /app/data/tus && chown -R bun:bun /app/data
 USER bun
 VOLUME ["/app/data"]
 EXPOSE 3000

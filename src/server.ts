@@ -65,6 +65,10 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
   // caches what any instance changed.
   const checkpointer = config.databaseUrl ? null : startCheckpointer(db, sqlitePath)
   const changes = config.databaseUrl ? await startChangeFeed(db.$client as unknown as SQL) : undefined
+  if (config.databaseUrl && config.storage.driver === 'local')
+    log.warn('STORAGE=local with DATABASE_URL: every instance must see the same files directory (a shared volume)', {
+      files: join(config.dataDir, 'files'),
+    })
   const now = overrides.now ?? Date.now
   const deps: AppDeps = {
     config,

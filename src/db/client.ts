@@ -59,6 +59,8 @@ const asPg = (db: Db) => db as unknown as PgDb
  * `sqlitePath` (with the server's short busy timeout).
  */
 export async function openServiceDatabase(opts: { databaseUrl: string; sqlitePath: string; busyTimeoutMs?: number }) {
+  // The tables were chosen when the process started (src/db/engine.ts): a configuration must not say otherwise.
+  if (!opts.databaseUrl && engine === 'pg') throw new Error('This process runs on PostgreSQL: DATABASE_URL is required')
   if (!opts.databaseUrl) return openDatabase(opts.sqlitePath, { busyTimeoutMs: opts.busyTimeoutMs })
   if (engine !== 'pg') throw new Error('DATABASE_URL must be set in the environment the process starts with')
   return (await openPgDatabase(opts.databaseUrl)) as unknown as Db

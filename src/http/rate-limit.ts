@@ -99,8 +99,10 @@ export function globalRateLimit(opts: {
   /** Adds this instance's new requests to the shared counts and learns the others' (one statement for every key). */
   async function sync(now = clock()) {
     if (!shared) return
+    // Windows with new requests, and those past half the limit, whose clients the others may be refusing already.
     const batch: { key: string; count: number; window: Window }[] = []
-    for (const [key, w] of windows) if (w.pending > 0) batch.push({ key, count: w.pending, window: w })
+    for (const [key, w] of windows)
+      if (w.pending > 0 || 2 * (w.used + w.others) >= limit) batch.push({ key, count: w.pending, window: w })
     if (batch.length === 0) return
     for (const entry of batch) entry.window.pending = 0
     const totals = new Map((await shared(batch, now, windowMs)).map((t) => [t.key, t]))

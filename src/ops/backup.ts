@@ -42,10 +42,11 @@ export async function backup(opts: { db: Db; storage: Storage; dataDir: string; 
       await copyDatabase(
         { engine: 'pg', db: opts.db as unknown as PgDb },
         { engine: 'sqlite', db: snapshot },
-        {
-          except: ['variants'],
-        },
+        { except: ['variants'] },
       )
+      // One self-contained file, as VACUUM INTO makes: the write-ahead log goes back into it (a `.tar` holds only it).
+      snapshot.$client.exec('PRAGMA wal_checkpoint(TRUNCATE)')
+      snapshot.$client.exec('PRAGMA journal_mode = DELETE')
     } finally {
       snapshot.$client.close()
     }

@@ -126,10 +126,14 @@ const bound: unknown[] = []
 const statements: string[] = []
 let recording = false
 /**
- * The periodic flushes of buffered view counts and API key uses (src/server.ts, every 2 s): a timer's writes, whichever
- * request they happen to fall into on a loaded machine, so they are not the request's statements.
+ * The periodic flushes of buffered view counts and API key and session uses (src/server.ts, every 2 s): a timer's
+ * writes, whichever request they happen to fall into on a loaded machine, so they are not the request's statements.
  */
-const FLUSHES = ['UPDATE images SET views = views + ?1 WHERE id = ?2', 'update "api_keys" set "last_used_at" = ?']
+const FLUSHES = [
+  'UPDATE images SET views = views + ?1 WHERE id = ?2',
+  'update "api_keys" set "last_used_at" = ?',
+  'update "sessions" set "last_used_at" = ?',
+]
 const originals = { prepare: Database.prototype.prepare, query: Database.prototype.query }
 function spyOnDatabase() {
   for (const method of ['prepare', 'query'] as const) {
@@ -158,7 +162,11 @@ function spyOnDatabase() {
  * PostgreSQL's queries go through drizzle's bun-sql session, which logs every one (statement and bound values) to a
  * NoopLogger before it runs, transactions' own sessions included: the spy takes that method instead.
  */
-const FLUSHES_PG = ['UPDATE images SET views = images.views + v.n', 'update "api_keys" set "last_used_at" = $1']
+const FLUSHES_PG = [
+  'UPDATE images SET views = images.views + v.n',
+  'update "api_keys" set "last_used_at" = $1',
+  'update "sessions" set "last_used_at" = $1',
+]
 const noopLogQuery = NoopLogger.prototype.logQuery
 function spyOnPg() {
   ;(NoopLogger.prototype as unknown as Logger).logQuery = (query: string, params: unknown[]) => {

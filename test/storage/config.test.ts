@@ -76,6 +76,10 @@ describe('storage variables', () => {
     try {
       const env: Record<string, string | undefined> = {
         ...process.env,
+        // The keys required beside DATABASE_URL on PostgreSQL runs, so the bucket is what stops it.
+        JWT_SECRET: 'test-secret-'.padEnd(48, 'x'),
+        VARIANT_SECRET: 'test-variant-secret'.padEnd(48, 'x'),
+        TOTP_KEY: 'test-totp-key'.padEnd(48, 'x'),
         ...S3,
         S3_BUCKET: '',
         DATA_DIR: dataDir,

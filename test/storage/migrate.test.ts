@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { S3Client } from 'bun'
 import { RETRY_DELAYS_MS } from '../../src/storage/s3'
 import { makeImage, makeNoisePng, uploadForm } from '../fixtures'
-import { storedKeys, type TestServer, userWithKey } from '../helpers'
+import { dropDatabase, storedKeys, type TestServer, userWithKey } from '../helpers'
 import { startServer } from '../pages/support'
 import { S3_TEST_CREDENTIALS, type S3TestServer, spawnS3Server } from '../s3-server'
 
@@ -37,14 +37,34 @@ let stopped = false
 afterAll(async () => {
   if (!stopped) await t.server.stop()
   rmSync(t.dataDir, { recursive: true, force: true })
+  await dropDatabase(t.env)
   await s3.kill()
   rmSync(s3.dir, { recursive: true, force: true })
 })
 
+/**
+ * On PostgreSQL runs, the test server's database and the keys required beside it: what the CLI and the server started
+ * again on its data directory must use (the suite's own DATABASE_URL is another database).
+ */
+const sameDatabase = (): Record<string, string> =>
+  t.env.DATABASE_URL
+    ? Object.fromEntries(
+        ['DATABASE_URL', 'JWT_SECRET', 'VARIANT_SECRET', 'TOTP_KEY'].map((name) => [name, t.env[name]!]),
+      )
+    : {}
+
 function cli(env: Record<string, string>, ...args: string[]) {
   const { STORAGE: _storage, ...s3env } = s3.env
   const proc = Bun.spawnSync([process.execPath, join(root, 'src/cli.ts'), ...args], {
-    env: { ...process.env, STORAGE: 'local', ...s3env, S3_PREFIX: PREFIX, DATA_DIR: t.dataDir, ...env },
+    env: {
+      ...process.env,
+      ...sameDatabase(),
+      STORAGE: 'local',
+      ...s3env,
+      S3_PREFIX: PREFIX,
+      DATA_DIR: t.dataDir,
+      ...env,
+    },
     cwd: root,
   })
   return { code: proc.exitCode, out: proc.stdout.toString(), err: proc.stderr.toString() }
@@ -120,7 +140,7 @@ describe('cli migrate-storage', () => {
     )
     await t.server.stop()
     stopped = true
-    const onS3 = await startServer({ ...s3.env, S3_PREFIX: PREFIX, DATA_DIR: t.dataDir })
+    const onS3 = await startServer({ ...s3.env, S3_PREFIX: PREFIX, DATA_DIR: t.dataDir, ...sameDatabase() })
     try {
       for (const [i, image] of uploaded.entries()) {
         const res = await onS3.fetch(new URL(image.url).pathname)

@@ -17,7 +17,10 @@ export type ReportRow = {
 const owners = aliasedTable(accounts.table, 'owner')
 
 // Qualified by hand: inside sql`` drizzle may render a column unqualified, and a bare image_id would be r2's own.
-const openOfSameImage = sql<number>`(select count(*) from ${reports} r2 where r2.image_id = "reports"."image_id" and r2.status = 'open')`
+const openOfSameImage =
+  sql<number>`(select count(*) from ${reports} r2 where r2.image_id = "reports"."image_id" and r2.status = 'open')`.mapWith(
+    Number,
+  )
 
 /** The rows of one report by id, or of the reports with a status, newest first. */
 export async function reportRows(
