@@ -189,9 +189,10 @@ const VOLATILE_COLUMNS: Record<string, string[]> = { api_keys: ['last_used_at'],
 
 /**
  * The counters a refusal is meant to change (see Attempts and abuse limits in the README): refused uploads and failed
- * password attempts. The upload windows themselves (`ip:`, `user:`) and the report windows stay in the snapshot.
+ * password attempts, and on PostgreSQL the global per-IP counts every request adds to (`api:`, shared by instances).
+ * The upload windows themselves (`ip:`, `user:`) and the report windows stay in the snapshot.
  */
-const ATTEMPT_COUNTERS = /^(refused|login|login-ip|album-password|album-password-ip):/
+const ATTEMPT_COUNTERS = /^(refused|login|login-ip|album-password|album-password-ip|api):/
 
 export interface DataSnapshot {
   /** Rows per table. */
