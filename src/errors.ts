@@ -88,6 +88,11 @@ export class DatabaseReadOnly extends DomainError {
     super('The database is read-only (it cannot be written); nothing was changed, try again later')
   }
 }
+export class DatabaseUnavailable extends DomainError {
+  constructor() {
+    super('The database cannot be reached; nothing was changed, try again shortly')
+  }
+}
 
 // The usual ways to throw the common kinds, with their default words.
 export const badRequest = (message: string, extra?: Record<string, unknown>) => new Invalid(message, extra)
@@ -103,6 +108,34 @@ export const tooLarge = (message: string) => new TooLarge(message)
 const FULL_ERRNO = new Set(['ENOSPC', 'EDQUOT'])
 const UNWRITABLE_ERRNO = new Set(['EROFS'])
 
+/**
+ * PostgreSQL's faults, by SQLSTATE (Bun.SQL's `errno`): disk full, a read-only server (a standby, or
+ * default_transaction_read_only), the server shutting down or starting, and lost connections. Bun's own codes for a
+ * connection that could not be made or was lost are the rest.
+ */
+const PG_FULL = new Set(['53100'])
+const PG_READ_ONLY = new Set(['25006'])
+const PG_UNAVAILABLE = /^(08|57P0[1-3]|53300)/
+const BUN_PG_UNAVAILABLE =
+  /^ERR_POSTGRES_(CONNECTION_CLOSED|CONNECTION_REFUSED|CONNECTION_TIMEOUT|IDLE_TIMEOUT|LIFETIME_TIMEOUT)$/
+
+function postgresFault(error: unknown): DomainError | null {
+  for (
+    let e = error, depth = 0;
+    e && typeof e === 'object' && depth < 4;
+    e = (e as { cause?: unknown }).cause, depth++
+  ) {
+    const { code, errno } = e as { code?: unknown; errno?: unknown }
+    if (typeof errno === 'string' && typeof code === 'string' && code.startsWith('ERR_POSTGRES')) {
+      if (PG_FULL.has(errno)) return new StorageFull()
+      if (PG_READ_ONLY.has(errno)) return new DatabaseReadOnly()
+      if (PG_UNAVAILABLE.test(errno)) return new DatabaseUnavailable()
+    }
+    if (typeof code === 'string' && BUN_PG_UNAVAILABLE.test(code)) return new DatabaseUnavailable()
+  }
+  return null
+}
+
 /** Faults of the server's disk or database, not of the request, as the domain error they are; null for anything else. */
 export function faultOf(error: unknown): DomainError | null {
   const sqlite = sqliteCode(error)
@@ -110,6 +143,8 @@ export function faultOf(error: unknown): DomainError | null {
   if (isBusy(error)) return new DatabaseBusy()
   // Every way SQLite says it cannot write the file: read-only (a read-only open, file or mount), I/O errors, no permission.
   if (/^SQLITE_(READONLY|IOERR|CANTOPEN|PERM)/.test(sqlite)) return new DatabaseReadOnly()
+  const postgres = postgresFault(error)
+  if (postgres) return postgres
   for (
     let e = error, depth = 0;
     e && typeof e === 'object' && depth < 4;

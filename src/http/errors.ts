@@ -3,6 +3,7 @@ import {
   Conflict,
   DatabaseBusy,
   DatabaseReadOnly,
+  DatabaseUnavailable,
   DomainError,
   Forbidden,
   faultOf,
@@ -198,6 +199,7 @@ const ANSWERS: Row<DomainError>[] = [
   row(StorageUnavailable, 503, () => ({ 'retry-after': RETRY_SHORTLY_SECONDS })),
   row(DatabaseBusy, 503, () => ({ 'retry-after': RETRY_BUSY_SECONDS })),
   row(DatabaseReadOnly, 503, () => ({ 'retry-after': RETRY_READ_ONLY_SECONDS })),
+  row(DatabaseUnavailable, 503, () => ({ 'retry-after': RETRY_BUSY_SECONDS })),
   row(StorageFull, 507),
   row(StorageUnwritable, 507),
 ]

@@ -1,0 +1,90 @@
+/**
+ * Faults of a PostgreSQL server (`npm run test:pg`; SQLite's own are read-only.test.ts and lock.test.ts): a database
+ * that refuses writes (a standby, or `default_transaction_read_only`) answers 503 saying read-only, with nothing
+ * stored, and /healthz says so; reads keep answering; all works again once it takes writes.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { SQL } from 'bun'
+import { engine } from '../../src/db/engine'
+import { makeImage, uploadForm } from '../fixtures'
+import { startTestServer, type TestServer, userWithKey } from '../helpers'
+import { dataState } from './support'
+
+const TIMEOUT = 60_000
+
+describe.skipIf(engine !== 'pg')('a PostgreSQL database that refuses writes', () => {
+  let t: TestServer
+  let owner: Awaited<ReturnType<typeof userWithKey>>
+  /** The admin connection the test changes the server's database with. */
+  let admin: SQL
+
+  beforeAll(async () => {
+    t = await startTestServer()
+    owner = await userWithKey(t)
+    admin = new SQL(process.env.PG_TEST_URL!)
+  }, TIMEOUT)
+  afterAll(async () => {
+    await admin?.close()
+    await t?.stop()
+  }, TIMEOUT)
+
+  /**
+   * An upload, sent again while the answer is the 503 of a lost connection: the pool's connections the test ended
+   * each fail once ("cannot be reached", a clear 503 too), then are made anew.
+   */
+  async function upload(seed: number) {
+    for (let i = 0; ; i++) {
+      const res = await t.json('/api/v1/upload', {
+        method: 'POST',
+        headers: owner.keyHeader,
+        body: uploadForm([{ bytes: await makeImage('png', 40, 30, seed) }]),
+      })
+      if (res.status !== 503 || !String(res.body.error).includes('cannot be reached') || i >= 20) return res
+      expect(res.headers.get('retry-after')).toBeTruthy()
+    }
+  }
+  /** The data's state, read again while the server's pool still hands out connections the test ended. */
+  async function settledState() {
+    for (let i = 0; ; i++) {
+      try {
+        return await dataState(t)
+      } catch (error) {
+        if (i >= 20) throw error
+      }
+    }
+  }
+
+  const database = () => new URL(t.env.DATABASE_URL!).pathname.slice(1)
+  /** Sets the database read-only (or not) for new sessions, and ends the server's: its pool reconnects to the new rule. */
+  async function readOnly(on: boolean) {
+    await admin.unsafe(`ALTER DATABASE "${database()}" SET default_transaction_read_only = ${on ? 'on' : 'off'}`)
+    await admin`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ${database()} AND pid <> pg_backend_pid()`
+  }
+
+  test(
+    'uploads get 503 saying read-only with nothing stored, /healthz 503, reads answer; all works after',
+    async () => {
+      const first = await upload(1)
+      expect(first.status).toBe(201)
+      const before = await settledState()
+      await readOnly(true)
+      try {
+        const refused = await upload(2)
+        expect(refused.status).toBe(503)
+        expect(refused.body.error).toContain('read-only')
+        expect(refused.headers.get('retry-after')).toBeTruthy()
+        const health = await t.json('/healthz')
+        expect(health.status).toBe(503)
+        expect(health.body.error).toContain('read-only')
+        expect((await t.json(`/api/v1/image/${first.body.id}`)).status).toBe(200)
+        expect((await t.json('/api/v1/me', { headers: owner.keyHeader })).status).toBe(200)
+      } finally {
+        await readOnly(false)
+      }
+      // Nothing of the refused uploads was kept: rows and files as before.
+      expect(await settledState()).toEqual(before)
+      expect((await upload(4)).status).toBe(201)
+    },
+    TIMEOUT,
+  )
+})
