@@ -144,6 +144,25 @@ export async function startTestServer(
   }
 }
 
+/**
+ * Two instances of the app with one environment, on one database of their own (PostgreSQL runs: instances sharing
+ * it); `stop` stops both, then drops the database.
+ */
+export async function startInstancePair(env: Record<string, string>, overrides: ServerOverrides = {}) {
+  const database = await databaseEnv()
+  const pair = [
+    await startTestServer({ ...database, ...env }, overrides),
+    await startTestServer({ ...database, ...env }, overrides),
+  ] as const
+  return {
+    pair,
+    async stop() {
+      for (const t of pair) await t.stop()
+      await dropDatabase(database)
+    },
+  }
+}
+
 /** Every key in the server's storage (local files or bucket objects), sorted: tests look through the interface. */
 export async function storedKeys(t: TestServer): Promise<string[]> {
   const keys: string[] = []

@@ -11,11 +11,10 @@ import { engine } from '../../src/db/engine'
 import type { Classifier, NsfwScores } from '../../src/moderation'
 import { makeImage, uploadForm } from '../fixtures'
 import {
-  databaseEnv,
-  dropDatabase,
   eventually,
   jsonBody,
   registerUser,
+  startInstancePair,
   startTestServer,
   type TestServer,
   userWithKey,
@@ -54,16 +53,14 @@ function notice(t: TestServer, table: CachedTable, key: string) {
 
 describe.skipIf(engine !== 'pg')('two instances on one database and one bucket', () => {
   let s3: Awaited<ReturnType<typeof spawnS3Server>>
-  let shared: Record<string, string>
+  let instances: Awaited<ReturnType<typeof startInstancePair>>
   let a: TestServer
   let b: TestServer
   const scans = gatedClassifier()
 
   beforeAll(async () => {
     s3 = await spawnS3Server()
-    shared = await databaseEnv()
     const env = {
-      ...shared,
       ...s3.env,
       STORAGE: 's3',
       S3_PREFIX: 'instances/',
@@ -74,14 +71,12 @@ describe.skipIf(engine !== 'pg')('two instances on one database and one bucket',
     }
     // The background rescans are run by hand here (runOnce), not on their timers.
     const overrides = { classifier: scans.classifier, rescan: { intervalMs: 3_600_000 } }
-    a = await startTestServer(env, overrides)
-    b = await startTestServer(env, overrides)
+    instances = await startInstancePair(env, overrides)
+    ;[a, b] = instances.pair
   })
 
   afterAll(async () => {
-    await a?.stop()
-    await b?.stop()
-    await dropDatabase(shared)
+    await instances?.stop()
     await s3?.kill()
     rmSync(s3.dir, { recursive: true, force: true })
   })
@@ -151,7 +146,7 @@ describe.skipIf(engine !== 'pg')('two instances on one database and one bucket',
     expect(b.server.services.images.liveCache.has(id)).toBe(true)
     // The listening connections are cut (as a network drop would): a notice sent meanwhile may be lost. Each instance
     // empties its caches when its own pings stop coming back, and again once it is subscribed again.
-    const admin = new SQL(shared.DATABASE_URL!)
+    const admin = new SQL(a.env.DATABASE_URL!)
     await admin`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
       WHERE datname = current_database() AND query ILIKE 'LISTEN%'`
     await admin.close()
@@ -206,10 +201,13 @@ describe.skipIf(engine !== 'pg')('two instances on one database and one bucket',
   })
 
   test('the global per-IP limit adds up across both: once they have synced, neither admits past it', async () => {
-    const pairDb = await databaseEnv()
-    const env = { ...pairDb, ...s3.env, STORAGE: 's3', S3_PREFIX: 'global/', GLOBAL_RATE_LIMIT: '10' }
-    const pair = [await startTestServer(env), await startTestServer(env)] as const
-    const [one, two] = pair
+    const instances = await startInstancePair({
+      ...s3.env,
+      STORAGE: 's3',
+      S3_PREFIX: 'global/',
+      GLOBAL_RATE_LIMIT: '10',
+    })
+    const [one, two] = instances.pair
     try {
       const ask = (t: TestServer) => t.fetch('/api/gallery').then((r) => r.status)
       for (let i = 0; i < 8; i++) expect(await ask(one)).toBe(200)
@@ -224,8 +222,7 @@ describe.skipIf(engine !== 'pg')('two instances on one database and one bucket',
       expect(await ask(one)).toBe(429)
       expect(await ask(two)).toBe(429)
     } finally {
-      for (const t of pair) await t.stop()
-      await dropDatabase(pairDb)
+      await instances.stop()
     }
   })
 
@@ -241,17 +238,15 @@ describe.skipIf(engine !== 'pg')('two instances on one database and one bucket',
     })
     const size = ((await first.json()) as any).size as number
     await probe.stop()
-    const pairDb = await databaseEnv()
-    const env = {
-      ...pairDb,
+    const instances = await startInstancePair({
       ...s3.env,
       STORAGE: 's3',
       S3_PREFIX: 'quota/',
       GLOBAL_RATE_LIMIT: '100000',
       UPLOADS_IN_FLIGHT_PER_ACCOUNT: '100',
       UNVERIFIED_STORAGE_LIMIT: String(7 * size + Math.floor(size / 2)),
-    }
-    const pair = [await startTestServer(env), await startTestServer(env)]
+    })
+    const { pair } = instances
     try {
       const carol = await userWithKey(pair[0]!)
       const answers = await Promise.all(
@@ -267,8 +262,7 @@ describe.skipIf(engine !== 'pg')('two instances on one database and one bucket',
       const usage = await pair[1]!.json('/api/account/usage', { headers: carol.bearer })
       expect(usage.body.storage.used).toBe(7 * size)
     } finally {
-      for (const t of pair) await t.stop()
-      await dropDatabase(pairDb)
+      await instances.stop()
     }
   })
 })

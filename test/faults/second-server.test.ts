@@ -44,19 +44,22 @@ async function databaseOf(dataDir: string): Promise<Record<string, string>> {
   return databases.get(dataDir)!
 }
 
+/** The environment of a process on `dataDir` (its database, on PostgreSQL runs). */
+const processEnv = async (dataDir: string) => ({
+  ...process.env,
+  ...(await databaseOf(dataDir)),
+  DATA_DIR: dataDir,
+  PORT: '0',
+  JWT_SECRET: SECRET,
+  LOG_REQUESTS: 'false',
+  STORAGE: 'local',
+})
+
 /** Runs `bun <script> ...args` on `dataDir`; kills it if it is still running after `ms` (a server that did start). */
 async function run(args: string[], dataDir: string, ms = 30_000) {
   const proc = Bun.spawn([process.execPath, ...args], {
     cwd: ROOT,
-    env: {
-      ...process.env,
-      ...(await databaseOf(dataDir)),
-      DATA_DIR: dataDir,
-      PORT: '0',
-      JWT_SECRET: SECRET,
-      LOG_REQUESTS: 'false',
-      STORAGE: 'local',
-    },
+    env: await processEnv(dataDir),
     stdout: 'pipe',
     stderr: 'pipe',
   })
@@ -70,15 +73,7 @@ async function run(args: string[], dataDir: string, ms = 30_000) {
 async function serverProcess(dataDir: string) {
   const proc = Bun.spawn([process.execPath, 'src/index.ts'], {
     cwd: ROOT,
-    env: {
-      ...process.env,
-      ...(await databaseOf(dataDir)),
-      DATA_DIR: dataDir,
-      PORT: '0',
-      JWT_SECRET: SECRET,
-      LOG_REQUESTS: 'false',
-      STORAGE: 'local',
-    },
+    env: await processEnv(dataDir),
     stdout: 'pipe',
     stderr: 'pipe',
   })

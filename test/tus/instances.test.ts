@@ -11,15 +11,7 @@ import { eq } from 'drizzle-orm'
 import { engine } from '../../src/db/engine'
 import { tusUploads } from '../../src/db/schema'
 import { makeNoisePng } from '../fixtures'
-import {
-  databaseEnv,
-  dropDatabase,
-  startTestServer,
-  type TestClock,
-  type TestServer,
-  testClock,
-  userWithKey,
-} from '../helpers'
+import { startInstancePair, startTestServer, type TestClock, type TestServer, testClock, userWithKey } from '../helpers'
 import { spawnS3Server } from '../s3-server'
 
 const TUS = { 'tus-resumable': '1.0.0' }
@@ -87,31 +79,27 @@ const on = (t: TestServer, url: string) => `${t.url}${new URL(url).pathname}`
 
 describe.skipIf(engine !== 'pg')('tus on two instances with one database, one bucket and one TUS_DIR', () => {
   let s3: Awaited<ReturnType<typeof spawnS3Server>>
-  let shared: Record<string, string>
+  let instances: Awaited<ReturnType<typeof startInstancePair>>
   let tusDir: string
   let a: TestServer
   let b: TestServer
 
   beforeAll(async () => {
     s3 = await spawnS3Server()
-    shared = await databaseEnv()
     tusDir = mkdtempSync(join(tmpdir(), 'imghost-tus-shared-'))
     const env = {
-      ...shared,
       ...s3.env,
       STORAGE: 's3',
       S3_PREFIX: 'tus-instances/',
       TUS_DIR: tusDir,
       GLOBAL_RATE_LIMIT: '100000',
     }
-    a = await startTestServer(env)
-    b = await startTestServer(env)
+    instances = await startInstancePair(env)
+    ;[a, b] = instances.pair
   })
 
   afterAll(async () => {
-    await a?.stop()
-    await b?.stop()
-    await dropDatabase(shared)
+    await instances?.stop()
     await s3?.kill()
     rmSync(s3.dir, { recursive: true, force: true })
     rmSync(tusDir, { recursive: true, force: true })
