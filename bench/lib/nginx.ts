@@ -14,6 +14,33 @@ const tempPaths = (prefix: string) =>
     .join('\n')
 
 /**
+ * Writes nginx's config into `prefix` (the settings both uses share, then `http`: the rest of its http block) and
+ * starts it in the foreground.
+ */
+function runNginx(nginx: string, prefix: string, http: string, workers = 1): Subprocess {
+  mkdirSync(join(prefix, 'tmp'), { recursive: true })
+  const conf = join(prefix, 'nginx.conf')
+  writeFileSync(
+    conf,
+    `worker_processes ${workers};
+daemon off;
+pid ${prefix}/nginx.pid;
+error_log ${prefix}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 10000000;
+${tempPaths(prefix)}
+${http}
+}
+`,
+  )
+  return spawnLogged([nginx, '-p', prefix, '-e', join(prefix, 'error.log'), '-c', conf], {
+    log: join(prefix, 'stdout.log'),
+  })
+}
+
+/**
  * nginx serving `filesDir` on 127.0.0.1 with a config written to a temp prefix; null when nginx is not installed.
  * One worker process, like the single-threaded servers it is compared with (wrk takes the other core).
  */
@@ -24,36 +51,20 @@ export async function startNginx(
 ): Promise<{ url: string; child: Subprocess; stop(): Promise<void> } | null> {
   const nginx = nginxBinary()
   if (!nginx) return null
-  const prefix = join(workDir, 'nginx')
-  mkdirSync(join(prefix, 'tmp'), { recursive: true })
   // Workers may run as an unprivileged user: let them read the files.
   for (const dir of [workDir, filesDir]) chmodSync(dir, 0o755)
   const port = freePort()
-  const conf = join(prefix, 'nginx.conf')
-  writeFileSync(
-    conf,
-    `worker_processes 1;
-daemon off;
-pid ${prefix}/nginx.pid;
-error_log ${prefix}/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  sendfile on;
+  const child = runNginx(
+    nginx,
+    join(workDir, 'nginx'),
+    `  sendfile on;
   tcp_nopush on;
-  keepalive_requests 10000000;
-${tempPaths(prefix)}
   types { image/jpeg jpg; image/webp webp; }
   server {
     listen 127.0.0.1:${port};
     root ${filesDir};
-  }
-}
-`,
+  }`,
   )
-  const child = spawnLogged([nginx, '-p', prefix, '-e', join(prefix, 'error.log'), '-c', conf], {
-    log: join(prefix, 'stdout.log'),
-  })
   const url = `http://127.0.0.1:${port}`
   await waitHealthy(`${url}/${probeName}`, performance.now(), 10_000, child)
   return { url, child, stop: () => stopChild(child) }
@@ -72,8 +83,6 @@ export async function startNginxProxy(
 ): Promise<{ urls: Record<string, string>; child: Subprocess; stop(): Promise<void> } | null> {
   const nginx = nginxBinary()
   if (!nginx) return null
-  const prefix = join(workDir, opts.name ?? 'nginx-proxy')
-  mkdirSync(join(prefix, 'tmp'), { recursive: true })
   chmodSync(workDir, 0o755)
   const urls: Record<string, string> = {}
   const blocks = Object.entries(upstreams).map(([name, backends], i) => {
@@ -94,25 +103,7 @@ ${servers}
     }
   }`
   })
-  const conf = join(prefix, 'nginx.conf')
-  writeFileSync(
-    conf,
-    `worker_processes ${opts.workers ?? 1};
-daemon off;
-pid ${prefix}/nginx.pid;
-error_log ${prefix}/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 10000000;
-${tempPaths(prefix)}
-${blocks.join('\n')}
-}
-`,
-  )
-  const child = spawnLogged([nginx, '-p', prefix, '-e', join(prefix, 'error.log'), '-c', conf], {
-    log: join(prefix, 'stdout.log'),
-  })
+  const child = runNginx(nginx, join(workDir, opts.name ?? 'nginx-proxy'), blocks.join('\n'), opts.workers)
   for (const url of Object.values(urls)) await waitHealthy(url + opts.probePath, performance.now(), 10_000, child)
   return { urls, child, stop: () => stopChild(child) }
 }
