@@ -1,6 +1,8 @@
 import type { SQL as BunSQL } from 'bun'
 import { asc, count, sql } from 'drizzle-orm'
+import { getTableConfig } from 'drizzle-orm/pg-core'
 import type { Db } from '../db/client'
+import { INSERTION_SEQ_TABLES } from '../db/order'
 import type { PgDb } from '../db/pg'
 import * as pgSchema from '../db/schema-pg'
 import * as sqliteSchema from '../db/schema-sqlite'
@@ -48,17 +50,17 @@ const tableOf = (side: Side, name: TableName) =>
 
 /**
  * Each table's rows in the order they were inserted (SQLite's rowid, PostgreSQL's `seq` where a table has one, its
- * primary key elsewhere): ties between rows of one millisecond keep their order in the copy.
+ * primary key elsewhere, composite ones included): ties between rows of one millisecond keep their order in the copy,
+ * and the batches of a table, read by offset, never overlap.
  */
 function insertionOrder(side: Side, name: TableName) {
   if (side.engine === 'sqlite') return [sql`rowid`]
-  if (name === 'images' || name === 'albumImages') return [sql`"seq"`]
-  const table = tableOf(side, name) as unknown as Record<string, unknown>
-  const keys = Object.values(table).filter(
-    (c): c is Parameters<typeof asc>[0] =>
-      typeof c === 'object' && c !== null && (c as { primary?: boolean }).primary === true,
+  // biome-ignore lint/performance/noDynamicNamespaceImportAccess: a table by name, looked up once per table copied
+  const config = getTableConfig(pgSchema[name])
+  if (INSERTION_SEQ_TABLES.has(config.name)) return [sql`"seq"`]
+  return [...config.columns.filter((c) => c.primary), ...config.primaryKeys.flatMap((k) => k.columns)].map((c) =>
+    asc(c),
   )
-  return keys.length > 0 ? keys.map((k) => asc(k)) : [sql`1`]
 }
 
 export async function countRows(side: Side): Promise<Record<TableName, number>> {
