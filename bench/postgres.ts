@@ -27,7 +27,7 @@ import { adminCredentials, startApp, upload } from './lib/app'
 import { ensureFixtures } from './lib/fixtures'
 import { type LoadResult, load, pickLoadTool } from './lib/load'
 import { startNginxProxy } from './lib/nginx'
-import { BUN, cpuMs, freePort, ROOT, spawnLogged, stopChild, tempDir, waitHealthy } from './lib/proc'
+import { BUN, childrenOf, cpuMs, freePort, ROOT, spawnLogged, stopChild, tempDir, waitHealthy } from './lib/proc'
 import { figure, machine, printFigure } from './lib/report'
 import { median } from './lib/stats'
 
@@ -287,7 +287,7 @@ end
   } else {
     stops.push(() => proxy.stop())
     const before = [await metadataRequests(a.url), await metadataRequests(b.url)]
-    const nginxPids = () => [proxy.child.pid, ...childPids(proxy.child.pid)]
+    const nginxPids = () => [proxy.child.pid, ...childrenOf(proxy.child.pid)]
     const [one, two] = await measure(
       [
         { label: 'one instance', url: proxy.urls.one + path },
@@ -325,18 +325,6 @@ end
         '  How far it scales needs cores (or machines) per instance to measure.',
     )
   }
-}
-
-function childPids(parent: number): number[] {
-  return readdirSync('/proc').flatMap((entry) => {
-    if (!/^\d+$/.test(entry)) return []
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'latin1')
-      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === parent ? [Number(entry)] : []
-    } catch {
-      return []
-    }
-  })
 }
 
 const work = tempDir('imghost-bench-pg-')

@@ -151,7 +151,8 @@ export function cpuMs(pid: number) {
   }
 }
 
-function childrenOf(pid: number): number[] {
+/** The processes whose parent is `pid` (from /proc). */
+export function childrenOf(pid: number): number[] {
   return readdirSync('/proc').flatMap((entry) => {
     if (!/^\d+$/.test(entry)) return []
     try {
