@@ -6,7 +6,7 @@ import { drizzle } from 'drizzle-orm/bun-sqlite'
 import { migrate } from 'drizzle-orm/bun-sqlite/migrator'
 import { engine } from './engine'
 import { isBusy } from './errors'
-import { openPgDatabase, type PgDb } from './pg'
+import type { PgDb } from './pg'
 import * as schema from './schema-sqlite'
 
 const migrationsFolder = join(import.meta.dir, 'migrations')
@@ -63,6 +63,8 @@ export async function openServiceDatabase(opts: { databaseUrl: string; sqlitePat
   if (!opts.databaseUrl && engine === 'pg') throw new Error('This process runs on PostgreSQL: DATABASE_URL is required')
   if (!opts.databaseUrl) return openDatabase(opts.sqlitePath, { busyTimeoutMs: opts.busyTimeoutMs })
   if (engine !== 'pg') throw new Error('DATABASE_URL must be set in the environment the process starts with')
+  // Loaded only on PostgreSQL: drizzle's PostgreSQL dialect and driver stay out of a SQLite process.
+  const { openPgDatabase } = await import('./pg')
   return (await openPgDatabase(opts.databaseUrl)) as unknown as Db
 }
 

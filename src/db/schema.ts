@@ -4,10 +4,12 @@
  * that). Queries use only what both dialects of drizzle share (src/db/client.ts).
  */
 import { engine } from './engine'
-import * as pg from './schema-pg'
-import * as sqlite from './schema-sqlite'
+import type * as sqlite from './schema-sqlite'
 
-const tables = (engine === 'pg' ? pg : sqlite) as unknown as typeof sqlite
+// Only the running engine's schema (and its drizzle dialect) is loaded: the other costs memory and start-up time.
+const tables = (engine === 'pg'
+  ? await import('./schema-pg')
+  : await import('./schema-sqlite')) as unknown as typeof sqlite
 
 export const {
   users,

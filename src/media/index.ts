@@ -1,3 +1,5 @@
+// This module loads sharp (~25 MB resident): the server process imports only its types, and MediaError from
+// ./errors; the jobs run in media worker processes (src/workers/media-worker.ts) and the CLI.
 import { type StripMode, stripMetadata } from './exif'
 import { createMediaProcessor, type ImageInfo, type VariantSpec } from './processor'
 

@@ -1,4 +1,3 @@
-import * as tf from '@tensorflow/tfjs'
 import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm'
 // `type: "file"` gives the path of the installed file, or of its copy embedded in the single binary.
 import wasmPlain from '@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm' with { type: 'file' }
@@ -6,6 +5,7 @@ import wasmSimd from '@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-simd.
 import wasmThreadedSimd from '@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-threaded-simd.wasm' with {
   type: 'file',
 }
+import * as tf from '@tensorflow/tfjs-core'
 
 // Held in a variable so the compiler does not try to resolve it: tfjs-node is optional
 // (its install script downloads a native binary, which is not always possible).

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url'
 import type { Config } from '../config'
-import { type Media, MediaError, type MediaOptions } from '../media'
+import type { Media, MediaOptions } from '../media'
+import { MediaError } from '../media/errors'
 import { BudgetError, createProcessPool, WorkerExitedError } from './pool'
 
 export interface MediaPoolOptions extends MediaOptions {

@@ -1,4 +1,3 @@
-import { createTransport } from 'nodemailer'
 import { log } from '../../log'
 
 export interface Mailer {
@@ -24,13 +23,16 @@ const MESSAGES = {
 
 /** Without SMTP the token goes to the server log, so a small self-hosted install still works. */
 export function createMailer(opts: { smtpUrl: string; from: string; publicUrl: string; siteName: string }): Mailer {
-  const transport = opts.smtpUrl ? createTransport(opts.smtpUrl) : null
+  // nodemailer (~18 MB resident) is loaded with the first email, not by servers that send none.
+  let transport: Promise<import('nodemailer').Transporter> | undefined
   const send = async (kind: keyof typeof MESSAGES, to: string, token: string) => {
-    if (!transport) return log.info(`${kind === 'reset' ? 'password reset' : 'verification'} token: ${token}`, { to })
+    if (!opts.smtpUrl)
+      return log.info(`${kind === 'reset' ? 'password reset' : 'verification'} token: ${token}`, { to })
     const message = MESSAGES[kind]
     const link = `${opts.publicUrl}${message.page}?token=${encodeURIComponent(token)}`
     try {
-      await transport.sendMail({
+      transport ??= import('nodemailer').then((m) => m.createTransport(opts.smtpUrl))
+      await (await transport).sendMail({
         from: opts.from,
         to,
         subject: `${message.subject} for ${opts.siteName}`,

@@ -1,12 +1,4 @@
-import {
-  type AuthenticationResponseJSON,
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  type RegistrationResponseJSON,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-} from '@simplewebauthn/server'
-import { decodeClientDataJSON } from '@simplewebauthn/server/helpers'
+import type { AuthenticationResponseJSON, RegistrationResponseJSON } from '@simplewebauthn/server'
 import type { Db } from '../../db/client'
 import type { Passkey, User } from '../../db/schema'
 import { badRequest, type DomainError, notFound, unauthorized } from '../../errors'
@@ -22,6 +14,14 @@ import {
   takeFlow,
 } from './repository'
 import { assertActive } from './service'
+
+// Loaded with the first passkey ceremony: most servers never run one, and the library and its crypto dependencies
+// are ~20 MB resident.
+let webauthnLibrary: Promise<typeof import('@simplewebauthn/server')> | undefined
+const webauthn = () => {
+  webauthnLibrary ??= import('@simplewebauthn/server')
+  return webauthnLibrary
+}
 
 /** How long a ceremony's challenge can be answered; the browser's own timeout is the same. */
 export const CHALLENGE_TTL_MS = 5 * 60_000
@@ -90,6 +90,7 @@ export function createPasskeyService(opts: {
     userId: number | null,
     refuse: (message: string) => DomainError,
   ) {
+    const { decodeClientDataJSON } = await import('@simplewebauthn/server/helpers')
     let challenge: string
     try {
       challenge = decodeClientDataJSON(clientDataJSON).challenge
@@ -111,6 +112,7 @@ export function createPasskeyService(opts: {
     const row = await findPasskeyOwner(db, response.id)
     if (!row || (userId !== null && row.user.id !== userId)) throw unauthorized('This passkey is not registered here')
     let newCounter: number
+    const { verifyAuthenticationResponse } = await webauthn()
     try {
       const result = await verifyAuthenticationResponse({
         response,
@@ -142,6 +144,7 @@ export function createPasskeyService(opts: {
     async registrationOptions(user: User) {
       const existing = await passkeysOf(db, user.id)
       if (existing.length >= MAX_PASSKEYS) throw badRequest(`An account can have at most ${MAX_PASSKEYS} passkeys`)
+      const { generateRegistrationOptions } = await webauthn()
       const options = await generateRegistrationOptions({
         rpName: rp.name,
         rpID: rp.id,
@@ -160,6 +163,7 @@ export function createPasskeyService(opts: {
     async register(user: User, response: RegistrationResponseJSON, name: string) {
       const challenge = await takeChallenge(response.response.clientDataJSON, 'register', user.id, badRequest)
       let credential: { id: string; publicKey: Uint8Array; counter: number }
+      const { verifyRegistrationResponse } = await webauthn()
       try {
         const result = await verifyRegistrationResponse({
           response,
@@ -188,6 +192,7 @@ export function createPasskeyService(opts: {
 
     /** Options for navigator.credentials.get() on the login page: any passkey of this site, no username asked. */
     async loginOptions() {
+      const { generateAuthenticationOptions } = await webauthn()
       const options = await generateAuthenticationOptions({
         rpID: rp.id,
         userVerification: 'required',
@@ -207,6 +212,7 @@ export function createPasskeyService(opts: {
     async secondFactorOptions(user: User) {
       const existing = await passkeysOf(db, user.id)
       if (existing.length === 0) return null
+      const { generateAuthenticationOptions } = await webauthn()
       const options = await generateAuthenticationOptions({
         rpID: rp.id,
         allowCredentials: existing.map((p) => ({ id: p.credentialId, transports: transportsOf(p) })),

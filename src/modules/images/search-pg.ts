@@ -1,5 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm'
-import { images } from '../../db/schema-pg'
+import { images } from '../../db/schema'
 
 /**
  * PostgreSQL's search condition (SQLite's is the FTS5 MATCH of `feeds.search`): the image has one search document
