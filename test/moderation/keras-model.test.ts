@@ -209,7 +209,9 @@ describe('nsfw-model: nsfwjs MobileNetV2 without nsfwjs', () => {
   test('a scan holds the weights and a few activations at a time, and leaves no tensor behind', async () => {
     const model = await loadNsfwModel()
     const { numTensors, numBytes: weights } = tf.memory()
-    const profile = await tf.profile(() => scoreNsfw(model, new Uint8Array(IMAGE_BYTES)))
+    const profile = await tf.profile(async () => {
+      await scoreNsfw(model, new Uint8Array(IMAGE_BYTES))
+    })
     // MobileNetV2's largest activation is block 1's expansion, 112 x 112 x 96 floats (4.8 MB). Each one is disposed
     // once its last reader ran: the peak stays under two of those (tfjs-layers held 28 MB of them to the end).
     const largestActivation = 112 * 112 * 96 * 4
