@@ -79,7 +79,7 @@ describe('CDN_URL is the base of every direct and thumbnail link', () => {
     const oembed = await t.json(`/api/oembed?url=${encodeURIComponent(image.viewer)}`)
     expect(oembed.status).toBe(200)
     expect(oembed.body.url).toBe(image.url)
-    expect(oembed.body.thumbnail_url).toBe(image.thumbnail)
+    expect(oembed.body.thumbnail_url).toBe(image.thumbnail.replace(/\.webp$/, '.jpg'))
     expectCdnLinks(JSON.stringify(oembed.body))
   })
 

@@ -340,10 +340,14 @@ describe('oEmbed', () => {
       title: 'beach.png',
       provider_name: 'Pixbin',
       provider_url: t.url,
-      thumbnail_url: plain.thumbnail,
+      thumbnail_url: plain.thumbnail.replace(/\.webp$/, '.jpg'),
       thumbnail_width: 120,
       thumbnail_height: 80,
     })
+    // The thumbnail as a JPEG, which every consumer reads (the thumbnail itself is WebP).
+    const thumb = await t.fetch(new URL(res.body.thumbnail_url).pathname)
+    expect(thumb.status).toBe(200)
+    expect(thumb.headers.get('content-type')).toBe('image/jpeg')
   })
 
   test('author fields only when the profile sets them; provider is the site name in force', async () => {

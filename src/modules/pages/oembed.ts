@@ -1,7 +1,7 @@
 import { t } from 'elysia'
 import type { Config } from '../../config'
 import { thumbnailSize } from '../../media/thumbnail'
-import { readableImage } from '../images/links'
+import { presetUrl, readableImage } from '../images/links'
 import type { ImagePageData } from './service'
 
 const common = {
@@ -23,7 +23,10 @@ export const OEmbedPhoto = t.Object(
     }),
     width: t.Integer(),
     height: t.Integer(),
-    thumbnail_url: t.String({ format: 'uri' }),
+    thumbnail_url: t.String({
+      format: 'uri',
+      description: "The thumbnail's size as a JPEG (the medium preset), a format every consumer reads",
+    }),
     thumbnail_width: t.Integer(),
     thumbnail_height: t.Integer(),
   },
@@ -44,7 +47,7 @@ export const OEmbedQuery = t.Object({
 
 /** The oEmbed answer of a viewer link; its title, author and provider match the page's head. */
 export function oembedFor(config: Config, data: ImagePageData) {
-  const { image, embed, links } = data
+  const { image, embed } = data
   const photo = readableImage(config.cdnUrl, image, 'unfurler')
   const base = {
     version: '1.0' as const,
@@ -63,7 +66,8 @@ export function oembedFor(config: Config, data: ImagePageData) {
     url: photo.url,
     width: photo.width,
     height: photo.height,
-    thumbnail_url: links.thumbnail,
+    // The thumbnail itself is WebP, which not every oEmbed consumer reads: its JPEG twin, the medium preset.
+    thumbnail_url: presetUrl(config.cdnUrl, image.id, 'medium', 'jpg'),
     thumbnail_width: thumb.width,
     thumbnail_height: thumb.height,
   }
