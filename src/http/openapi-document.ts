@@ -11,7 +11,9 @@ import { API_PREFIX } from './rate-limit'
  * - the custom `error` option of TypeBox schemas (our validation messages) is left out: it is no JSON Schema keyword;
  * - a description for every response, and the responses every operation can give: 429 with `Retry-After` and
  *   `RateLimit-*` under the global per-IP limiter (all of /api), 413 where a body is taken (every body is bounded:
- *   body-limit.ts and the upload limits), 500 everywhere;
+ *   body-limit.ts and the upload limits), 500 everywhere; under /api, 503 with `Retry-After` (a fault of the database,
+ *   the storage or the media workers can meet any operation: src/http/errors.ts) and 507 on every operation that
+ *   writes (a method other than GET/HEAD: the disk or the database is full);
  * - the form of every id in a path;
  * - an example for each request body, path parameter and success answer, built from its schema (the linter checks
  *   each against its schema).
@@ -210,7 +212,7 @@ function addResponse(op: Operation, code: number, extra: Partial<Response> = {})
   responses[code] = { description: STATUS_DESCRIPTIONS[code], content: errorContent(op), ...extra }
 }
 
-function finishOperation(path: string, op: Operation, schemas: Record<string, Json>) {
+function finishOperation(path: string, method: string, op: Operation, schemas: Record<string, Json>) {
   // An operation with no requirement is public: said explicitly, not left to a document-wide default.
   if (!op.security || op.security.length === 0) op.security = []
 
@@ -222,7 +224,11 @@ function finishOperation(path: string, op: Operation, schemas: Record<string, Js
   }
   for (const media of Object.values(op.requestBody?.content ?? {})) media.example ??= exampleOf(media.schema, schemas)
 
-  if (path.startsWith(API_PREFIX)) addResponse(op, 429, { headers: RATE_LIMIT_HEADERS })
+  if (path.startsWith(API_PREFIX)) {
+    addResponse(op, 429, { headers: RATE_LIMIT_HEADERS })
+    addResponse(op, 503, { headers: { 'Retry-After': RATE_LIMIT_HEADERS['Retry-After'] } })
+    if (method !== 'get' && method !== 'head') addResponse(op, 507)
+  }
   if (op.requestBody) addResponse(op, 413)
   addResponse(op, 500)
 
@@ -246,7 +252,7 @@ export function publishDocument(generated: OpenApiDocument, publicUrl: string): 
   doc.servers = [{ url: publicUrl, description: 'This server (PUBLIC_URL)' }]
   doc.info.license = { name: 'MIT', identifier: 'MIT' }
   for (const [path, item] of Object.entries(doc.paths)) {
-    for (const [method, op] of Object.entries(item)) if (METHODS.has(method)) finishOperation(path, op, schemas)
+    for (const [method, op] of Object.entries(item)) if (METHODS.has(method)) finishOperation(path, method, op, schemas)
   }
   return doc
 }

@@ -88,7 +88,7 @@ describe('the published OpenAPI document', () => {
     expect(generic).toEqual([])
   })
 
-  test('every /api operation: 429 with Retry-After and RateLimit-*; every body: 413; every operation: 500', () => {
+  test('every /api operation: 429 with Retry-After and RateLimit-*, 503 with Retry-After, 507 where it writes; every body: 413; every operation: 500', () => {
     const wrong: string[] = []
     for (const { name, path, op } of operations()) {
       const { responses } = op
@@ -96,6 +96,9 @@ describe('the published OpenAPI document', () => {
         const headers = Object.keys(responses['429']?.headers ?? {}).sort()
         const want = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After']
         if (!want.every((h) => headers.includes(h))) wrong.push(`${name} 429: ${headers}`)
+        if (!responses['503']?.headers?.['Retry-After']) wrong.push(`${name}: no 503 with Retry-After`)
+        const writes = !/^(get|head) /i.test(name)
+        if (writes !== !!responses['507']) wrong.push(`${name}: 507 ${writes ? 'missing' : 'on a read'}`)
       } else if (responses['429']) wrong.push(`${name}: 429 outside the limiter`)
       if (op.requestBody && !responses['413']) wrong.push(`${name}: no 413`)
       if (!responses['500']?.content) wrong.push(`${name}: no 500`)
