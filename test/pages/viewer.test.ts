@@ -142,6 +142,29 @@ describe('viewer page /i/<id>', () => {
     expectNoInlineCode(doc)
   })
 
+  test('a TIFF: the direct link is the original, the embedding codes show its JPEG preset, which browsers read', async () => {
+    const tiff = await uploadImage(
+      t,
+      owner.keyHeader,
+      {},
+      {
+        bytes: await makeImage('tiff', 200, 150, 41),
+        name: 'scan.tiff',
+      },
+    )
+    expect(tiff.url).toEndWith('.tiff')
+    const { doc } = await page(`/i/${tiff.id}`)
+    const code = (id: string) => doc.querySelector(`#${id}`)?.getAttribute('value')
+    const preset = `${t.url}/cdn/large/${tiff.id}.jpg`
+    expect(code('code-direct')).toBe(tiff.url)
+    expect(code('code-markdown')).toBe(`[![scan.tiff](${preset})](${tiff.viewer})`)
+    expect(code('code-bbcode')).toBe(`[url=${tiff.viewer}][img]${preset}[/img][/url]`)
+    expect(code('code-html')).toBe(`<a href="${tiff.viewer}"><img src="${preset}" alt="scan.tiff"></a>`)
+    const shown = await t.fetch(new URL(preset).pathname)
+    expect(shown.status).toBe(200)
+    expect(shown.headers.get('content-type')).toBe('image/jpeg')
+  })
+
   test('anonymous uploads have no uploader link', async () => {
     const up = await t.json('/api/upload', {
       method: 'POST',

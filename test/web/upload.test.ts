@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import type { Browser } from 'playwright-core'
 import { launchBrowser } from '../browser'
-import { makeNoisePng } from '../fixtures'
+import { makeImage, makeNoisePng } from '../fixtures'
 import { expectClean, openPage, pngFile, shoot, startWebServer, tabUntil, type WebServer } from './support'
 
 // A real browser and real uploads: more than the default 5 s on a slow machine.
@@ -62,6 +62,33 @@ describe('upload page', () => {
       expect([...html.matchAll(/<option value="(P[^"]*)"/g)].map((m) => m[1])).toEqual(['PT1H', 'P1D', 'P7D'])
     } finally {
       await short.stop()
+    }
+  })
+
+  test('a TIFF upload: the direct link is the original, the embedding codes show its JPEG preset', async () => {
+    const p = await openPage(browser, t, '/')
+    try {
+      const tiff = {
+        name: 'scan.tiff',
+        mimeType: 'image/tiff',
+        buffer: Buffer.from(await makeImage('tiff', 90, 60, 5)),
+      }
+      await p.page.setInputFiles('#file-input', [tiff])
+      await p.page.click('#upload-start')
+      await doneItems(p, 1)
+      const item = p.page.locator('.upload-item').first()
+      const direct = await item.locator('input[id$="-direct"]').inputValue()
+      const viewer = await item.locator('input[id$="-viewer"]').inputValue()
+      const id = /\/i\/([A-Za-z0-9]{8})$/.exec(viewer)![1]
+      expect(direct).toBe(`${t.url}/cdn/${id}.tiff`)
+      const preset = `${t.url}/cdn/large/${id}.jpg`
+      expect(await item.locator('input[id$="-bbcode"]').inputValue()).toBe(`[url=${viewer}][img]${preset}[/img][/url]`)
+      expect(await item.locator('input[id$="-markdown"]').inputValue()).toBe(`[![scan.tiff](${preset})](${viewer})`)
+      expect(await item.locator('input[id$="-html"]').inputValue()).toContain(`<img src="${preset}"`)
+      expect((await t.fetch(new URL(preset).pathname)).headers.get('content-type')).toBe('image/jpeg')
+      expectClean(p)
+    } finally {
+      await p.close()
     }
   })
 

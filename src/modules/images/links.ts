@@ -42,6 +42,15 @@ const READABLE = {
 }
 
 /**
+ * The `browser` side of readableImage as data, for the page scripts that fill share codes (site.js `shareFields`): the
+ * types shown as they are, and the link of the `large` JPEG preset with `{id}` where the image's id goes.
+ */
+export const browserPictureRule = (cdnBase: string) => ({
+  mimes: [...READABLE.browser],
+  fallback: presetUrl(cdnBase, '{id}', 'large', 'jpg'),
+})
+
+/**
  * The one rule for which file stands for an image where only a plain link fits (an `<img>` src, og:image, oEmbed):
  * the original when `reader` reads its format, else the `large` JPEG preset, with the size and type of what it names.
  */

@@ -14,7 +14,7 @@ import {
 import { COLOR, MAX_BULK_EMBED, MAX_EMBED_PROFILES, NAME_MAX, PLACEHOLDERS, TEXT_MAX, URL_MAX } from '../embeds/model'
 import { expiryChoices } from '../images/expiry'
 import type { IMAGE_SORTS } from '../images/model'
-import { LISTED_SHARE_CODES } from './share-codes'
+import { listedShareCodes } from './share-codes'
 
 /**
  * The account pages: log in, register, email verification, log out, and the dashboard. They are shells: the JSON API
@@ -318,7 +318,7 @@ const passwordAndSessions = html`<div class="card" id="sessions-section" aria-la
 
 /** The dashboard: a client-side app over the JSON API (dashboard.js and dashboard-<tab>.js); this is its static markup. */
 export function renderDashboard(renderer: PageRenderer, config: Config): Response {
-  const body = html`<div class="dashboard" id="dashboard" data-site-name="${config.siteName}" data-site-color="${config.siteColor}" data-public-url="${config.publicUrl}" data-max-embeds="${MAX_EMBED_PROFILES}" data-max-bulk="${MAX_BULK_EMBED}" data-placeholders="${PLACEHOLDERS.join(' ')}" data-share-codes="${LISTED_SHARE_CODES}">
+  const body = html`<div class="dashboard" id="dashboard" data-site-name="${config.siteName}" data-site-color="${config.siteColor}" data-public-url="${config.publicUrl}" data-max-embeds="${MAX_EMBED_PROFILES}" data-max-bulk="${MAX_BULK_EMBED}" data-placeholders="${PLACEHOLDERS.join(' ')}" data-share-codes="${listedShareCodes(config.cdnUrl)}">
 <div class="dash-head">
 <h1>Dashboard</h1>
 <p class="muted" id="dash-user">Loading your account…</p>

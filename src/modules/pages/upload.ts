@@ -4,7 +4,7 @@ import { FORMATS } from '../../media/formats'
 import { html } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
 import { expiryChoices } from '../images/expiry'
-import { LISTED_SHARE_CODES } from './share-codes'
+import { listedShareCodes } from './share-codes'
 
 /** Other spellings of an extension, which the file picker offers too. */
 const OTHER_SPELLINGS: Record<string, string> = { jpg: 'jpeg', tiff: 'tif', heic: 'heif' }
@@ -49,7 +49,7 @@ export function renderUploadPage(renderer: PageRenderer, config: Config): Respon
  data-mimes="${Object.values(FORMATS)
    .map((f) => f.mime)
    .join(' ')}" data-extensions="${PICKER_EXTENSIONS.join(' ')}"
- data-format-names="${FORMAT_NAMES}" data-share-codes="${LISTED_SHARE_CODES}">
+ data-format-names="${FORMAT_NAMES}" data-share-codes="${listedShareCodes(config.cdnUrl)}">
 <h1>Upload images</h1>
 <div class="dropzone" id="dropzone">
 <p class="drop-title"><strong>Drop images here</strong>, paste them (Ctrl+V), or</p>

@@ -10,8 +10,13 @@ import type { ImagePageData } from './service'
 import { fillShareCode, SHARE_CODES } from './share-codes'
 
 /** The share codes offered on the viewer page; each is plain text (the page escapes it when it renders it). */
-export function shareCodes(data: Pick<ImagePageData, 'image' | 'links'>) {
-  const values = { url: data.links.url, viewer: data.links.viewer, alt: data.image.filename }
+export function shareCodes(cdnBase: string, data: Pick<ImagePageData, 'image' | 'links'>) {
+  const values = {
+    url: data.links.url,
+    img: readableImage(cdnBase, data.image, 'browser').url,
+    viewer: data.links.viewer,
+    alt: data.image.filename,
+  }
   return SHARE_CODES.map((code) => ({
     id: `code-${code.key}`,
     label: code.label,
@@ -75,7 +80,7 @@ ${figure}
 ${username ? html`<div><dt>By</dt><dd><a class="uploader" href="${profilePath(username)}">${username}</a></dd></div>` : ''}
 </dl>
 <section class="share" aria-label="Share">
-${shareCodes(data).map(
+${shareCodes(config.cdnUrl, data).map(
   (
     code,
   ) => html`<div class="field"><label for="${code.id}">${code.label}</label><div class="copy-row"><input id="${code.id}" type="text" readonly value="${code.value}"><button type="button" class="secondary" data-copy="${code.id}">Copy</button></div></div>

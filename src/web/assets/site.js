@@ -104,19 +104,22 @@ window.imghost = (() => {
     html: (v) =>
       v.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]),
   }
-  function shareFields(codes, image, prefix) {
+  // `share` is the server's data-share-codes: the codes, and the rule for the picture they embed (share-codes.ts).
+  function shareFields(share, image, prefix, extra = []) {
+    const { mimes, fallback } = share.picture
     const values = {
       url: image.url,
+      img: mimes.includes(image.mime) ? image.url : fallback.replace('{id}', image.id),
       viewer: image.viewer,
       alt: image.filename || image.id,
       deletePage: image.deletePage,
     }
     // One pass, so a name that looks like a slot (a file "{url}.png") is never expanded again.
     const fill = (template) =>
-      template.replace(/\{(url|viewer|alt|deletePage)(?::(markdown|html))?\}/g, (_, slot, how) =>
+      template.replace(/\{(url|img|viewer|alt|deletePage)(?::(markdown|html))?\}/g, (_, slot, how) =>
         how ? ESCAPES[how](values[slot]) : values[slot],
       )
-    return codes.map(({ key, label, template }) =>
+    return [...share.codes, ...extra].map(({ key, label, template }) =>
       el(
         'div',
         { class: 'field' },

@@ -24,7 +24,7 @@
   const mimes = new Set(root.dataset.mimes.split(' '))
   const extensions = new Set(root.dataset.extensions.split(' '))
   const FORMAT_NAMES = root.dataset.formatNames
-  const SHARE_CODES = JSON.parse(root.dataset.shareCodes)
+  const SHARE = JSON.parse(root.dataset.shareCodes)
   const DELETE_LINK = { key: 'delete', label: 'Delete link (keep it private)', template: '{deletePage}' }
   const CONCURRENCY = 3
   const tusThreshold = Number(root.dataset.tusThreshold)
@@ -252,7 +252,7 @@
       )
 
     // The delete page link goes with the share codes: an anonymous uploader has no other way to delete later.
-    const fields = shareFields(image.deletePage ? [...SHARE_CODES, DELETE_LINK] : SHARE_CODES, image, prefix)
+    const fields = shareFields(SHARE, image, prefix, image.deletePage ? [DELETE_LINK] : [])
     const actions = el('p', { class: 'result-actions' }, el('a', { href: image.viewer }, 'Open the viewer page'))
     if (image.deleteToken || session) {
       const del = el('button', { type: 'button', class: 'link danger' }, 'Delete this image')
