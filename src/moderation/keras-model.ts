@@ -96,6 +96,28 @@ function readWeights(specs: WeightSpec[], data: Uint8Array): Map<string, { value
   return weights
 }
 
+/** A ZeroPadding2D's padding as ((top, bottom), (left, right)); Keras also writes it as `n` or `(rows, columns)`. */
+function zeroPadding(layer: KerasLayer): [Pair, Pair] {
+  const { padding, data_format: format } = layer.config
+  if (format !== undefined && format !== 'channels_last') throw new Error(`layer ${layer.name}: unsupported options`)
+  const pair = (p: unknown): Pair | null =>
+    typeof p === 'number'
+      ? [p, p]
+      : Array.isArray(p) && p.length === 2 && p.every(Number.isInteger)
+        ? [p[0], p[1]]
+        : null
+  const whole = typeof padding === 'number' ? pair(padding) : null
+  if (whole) return [whole, whole]
+  if (Array.isArray(padding) && padding.length === 2) {
+    const [rows, columns] = padding
+    if (typeof rows === 'number' && typeof columns === 'number') return [pair(rows)!, pair(columns)!]
+    const top = pair(rows)
+    const left = pair(columns)
+    if (top && left) return [top, left]
+  }
+  throw new Error(`layer ${layer.name}: unsupported padding ${JSON.stringify(padding)}`)
+}
+
 /** The topology as operations, with BatchNormalization, ReLU6 and ZeroPadding2D folded where they can be. */
 function plan(artifacts: KerasArtifacts): { ops: Op[]; input: string; output: string } {
   // Keras's converter wraps the model in `model_config`; tfjs-layers saves it bare.
@@ -146,7 +168,7 @@ function plan(artifacts: KerasArtifacts): { ops: Op[]; input: string; output: st
         input = layer.name
         break
       case 'ZeroPadding2D':
-        push({ kind: 'pad', name: layer.name, input: source(first), padding: c.padding })
+        push({ kind: 'pad', name: layer.name, input: source(first), padding: zeroPadding(layer) })
         break
       case 'Conv2D':
       case 'DepthwiseConv2D': {
@@ -307,11 +329,17 @@ export function loadKerasModel(artifacts: KerasArtifacts): KerasModel {
   const { ops, input, output } = plan(artifacts)
   const params: tf.Tensor[] = []
   // Only the tensors and the graph's wiring outlive this call: the JS copies of the weights become garbage.
-  const steps = ops.map((op) => ({
-    name: op.name,
-    inputs: op.kind === 'add' ? op.inputs : [op.input],
-    run: kernelOf(op, params),
-  }))
+  let steps: { name: string; inputs: string[]; run: (inputs: tf.Tensor[]) => tf.Tensor }[]
+  try {
+    steps = ops.map((op) => ({
+      name: op.name,
+      inputs: op.kind === 'add' ? op.inputs : [op.input],
+      run: kernelOf(op, params),
+    }))
+  } catch (error) {
+    for (const t of params) t.dispose()
+    throw error
+  }
   const readers = new Map<string, number>()
   for (const step of steps) for (const i of step.inputs) readers.set(i, (readers.get(i) ?? 0) + 1)
   return {

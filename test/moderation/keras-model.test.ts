@@ -145,6 +145,31 @@ describe('keras-model: a Keras functional model on tfjs-core ops', () => {
     expect(() => loadKerasModel(edited)).toThrow('unsupported layer MaxPooling2D (pool)')
   })
 
+  test("reads a ZeroPadding2D's padding in each of Keras's forms, and refuses another", async () => {
+    const { reference, artifacts } = await smallModel()
+    const input = Float32Array.from({ length: 9 * 9 * 3 }, (_, i) => Math.sin(i))
+    const expected = await (reference.predict(tf.tensor4d(input, [1, 9, 9, 3])) as tf.Tensor).data()
+    const padded = (padding: unknown) =>
+      withTopology(artifacts, (layers) => {
+        ;(layers.find((l) => l.name === 'pad2') as unknown as { config: { padding: unknown } }).config.padding = padding
+      })
+    for (const padding of [
+      1,
+      [1, 1],
+      [
+        [1, 1],
+        [1, 1],
+      ],
+    ]) {
+      const model = loadKerasModel(padded(padding))
+      const output = model.predict(tf.tensor4d(input, [1, 9, 9, 3]))
+      expect(maxDifference(await output.data(), expected)).toBeLessThan(1e-5)
+      output.dispose()
+      model.dispose()
+    }
+    expect(() => loadKerasModel(padded('same'))).toThrow('layer pad2: unsupported padding "same"')
+  })
+
   test('refuses a BatchNormalization it cannot fold into a convolution', async () => {
     const { artifacts } = await smallModel()
     // bn3 made to read the Add's output (the layer order stays topological: add precedes it).
