@@ -110,8 +110,10 @@ const UNWRITABLE_ERRNO = new Set(['EROFS'])
 
 /**
  * PostgreSQL's faults, by SQLSTATE (Bun.SQL's `errno`): disk full, a read-only server (a standby, or
- * default_transaction_read_only), the server shutting down or starting, and lost connections. Bun's own codes for a
- * connection that could not be made or was lost are the rest.
+ * default_transaction_read_only), the server shutting down or starting, and lost connections; and any error the server
+ * sends as FATAL or PANIC, which ends the session (a database that takes no connections, a refused login: the
+ * database cannot be reached, whatever the code). Bun's own codes for a connection that could not be made or was lost
+ * are the rest.
  */
 const PG_FULL = new Set(['53100'])
 const PG_READ_ONLY = new Set(['25006'])
@@ -125,11 +127,11 @@ function postgresFault(error: unknown): DomainError | null {
     e && typeof e === 'object' && depth < 4;
     e = (e as { cause?: unknown }).cause, depth++
   ) {
-    const { code, errno } = e as { code?: unknown; errno?: unknown }
+    const { code, errno, severity } = e as { code?: unknown; errno?: unknown; severity?: unknown }
     if (typeof errno === 'string' && typeof code === 'string' && code.startsWith('ERR_POSTGRES')) {
       if (PG_FULL.has(errno)) return new StorageFull()
       if (PG_READ_ONLY.has(errno)) return new DatabaseReadOnly()
-      if (PG_UNAVAILABLE.test(errno)) return new DatabaseUnavailable()
+      if (PG_UNAVAILABLE.test(errno) || severity === 'FATAL' || severity === 'PANIC') return new DatabaseUnavailable()
     }
     if (typeof code === 'string' && BUN_PG_UNAVAILABLE.test(code)) return new DatabaseUnavailable()
   }
