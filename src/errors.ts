@@ -110,12 +110,14 @@ const UNWRITABLE_ERRNO = new Set(['EROFS'])
 
 /**
  * PostgreSQL's faults, by SQLSTATE (Bun.SQL's `errno`): disk full, a read-only server (a standby, or
- * default_transaction_read_only), the server shutting down or starting, and lost connections; and any error the server
+ * default_transaction_read_only), a lock another session holds (past lock_timeout), the server shutting down or starting, and lost connections; and any error the server
  * sends as FATAL or PANIC, which ends the session (a database that takes no connections, a refused login: the
  * database cannot be reached, whatever the code). Bun's own codes for a connection that could not be made or was lost
  * are the rest.
  */
 const PG_FULL = new Set(['53100'])
+// A lock not granted within lock_timeout, a deadlock, a serialization failure: another session holds what it needs.
+const PG_BUSY = new Set(['55P03', '40P01', '40001'])
 const PG_READ_ONLY = new Set(['25006'])
 const PG_UNAVAILABLE = /^(08|57P0[1-3]|53300)/
 const BUN_PG_UNAVAILABLE =
@@ -131,6 +133,7 @@ function postgresFault(error: unknown): DomainError | null {
     if (typeof errno === 'string' && typeof code === 'string' && code.startsWith('ERR_POSTGRES')) {
       if (PG_FULL.has(errno)) return new StorageFull()
       if (PG_READ_ONLY.has(errno)) return new DatabaseReadOnly()
+      if (PG_BUSY.has(errno)) return new DatabaseBusy()
       if (PG_UNAVAILABLE.test(errno) || severity === 'FATAL' || severity === 'PANIC') return new DatabaseUnavailable()
     }
     if (typeof code === 'string' && BUN_PG_UNAVAILABLE.test(code)) return new DatabaseUnavailable()

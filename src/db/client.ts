@@ -17,9 +17,14 @@ const migrationsFolder = join(import.meta.dir, 'migrations')
  * wait longer: they have no event loop to hold up.
  */
 export const SERVER_BUSY_TIMEOUT_MS = 5
-const TOOL_BUSY_TIMEOUT_MS = 5000
+export const TOOL_BUSY_TIMEOUT_MS = 5000
 /** Pauses between tries of a write that met a held lock: about 2 s in all, spent off the event loop. */
 const BUSY_RETRY_DELAYS_MS = [50, 100, 200, 350, 500, 800] as const
+/**
+ * How long the server's PostgreSQL statements wait for a lock before answering 503 busy: as long as its SQLite writes
+ * retry (the wait is asynchronous there, no retries needed).
+ */
+const SERVER_PG_LOCK_TIMEOUT_MS = BUSY_RETRY_DELAYS_MS.reduce((a, b) => a + b, 0)
 
 /**
  * Creates a file readable by its owner only (a database holds password and key hashes), unless it exists. SQLite gives
@@ -65,7 +70,7 @@ export async function openServiceDatabase(opts: { databaseUrl: string; sqlitePat
   if (engine !== 'pg') throw new Error('DATABASE_URL must be set in the environment the process starts with')
   // Loaded only on PostgreSQL: drizzle's PostgreSQL dialect and driver stay out of a SQLite process.
   const { openPgDatabase } = await import('./pg')
-  return (await openPgDatabase(opts.databaseUrl)) as unknown as Db
+  return (await openPgDatabase(opts.databaseUrl, { lockTimeoutMs: SERVER_PG_LOCK_TIMEOUT_MS })) as unknown as Db
 }
 
 export async function closeDatabase(db: Db) {
@@ -143,7 +148,7 @@ export async function run<T>(step: Step<T>): Promise<T> {
  * one at a time across instances, as SQLite's BEGIN IMMEDIATE runs writers one at a time, so a check and the write it
  * allows never interleave with another's (quotas, windows, single-use claims). They are short: no I/O but the queries.
  */
-const WRITER_LOCK = 0x696d6777 // "imgw"
+export const WRITER_LOCK = 0x696d6777 // "imgw"
 
 /**
  * Runs `body` in one transaction that writers take in turn: a check and the write it allows cannot interleave with

@@ -2,10 +2,12 @@
  * Faults of a PostgreSQL server (`npm run test:pg`; SQLite's own are read-only.test.ts and lock.test.ts): a database
  * that refuses writes (a standby, or `default_transaction_read_only`) answers 503 saying read-only, with nothing
  * stored, and /healthz says so; reads keep answering; all works again once it takes writes. A database that cannot be
- * reached answers 503 saying so, to every request, and all works again once it can be.
+ * reached answers 503 saying so, to every request, and all works again once it can be. A writer lock held by another
+ * session (an instance stuck in a transaction) answers writes 503 busy once the lock timeout passes, not a stall.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { SQL } from 'bun'
+import { WRITER_LOCK } from '../../src/db/client'
 import { engine } from '../../src/db/engine'
 import { makeImage, uploadForm } from '../fixtures'
 import { startTestServer, type TestServer, userWithKey } from '../helpers'
@@ -14,7 +16,7 @@ import { dataState, eventually } from './support'
 const TIMEOUT = 60_000
 
 describe.skipIf(engine !== 'pg')(
-  'PostgreSQL faults: a database that refuses writes, one that cannot be reached',
+  'PostgreSQL faults: a database that refuses writes, a held writer lock, a database that cannot be reached',
   () => {
     let t: TestServer
     let owner: Awaited<ReturnType<typeof userWithKey>>
@@ -87,6 +89,37 @@ describe.skipIf(engine !== 'pg')(
         // Nothing of the refused uploads was kept: rows and files as before.
         expect(await settledState()).toEqual(before)
         expect((await upload(4)).status).toBe(201)
+      },
+      TIMEOUT,
+    )
+
+    test(
+      'the writer lock held by another session: writes 503 busy with Retry-After (not a stall), nothing stored, reads answer; all works once it is let go',
+      async () => {
+        const before = await settledState()
+        // Another instance in the middle of a transaction, as every writer's starts: holding the writer lock (an
+        // advisory lock, so taken in the server's own database).
+        const other = new SQL(t.env.DATABASE_URL!)
+        const holder = await other.reserve()
+        await holder`BEGIN`
+        await holder`SELECT pg_advisory_xact_lock(${WRITER_LOCK})`
+        try {
+          const refused = await t.json('/api/v1/upload', {
+            method: 'POST',
+            headers: owner.keyHeader,
+            body: uploadForm([{ bytes: await makeImage('png', 40, 30, 7) }]),
+          })
+          expect(refused.status).toBe(503)
+          expect(refused.body.error).toContain('busy')
+          expect(refused.headers.get('retry-after')).toBeTruthy()
+          expect((await t.json('/api/v1/me', { headers: owner.keyHeader })).status).toBe(200)
+        } finally {
+          await holder`ROLLBACK`
+          holder.release()
+          await other.close()
+        }
+        expect(await settledState()).toEqual(before)
+        expect((await upload(8)).status).toBe(201)
       },
       TIMEOUT,
     )
