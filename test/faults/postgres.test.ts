@@ -33,17 +33,21 @@ describe.skipIf(engine !== 'pg')(
       await t?.stop()
     }, TIMEOUT)
 
+    /** One upload of a small PNG made from `seed`, by the owner's key. */
+    const uploadOnce = async (seed: number) =>
+      t.json('/api/v1/upload', {
+        method: 'POST',
+        headers: owner.keyHeader,
+        body: uploadForm([{ bytes: await makeImage('png', 40, 30, seed) }]),
+      })
+
     /**
      * An upload, sent again while the answer is the 503 of a lost connection: the pool's connections the test ended
      * each fail once ("cannot be reached", a clear 503 too), then are made anew.
      */
     async function upload(seed: number) {
       for (let i = 0; ; i++) {
-        const res = await t.json('/api/v1/upload', {
-          method: 'POST',
-          headers: owner.keyHeader,
-          body: uploadForm([{ bytes: await makeImage('png', 40, 30, seed) }]),
-        })
+        const res = await uploadOnce(seed)
         if (res.status !== 503 || !String(res.body.error).includes('cannot be reached') || i >= 20) return res
         expect(res.headers.get('retry-after')).toBeTruthy()
       }
@@ -104,11 +108,7 @@ describe.skipIf(engine !== 'pg')(
         await holder`BEGIN`
         await holder`SELECT pg_advisory_xact_lock(${WRITER_LOCK})`
         try {
-          const refused = await t.json('/api/v1/upload', {
-            method: 'POST',
-            headers: owner.keyHeader,
-            body: uploadForm([{ bytes: await makeImage('png', 40, 30, 7) }]),
-          })
+          const refused = await uploadOnce(7)
           expect(refused.status).toBe(503)
           expect(refused.body.error).toContain('busy')
           expect(refused.headers.get('retry-after')).toBeTruthy()
@@ -132,14 +132,7 @@ describe.skipIf(engine !== 'pg')(
         await admin.unsafe(`ALTER DATABASE "${database()}" ALLOW_CONNECTIONS false`)
         await admin`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ${database()} AND pid <> pg_backend_pid()`
         try {
-          for (const res of [
-            await t.json('/api/v1/upload', {
-              method: 'POST',
-              headers: owner.keyHeader,
-              body: uploadForm([{ bytes: await makeImage('png', 40, 30, 5) }]),
-            }),
-            await t.json('/api/v1/me', { headers: owner.keyHeader }),
-          ]) {
+          for (const res of [await uploadOnce(5), await t.json('/api/v1/me', { headers: owner.keyHeader })]) {
             expect(res.status).toBe(503)
             expect(res.body.error).toContain('cannot be reached')
             expect(res.headers.get('retry-after')).toBeTruthy()
