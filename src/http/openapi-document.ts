@@ -1,3 +1,4 @@
+import { USERNAME_PATTERN } from '../modules/auth/model'
 import { ImageId } from '../modules/images/model'
 import { TUS_ID_PATTERN } from '../modules/tus/model'
 import { API_PREFIX } from './rate-limit'
@@ -14,7 +15,7 @@ import { API_PREFIX } from './rate-limit'
  *   body-limit.ts and the upload limits), 500 everywhere; under /api, 503 with `Retry-After` (a fault of the database,
  *   the storage or the media workers can meet any operation: src/http/errors.ts) and 507 on every operation that
  *   writes (a method other than GET/HEAD: the disk or the database is full);
- * - the form of every id in a path;
+ * - the form of every id (and username) in a path;
  * - an example for each request body, path parameter and success answer, built from its schema (the linter checks
  *   each against its schema).
  */
@@ -79,6 +80,16 @@ const PATH_IDS: { path: RegExp; name: string; schema: Json }[] = [
     schema: { ...IMAGE_ID_SCHEMA, description: '8-character image or album id' },
   },
   { path: /^\/api\/albums\/\{id\}\/images\/\{imageId\}$/, name: 'imageId', schema: IMAGE_ID_SCHEMA },
+  {
+    path: /^\/api\/users\/\{username\}$/,
+    name: 'username',
+    schema: {
+      type: 'string',
+      pattern: `^${USERNAME_PATTERN}$`,
+      description: 'A username, in any case',
+      examples: ['ada'],
+    },
+  },
   {
     path: /^\/api\/(v1\/)?tus\/\{id\}$/,
     name: 'id',

@@ -120,10 +120,10 @@ describe('the published OpenAPI document', () => {
     }
   })
 
-  test('every id in a path has its pattern, and a real id matches it', async () => {
+  test('every id (and username) in a path has its pattern, and a real one matches it', async () => {
     const loose = operations().flatMap(({ name, op }) =>
       (op.parameters ?? [])
-        .filter((p: Json) => p.in === 'path' && /^(id|imageId)$/.test(p.name))
+        .filter((p: Json) => p.in === 'path' && /^(id|imageId|username)$/.test(p.name))
         .filter((p: Json) => !p.schema.pattern && !p.schema.anyOf)
         .map((p: Json) => `${name} {${p.name}}`),
     )
@@ -146,6 +146,8 @@ describe('the published OpenAPI document', () => {
     expect(tus.status).toBe(201)
     const tusId = tus.headers.get('location')!.split('/').pop()
     expect(tusId).toMatch(pattern('/api/v1/tus/{id}', 'head', 'id'))
+    expect(owner.user.username).toMatch(pattern('/api/users/{username}', 'get', 'username'))
+    expect('a b').not.toMatch(pattern('/api/users/{username}', 'get', 'username'))
   })
 
   test('every operation has an example of its request (body or parameters) and of its success answer', async () => {
