@@ -12,7 +12,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { engine } from '../../src/db/engine'
-import { makeImage, uploadForm } from '../fixtures'
+import { makeImage, makeNoisePng, uploadForm } from '../fixtures'
 import { startTestServer, type TestServer, userWithKey } from '../helpers'
 import { dataState, eventually } from './support'
 
@@ -98,6 +98,58 @@ describe('a full disk', () => {
       const after = await upload(owner.keyHeader, 'after.png', 3)
       expect(after.status).toBe(201)
       expect(new Uint8Array(await (await t.fetch(`/cdn/${first.body.id}.png`)).arrayBuffer())).toEqual(bytes)
+    },
+    TIMEOUT,
+  )
+
+  test(
+    'a resumable (tus) upload on a full disk: PATCH 507 "storage is full", what the disk took kept; it resumes once there is room',
+    async () => {
+      if (!t) return console.warn(`skipped: cannot mount a tmpfs (${refused}); this test needs root`)
+      const tus = { 'tus-resumable': '1.0.0' }
+      const png = await makeNoisePng(160)
+      const created = await t.fetch('/api/v1/tus', {
+        method: 'POST',
+        headers: { ...tus, ...owner.keyHeader, 'upload-length': String(png.length) },
+      })
+      expect(created.status).toBe(201)
+      const url = created.headers.get('location')!
+      const patch = (offset: number, bytes: Uint8Array) =>
+        fetch(url, {
+          method: 'PATCH',
+          headers: {
+            ...tus,
+            ...owner.keyHeader,
+            'content-type': 'application/offset+octet-stream',
+            'upload-offset': String(offset),
+          },
+          body: bytes as Uint8Array<ArrayBuffer>,
+        })
+      const offsetNow = async () =>
+        Number(
+          (await fetch(url, { method: 'HEAD', headers: { ...tus, ...owner.keyHeader } })).headers.get('upload-offset'),
+        )
+      const half = Math.floor(png.length / 2)
+      expect((await patch(0, png.slice(0, half))).status).toBe(204)
+
+      const filler = join(dataDir, 'filler')
+      fill(filler)
+      try {
+        const refusedPatch = await patch(half, png.slice(half))
+        expect(refusedPatch.status).toBe(507)
+        expect((await refusedPatch.json()).error).toBe("The server's storage is full; nothing was stored")
+      } finally {
+        rmSync(filler, { force: true })
+      }
+      // What was received stays (the first half, and whatever part of the second the disk took): the client resumes
+      // from the offset the server gives, as tus clients do.
+      const at = await offsetNow()
+      expect(at).toBeGreaterThanOrEqual(half)
+      expect(at).toBeLessThan(png.length)
+      const done = await patch(at, png.slice(at))
+      expect(done.status).toBe(200)
+      const image = await done.json()
+      expect(new Uint8Array(await (await t.fetch(new URL(image.url).pathname)).arrayBuffer())).toEqual(png)
     },
     TIMEOUT,
   )

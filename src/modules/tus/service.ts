@@ -331,12 +331,22 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
 
         let written = 0
         let failure: DomainError | null = null
+        // The disk's own failure (full, read-only): answered as the fault it is, after the offset says what is kept.
+        let diskError: unknown = null
         if (body) {
           const handle = await open(pathOf(id), 'r+')
           const reader = body.getReader()
           try {
             for (;;) {
-              const { done, value } = await reader.read()
+              let chunk: Awaited<ReturnType<typeof reader.read>>
+              try {
+                chunk = await reader.read()
+              } catch {
+                // The client went away mid-chunk: what was written stays, the client resumes from the new offset.
+                failure = badRequest('Upload interrupted')
+                break
+              }
+              const { done, value } = chunk
               if (done) break
               if (!stillHeld(held)) {
                 // This request stalled past its claim: another may be writing now, so nothing more is written.
@@ -349,12 +359,18 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
                 await reader.cancel().catch(() => {})
                 break
               }
-              await handle.write(value, 0, value.byteLength, offset + written)
-              written += value.byteLength
+              // Only what the disk took counts: a short write (a disk filling up) goes on with the rest, and the
+              // error that follows it is the disk's.
+              for (let at = 0; at < value.byteLength; ) {
+                const { bytesWritten } = await handle.write(value, at, value.byteLength - at, offset + written)
+                if (bytesWritten === 0) throw new Error('tus: the disk took no bytes of a write')
+                at += bytesWritten
+                written += bytesWritten
+              }
             }
-          } catch {
-            // The client went away mid-chunk: what was written stays, the client resumes from the new offset.
-            failure = badRequest('Upload interrupted')
+          } catch (error) {
+            diskError = error
+            await reader.cancel().catch(() => {})
           } finally {
             await handle.close()
           }
@@ -363,6 +379,7 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
         if (failure instanceof Locked) throw failure
         const newOffset = failure instanceof TooLarge ? offset : offset + written
         row = await updateHeld(held, { offset: newOffset })
+        if (diskError) throw diskError
         if (failure) throw failure
         if (row.offset < row.length) return { upload: row, result: null }
         const result = await finish(row, options, admitted)
