@@ -4,6 +4,7 @@ import Busboy, { type BusboyInstance } from '@fastify/busboy'
 import { badRequest, DomainError, tooLarge } from '../errors'
 import { newPublicId } from '../lib/crypto'
 import { sizeText } from '../lib/size'
+import { writeAll } from '../lib/write-all'
 
 /** The longest file name kept (longer client names are cut; a rename is held to it too). */
 export const FILENAME_MAX = 255
@@ -193,7 +194,7 @@ export async function receiveMultipart(
       file.size += chunk.length
       if (maxSize !== null && file.size > maxSize) return fail(fileTooLarge(perFile!))
       hash.update(chunk)
-      sink.written = sink.written.then(async () => (await handle).write(chunk))
+      sink.written = sink.written.then(async () => writeAll(await handle, chunk))
     })
     stream.on('end', () => {
       file.sha256 = hash.digest('hex')

@@ -4,6 +4,7 @@ import https from 'node:https'
 import { badRequest, DomainError, faultOf } from '../errors'
 import { type ReceivedFile, tempUploadPath } from '../http/multipart'
 import { sizeText } from '../lib/size'
+import { writeAll } from '../lib/write-all'
 import { parseHttpUrl, pinnedLookup, RefusedAddressError, type ResolvedAddress, resolvePublic } from './address'
 
 /** Redirects followed for one URL at most; each target is checked like the first. */
@@ -77,7 +78,7 @@ async function save(response: IncomingMessage, path: string, maxBytes: number | 
       size += chunk.length
       if (maxBytes !== null && size > maxBytes) throw tooBig(maxBytes)
       hash.update(chunk)
-      await out.write(chunk)
+      await writeAll(out, chunk)
     }
   } finally {
     response.destroy()

@@ -21,6 +21,7 @@ import { FILENAME_MAX, fileTooLarge, type ReceivedFile } from '../../http/multip
 import { rateLimitHeaders } from '../../http/rate-limit'
 import { randomAlphanumeric } from '../../lib/crypto'
 import { DAY_MS, HOUR_MS } from '../../lib/time'
+import { writeAll } from '../../lib/write-all'
 import { log } from '../../log'
 import type { AdmittedUpload } from '../images/limits'
 import type { UploadOptions, UploadPipeline } from '../images/upload'
@@ -359,14 +360,10 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
                 await reader.cancel().catch(() => {})
                 break
               }
-              // Only what the disk took counts: a short write (a disk filling up) goes on with the rest, and the
-              // error that follows it is the disk's.
-              for (let at = 0; at < value.byteLength; ) {
-                const { bytesWritten } = await handle.write(value, at, value.byteLength - at, offset + written)
-                if (bytesWritten === 0) throw new Error('tus: the disk took no bytes of a write')
-                at += bytesWritten
-                written += bytesWritten
-              }
+              // A chunk counts once the disk took all of it; what a failing write took is left past the offset,
+              // overwritten when the client resumes.
+              await writeAll(handle, value, offset + written)
+              written += value.byteLength
             }
           } catch (error) {
             diskError = error
