@@ -155,6 +155,31 @@ describe('a full disk', () => {
   )
 
   test(
+    'a size first requested on a full disk: 507 "storage is full", no temp file left; made once there is room',
+    async () => {
+      if (!t) return console.warn(`skipped: cannot mount a tmpfs (${refused}); this test needs root`)
+      const image = await upload(owner.keyHeader, 'variant.png', 9)
+      expect(image.status).toBe(201)
+      const filler = join(dataDir, 'filler')
+      fill(filler)
+      try {
+        for (const path of [`/cdn/large/${image.body.id}.jpg`, `/cdn/small/${image.body.id}.webp`]) {
+          const res = await t.json(path)
+          expect({ path, status: res.status }).toEqual({ path, status: 507 })
+          expect(res.body.error).toBe("The server's storage is full; nothing was stored")
+        }
+        expect(readdirSync(join(dataDir, 'tmp'))).toEqual([])
+      } finally {
+        rmSync(filler, { force: true })
+      }
+      const made = await t.fetch(`/cdn/large/${image.body.id}.jpg`)
+      expect(made.status).toBe(200)
+      expect(made.headers.get('content-type')).toBe('image/jpeg')
+    },
+    TIMEOUT,
+  )
+
+  test(
     'file store full: the put fails, 507, and neither a stored file nor a half copy nor a row is left',
     async () => {
       if (!t) return console.warn(`skipped: cannot mount a tmpfs (${refused}); this test needs root`)
