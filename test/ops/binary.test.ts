@@ -106,6 +106,7 @@ describe('single binary', () => {
 
   let imageId: string
   let heicImageId: string
+  let session: string
   test('register, API key, upload through the API (a PNG, a HEIC), direct link returns the same bytes (sharp, libheif-js, migrations)', async () => {
     const register = await fetch(`${url}/api/auth/register`, {
       method: 'POST',
@@ -114,6 +115,7 @@ describe('single binary', () => {
     })
     expect(register.status).toBe(201)
     const { token } = (await register.json()) as { token: string }
+    session = token
 
     const key = await fetch(`${url}/api/keys`, {
       method: 'POST',
@@ -153,6 +155,21 @@ describe('single binary', () => {
     expect(heicImage).toMatchObject({ mime: 'image/heic', width: 64 })
     expect((await fetch(heicImage.thumbnail)).headers.get('content-type')).toBe('image/webp')
     heicImageId = heicImage.id
+  })
+
+  test('libraries loaded on their first use are in it: a TOTP setup (qrcode), passkey options (SimpleWebAuthn)', async () => {
+    const call = (path: string) =>
+      fetch(`${url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${session}` } })
+    const totp = await call('/api/auth/totp/setup')
+    const setup = (await totp.json()) as { qrCode: string }
+    expect(totp.status, `${JSON.stringify(setup)}\n${logs()}`).toBe(200)
+    expect(setup.qrCode).toStartWith('data:image/svg+xml;base64,')
+    for (const path of ['/api/auth/passkeys/register/options', '/api/auth/passkeys/login/options']) {
+      const res = await call(path)
+      const body = (await res.json()) as { options: { challenge: string } }
+      expect({ path, status: res.status }).toEqual({ path, status: 200 })
+      expect(body.options.challenge.length).toBeGreaterThan(16)
+    }
   })
 
   test('embedded files: Swagger UI and the site assets are served byte for byte', async () => {
