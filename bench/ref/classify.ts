@@ -1,4 +1,4 @@
-// Reference: the nsfwjs MobileNetV2 classifier alone, in its Worker (the service's own classifier module), classifying
+// Reference: the MobileNetV2 classifier alone, in its Worker (the service's own classifier module), classifying
 // `count` 224x224 inputs one after another. Usage: bun bench/ref/classify.ts <count>
 import { createNsfwClassifier } from '../../src/moderation'
 import { IMAGE_BYTES } from '../../src/moderation/protocol'
