@@ -1,4 +1,5 @@
 import { isBusy, sqliteCode } from './db/errors'
+import { StorageUnavailableError } from './storage/index'
 
 /**
  * The refusals and failures the service's own code throws, each with a public message (and `extra` facts added to the
@@ -141,7 +142,10 @@ function postgresFault(error: unknown): DomainError | null {
   return null
 }
 
-/** Faults of the server's disk or database, not of the request, as the domain error they are; null for anything else. */
+/**
+ * Faults of the server's disk, database or object store, not of the request, as the domain error they are; null for
+ * anything else.
+ */
 export function faultOf(error: unknown): DomainError | null {
   const sqlite = sqliteCode(error)
   if (sqlite === 'SQLITE_FULL') return new StorageFull()
@@ -159,5 +163,7 @@ export function faultOf(error: unknown): DomainError | null {
     if (FULL_ERRNO.has(errno)) return new StorageFull()
     if (UNWRITABLE_ERRNO.has(errno)) return new StorageUnwritable()
   }
+  // The object store, once its retries gave up (a local disk's fault in its cause was answered above).
+  if (error instanceof StorageUnavailableError) return new StorageUnavailable()
   return null
 }

@@ -23,7 +23,13 @@ export type FastHandler = (request: RoutedRequest, server: Server<unknown>) => R
  * Whatever else the route needs (the rate limiter, a lookup) it calls itself. The same route stays in the app, where
  * it is documented and reached by `app.handle`.
  */
-export function fastRoute(observe: FastRouteObserver, route: string, handler: FastHandler) {
+export function fastRoute(
+  observe: FastRouteObserver,
+  route: string,
+  handler: FastHandler,
+  /** Added to every error answer of the route (/cdn: `cache-control: no-store`, so no cache keeps a failure). */
+  errorHeaders: Record<string, string> = {},
+) {
   const done = (request: Request, response: Response, start: number) => {
     recordRequest(observe.metrics, observe.log, {
       method: request.method,
@@ -36,9 +42,10 @@ export function fastRoute(observe: FastRouteObserver, route: string, handler: Fa
   }
   const failed = (request: Request, error: unknown, start: number) => {
     const known = knownAnswer(error)
-    if (known) return done(request, httpErrorResponse(known), start)
-    logUnhandled(error)
-    return done(request, jsonResponse(INTERNAL_ERROR, 500), start)
+    const response = known ? httpErrorResponse(known) : jsonResponse(INTERNAL_ERROR, 500)
+    if (!known) logUnhandled(error)
+    for (const [name, value] of Object.entries(errorHeaders)) response.headers.set(name, value)
+    return done(request, response, start)
   }
   return (request: RoutedRequest, server: Server<unknown>) => {
     const start = performance.now()

@@ -279,6 +279,8 @@ describe('the service on a bucket (STORAGE=s3)', () => {
         [cdnPath(kept.url), 'GET'],
         [cdnPath(kept.thumbnail), 'GET'],
         [cdnPath(kept.url), 'HEAD'],
+        // A size first requested: its original is read from the bucket to make it.
+        [`/cdn/large/${kept.id}.jpg`, 'GET'],
       ]) {
         const res = await t.fetch(path, { method, headers: { range: 'bytes=0-99' } })
         expect(res.status).toBe(503)

@@ -96,7 +96,18 @@ describe('OpenAPI', () => {
     const schema = op.requestBody.content['application/json'].schema
     expect(schema.properties.width).toMatchObject({ minimum: 16, maximum: 4096 })
     expect(schema.required).toEqual(['width', 'format'])
-    expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '401', '403', '404', '413', '429', '500'])
+    expect(Object.keys(op.responses).sort()).toEqual([
+      '200',
+      '400',
+      '401',
+      '403',
+      '404',
+      '413',
+      '429',
+      '500',
+      '503',
+      '507',
+    ])
   })
 })
 

@@ -364,7 +364,14 @@ export function cdnModule(deps: {
 
   // The same handlers as Bun routes, ahead of the Elysia app and its global hooks (src/http/fast-route.ts): /cdn is
   // not rate limited, has no auth and handles its own errors.
-  const fast = fastRoute(deps.observe, CDN_ROUTES.original, (request) => original(request, request.params.file))
+  // A failure is never cached (a size made on first request meets the store's and the disk's faults).
+  const failure = { 'cache-control': 'no-store' }
+  const fast = fastRoute(
+    deps.observe,
+    CDN_ROUTES.original,
+    (request) => original(request, request.params.file),
+    failure,
+  )
   const params = t.Object({ file: t.String() })
   const routes: Record<string, { GET: FastHandler; HEAD: FastHandler }> = {
     [CDN_ROUTES.original]: { GET: fast, HEAD: fast },
@@ -376,8 +383,11 @@ export function cdnModule(deps: {
   )
   for (const name of [...(Object.keys(PRESETS) as Preset[]), CUSTOM] as const) {
     const route = `/cdn/${name}/:file`
-    const handler = fastRoute(deps.observe, route, (request, server) =>
-      variant(request, name, request.params.file, server),
+    const handler = fastRoute(
+      deps.observe,
+      route,
+      (request, server) => variant(request, name, request.params.file, server),
+      failure,
     )
     routes[route] = { GET: handler, HEAD: handler }
     plugin.get(route, ({ params, request, server }) => variant(request, name, params.file, server), {

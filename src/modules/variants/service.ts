@@ -7,7 +7,8 @@ import { notFound } from '../../errors'
 import { randomToken } from '../../lib/crypto'
 import { log } from '../../log'
 import type { Media, VariantSpec } from '../../media'
-import { originalKey, type Storage, type StorageKey, variantKey } from '../../storage'
+import { type Storage, type StorageKey, variantKey } from '../../storage'
+import { OriginalMissingError, withLocalOriginal } from '../../storage/local-copy'
 import type { ImageEvents } from '../images/events'
 import { variantName } from './model'
 import {
@@ -97,26 +98,20 @@ export function createVariantService(deps: {
   async function make(image: { id: string; ext: string }, spec: VariantSpec, key: StorageKey) {
     mkdirSync(tmpDir, { recursive: true })
     const target = join(tmpDir, `variant-${randomToken(9)}.${spec.format}`)
-    let copy: string | undefined
     try {
-      const stored = originalKey(image.id, image.ext)
-      const original = storage.file(stored)
-      // Gone meanwhile (deleted) or lost: nothing to make it from.
-      if (!(await original.exists())) throw notFound()
-      // The worker reads a local file: the stored one itself on local disk (the job only reads it), else a copy.
-      let source = storage.localPath?.(stored)
-      if (!source) {
-        source = copy = join(tmpDir, `variant-${randomToken(9)}.${image.ext}`)
-        await Bun.write(copy, original)
+      try {
+        await withLocalOriginal(storage, tmpDir, image, (source) => media.variant(source, spec, target))
+      } catch (error) {
+        // Gone meanwhile (deleted) or lost: nothing to make it from.
+        throw error instanceof OriginalMissingError ? notFound() : error
       }
-      await media.variant(source, spec, target)
       // A file without a row (a crash before the insert) is an orphan: replaced here, or removed by the sweep.
       await storage.put(key, target, { replace: true })
       // An image deleted while this ran leaves a row of a missing image: the orphan sweep drops it and its file.
       await recordVariant(db, { key, imageId: image.id, bytes: Bun.file(target).size, at: now() })
       known.add(key)
     } finally {
-      await Promise.all([copy && rm(copy, { force: true }), rm(target, { force: true })])
+      await rm(target, { force: true })
     }
     await evict(key)
   }
