@@ -78,3 +78,17 @@ export class StorageUnavailableError extends Error {
     this.name = 'StorageUnavailableError'
   }
 }
+
+/**
+ * Runs a read of stored bytes made through `file()` rather than one of the store's own methods (which retry and say
+ * StorageUnavailableError themselves): its failure is the store's too, so it is answered as one (503), and a local
+ * disk's own error in its cause (a full disk under a copy) as that.
+ */
+export async function readStored<T>(what: string, read: () => Promise<T>): Promise<T> {
+  try {
+    return await read()
+  } catch (error) {
+    if (error instanceof StorageUnavailableError) throw error
+    throw new StorageUnavailableError(`storage: ${what} failed: ${String(error)}`, { cause: error })
+  }
+}

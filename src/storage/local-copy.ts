@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { randomToken } from '../lib/crypto'
-import { originalKey, type Storage, type StorageKey, StorageUnavailableError } from './index'
+import { originalKey, readStored, type Storage, type StorageKey } from './index'
 
 /** An image's original is not in the store (deleted meanwhile, or lost). */
 export class OriginalMissingError extends Error {
@@ -31,11 +31,7 @@ export async function withLocalOriginal<T>(
   const tmpPath = join(tmpDir, `original-${image.id}-${randomToken(6)}.${image.ext}`)
   try {
     mkdirSync(tmpDir, { recursive: true })
-    try {
-      await Bun.write(tmpPath, storage.file(key))
-    } catch (error) {
-      throw new StorageUnavailableError(`object store: copying ${key} out failed: ${String(error)}`, { cause: error })
-    }
+    await readStored(`copying ${key} out`, () => Bun.write(tmpPath, storage.file(key)))
     return await use(tmpPath)
   } finally {
     await rm(tmpPath, { force: true })

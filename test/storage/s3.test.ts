@@ -11,7 +11,7 @@ import { sweepOrphans } from '../../src/modules/images/orphans'
 import { StorageUnavailableError } from '../../src/storage'
 import { createS3Storage, PART_SIZE, RETRY_DELAYS_MS } from '../../src/storage/s3'
 import { type Bytes, makeImage, svgImage, uploadForm } from '../fixtures'
-import { storedKeys, type TestServer, userWithKey } from '../helpers'
+import { makeAdmin, storedKeys, type TestServer, userWithKey } from '../helpers'
 import { startServer } from '../pages/support'
 import { S3_TEST_CREDENTIALS, type S3TestServer, spawnS3Server } from '../s3-server'
 
@@ -287,6 +287,15 @@ describe('the service on a bucket (STORAGE=s3)', () => {
         expect(res.headers.get('cache-control')).toBe('no-store')
         if (method === 'GET') expect(typeof (await res.json()).error).toBe('string')
       }
+      // Blocking reads the original's bytes (their SHA-256) from the bucket: 503, and nothing is blocked or removed.
+      await makeAdmin(t, owner.user.id)
+      const block = await t.json(`/api/admin/images/${kept.id}/block`, {
+        method: 'POST',
+        headers: { ...owner.bearer, 'content-type': 'application/json' },
+        body: '{}',
+      })
+      expect(block.status).toBe(503)
+      expect(block.headers.get('retry-after')).toBe('5')
       // Metadata lives in SQLite: it is still answered.
       expect((await t.json(`/api/v1/image/${kept.id}`)).status).toBe(200)
       // A delete still succeeds: the row goes, the objects are left for the sweep.

@@ -5,7 +5,7 @@ import { badRequest, notFound } from '../../errors'
 import { pageCount } from '../../http/pagination'
 import { iso } from '../../lib/time'
 import { parseHash } from '../../media/phash'
-import { originalKey, type Storage, thumbnailKey } from '../../storage'
+import { originalKey, readStored, type Storage, thumbnailKey } from '../../storage'
 import type { ImageService } from '../images/service'
 import { createHashIndex } from './matcher'
 import {
@@ -112,10 +112,12 @@ export function createBlockService(deps: {
     let thumbnail: Buffer | null = null
     if (image) {
       sha256s.add(image.sha256)
-      const file = storage.file(originalKey(image.id, image.ext))
-      if (await file.exists()) sha256s.add(await hashOf(file))
-      const thumb = storage.file(thumbnailKey(image.id))
-      if (keepThumbnail && (await thumb.exists())) thumbnail = Buffer.from(await thumb.arrayBuffer())
+      const original = originalKey(image.id, image.ext)
+      if (await storage.exists(original))
+        sha256s.add(await readStored(`hashing ${original}`, () => hashOf(storage.file(original))))
+      const thumb = thumbnailKey(image.id)
+      if (keepThumbnail && (await storage.exists(thumb)))
+        thumbnail = Buffer.from(await readStored(`reading ${thumb}`, () => storage.file(thumb).arrayBuffer()))
     }
     return { phash: image?.phash ?? known.phash, sha256s: [...sha256s], thumbnail }
   }
