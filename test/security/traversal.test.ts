@@ -166,6 +166,8 @@ const FLUSHES_PG = [
   'UPDATE images SET views = images.views + v.n',
   'update "api_keys" set "last_used_at" = $1',
   'update "sessions" set "last_used_at" = $1',
+  // The per-IP counts of every instance added up (src/http/rate-limit.ts `sync`), on a 250 ms timer.
+  'INSERT INTO upload_windows (key, window_start, used)',
 ]
 const noopLogQuery = NoopLogger.prototype.logQuery
 function spyOnPg() {
