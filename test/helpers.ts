@@ -274,3 +274,23 @@ export async function eventually(check: () => boolean | Promise<boolean>, ms = 3
     await Bun.sleep(50)
   }
 }
+
+/**
+ * Runs `bun src/cli.ts ...args` with exactly `env`, waited for asynchronously: a test server in this process keeps
+ * serving meanwhile (a synchronous wait would freeze it, with any transaction it has open and the lock the CLI needs).
+ */
+export async function runCli(args: string[], env: Record<string, string | undefined>) {
+  const root = join(import.meta.dir, '..')
+  const proc = Bun.spawn([process.execPath, join(root, 'src/cli.ts'), ...args], {
+    env,
+    cwd: root,
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const [out, err, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ])
+  return { code, out, err }
+}

@@ -4,10 +4,9 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { uploadForm } from '../fixtures'
-import { makeAdmin, registerUser, startTestServer, type TestServer, userWithKey } from '../helpers'
+import { makeAdmin, registerUser, runCli, startTestServer, type TestServer, userWithKey } from '../helpers'
 import { copies, picture } from './pictures'
 
-const root = join(import.meta.dir, '..', '..')
 const scratch = mkdtempSync(join(tmpdir(), 'imghost-block-cli-'))
 let t: TestServer
 
@@ -19,13 +18,7 @@ afterAll(async () => {
   rmSync(scratch, { recursive: true, force: true })
 })
 
-function cli(...args: string[]) {
-  const proc = Bun.spawnSync([process.execPath, join(root, 'src/cli.ts'), ...args], {
-    env: { ...t.env, PATH: process.env.PATH ?? '' },
-    cwd: root,
-  })
-  return { code: proc.exitCode, out: proc.stdout.toString(), err: proc.stderr.toString() }
-}
+const cli = (...args: string[]) => runCli(args, { ...t.env, PATH: process.env.PATH ?? '' })
 
 async function write(name: string, bytes: Uint8Array | string) {
   const path = join(scratch, name)
@@ -47,16 +40,16 @@ describe('cli', () => {
   test('block <file>: the picture and its copies are refused by the running server', async () => {
     const original = await picture(4000)
     const copy = (await copies(original))['resized 70% at quality 70']!
-    const run = cli('block', await write('bad.jpg', original), '--reason', 'received from a hotline')
+    const run = await cli('block', await write('bad.jpg', original), '--reason', 'received from a hotline')
     expect(run.code).toBe(0)
     expect(run.out).toMatch(/^Blocked .*bad\.jpg as block \d+: perceptual hash [0-9a-f]{16}, SHA-256 [0-9a-f]{64}/)
     expect(await uploadStatus(copy)).toBe(400)
     expect(await uploadStatus(original)).toBe(400)
     expect(await uploadStatus(await picture(4001))).toBe(201)
 
-    const notImage = cli('block', await write('notes.txt', 'just text'))
+    const notImage = await cli('block', await write('notes.txt', 'just text'))
     expect([notImage.code, notImage.err]).toEqual([1, expect.stringMatching(/notes\.txt: .*not a supported image/)])
-    expect(cli('block').code).toBe(1)
+    expect((await cli('block')).code).toBe(1)
   })
 
   test('import-blocklist <file>: each hash blocked; bad lines reported by number, not fatal (exit 2)', async () => {
@@ -68,7 +61,7 @@ describe('cli', () => {
     const list = ['# from a partner', '', `0x${hash!.toUpperCase()}`, 'not-a-hash', '0123456789abcdef', '12345'].join(
       '\n',
     )
-    const run = cli('import-blocklist', await write('list.txt', list))
+    const run = await cli('import-blocklist', await write('list.txt', list))
     expect(run.code).toBe(2)
     expect(run.err).toContain('line 4: not a 16-hex-digit hash: not-a-hash')
     expect(run.err).toContain('line 6: not a 16-hex-digit hash: 12345')
@@ -76,7 +69,9 @@ describe('cli', () => {
     expect(await uploadStatus((await copies(listed)).WebP!)).toBe(400)
 
     // Imported again: nothing new.
-    expect(cli('import-blocklist', await write('list.txt', list)).out).toContain('0 hashes blocked, 2 already blocked')
+    expect((await cli('import-blocklist', await write('list.txt', list))).out).toContain(
+      '0 hashes blocked, 2 already blocked',
+    )
     const blocks = (await t.json('/api/admin/blocks?limit=100', { headers: admin.bearer })).body.blocks
     expect(
       blocks.filter((b: { source: string }) => b.source === 'import').map((b: { phash: string }) => b.phash),

@@ -15,7 +15,7 @@ import { dirname, join } from 'node:path'
 import { and, asc, count, eq } from 'drizzle-orm'
 import { albumImages, albums, images as imageRows } from '../../src/db/schema'
 import { makeImage } from '../fixtures'
-import { makeAdmin, registerUser, startTestServer, type TestServer, userWithKey } from '../helpers'
+import { makeAdmin, registerUser, runCli, startTestServer, type TestServer, userWithKey } from '../helpers'
 
 const root = join(import.meta.dir, '..', '..')
 const scratch = mkdtempSync(join(tmpdir(), 'imghost-import-'))
@@ -40,13 +40,14 @@ const storageEnvOf = (server: TestServer) =>
 
 const cli = (...args: string[]) => cliWith({}, ...args)
 
-function cliWith(env: Record<string, string>, ...args: string[]) {
-  const proc = Bun.spawnSync([process.execPath, join(root, 'src/cli.ts'), 'import', ...args], {
-    env: { ...process.env, ...storageEnvOf(t), DATA_DIR: t.dataDir, ...env },
-    cwd: root,
+async function cliWith(env: Record<string, string>, ...args: string[]) {
+  const { code, out, err } = await runCli(['import', ...args], {
+    ...process.env,
+    ...storageEnvOf(t),
+    DATA_DIR: t.dataDir,
+    ...env,
   })
-  const out = proc.stdout.toString()
-  return { code: proc.exitCode, summary: out.startsWith('{') ? JSON.parse(out) : null, err: proc.stderr.toString() }
+  return { code, summary: out.startsWith('{') ? JSON.parse(out) : null, err }
 }
 
 const rowsOf = async (userId: number) =>
@@ -109,7 +110,7 @@ describe('import into a data directory whose server is running', () => {
   const map = join(scratch, 'legacy.csv')
 
   test('--dry-run lists what would happen and changes nothing', async () => {
-    const run = cli(tree, '--user', user.user.username, '--album', 'Old site', '--dry-run', '--map', map)
+    const run = await cli(tree, '--user', user.user.username, '--album', 'Old site', '--dry-run', '--map', map)
     expect(run.code).toBe(0)
     // A dry run decodes nothing: the broken image (its bytes start as a PNG's) would be tried.
     expect(run.summary).toMatchObject({ imported: 5, skipped: 2, notImages: 1, failed: 0, dryRun: true })
@@ -122,7 +123,7 @@ describe('import into a data directory whose server is running', () => {
   })
 
   test('imports every image once, keeping names and modification times; a broken image fails alone', async () => {
-    const run = cli(tree, '--user', user.user.username, '--album', 'Old site', '--map', map)
+    const run = await cli(tree, '--user', user.user.username, '--album', 'Old site', '--map', map)
     expect(run.code).toBe(2)
     expect(run.summary).toMatchObject({ imported: 4, skipped: 2, notImages: 1, failed: 1, quotaIgnored: false })
     expect(run.summary.errors).toHaveLength(1)
@@ -163,13 +164,13 @@ describe('import into a data directory whose server is running', () => {
 
   test('a second run imports nothing and maps the images already there', async () => {
     const before = readFileSync(map, 'utf8')
-    const run = cli(tree, '--user', user.user.username, '--album', 'Old site', '--map', map)
+    const run = await cli(tree, '--user', user.user.username, '--album', 'Old site', '--map', map)
     expect(run.code).toBe(2)
     expect(run.summary).toMatchObject({ imported: 0, skipped: 6, notImages: 1, failed: 1 })
     expect(await rowsOf(user.user.id)).toHaveLength(4)
     expect(readFileSync(map, 'utf8').split('\n').sort()).toEqual(before.split('\n').sort())
     // A dry run now finds them all there too.
-    const dry = cli(tree, '--user', user.user.username, '--dry-run')
+    const dry = await cli(tree, '--user', user.user.username, '--dry-run')
     expect(dry.summary).toMatchObject({ imported: 1, skipped: 6, failed: 0 })
   })
 
@@ -177,19 +178,24 @@ describe('import into a data directory whose server is running', () => {
     const small = join(scratch, 'small')
     put(small, 'a.png', await makeImage('png', 30, 30, 101), 1_500_000_000)
     put(small, 'b.png', await makeImage('png', 30, 30, 102), 1_500_000_000)
-    const tooLarge = cliWith({ MAX_FILE_SIZE: '100' }, small, '--user', (await registerUser(t)).user.username)
+    const tooLarge = await cliWith({ MAX_FILE_SIZE: '100' }, small, '--user', (await registerUser(t)).user.username)
     expect(tooLarge.code).toBe(2)
     expect(tooLarge.summary).toMatchObject({ imported: 0, failed: 2, quotaIgnored: false })
     expect(tooLarge.summary.errors[0].error).toBe('File too large: at most 100 bytes per file')
     // Room for one of the two files: the second is refused by the quota, alone.
     const room = String(statSync(join(small, 'a.png')).size + statSync(join(small, 'b.png')).size - 1)
-    const quota = cliWith({ UNVERIFIED_STORAGE_LIMIT: room }, small, '--user', (await registerUser(t)).user.username)
+    const quota = await cliWith(
+      { UNVERIFIED_STORAGE_LIMIT: room },
+      small,
+      '--user',
+      (await registerUser(t)).user.username,
+    )
     expect(quota.summary).toMatchObject({ imported: 1, failed: 1 })
     expect(quota.summary.errors[0].error).toStartWith('Storage limit reached')
 
     const admin = await registerUser(t)
     await makeAdmin(t, admin.user.id)
-    const adminRun = cliWith(
+    const adminRun = await cliWith(
       { MAX_FILE_SIZE: '100', UNVERIFIED_STORAGE_LIMIT: '0' },
       small,
       '--user',
@@ -213,19 +219,21 @@ describe('import into a data directory whose server is running', () => {
     expect(proc.exitCode).toBe(0)
     expect(proc.stdout.toString()).toContain('1/1 files: 1 imported, 0 skipped, 0 failed')
     // Piped (every other run here): no progress line, stderr stays readable in a log.
-    const piped = cli(one, '--user', name)
+    const piped = await cli(one, '--user', name)
     expect(piped.summary).toMatchObject({ imported: 0, skipped: 1 })
     expect(piped.err).not.toContain('files:')
   })
 
   test('refuses a bad visibility, an unknown account or a missing folder before importing anything', async () => {
-    expect(cli(tree, '--user', user.user.username, '--visibility', 'secret').err).toContain('visibility must be')
-    expect(cli(tree, '--user', 'nobody-here').err).toContain('No account named nobody-here')
-    const unwritable = cli(tree, '--user', user.user.username, '--map', join(scratch, 'no-such-dir', 'map.csv'))
+    expect((await cli(tree, '--user', user.user.username, '--visibility', 'secret')).err).toContain(
+      'visibility must be',
+    )
+    expect((await cli(tree, '--user', 'nobody-here')).err).toContain('No account named nobody-here')
+    const unwritable = await cli(tree, '--user', user.user.username, '--map', join(scratch, 'no-such-dir', 'map.csv'))
     expect(unwritable.code).toBe(1)
     expect(unwritable.err).toContain('Cannot write the map')
     expect(await rowsOf(user.user.id)).toHaveLength(4)
-    const missing = cli(join(scratch, 'missing'), '--user', user.user.username)
+    const missing = await cli(join(scratch, 'missing'), '--user', user.user.username)
     expect(missing.code).toBe(1)
     expect(missing.err).toContain('is not a directory')
   })

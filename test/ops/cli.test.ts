@@ -12,13 +12,13 @@ import {
   databaseEnv,
   dropDatabase,
   registerUser,
+  runCli,
   startTestServer,
   storageEnv,
   type TestServer,
   userWithKey,
 } from '../helpers'
 
-const root = join(import.meta.dir, '..', '..')
 let t: TestServer
 let uploaded: { id: string; url: string; thumbnail: string }[]
 const scratch = mkdtempSync(join(tmpdir(), 'imghost-cli-'))
@@ -46,13 +46,8 @@ const databaseOf = (dataDir: string) => {
   return databases.get(dataDir) ?? {}
 }
 
-function cli(dataDir: string, ...args: string[]) {
-  const proc = Bun.spawnSync([process.execPath, join(root, 'src/cli.ts'), ...args], {
-    env: { ...process.env, ...storageOf(dataDir), ...databaseOf(dataDir), DATA_DIR: dataDir },
-    cwd: root,
-  })
-  return { code: proc.exitCode, out: proc.stdout.toString(), err: proc.stderr.toString() }
-}
+const cli = (dataDir: string, ...args: string[]) =>
+  runCli(args, { ...process.env, ...storageOf(dataDir), ...databaseOf(dataDir), DATA_DIR: dataDir })
 
 /** Rows of a data directory's database, through a connection of its own (placeholders `$1`...). */
 async function query<T>(dataDir: string, statement: string, ...params: unknown[]): Promise<T[]> {
@@ -118,27 +113,27 @@ describe('accounts', () => {
   test('create-admin, set-role, ban, unban', async () => {
     const dir = join(scratch, 'accounts')
     await withDatabase(dir)
-    expect(cli(dir, 'create-admin', 'root', 'root@example.com', 'password123').code).toBe(0)
-    expect(cli(dir, 'create-admin', 'root', 'other@example.com', 'password123').code).toBe(1)
+    expect((await cli(dir, 'create-admin', 'root', 'root@example.com', 'password123')).code).toBe(0)
+    expect((await cli(dir, 'create-admin', 'root', 'other@example.com', 'password123')).code).toBe(1)
     const user = () => userRow(dir, 'root')
     expect(await user()).toEqual({ role: 'admin', banned: 0, email_verified: 1 })
-    expect(cli(dir, 'set-role', 'root', 'user').code).toBe(0)
+    expect((await cli(dir, 'set-role', 'root', 'user')).code).toBe(0)
     expect((await user()).role).toBe('user')
-    expect(cli(dir, 'ban', 'root').code).toBe(0)
+    expect((await cli(dir, 'ban', 'root')).code).toBe(0)
     expect((await user()).banned).toBe(1)
-    expect(cli(dir, 'unban', 'root').code).toBe(0)
+    expect((await cli(dir, 'unban', 'root')).code).toBe(0)
     expect((await user()).banned).toBe(0)
-    expect(cli(dir, 'ban', 'nobody').code).toBe(1)
-    expect(cli(dir, 'set-role', 'root', 'king').code).toBe(1)
+    expect((await cli(dir, 'ban', 'nobody')).code).toBe(1)
+    expect((await cli(dir, 'set-role', 'root', 'king')).code).toBe(1)
   })
 
   test('create-user makes a verified account that logs in; ban ends its sessions on the running server', async () => {
     const name = `cli${Date.now().toString(36)}`
-    const made = cli(t.dataDir, 'create-user', name, `${name}@example.com`, 'password123')
-    expect(made.code).toBe(0)
+    const made = await cli(t.dataDir, 'create-user', name, `${name}@example.com`, 'password123')
+    expect(made.code, made.err).toBe(0)
     expect(made.out).toContain(`Created user ${name}`)
     expect(await userRow(t.dataDir, name)).toEqual({ role: 'user', banned: 0, email_verified: 1 })
-    expect(cli(t.dataDir, 'create-user', name, 'other@example.com', 'password123').code).toBe(1)
+    expect((await cli(t.dataDir, 'create-user', name, 'other@example.com', 'password123')).code).toBe(1)
     const login = await t.json('/api/auth/login', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -147,8 +142,8 @@ describe('accounts', () => {
     expect(login.status).toBe(200)
     const bearer = { authorization: `Bearer ${login.body.token}` }
     expect((await t.json('/api/auth/me', { headers: bearer })).status).toBe(200)
-    expect(cli(t.dataDir, 'ban', name).code).toBe(0)
-    expect(cli(t.dataDir, 'unban', name).code).toBe(0)
+    expect((await cli(t.dataDir, 'ban', name)).code).toBe(0)
+    expect((await cli(t.dataDir, 'unban', name)).code).toBe(0)
     // Unbanned, but the session the ban ended stays ended.
     expect((await t.json('/api/auth/me', { headers: bearer })).status).toBe(401)
   })
@@ -159,13 +154,13 @@ describe('accounts', () => {
     expect((await userRow(t.dataDir, name)).email_verified).toBe(0)
     expect((await t.json('/api/auth/me', { headers: account.bearer })).body.user.emailVerified).toBe(false)
     // Usernames are matched case-insensitively.
-    const run = cli(t.dataDir, 'verify-email', name.toUpperCase())
+    const run = await cli(t.dataDir, 'verify-email', name.toUpperCase())
     expect(run.code).toBe(0)
     expect((await userRow(t.dataDir, name)).email_verified).toBe(1)
     // The running server re-reads the account on every request.
     expect((await t.json('/api/auth/me', { headers: account.bearer })).body.user.emailVerified).toBe(true)
 
-    const unknown = cli(t.dataDir, 'verify-email', 'nobody-here')
+    const unknown = await cli(t.dataDir, 'verify-email', 'nobody-here')
     expect(unknown.code).toBe(1)
     expect(unknown.err).toContain('No account named nobody-here')
   })
@@ -175,11 +170,11 @@ describe('backup and restore', () => {
   for (const target of ['dir', 'backup.tar']) {
     test(`a backup taken while the server runs (${target}) restores the same images and rows`, async () => {
       const dest = join(scratch, `b-${target}`)
-      const backup = cli(t.dataDir, 'backup', dest)
+      const backup = await cli(t.dataDir, 'backup', dest)
       expect(backup.code).toBe(0)
       const restoredDir = join(scratch, `restored-${target}`)
       await withDatabase(restoredDir)
-      expect(cli(restoredDir, 'restore', dest).code).toBe(0)
+      expect((await cli(restoredDir, 'restore', dest)).code).toBe(0)
       expect(await rows(restoredDir)).toEqual(await rows(t.dataDir))
       // Without the key TOTP secrets are sealed with, no two-factor code would work after a restore (generated into the
       // data directory on SQLite; with DATABASE_URL, TOTP_KEY is given).
@@ -213,9 +208,9 @@ describe('check', () => {
   async function copyOfServerData(name: string) {
     const dir = join(scratch, name)
     await withDatabase(dir)
-    expect(cli(t.dataDir, 'backup', `${dir}-src`).code).toBe(0)
-    expect(cli(dir, 'restore', `${dir}-src`).code).toBe(0)
-    expect(cli(dir, 'check').code).toBe(0)
+    expect((await cli(t.dataDir, 'backup', `${dir}-src`)).code).toBe(0)
+    expect((await cli(dir, 'restore', `${dir}-src`)).code).toBe(0)
+    expect((await cli(dir, 'check')).code).toBe(0)
     return dir
   }
 
@@ -225,16 +220,16 @@ describe('check', () => {
     await storage.delete(`thumbs/${uploaded[0].id}.webp`)
     writeFileSync(join(scratch, 'stray'), 'stray')
     await storage.put('originals/ZZZZZZZZ.png', join(scratch, 'stray'))
-    const found = cli(dir, 'check')
+    const found = await cli(dir, 'check')
     expect(found.code).toBe(2)
     const report = JSON.parse(found.out)
     expect(report.missingThumbnails).toEqual([`thumbs/${uploaded[0].id}.webp`])
     expect(report.strayFiles).toEqual(['originals/ZZZZZZZZ.png'])
 
-    const repaired = cli(dir, 'check', '--repair')
+    const repaired = await cli(dir, 'check', '--repair')
     expect(repaired.code).toBe(0)
     expect(JSON.parse(repaired.out).repairedThumbnails).toEqual([`thumbs/${uploaded[0].id}.webp`])
-    expect(cli(dir, 'check').code).toBe(0)
+    expect((await cli(dir, 'check')).code).toBe(0)
   })
 
   test('finds a deleted original, which --repair cannot remake: both exit 2', async () => {
@@ -244,7 +239,7 @@ describe('check', () => {
     await storageAt(dir).delete(original)
 
     for (const args of [['check'], ['check', '--repair']]) {
-      const run = cli(dir, ...args)
+      const run = await cli(dir, ...args)
       expect(run.code, args.join(' ')).toBe(2)
       expect(JSON.parse(run.out)).toEqual({
         images: uploaded.length,

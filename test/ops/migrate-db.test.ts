@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { engine } from '../../src/db/engine'
 import { makeImage, uploadForm } from '../fixtures'
-import { databaseEnv, dropDatabase, freePort, jsonBody, startTestServer } from '../helpers'
+import { databaseEnv, dropDatabase, freePort, jsonBody, runCli, startTestServer } from '../helpers'
 
 const ROOT = join(import.meta.dir, '../..')
 const KEYS = {
@@ -19,13 +19,8 @@ const KEYS = {
 }
 
 /** `bun src/cli.ts ...args` with this environment (only it: no DATABASE_URL unless given). */
-function cli(env: Record<string, string>, ...args: string[]) {
-  const proc = Bun.spawnSync([process.execPath, join(ROOT, 'src/cli.ts'), ...args], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? tmpdir(), ...env },
-  })
-  return { code: proc.exitCode, out: proc.stdout.toString(), err: proc.stderr.toString() }
-}
+const cli = (env: Record<string, string>, ...args: string[]) =>
+  runCli(args, { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? tmpdir(), ...env })
 
 describe.skipIf(engine !== 'pg')('moving an instance from SQLite to PostgreSQL', () => {
   const dirs: string[] = []
@@ -109,12 +104,12 @@ describe.skipIf(engine !== 'pg')('moving an instance from SQLite to PostgreSQL',
   test('migrate-db copies every row into an empty database; the instance then runs on it and check is clean', async () => {
     const target = await databaseEnv()
     databases.push(target)
-    const migrated = cli({ ...sqliteEnv, ...target }, 'migrate-db')
+    const migrated = await cli({ ...sqliteEnv, ...target }, 'migrate-db')
     expect(migrated.code).toBe(0)
     expect(migrated.out).toContain('images: 3 rows')
     expect(migrated.out).toContain('users: 1 rows')
 
-    const check = cli({ ...sqliteEnv, ...target }, 'check')
+    const check = await cli({ ...sqliteEnv, ...target }, 'check')
     expect(check.code).toBe(0)
     const report = JSON.parse(check.out)
     expect(report.images).toBe(3)
@@ -155,7 +150,7 @@ describe.skipIf(engine !== 'pg')('moving an instance from SQLite to PostgreSQL',
     }
 
     // A copy never merges: the database holds rows now.
-    const again = cli({ ...sqliteEnv, ...target }, 'migrate-db')
+    const again = await cli({ ...sqliteEnv, ...target }, 'migrate-db')
     expect(again.code).not.toBe(0)
     expect(again.err).toContain('not empty')
   })
@@ -164,18 +159,18 @@ describe.skipIf(engine !== 'pg')('moving an instance from SQLite to PostgreSQL',
     const source = await databaseEnv()
     const restored = await databaseEnv()
     databases.push(source, restored)
-    expect(cli({ ...sqliteEnv, ...source }, 'migrate-db').code).toBe(0)
+    expect((await cli({ ...sqliteEnv, ...source }, 'migrate-db')).code).toBe(0)
     const backupDir = mkdtempSync(join(tmpdir(), 'imghost-pg-backup-'))
     const restoreDir = mkdtempSync(join(tmpdir(), 'imghost-pg-restore-'))
     dirs.push(backupDir, restoreDir)
     const target = join(backupDir, 'copy')
-    const made = cli({ ...sqliteEnv, ...source }, 'backup', target)
+    const made = await cli({ ...sqliteEnv, ...source }, 'backup', target)
     expect(made.code).toBe(0)
     expect(made.out).toContain('Backed up 3 images')
 
-    const back = cli({ DATA_DIR: restoreDir, LOG_REQUESTS: 'false', ...KEYS, ...restored }, 'restore', target)
+    const back = await cli({ DATA_DIR: restoreDir, LOG_REQUESTS: 'false', ...KEYS, ...restored }, 'restore', target)
     expect(back.code).toBe(0)
-    expect(cli({ DATA_DIR: restoreDir, ...KEYS, ...restored }, 'check').code).toBe(0)
+    expect((await cli({ DATA_DIR: restoreDir, ...KEYS, ...restored }, 'check')).code).toBe(0)
     const t = await startTestServer({ ...restored, ...KEYS, DATA_DIR: restoreDir })
     try {
       const listed = await t.json('/api/v1/images', { headers: { 'x-api-key': before.apiKey } })
