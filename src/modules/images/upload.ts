@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import type { Config } from '../../config'
 import { type Db, retryBusy, run, transaction } from '../../db/client'
 import type { Image, User } from '../../db/schema'
-import { badRequest, faultOf, Invalid, PoolBusy, StorageUnavailable, StorageUnwritable } from '../../errors'
+import { badRequest, faultOf, Invalid, PoolBusy, StorageUnwritable } from '../../errors'
 import {
   discardFiles,
   type MultipartLimits,
@@ -21,14 +21,7 @@ import type { Classifier, NsfwThresholds } from '../../moderation'
 import { isMature } from '../../moderation'
 import { withDeadline } from '../../moderation/deadline'
 import { fetchToFile } from '../../net/fetch-url'
-import {
-  originalKey,
-  type Storage,
-  type StorageKey,
-  StorageKeyTakenError,
-  StorageUnavailableError,
-  thumbnailKey,
-} from '../../storage'
+import { originalKey, type Storage, type StorageKey, StorageKeyTakenError, thumbnailKey } from '../../storage'
 import { PoolBusyError } from '../../workers/pool'
 import { TITLE_MAX } from '../albums/model'
 import { addToAlbum, resolveUploadAlbum } from '../albums/repository'
@@ -229,10 +222,10 @@ export function createUploadPipeline(deps: {
 
   /** The error for a put that failed: a full or unwritable disk (507), an object store that is down (503). */
   function storageFailure(error: unknown) {
-    // A disk fault goes on as it is: the error model answers (and logs) it.
+    // A fault of the disk or the object store goes on as it is: the error model answers (and logs) it.
     if (faultOf(error)) return error
     log.warn('upload: storing files failed', { error: String(error) })
-    return error instanceof StorageUnavailableError ? new StorageUnavailable() : new StorageUnwritable()
+    return new StorageUnwritable()
   }
 
   /**
