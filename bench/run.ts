@@ -5,6 +5,8 @@
  * bench/results/<time>.json (and latest.json, latest.md). See bench/README.md.
  *
  * Options: --only=startup,classify,unload,memory,healthz,hostile,login,ingest,variants,cdn,metadata,views   run some groups only
+ *          --only=scale   the scale group alone (never part of a run without --only): --rows=N (default 1000000;
+ *          above 1M on PostgreSQL only), --engines=sqlite,pg, --scale-dir=DIR (keep SQLite libraries there, use them again)
  *          --seconds=N (default 3) --rounds=N (default 3)                       per throughput figure
  *          --ingest-seconds=N (default 4)   --variant-count=N (default 8: first requests per round, 4 rounds)
  *          --readme   rewrite the table in bench/README.md   --keep   keep temp dirs
@@ -37,6 +39,7 @@ import {
 } from './lib/proc'
 import { type Figure, figure, machine, markdownTable, printFigure } from './lib/report'
 import { median, percentile, sleep } from './lib/stats'
+import { type Engine, scaleFigures } from './scale'
 
 const { values: args } = parseArgs({
   options: {
@@ -48,6 +51,9 @@ const { values: args } = parseArgs({
     readme: { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
     from: { type: 'string' },
+    rows: { type: 'string', default: '1000000' },
+    engines: { type: 'string' },
+    'scale-dir': { type: 'string' },
   },
 })
 const GROUPS = [
@@ -63,9 +69,11 @@ const GROUPS = [
   'cdn',
   'metadata',
   'views',
+  'scale',
 ] as const
 type Group = (typeof GROUPS)[number]
-const only = new Set((args.only ? args.only.split(',') : GROUPS) as Group[])
+// The scale group seeds millions of rows (many minutes): only when asked for.
+const only = new Set((args.only ? args.only.split(',') : GROUPS.filter((g) => g !== 'scale')) as Group[])
 for (const g of only) if (!GROUPS.includes(g)) throw new Error(`unknown group ${g}; groups: ${GROUPS.join(',')}`)
 const SECONDS = Number(args.seconds)
 const ROUNDS = Number(args.rounds)
@@ -304,8 +312,22 @@ async function main() {
 
   if (only.has('startup')) await startupFigures()
   if (only.has('unload')) await classifierMemoryFigures(fixtures)
+  if (only.has('scale')) {
+    const rows = Number(args.rows)
+    await scaleFigures({
+      work,
+      fixtures,
+      add,
+      section,
+      raw,
+      rows,
+      // Above a million rows the group runs on PostgreSQL (issue 34's 10M figure).
+      engines: (args.engines?.split(',') ?? (rows > 1_000_000 ? ['pg'] : ['sqlite', 'pg'])) as Engine[],
+      keepDir: args['scale-dir'],
+    })
+  }
 
-  const needsApp = [...only].some((g) => g !== 'startup' && g !== 'unload')
+  const needsApp = [...only].some((g) => g !== 'startup' && g !== 'unload' && g !== 'scale')
   if (!needsApp) return finish(machineInfo)
 
   section('service under test')

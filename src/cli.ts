@@ -27,6 +27,7 @@ import { backup, restore } from './ops/backup'
 import { checkIntegrity } from './ops/check'
 import { copyDatabase } from './ops/copy-db'
 import { migrateToBucket } from './ops/migrate'
+import { seed } from './ops/seed'
 import { createConfiguredStorage } from './storage/configured'
 import { createS3Storage } from './storage/s3'
 import { VERSION } from './version'
@@ -60,6 +61,10 @@ const USAGE = `Usage: bun run cli <command> [arguments]
   sign-variant <id> --width <px> [--height <px>] [--fit inside|cover|contain|fill] --format webp|avif|jpg|png
                                                 print a signed URL of the image resized (as POST
                                                 /api/v1/image/:id/variants answers it)
+  seed <rows> [--from <image id>] [--files link|none]
+                                                FOR MEASURING ONLY: add <rows> made-up images cloned from one upload
+                                                (default the newest with an owner, whose account owns half), with
+                                                made-up accounts, albums and reports (bench/README.md)
   version (also --version)                      print the version
 
 Reads the same environment as the server (DATA_DIR, STORAGE, S3_*).`
@@ -396,6 +401,21 @@ async function main(argv: string[]) {
               `${join(config.dataDir, 'files')} is no longer read and can be removed after that.`,
           )
         }
+        break
+      }
+      case 'seed': {
+        const { values, positionals } = parseOrFail(args, { from: { type: 'string' }, files: { type: 'string' } })
+        const rows = Number(positionals[0])
+        if (positionals.length !== 1 || !Number.isSafeInteger(rows) || rows < 1) fail(USAGE)
+        const files = values.files ?? 'link'
+        if (files !== 'link' && files !== 'none') fail('--files must be link or none')
+        if (values.from !== undefined && !isImageId(values.from)) fail(`Not an image id: ${values.from}`)
+        const tty = process.stderr.isTTY
+        const report = await seed(db, storage(), { rows, from: values.from, files }, (done, total) => {
+          if (tty) process.stderr.write(`\r\x1b[K${done}/${total} rows`)
+        })
+        if (tty) process.stderr.write('\n')
+        console.log(JSON.stringify(report))
         break
       }
       default:

@@ -16,19 +16,14 @@ export interface AppProcess {
 }
 
 /**
- * Starts the real service (`bun src/index.ts`) as its own process with a data directory of the bench's choosing, with
- * every limit that would throttle a benchmark raised. Returns once /healthz answers 200.
+ * The environment the bench runs the service (and its CLI) with: `dataDir`, the bench admin, and every limit that would
+ * throttle a benchmark raised; then BENCH_APP_ENV, then `extra`.
  */
-export async function startApp(opts: {
-  dataDir: string
-  log: string
-  env?: Record<string, string>
-}): Promise<AppProcess> {
-  const port = freePort()
+export function appEnv(dataDir: string, port: number, extra: Record<string, string> = {}): Record<string, string> {
   const url = `http://127.0.0.1:${port}`
   const MB = 1024 * 1024
-  const env: Record<string, string> = {
-    DATA_DIR: opts.dataDir,
+  return {
+    DATA_DIR: dataDir,
     PORT: String(port),
     PUBLIC_URL: url,
     LOG_REQUESTS: 'false',
@@ -54,20 +49,41 @@ export async function startApp(opts: {
         .filter(Boolean)
         .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
     ),
-    ...opts.env,
+    ...extra,
   }
+}
+
+/**
+ * Starts the real service (`bun src/index.ts`) as its own process with a data directory of the bench's choosing and
+ * the environment of `appEnv`. `preload`: a module Bun loads into the process first (bench/lib/lag-probe.ts). Returns
+ * once /healthz answers 200.
+ */
+export async function startApp(opts: {
+  dataDir: string
+  log: string
+  env?: Record<string, string>
+  preload?: string
+}): Promise<AppProcess> {
+  const port = freePort()
+  const url = `http://127.0.0.1:${port}`
+  const env = appEnv(opts.dataDir, port, opts.env)
   const since = performance.now()
-  const child = spawnLogged([BUN, 'src/index.ts'], { env, log: opts.log })
+  const preload = opts.preload ? ['--preload', opts.preload] : []
+  const child = spawnLogged([BUN, ...preload, 'src/index.ts'], { env, log: opts.log })
   const startMs = await waitHealthy(`${url}/healthz`, since, 30_000, child)
   return { child, pid: child.pid, port, url, dataDir: opts.dataDir, startMs, stop: () => stopChild(child, 10_000) }
 }
 
-/** Logs the bench admin in and creates an API key: admins are exempt from upload windows and size limits. */
-export async function adminCredentials(url: string): Promise<{ jwt: string; apiKey: string }> {
+/** Logs an account in and creates an API key for it. */
+export async function accountCredentials(
+  url: string,
+  username: string,
+  password: string,
+): Promise<{ jwt: string; apiKey: string }> {
   const login = await fetch(`${url}/api/auth/login`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ username: ADMIN.username, password: ADMIN.password }),
+    body: JSON.stringify({ username, password }),
   })
   if (login.status !== 200) throw new Error(`login failed: ${login.status} ${await login.text()}`)
   const { token } = (await login.json()) as { token: string }
@@ -80,6 +96,9 @@ export async function adminCredentials(url: string): Promise<{ jwt: string; apiK
   const { apiKey } = (await key.json()) as { apiKey: string }
   return { jwt: token, apiKey }
 }
+
+/** The bench admin's credentials: admins are exempt from upload windows and size limits. */
+export const adminCredentials = (url: string) => accountCredentials(url, ADMIN.username, ADMIN.password)
 
 export interface Uploaded {
   id: string

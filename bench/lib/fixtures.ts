@@ -37,6 +37,8 @@ export interface Fixtures {
   scanJpeg: string
   /** ~50 MB PNG (uncompressible noise) for the memory batch. */
   png50mb: string
+  /** 96x64 JPEG of a few KB: the scale group's source of a million rows, whose backup holds every file. */
+  tinyJpeg: string
 }
 
 const VERSION = 'v1'
@@ -51,6 +53,7 @@ export async function ensureFixtures(dir: string): Promise<Fixtures> {
     jpeg12mp: join(dir, `12mp-${VERSION}.jpg`),
     scanJpeg: join(dir, `scan-${VERSION}.jpg`),
     png50mb: join(dir, `50mb-${VERSION}.png`),
+    tinyJpeg: join(dir, `tiny-${VERSION}.jpg`),
   }
   const make = async (path: string, build: () => Promise<unknown>) => {
     if (!existsSync(path)) await build()
@@ -80,6 +83,11 @@ export async function ensureFixtures(dir: string): Promise<Fixtures> {
     sharp(await photoLike(640, 480, 5, 8), raw(640, 480))
       .jpeg({ quality: 85 })
       .toFile(f.scanJpeg),
+  )
+  await make(f.tinyJpeg, async () =>
+    sharp(await photoLike(96, 64, 7, 8), raw(96, 64))
+      .jpeg({ quality: 80 })
+      .toFile(f.tinyJpeg),
   )
   await make(f.png50mb, async () => {
     // 4000 x 4000 RGB of pure noise: PNG cannot compress it, so the file is ~50 MB.

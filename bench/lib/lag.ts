@@ -1,0 +1,34 @@
+import { readFileSync } from 'node:fs'
+
+/** One late turn of the probe's timer (bench/lib/lag-probe.ts): the event loop was held from `end - gapMs` to `end`. */
+export interface Gap {
+  end: number
+  gapMs: number
+  cpuMs: number
+}
+
+/** Now as the probe stamps its gaps: epoch milliseconds, sub-millisecond. */
+export const epochNow = () => performance.timeOrigin + performance.now()
+
+export function readGaps(file: string): Gap[] {
+  let text = ''
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch {
+    return []
+  }
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => {
+      const [end, gapMs, cpuMs] = line.split(' ').map(Number)
+      return { end, gapMs, cpuMs }
+    })
+}
+
+/** The longest gap that overlaps [from, to] (epoch ms), or none (0 ms) when the loop never stalled past the threshold. */
+export function longestGap(gaps: Gap[], from: number, to: number): Gap {
+  let worst: Gap = { end: to, gapMs: 0, cpuMs: 0 }
+  for (const g of gaps) if (g.end > from && g.end - g.gapMs < to && g.gapMs > worst.gapMs) worst = g
+  return worst
+}

@@ -1,0 +1,269 @@
+/**
+ * The scale group (`npm run bench -- --only=scale`, issue 34): the service on a seeded library of 10,000 rows beside
+ * the same service on one of `rows` (default 1,000,000), on SQLite and on PostgreSQL, every read path side by side
+ * (median of 7, interleaved), the longest event-loop block of each read on the large one (a probe timer inside the
+ * server process), /healthz while 8 visitors read, start to healthy, and background work. See bench/README.md.
+ */
+import { existsSync, mkdirSync, rmSync } from 'node:fs'
+import { loadavg } from 'node:os'
+import { join } from 'node:path'
+import { SQL } from 'bun'
+import { type PgCluster, startPgCluster } from '../../test/pg-cluster'
+import { type AppProcess, startApp } from '../lib/app'
+import type { Fixtures } from '../lib/fixtures'
+import { BUN, memoryOf, ROOT, runJson } from '../lib/proc'
+import { type Figure, figure } from '../lib/report'
+import { median } from '../lib/stats'
+import { type Library, prepareLibrary } from './library'
+import { measureReads, type ReadResult, SEARCH_WORD, type Site, siteOf } from './reads'
+
+export type Engine = 'sqlite' | 'pg'
+
+export interface ScaleContext {
+  work: string
+  fixtures: Fixtures
+  add(f: Figure): void
+  section(title: string): void
+  raw: Record<string, unknown>
+  /** The large library's rows (the small one has SMALL). */
+  rows: number
+  engines: Engine[]
+  /** Libraries are kept here and used again by later runs (seeding a million rows takes minutes); else in `work`. */
+  keepDir?: string
+}
+
+export const SMALL = 10_000
+const LAG_PROBE = join(ROOT, 'bench/lib/lag-probe.ts')
+/** The targets of issue 34. */
+const TARGET = { ratio: 3, blockMs: 20, healthzMs: 100, rateRatio: 0.5, startMs: 1500 }
+
+export const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')
+const rowsText = (n: number) => (n >= 1e6 ? `${n / 1e6}M` : `${n / 1e3}k`)
+
+/** Where an engine's libraries live, and what their processes need (PostgreSQL: a database per library). */
+interface EngineSetup {
+  engine: Engine
+  envFor(rows: number): Promise<Record<string, string>>
+  stop(): Promise<void>
+}
+
+async function engineSetup(engine: Engine): Promise<EngineSetup> {
+  if (engine === 'sqlite') return { engine, envFor: async () => ({}), stop: async () => {} }
+  // A throwaway cluster (as the tests start one); kept libraries need it kept too, which a cluster is not: on
+  // PostgreSQL the libraries are seeded again each run.
+  const cluster: PgCluster = await startPgCluster()
+  const admin = new SQL(cluster.url)
+  return {
+    engine,
+    async envFor(rows) {
+      const name = `imghost_${rows}`
+      await admin.unsafe(`CREATE DATABASE ${name}`)
+      const url = new URL(cluster.url)
+      url.pathname = `/${name}`
+      return {
+        DATABASE_URL: url.toString(),
+        VARIANT_SECRET: 'bench-variant-secret-'.padEnd(48, 'v'),
+        TOTP_KEY: 'bench-totp-key-'.padEnd(48, 't'),
+        STORAGE: 'local',
+      }
+    },
+    async stop() {
+      await admin.close()
+      await cluster.stop()
+    },
+  }
+}
+
+/** A library of `rows`, seeded now, or the one a previous run kept (SQLite only). */
+async function library(ctx: ScaleContext, setup: EngineSetup, rows: number): Promise<Library> {
+  const base = ctx.keepDir && setup.engine === 'sqlite' ? ctx.keepDir : ctx.work
+  const dataDir = join(base, `${setup.engine}-${rows}`)
+  const saved = join(base, `${setup.engine}-${rows}.json`)
+  if (base === ctx.keepDir && existsSync(saved) && existsSync(dataDir)) {
+    console.log(`  ${setup.engine} ${rowsText(rows)}: kept library ${dataDir}`)
+    return (await Bun.file(saved).json()) as Library
+  }
+  rmSync(dataDir, { recursive: true, force: true })
+  mkdirSync(base, { recursive: true })
+  const lib = await prepareLibrary({
+    engine: setup.engine,
+    rows,
+    dataDir,
+    env: await setup.envFor(rows),
+    source: ctx.fixtures.tinyJpeg,
+    log: join(ctx.work, `seed-${setup.engine}-${rows}.log`),
+  })
+  await Bun.write(saved, JSON.stringify(lib))
+  return lib
+}
+
+async function startSite(ctx: ScaleContext, lib: Library, label: string): Promise<Site> {
+  const lagFile = join(ctx.work, `lag-${lib.engine}-${lib.rows}.txt`)
+  const app = await startApp({
+    dataDir: lib.dataDir,
+    log: join(ctx.work, `app-${lib.engine}-${lib.rows}.log`),
+    env: { ...lib.env, BENCH_LAG_FILE: lagFile },
+    preload: LAG_PROBE,
+  })
+  console.log(
+    `  ${label}: started in ${Math.round(app.startMs)} ms (first start on it), RSS ${(memoryOf(app.pid).rss / 2 ** 20).toFixed(0)} MB`,
+  )
+  return siteOf(label, app, lib, lagFile)
+}
+
+function readFigures(ctx: ScaleContext, engine: Engine, results: ReadResult[], small: string, large: string) {
+  for (const r of results) {
+    const a = r.sites[large]
+    const b = r.sites[small]
+    const block = a.blocks.reduce((w, g) => (g.gapMs > w.gapMs ? g : w))
+    const ratio = a.medianMs / b.medianMs
+    ctx.add(
+      figure({
+        group: `scale reads (${engine})`,
+        figure: `${r.read}, ${large}`,
+        value: a.medianMs,
+        unit: 'ms',
+        reference: `the same read at ${small}`,
+        refValue: b.medianMs,
+        target: `<= ${TARGET.ratio}x; block <= ${TARGET.blockMs} ms`,
+        met: ratio <= TARGET.ratio && block.gapMs <= TARGET.blockMs,
+        note: `longest event-loop block ${block.gapMs.toFixed(1)} ms (${block.cpuMs.toFixed(1)} ms CPU); runs ${a.runs.join('/')} vs ${b.runs.join('/')}; ${a.path}`,
+      }),
+    )
+  }
+}
+
+/** The worst /healthz (paced probe, every 10 ms) while 8 visitors page the gallery and search, and their read rate. */
+async function underLoad(ctx: ScaleContext, site: Site, seconds: number) {
+  const paths: string[] = []
+  const deepest = Math.max(1, Math.ceil(site.pages.gallery / 2))
+  for (let i = 0; i < 64; i++) {
+    // Pages spread over the first half of the gallery (the same share of it on every library), and searches.
+    paths.push(`/api/gallery?page=${1 + Math.floor((((i * 37) % 64) / 64) * deepest)}&limit=40`)
+    paths.push(`/api/search?q=${i % 2 ? SEARCH_WORD : 'harbour'}&page=${1 + (i % 3)}`)
+  }
+  const pathsFile = join(ctx.work, `paths-${site.label}.json`)
+  await Bun.write(pathsFile, JSON.stringify(paths))
+  const [readers, probe] = await Promise.all([
+    runJson<{ reads: number; errors: number; rate: number; p50Ms: number; p99Ms: number }>(
+      [BUN, 'bench/scale/readers.ts', site.app.url, '8', String(seconds), pathsFile],
+      { timeoutMs: (seconds + 120) * 1000 },
+    ),
+    runJson<{ count: number; failures: number; p50Ms: number; p99Ms: number; maxMs: number }>(
+      [BUN, 'bench/ref/probe.ts', `${site.app.url}/healthz`, '10', String(seconds)],
+      { timeoutMs: (seconds + 120) * 1000 },
+    ),
+  ])
+  return { readers, probe }
+}
+
+async function loadFigures(ctx: ScaleContext, engine: Engine, small: Site, large: Site) {
+  ctx.section(`${engine}: /healthz while 8 visitors page the gallery and search (load ${load()})`)
+  const runs: Record<string, Awaited<ReturnType<typeof underLoad>>[]> = { [small.label]: [], [large.label]: [] }
+  for (let round = 0; round < 2; round++) for (const s of [small, large]) runs[s.label].push(await underLoad(ctx, s, 8))
+  ctx.raw[`scale load ${engine}`] = runs
+  const worst = (label: string) => Math.max(...runs[label].map((r) => r.probe.maxMs))
+  const rate = (label: string) => median(runs[label].map((r) => r.readers.rate))
+  const rateText = (label: string) => runs[label].map((r) => r.readers.rate.toFixed(1)).join('/')
+  ctx.add(
+    figure({
+      group: `scale load (${engine})`,
+      figure: `worst /healthz while 8 visitors read, ${large.label}`,
+      value: worst(large.label),
+      unit: 'ms',
+      reference: `the same at ${small.label}`,
+      refValue: worst(small.label),
+      target: `< ${TARGET.healthzMs} ms`,
+      met: worst(large.label) < TARGET.healthzMs,
+      note: `probe p99 ${runs[large.label].map((r) => r.probe.p99Ms.toFixed(0)).join('/')} ms; 2 runs of 8 s each; load ${load()}`,
+    }),
+  )
+  ctx.add(
+    figure({
+      group: `scale load (${engine})`,
+      figure: `the 8 visitors' read rate, ${large.label}`,
+      value: rate(large.label),
+      unit: 'reads/s',
+      reference: `the same at ${small.label}`,
+      refValue: rate(small.label),
+      target: `>= ${TARGET.rateRatio}x`,
+      met: rate(large.label) / rate(small.label) >= TARGET.rateRatio,
+      note: `runs ${rateText(large.label)} vs ${rateText(small.label)}; p50 ${runs[large.label][0].readers.p50Ms.toFixed(0)} vs ${runs[small.label][0].readers.p50Ms.toFixed(0)} ms`,
+    }),
+  )
+}
+
+/** Spawn to the first 200 on /healthz, each library in turn, 3 times (the service as it runs: no probe). */
+async function startupFigures(ctx: ScaleContext, engine: Engine, small: Library, large: Library) {
+  ctx.section(`${engine}: start to healthy (load ${load()})`)
+  const times: Record<string, number[]> = { small: [], large: [] }
+  for (let i = 0; i < 3; i++) {
+    for (const [key, lib] of [
+      ['small', small],
+      ['large', large],
+    ] as const) {
+      const app: AppProcess = await startApp({
+        dataDir: lib.dataDir,
+        log: join(ctx.work, `start-${engine}-${lib.rows}.log`),
+        env: lib.env,
+      })
+      times[key].push(app.startMs)
+      await app.stop()
+    }
+  }
+  ctx.raw[`scale startup ${engine}`] = times
+  ctx.add(
+    figure({
+      group: `scale startup (${engine})`,
+      figure: `start to healthy, ${rowsText(large.rows)} rows (median of 3)`,
+      value: median(times.large),
+      unit: 'ms',
+      reference: `the same at ${rowsText(small.rows)}`,
+      refValue: median(times.small),
+      target: `< ${TARGET.startMs} ms`,
+      met: median(times.large) < TARGET.startMs,
+      note: `runs ${times.large.map((t) => t.toFixed(0)).join(' / ')} vs ${times.small.map((t) => t.toFixed(0)).join(' / ')} ms; load ${load()}`,
+    }),
+  )
+}
+
+/** The scale group on one engine. */
+async function onEngine(ctx: ScaleContext, engine: Engine) {
+  const setup = await engineSetup(engine)
+  try {
+    ctx.section(`${engine}: libraries of ${rowsText(SMALL)} and ${rowsText(ctx.rows)} rows (load ${load()})`)
+    const libs: Library[] = []
+    for (const rows of [SMALL, ctx.rows]) {
+      const lib = await library(ctx, setup, rows)
+      libs.push(lib)
+      console.log(
+        `  ${engine} ${rowsText(rows)}: seeded ${lib.seed.rows} rows, ${lib.seed.accounts} accounts, ${lib.seed.albums} albums, ` +
+          `${lib.seed.linkedFiles} files linked in ${(lib.seed.ms / 1000).toFixed(1)} s`,
+      )
+    }
+    ctx.raw[`scale seed ${engine}`] = libs.map((l) => l.seed)
+    const [smallLib, largeLib] = libs
+    const small = await startSite(ctx, smallLib, rowsText(SMALL))
+    const large = await startSite(ctx, largeLib, rowsText(ctx.rows))
+    try {
+      ctx.section(`${engine}: reads, median of 7, interleaved (load ${load()})`)
+      const reads = await measureReads([small, large])
+      ctx.raw[`scale reads ${engine}`] = reads
+      readFigures(ctx, engine, reads, small.label, large.label)
+      await loadFigures(ctx, engine, small, large)
+    } finally {
+      await small.app.stop()
+      await large.app.stop()
+    }
+    await startupFigures(ctx, engine, smallLib, largeLib)
+  } finally {
+    await setup.stop()
+  }
+}
+
+export async function scaleFigures(ctx: ScaleContext) {
+  for (const engine of ctx.engines) await onEngine(ctx, engine)
+}
