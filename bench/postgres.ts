@@ -23,7 +23,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { SQL } from 'bun'
 import { type PgCluster, startPgCluster } from '../test/pg-cluster'
-import { adminCredentials, startApp, upload } from './lib/app'
+import { adminCredentials, METRICS_TOKEN, startApp, upload } from './lib/app'
 import { ensureFixtures } from './lib/fixtures'
 import { type LoadResult, load, pickLoadTool } from './lib/load'
 import { startNginxProxy } from './lib/nginx'
@@ -138,7 +138,7 @@ const cpuText = (m: Measured) =>
 
 /** Requests to GET /api/v1/image/:id an instance has counted (its /metrics). */
 async function metadataRequests(url: string): Promise<number> {
-  const res = await fetch(`${url}/metrics`, { headers: { authorization: 'Bearer bench-metrics-token' } })
+  const res = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
   const text = await res.text()
   let n = 0
   for (const line of text.split('\n'))

@@ -18,7 +18,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { WORKER_NICENESS } from '../src/workers/pool'
 import { HOSTILE_UPLOADS } from '../test/hostile'
-import { ADMIN, type AppProcess, adminCredentials, startApp, upload } from './lib/app'
+import { ADMIN, type AppProcess, adminCredentials, METRICS_TOKEN, startApp, upload } from './lib/app'
 import { ensureFixtures, type Fixtures } from './lib/fixtures'
 import { type Compared, compare, pickLoadTool } from './lib/load'
 import { startNginx } from './lib/nginx'
@@ -1117,7 +1117,7 @@ async function views(app: AppProcess, id: string): Promise<number> {
 }
 
 async function scanMetrics(app: AppProcess): Promise<{ sum: number; count: number }> {
-  const res = await fetch(`${app.url}/metrics`, { headers: { authorization: 'Bearer bench-metrics-token' } })
+  const res = await fetch(`${app.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
   const text = await res.text()
   const num = (name: string) => Number(new RegExp(`^${name} ([\\d.e+-]+)$`, 'm').exec(text)?.[1] ?? 0)
   return { sum: num('nsfw_scan_duration_seconds_sum'), count: num('nsfw_scan_duration_seconds_count') }

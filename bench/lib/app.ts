@@ -2,6 +2,9 @@ import { join } from 'node:path'
 import type { Subprocess } from 'bun'
 import { BUN, freePort, spawnLogged, stopChild, waitHealthy } from './proc'
 
+/** The token /metrics asks of every instance the bench starts. */
+export const METRICS_TOKEN = 'bench-metrics-token'
+
 export const ADMIN = { username: 'benchadmin', email: 'bench@example.com', password: 'bench-password-123' }
 
 export interface AppProcess {
@@ -31,7 +34,7 @@ export function appEnv(dataDir: string, port: number, extra: Record<string, stri
     ADMIN_USERNAME: ADMIN.username,
     ADMIN_EMAIL: ADMIN.email,
     ADMIN_PASSWORD: ADMIN.password,
-    METRICS_TOKEN: 'bench-metrics-token',
+    METRICS_TOKEN,
     UPLOADS_PER_HOUR: '10000000',
     ANON_UPLOADS_PER_WINDOW: '10000000',
     ANON_MAX_FILE_SIZE: String(100 * MB),
@@ -55,7 +58,7 @@ export function appEnv(dataDir: string, port: number, extra: Record<string, stri
 
 /**
  * Starts the real service (`bun src/index.ts`) as its own process with a data directory of the bench's choosing and
- * the environment of `appEnv`. `preload`: a module Bun loads into the process first (bench/lib/lag-probe.ts). Returns
+ * the environment of `appEnv`. `preload`: a module Bun loads into the process first (bench/lib/server-probe.ts). Returns
  * once /healthz answers 200.
  */
 export async function startApp(opts: {

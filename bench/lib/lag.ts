@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 
-/** One late turn of the probe's timer (bench/lib/lag-probe.ts): the event loop was held from `end - gapMs` to `end`. */
+/** One late turn of the probe's timer (bench/lib/server-probe.ts): the event loop was held from `end - gapMs` to `end`. */
 export interface Gap {
   end: number
   gapMs: number
@@ -26,9 +26,13 @@ export function readGaps(file: string): Gap[] {
     })
 }
 
-/** The longest gap that overlaps [from, to] (epoch ms), or none (0 ms) when the loop never stalled past the threshold. */
-export function longestGap(gaps: Gap[], from: number, to: number): Gap {
+/**
+ * The worst stall that overlaps [from, to] (epoch ms): the one in which the thread spent the most CPU, the part of a
+ * stall the process held the loop for (the rest was waiting for a core, on a loaded machine). None (0 ms) when the loop
+ * never stalled past the probe's threshold.
+ */
+export function worstStall(gaps: Gap[], from: number, to: number): Gap {
   let worst: Gap = { end: to, gapMs: 0, cpuMs: 0 }
-  for (const g of gaps) if (g.end > from && g.end - g.gapMs < to && g.gapMs > worst.gapMs) worst = g
+  for (const g of gaps) if (g.end > from && g.end - g.gapMs < to && g.cpuMs > worst.cpuMs) worst = g
   return worst
 }

@@ -64,9 +64,10 @@ export async function stopChild(child: Subprocess, graceMs = 5000): Promise<void
   }
 }
 
-/** Runs a child to completion and parses the last line of its stdout as JSON. */
-export async function runJson<T>(cmd: string[], opts: { env?: Record<string, string>; timeoutMs: number }): Promise<T> {
+/** Runs a child to completion: its output, exit, wall time and peak RSS (bytes, the kernel's accounting). */
+async function runChild(cmd: string[], opts: { env?: Record<string, string>; timeoutMs: number }) {
   hookCleanup()
+  const t = performance.now()
   const child = Bun.spawn(cmd, {
     cwd: ROOT,
     env: { ...process.env, ...opts.env },
@@ -83,14 +84,34 @@ export async function runJson<T>(cmd: string[], opts: { env?: Record<string, str
   ])
   clearTimeout(timer)
   children.delete(child)
-  if (child.exitCode !== 0)
-    throw new Error(`${cmd.join(' ')} failed (${child.exitCode ?? child.signalCode}): ${err.slice(-2000)}`)
+  const ms = performance.now() - t
+  const failed = (codes: number[]) => {
+    if (child.exitCode === null || !codes.includes(child.exitCode))
+      throw new Error(`${cmd.join(' ')} failed (${child.exitCode ?? child.signalCode}): ${err.slice(-2000)}`)
+  }
+  return { out, err, ms, peakRss: (child.resourceUsage()?.maxRSS ?? Number.NaN) * 1024, failed }
+}
+
+/** Runs a child to completion and parses the last line of its stdout as JSON. */
+export async function runJson<T>(cmd: string[], opts: { env?: Record<string, string>; timeoutMs: number }): Promise<T> {
+  const { out, err, failed } = await runChild(cmd, opts)
+  failed([0])
   const last = out.trim().split('\n').pop() ?? ''
   try {
     return JSON.parse(last) as T
   } catch {
     throw new Error(`${cmd.join(' ')} printed no JSON: ${out.slice(-500)} ${err.slice(-500)}`)
   }
+}
+
+/** Runs a command to completion (exit 0, or `okCodes`): its wall time, peak RSS and stdout. */
+export async function runMeasured(
+  cmd: string[],
+  opts: { env?: Record<string, string>; timeoutMs: number; okCodes?: number[] },
+) {
+  const { out, ms, peakRss, failed } = await runChild(cmd, opts)
+  failed(opts.okCodes ?? [0])
+  return { ms, peakRss, out }
 }
 
 /** A TCP port nobody listens on right now (the OS picks it). */

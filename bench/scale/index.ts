@@ -9,13 +9,14 @@ import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { SQL } from 'bun'
 import { type PgCluster, startPgCluster } from '../../test/pg-cluster'
-import { type AppProcess, startApp } from '../lib/app'
+import { type AppProcess, appEnv, startApp } from '../lib/app'
 import type { Fixtures } from '../lib/fixtures'
 import type { Gap } from '../lib/lag'
-import { BUN, memoryOf, ROOT, runJson } from '../lib/proc'
+import { BUN, freePort, memoryOf, ROOT, runJson, runMeasured } from '../lib/proc'
 import { type Figure, figure } from '../lib/report'
 import { median } from '../lib/stats'
-import { type Library, prepareLibrary } from './library'
+import { type Library, prepareLibrary, sqlitePath } from './library'
+import { slowQueriesPg, slowQueriesSqlite } from './queries'
 import { measureReads, type ReadResult, SEARCH_WORD, type Site, siteOf } from './reads'
 
 export type Engine = 'sqlite' | 'pg'
@@ -34,7 +35,7 @@ export interface ScaleContext {
 }
 
 export const SMALL = 10_000
-const LAG_PROBE = join(ROOT, 'bench/lib/lag-probe.ts')
+const SERVER_PROBE = join(ROOT, 'bench/lib/server-probe.ts')
 /** The targets of issue 34. */
 const TARGET = { ratio: 3, blockMs: 20, healthzMs: 100, rateRatio: 0.5, startMs: 1500 }
 
@@ -48,20 +49,39 @@ const rowsText = (n: number) => (n >= 1e6 ? `${n / 1e6}M` : `${n / 1e3}k`)
 interface EngineSetup {
   engine: Engine
   envFor(rows: number): Promise<Record<string, string>>
+  /** The slow statements of each read on `site`, with their plans, as Markdown. */
+  slowQueries(reads: ReadResult[], site: Site): string
   stop(): Promise<void>
 }
 
 async function engineSetup(engine: Engine): Promise<EngineSetup> {
-  if (engine === 'sqlite') return { engine, envFor: async () => ({}), stop: async () => {} }
+  if (engine === 'sqlite')
+    return {
+      engine,
+      envFor: async () => ({}),
+      slowQueries: (reads, site) => slowQueriesSqlite(reads, site.label, site.sqlFile, sqlitePath(site.lib)),
+      stop: async () => {},
+    }
   // A throwaway cluster (as the tests start one); kept libraries need it kept too, which a cluster is not: on
   // PostgreSQL the libraries are seeded again each run.
   const cluster: PgCluster = await startPgCluster()
   const admin = new SQL(cluster.url)
+  // pg_ctl writes the server's log beside the data directory (test/pg-cluster.ts).
+  const [{ data_directory }] = await admin.unsafe('SHOW data_directory')
+  const logFile = join(data_directory, '..', 'log')
   return {
     engine,
     async envFor(rows) {
       const name = `imghost_${rows}`
       await admin.unsafe(`CREATE DATABASE ${name}`)
+      // Statements of 20 ms or more are logged with their plans and actual row counts (auto_explain, in contrib).
+      for (const setting of [
+        "session_preload_libraries = 'auto_explain'",
+        'auto_explain.log_min_duration = 20',
+        'auto_explain.log_analyze = on',
+        'auto_explain.log_timing = off',
+      ])
+        await admin.unsafe(`ALTER DATABASE ${name} SET ${setting}`)
       const url = new URL(cluster.url)
       url.pathname = `/${name}`
       return {
@@ -71,6 +91,7 @@ async function engineSetup(engine: Engine): Promise<EngineSetup> {
         STORAGE: 'local',
       }
     },
+    slowQueries: (reads, site) => slowQueriesPg(reads, site.label, logFile),
     async stop() {
       await admin.close()
       await cluster.stop()
@@ -102,17 +123,20 @@ async function library(ctx: ScaleContext, setup: EngineSetup, rows: number): Pro
 }
 
 async function startSite(ctx: ScaleContext, lib: Library, label: string): Promise<Site> {
-  const lagFile = join(ctx.work, `lag-${lib.engine}-${lib.rows}.txt`)
+  const probes = {
+    lagFile: join(ctx.work, `lag-${lib.engine}-${lib.rows}.txt`),
+    sqlFile: join(ctx.work, `sql-${lib.engine}-${lib.rows}.txt`),
+  }
   const app = await startApp({
     dataDir: lib.dataDir,
     log: join(ctx.work, `app-${lib.engine}-${lib.rows}.log`),
-    env: { ...lib.env, BENCH_LAG_FILE: lagFile },
-    preload: LAG_PROBE,
+    env: { ...lib.env, BENCH_LAG_FILE: probes.lagFile, BENCH_SQL_FILE: probes.sqlFile },
+    preload: SERVER_PROBE,
   })
   console.log(
     `  ${label}: started in ${Math.round(app.startMs)} ms (first start on it), RSS ${(memoryOf(app.pid).rss / 2 ** 20).toFixed(0)} MB`,
   )
-  return siteOf(label, app, lib, lagFile)
+  return siteOf(label, app, lib, probes)
 }
 
 /**
@@ -256,6 +280,105 @@ async function startupFigures(ctx: ScaleContext, engine: Engine, small: Library,
   )
 }
 
+/** The jobs the server runs in the background, and how many rows each finds to work on, the same on every library. */
+const JOBS = [
+  { job: 'view-flush', count: 10_000, what: 'view flush, 10,000 distinct images viewed' },
+  { job: 'expiry-sweep', count: 1000, what: 'expiry sweep, 1,000 expired images' },
+  { job: 'orphan-sweep', count: 0, what: 'orphan sweep (every row and every stored file)' },
+  { job: 'phash-backfill', count: 100, what: 'perceptual hash backfill, 100 images' },
+  { job: 'rescan', count: 20, what: 'rescan of 20 images waiting for a scan (model load included)' },
+] as const
+
+interface JobRun {
+  ms: number
+  blockCpuMs: number
+  blockMs: number
+  peakRss: number
+}
+
+const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`
+
+/** Each background job once on each library (the service stopped), in a process of its own under the probe. */
+async function backgroundFigures(ctx: ScaleContext, engine: Engine, small: Library, large: Library) {
+  ctx.section(`${engine}: background work, each job once per library (load ${load()})`)
+  const runs: Record<string, JobRun[]> = {}
+  for (const { job, count, what } of JOBS) {
+    const pair: JobRun[] = []
+    for (const lib of [small, large]) {
+      const lagFile = join(ctx.work, `lag-job-${engine}-${lib.rows}-${job}.txt`)
+      pair.push(
+        await runJson<JobRun>([BUN, '--preload', SERVER_PROBE, 'bench/scale/job.ts', job, String(count)], {
+          env: appEnv(lib.dataDir, freePort(), { ...lib.env, BENCH_LAG_FILE: lagFile }),
+          timeoutMs: 3_600_000,
+        }),
+      )
+    }
+    runs[job] = pair
+    const [b, a] = pair
+    ctx.add(
+      figure({
+        group: `scale background (${engine})`,
+        figure: `${what}, ${rowsText(large.rows)} rows: one run`,
+        value: a.ms,
+        unit: 'ms',
+        reference: `the same at ${rowsText(small.rows)} rows`,
+        refValue: b.ms,
+        target: `block <= ${TARGET.blockMs} ms`,
+        met: a.blockCpuMs <= TARGET.blockMs,
+        note: `longest event-loop block ${a.blockCpuMs.toFixed(1)} ms CPU (stall ${a.blockMs.toFixed(0)} ms) vs ${b.blockCpuMs.toFixed(1)}; peak RSS ${mb(a.peakRss)} vs ${mb(b.peakRss)}`,
+      }),
+    )
+  }
+  await commandFigures(ctx, engine, small, large, runs)
+  ctx.raw[`scale background ${engine}`] = runs
+}
+
+/** `cli check` and `cli backup` on each library: time and peak memory (streamed work keeps it flat). */
+async function commandFigures(
+  ctx: ScaleContext,
+  engine: Engine,
+  small: Library,
+  large: Library,
+  runs: Record<string, unknown>,
+) {
+  const commands = [
+    { name: 'check', args: () => ['check'], what: '`cli check` (every row, every stored file)' },
+    {
+      name: 'backup',
+      args: (lib: Library) => ['backup', join(ctx.work, `backup-${engine}-${lib.rows}.tar`)],
+      what: '`cli backup` to a tar file (the database and every file)',
+    },
+  ]
+  for (const c of commands) {
+    const pair = []
+    for (const lib of [small, large]) {
+      pair.push(
+        await runMeasured([BUN, 'src/cli.ts', ...c.args(lib)], {
+          env: appEnv(lib.dataDir, freePort(), lib.env),
+          timeoutMs: 3_600_000,
+          okCodes: [0, 2],
+        }),
+      )
+      rmSync(join(ctx.work, `backup-${engine}-${lib.rows}.tar`), { force: true })
+    }
+    runs[c.name] = pair.map(({ ms, peakRss }) => ({ ms, peakRss }))
+    const [b, a] = pair
+    ctx.add(
+      figure({
+        group: `scale background (${engine})`,
+        figure: `${c.what}, ${rowsText(large.rows)} rows: peak RSS`,
+        value: a.peakRss / 2 ** 20,
+        unit: 'MB',
+        reference: `the same at ${rowsText(small.rows)} rows`,
+        refValue: b.peakRss / 2 ** 20,
+        target: '<= 1.5x (memory does not grow with the library)',
+        met: a.peakRss <= 1.5 * b.peakRss,
+        note: `time ${(a.ms / 1000).toFixed(1)} s vs ${(b.ms / 1000).toFixed(2)} s`,
+      }),
+    )
+  }
+}
+
 /** The scale group on one engine. */
 async function onEngine(ctx: ScaleContext, engine: Engine) {
   const setup = await engineSetup(engine)
@@ -281,12 +404,14 @@ async function onEngine(ctx: ScaleContext, engine: Engine) {
       readFigures(ctx, engine, reads, small.label, large.label)
       const table = readTable(reads, small.label, large.label)
       await Bun.write(join(ROOT, `bench/results/scale-${engine}.md`), `Load average ${load()}\n\n${table}\n`)
+      await Bun.write(join(ROOT, `bench/results/scale-${engine}-queries.md`), setup.slowQueries(reads, large))
       await loadFigures(ctx, engine, small, large)
     } finally {
       await small.app.stop()
       await large.app.stop()
     }
     await startupFigures(ctx, engine, smallLib, largeLib)
+    await backgroundFigures(ctx, engine, smallLib, largeLib)
   } finally {
     await setup.stop()
   }

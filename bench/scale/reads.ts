@@ -1,5 +1,5 @@
-import type { AppProcess } from '../lib/app'
-import { epochNow, type Gap, longestGap, readGaps } from '../lib/lag'
+import { type AppProcess, METRICS_TOKEN } from '../lib/app'
+import { epochNow, type Gap, readGaps, worstStall } from '../lib/lag'
 import { median } from '../lib/stats'
 import type { Library } from './library'
 
@@ -8,8 +8,10 @@ export interface Site {
   label: string
   app: AppProcess
   lib: Library
-  /** The probe's file of event-loop gaps (bench/lib/lag-probe.ts). */
+  /** The probe's file of event-loop gaps (bench/lib/server-probe.ts). */
   lagFile: string
+  /** The probe's file of slow SQLite statements. */
+  sqlFile: string
   /** Pages of 40 of the gallery, of 50 of the owner's list, of 40 of the owner's profile and of 20 of a search. */
   pages: { gallery: number; own: number; profile: number; search: number }
   /** A public album of the owner's, and a seeded image (its files hard-linked by the seed). */
@@ -17,7 +19,7 @@ export interface Site {
   seededId: string
 }
 
-type Auth = 'none' | 'key' | 'jwt' | 'admin'
+type Auth = 'none' | 'key' | 'jwt' | 'admin' | 'metrics'
 
 /** One read path: its name in the tables and the path on a site (deep pages are the middle one of that site). */
 export interface Read {
@@ -109,12 +111,14 @@ export const READS: Read[] = [
     path: () => '/api/admin/reports?status=open&page=1&limit=20',
   },
   { name: 'admin: GET /api/admin/blocks', auth: 'admin', path: () => '/api/admin/blocks?page=1&limit=20' },
+  { name: 'GET /metrics', auth: 'metrics', path: () => '/metrics' },
 ]
 
 export function headersFor(s: Site, auth: Auth): Record<string, string> {
   if (auth === 'key') return { 'x-api-key': s.lib.owner.apiKey }
   if (auth === 'jwt') return { authorization: `Bearer ${s.lib.owner.jwt}` }
   if (auth === 'admin') return { authorization: `Bearer ${s.lib.admin.jwt}` }
+  if (auth === 'metrics') return { authorization: `Bearer ${METRICS_TOKEN}` }
   return {}
 }
 
@@ -132,8 +136,11 @@ async function timed(s: Site, read: Read) {
 
 export interface ReadResult {
   read: string
-  /** Per site label: the path asked, median ms, each run's ms, and the longest event-loop gap during each run. */
-  sites: Record<string, { path: string; medianMs: number; runs: number[]; blocks: Gap[] }>
+  /**
+   * Per site label: the path asked, median ms, each run's ms, its window (epoch ms) and the longest event-loop gap
+   * during it.
+   */
+  sites: Record<string, { path: string; medianMs: number; runs: number[]; windows: [number, number][]; blocks: Gap[] }>
 }
 
 /**
@@ -154,7 +161,8 @@ export async function measureReads(sites: Site[], runs = 7, warmup = 2): Promise
         path: read.path(s),
         medianMs: median(w.map((x) => x.ms)),
         runs: w.map((x) => Math.round(x.ms * 10) / 10),
-        blocks: w.map((x) => longestGap(gaps, x.from, x.to)),
+        windows: w.map((x) => [x.from, x.to]),
+        blocks: w.map((x) => worstStall(gaps, x.from, x.to)),
       }
     }
     results.push(entry)
@@ -163,7 +171,12 @@ export async function measureReads(sites: Site[], runs = 7, warmup = 2): Promise
 }
 
 /** What a site's reads need to know: page counts, a public album of the owner's, a seeded image's id. */
-export async function siteOf(label: string, app: AppProcess, lib: Library, lagFile: string): Promise<Site> {
+export async function siteOf(
+  label: string,
+  app: AppProcess,
+  lib: Library,
+  probes: { lagFile: string; sqlFile: string },
+): Promise<Site> {
   const get = async <T>(path: string, headers: Record<string, string> = {}) => {
     const res = await fetch(app.url + path, { headers })
     if (res.status !== 200) throw new Error(`${label}: ${path} answered ${res.status}`)
@@ -183,7 +196,7 @@ export async function siteOf(label: string, app: AppProcess, lib: Library, lagFi
     label,
     app,
     lib,
-    lagFile,
+    ...probes,
     pages: { gallery: gallery.totalPages, own: own.pages, profile: profile.totalPages, search: search.totalPages },
     albumId: album.id,
     seededId: seeded.id,

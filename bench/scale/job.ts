@@ -1,0 +1,127 @@
+// One run of one of the service's background jobs on a seeded library, with the service's own code, in a process of
+// its own under the server probe (bun --preload bench/lib/server-probe.ts, BENCH_LAG_FILE): prints the run's time, its
+// longest event-loop block (the server thread's CPU in its longest stall: the most one tick of the job would hold the
+// server's loop) and the process's peak RSS. The service must be stopped (the jobs are the server's, run here alone).
+// Configured by the service's environment (DATA_DIR, DATABASE_URL). `count`: how many rows the job finds to work on,
+// made so before the timed run (expired, unhashed, pending scan, viewed).
+// Usage: bun --preload bench/lib/server-probe.ts bench/scale/job.ts <orphan-sweep|expiry-sweep|phash-backfill|rescan|view-flush> <count>
+import { join } from 'node:path'
+import { asc, inArray } from 'drizzle-orm'
+import { loadConfig } from '../../src/config'
+import { closeDatabase, type Db, openServiceDatabase, SERVER_BUSY_TIMEOUT_MS } from '../../src/db/client'
+import { images } from '../../src/db/schema'
+import { createNsfwClassifier } from '../../src/moderation'
+import { createRescanner } from '../../src/moderation/rescan'
+import { sweepOrphans } from '../../src/modules/images/orphans'
+import { createPhashBackfill } from '../../src/modules/images/phash-backfill'
+import { pendingScans, recordScan } from '../../src/modules/images/repository'
+import { createImageService } from '../../src/modules/images/service'
+import { createConfiguredStorage } from '../../src/storage/configured'
+import { mediaPoolFor } from '../../src/workers/media-pool'
+import { epochNow, readGaps, worstStall } from '../lib/lag'
+
+const [job, countArg] = process.argv.slice(2)
+const count = Number(countArg)
+const config = loadConfig()
+const db: Db = await openServiceDatabase({
+  databaseUrl: config.databaseUrl,
+  sqlitePath: join(config.dataDir, 'imghost.sqlite'),
+  busyTimeoutMs: SERVER_BUSY_TIMEOUT_MS,
+})
+const storage = createConfiguredStorage(config)
+const tmpDir = join(config.dataDir, 'tmp')
+
+/** `count` rows spread over the library (ids are random), whose state the job is about to change. */
+async function someRows(): Promise<string[]> {
+  const rows = await db.select({ id: images.id }).from(images).orderBy(asc(images.id)).limit(count)
+  return rows.map((r) => r.id)
+}
+
+/** Makes the rows' state what the job looks for (untimed), then returns the timed run and what it did. */
+async function prepare(): Promise<() => Promise<unknown>> {
+  const now = Date.now()
+  switch (job) {
+    case 'orphan-sweep':
+      return () => sweepOrphans(db, storage, tmpDir)
+    case 'expiry-sweep': {
+      await db
+        .update(images)
+        .set({ expiresAt: new Date(now - 1000) })
+        .where(inArray(images.id, await someRows()))
+      const service = createImageService({ db, config, storage })
+      return () => service.sweepExpired()
+    }
+    case 'phash-backfill': {
+      await db
+        .update(images)
+        .set({ phash: null, phashTried: false })
+        .where(inArray(images.id, await someRows()))
+      const media = mediaPoolFor(config)
+      const backfill = createPhashBackfill({ db, storage, media, tmpDir })
+      return async () => {
+        const counts = await backfill.runToEnd()
+        await media.close()
+        return counts
+      }
+    }
+    case 'rescan': {
+      await db
+        .update(images)
+        .set({ scanStatus: 'pending' })
+        .where(inArray(images.id, await someRows()))
+      const media = mediaPoolFor(config)
+      const classifier = createNsfwClassifier({
+        timeoutMs: config.nsfw.timeoutMs,
+        maxQueue: config.nsfw.maxQueue,
+        backend: config.nsfw.backend,
+      })
+      const rescanner = createRescanner(
+        {
+          scans: { pending: () => pendingScans(db), record: (id, mature) => recordScan(db, id, mature) },
+          storage,
+          media,
+          classifier,
+          thresholds: config.nsfw.thresholds,
+          tmpDir,
+        },
+        { timeoutMs: config.nsfw.timeoutMs },
+      )
+      return async () => {
+        const result = await rescanner.runOnce()
+        await media.close()
+        await classifier.close()
+        return result
+      }
+    }
+    case 'view-flush': {
+      const service = createImageService({ db, config, storage })
+      for (const id of await someRows()) service.countView(id, 'Mozilla/5.0 (bench)')
+      return () => service.flushViewsGradually()
+    }
+    default:
+      throw new Error(`unknown job ${job}`)
+  }
+}
+
+const run = await prepare()
+const from = epochNow()
+const t = performance.now()
+const result = await run()
+const ms = performance.now() - t
+const to = epochNow()
+// The probe's last stalls are in the file once the loop turns again.
+await Bun.sleep(20)
+const block = worstStall(readGaps(process.env.BENCH_LAG_FILE ?? ''), from, to)
+await closeDatabase(db)
+console.log(
+  JSON.stringify({
+    job,
+    count,
+    ms,
+    blockCpuMs: block.cpuMs,
+    blockMs: block.gapMs,
+    peakRss: process.resourceUsage().maxRSS * 1024,
+    result,
+  }),
+)
+process.exit(0)
