@@ -142,7 +142,7 @@ export function createApp(deps: AppDeps) {
     now,
   })
   const tus = createTusService({ db, config, pipeline, options: deps.tusOptions })
-  const gallery = createGalleryService({ db, config })
+  const gallery = createGalleryService({ db, config, now: images.now })
   const albums = createAlbumService({ db, images, publicUrl: config.publicUrl, guesses: config.limits.guesses, now })
   const embeds = createEmbedService({ db, images })
   const pages = createPageService({ db, config, images })

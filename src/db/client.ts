@@ -144,6 +144,19 @@ export async function run<T>(step: Step<T>): Promise<T> {
 }
 
 /**
+ * Runs reads that must agree with each other (a list's counts and its rows) on one snapshot: a deferred transaction on
+ * SQLite (no lock taken, run synchronously to the end), a read-only REPEATABLE READ one on PostgreSQL.
+ */
+export async function snapshot<T>(db: Db, body: (tx: Tx) => Step<T>): Promise<T> {
+  if (engine === 'pg')
+    return asPg(db).transaction(async (tx) => runAsync(body(tx as unknown as Tx)), {
+      isolationLevel: 'repeatable read',
+      accessMode: 'read only',
+    })
+  return db.transaction((tx) => runSync(body(tx)), { behavior: 'deferred' })
+}
+
+/**
  * The lock every transaction takes first on PostgreSQL (any constant, the same in every instance): transactions run
  * one at a time across instances, as SQLite's BEGIN IMMEDIATE runs writers one at a time, so a check and the write it
  * allows never interleave with another's (quotas, windows, single-use claims). They are short: no I/O but the queries.

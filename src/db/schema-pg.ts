@@ -39,6 +39,9 @@ const bytes = customType<{ data: Buffer; driverData: Uint8Array }>({
 /** Now, in epoch milliseconds (SQLite: `unixepoch('subsec') * 1000`). */
 const nowMs = sql`((extract(epoch from clock_timestamp()) * 1000)::bigint)`
 
+/** schema-sqlite's listedImage, in PostgreSQL's words (the text of images_listed's condition). */
+export const listedImage = sql`visibility = 'public' AND NOT nsfw AND scan_status <> 'pending'`
+
 const createdAt = () => epochMs('created_at').notNull().default(nowMs)
 const id = () => integer('id').primaryKey().generatedByDefaultAsIdentity()
 /** An integer that may pass 2^31, read as a JS number. */
@@ -62,6 +65,7 @@ export const users = pgTable(
   (t) => [
     uniqueIndex('users_username_lower').on(sql`lower(${t.username})`),
     uniqueIndex('users_email_lower').on(sql`lower(${t.email})`),
+    index('users_banned').on(t.id).where(sql`banned`),
   ],
 )
 
@@ -237,14 +241,35 @@ export const images = pgTable(
     expiresAt: epochMs('expires_at'),
   },
   (t) => [
+    // Ties within one millisecond are ordered by seq (an incremental sort of each tie: migrations-pg/0002).
     index('images_user_created').on(t.userId, t.createdAt),
-    index('images_feed').on(t.visibility, t.nsfw, t.scanStatus, t.createdAt),
+    index('images_user_size').on(t.userId, t.size),
+    index('images_user_views').on(t.userId, t.views),
+    index('images_listed').on(t.createdAt).where(listedImage),
     index('images_pending').on(t.scanStatus),
     index('images_sha256').on(t.sha256),
     index('images_user_phash').on(t.userId, t.phash),
     index('images_phash_todo').on(t.id).where(sql`phash IS NULL AND phash_tried = false`),
     index('images_expires').on(t.expiresAt).where(sql`expires_at IS NOT NULL`),
+    index('images_user_expires').on(t.userId, t.expiresAt).where(sql`expires_at IS NOT NULL`),
   ],
+)
+
+/** schema-sqlite's imageCounts (kept by the triggers of migrations-pg/0006_image_counts.sql). */
+export const imageCounts = pgTable(
+  'image_counts',
+  {
+    ownerId: integer('owner_id').notNull(),
+    day: integer('day').notNull(),
+    images: integer('images').notNull().default(0),
+    bytes: big('bytes').notNull().default(0),
+    public: integer('public').notNull().default(0),
+    nsfw: integer('nsfw').notNull().default(0),
+    publicNsfw: integer('public_nsfw').notNull().default(0),
+    shown: integer('shown').notNull().default(0),
+    listed: integer('listed').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.ownerId, t.day] })],
 )
 
 export const albums = pgTable(

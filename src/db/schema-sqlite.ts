@@ -1,6 +1,12 @@
 import { sql } from 'drizzle-orm'
 import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 
+/**
+ * An image the gallery may show, bans and expiry aside: public, not NSFW, not waiting for a scan. Literal, so the
+ * planner can use the partial index images_listed for a query carrying the same condition.
+ */
+export const listedImage = sql`visibility = 'public' AND nsfw = 0 AND scan_status <> 'pending'`
+
 const createdAt = () =>
   integer('created_at', { mode: 'timestamp_ms' }).notNull().default(sql`(unixepoch('subsec') * 1000)`)
 
@@ -23,6 +29,8 @@ export const users = sqliteTable(
     // Uniqueness is case-insensitive, as DECISIONS.md requires.
     uniqueIndex('users_username_lower').on(sql`lower(${t.username})`),
     uniqueIndex('users_email_lower').on(sql`lower(${t.email})`),
+    // The gallery's total leaves out the images of banned accounts: few, found here.
+    index('users_banned').on(t.id).where(sql`banned = 1`),
   ],
 )
 
@@ -224,8 +232,12 @@ export const images = sqliteTable(
     expiresAt: integer('expires_at', { mode: 'timestamp_ms' }),
   },
   (t) => [
+    // An owner's list newest (or oldest) first; SQLite ends every index with the rowid, the tie order.
     index('images_user_created').on(t.userId, t.createdAt),
-    index('images_feed').on(t.visibility, t.nsfw, t.scanStatus, t.createdAt),
+    index('images_user_size').on(t.userId, t.size),
+    index('images_user_views').on(t.userId, t.views),
+    // The gallery (and search) newest first: only the images it may show (listedImage), so no step skips others.
+    index('images_listed').on(t.createdAt).where(listedImage),
     index('images_pending').on(t.scanStatus),
     index('images_sha256').on(t.sha256),
     // duplicateOf: an account's own images with the same perceptual hash.
@@ -234,7 +246,35 @@ export const images = sqliteTable(
     index('images_phash_todo').on(t.id).where(sql`phash IS NULL AND phash_tried = 0`),
     // The expiry sweeper's lookup; most images never expire, so only those that do are indexed.
     index('images_expires').on(t.expiresAt).where(sql`expires_at IS NOT NULL`),
+    // An owner's expired images not swept yet, which the counts still hold (image_counts).
+    index('images_user_expires').on(t.userId, t.expiresAt).where(sql`expires_at IS NOT NULL`),
   ],
+)
+
+/**
+ * How many images each owner holds, per day of upload (UTC days since the epoch, `created_at / 86400000`): kept by
+ * triggers in the transaction of every write of images (migrations/0014_image_counts.sql), so no read counts rows.
+ * `owner_id` is the user's id, 0 for anonymous uploads, -1 for every image (EVERYONE). Counts include expired images
+ * not yet swept (reads take those off, found through images_expires) and banned owners' images (the gallery takes
+ * those off, found through users_banned). Per day, so a deep page is found by summing days, not by walking rows.
+ */
+export const imageCounts = sqliteTable(
+  'image_counts',
+  {
+    ownerId: integer('owner_id').notNull(),
+    day: integer('day').notNull(),
+    images: integer('images').notNull().default(0),
+    bytes: integer('bytes').notNull().default(0),
+    /** Public ones (the rest are private). */
+    public: integer('public').notNull().default(0),
+    nsfw: integer('nsfw').notNull().default(0),
+    publicNsfw: integer('public_nsfw').notNull().default(0),
+    /** Public and not waiting for a scan: what a profile shows. */
+    shown: integer('shown').notNull().default(0),
+    /** What the gallery shows (listedImage), before bans. */
+    listed: integer('listed').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.ownerId, t.day] })],
 )
 
 export const albums = sqliteTable(
@@ -423,6 +463,7 @@ export type TotpSecret = typeof totpSecrets.$inferSelect
 export type Session = typeof sessions.$inferSelect
 export type Invite = typeof invites.$inferSelect
 export type Image = typeof images.$inferSelect
+export type ImageCounts = typeof imageCounts.$inferSelect
 export type Album = typeof albums.$inferSelect
 export type EmbedProfile = typeof embedProfiles.$inferSelect
 export type Report = typeof reports.$inferSelect

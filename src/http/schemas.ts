@@ -16,3 +16,15 @@ export const PageQuery = t.Object({
   page: t.Optional(t.String({ description: 'Page number, default 1' })),
   limit: t.Optional(t.String({ description: 'Items per page' })),
 })
+
+/** The point a paged list is pinned to: an answer gives it, and the next pages ask with it so they do not shift. */
+export const AsOf = t.Integer({
+  minimum: 0,
+  description:
+    'Pins the list: pass it back as asOf with the next pages, and images uploaded meanwhile stay out of them (no image is skipped or repeated)',
+})
+export const AsOfQuery = t.Optional(
+  t.String({
+    description: 'The asOf of an earlier page: images uploaded since then are left out, so pages do not shift',
+  }),
+)

@@ -256,7 +256,7 @@ describe('paging', () => {
     const empty = await startTestServer({}, { classifier: fakeClassifier().classifier })
     try {
       const res = await empty.json('/api/gallery')
-      expect(res.body).toEqual({ success: true, images: [], page: 1, totalPages: 0, total: 0 })
+      expect(res.body).toEqual({ success: true, images: [], page: 1, totalPages: 0, total: 0, asOf: 0 })
     } finally {
       await empty.stop()
     }

@@ -85,11 +85,15 @@ describe('gallery page', () => {
       for (let i = 0; i < 31; i++) await uploadImage(paged, user.keyHeader)
       const first = parse(await (await paged.fetch('/gallery')).text())
       expect(first.querySelectorAll('.grid li')).toHaveLength(30)
-      expect(first.querySelector('a[rel="next"]')!.getAttribute('href')).toBe('/gallery?page=2')
+      // The links pin the list (asOf): an upload between two pages shifts nothing.
+      const next = first.querySelector('a[rel="next"]')!.getAttribute('href')!
+      const asOf = (await paged.json('/api/gallery')).body.asOf
+      expect(next).toBe(`/gallery?page=2&asOf=${asOf}`)
       expect(first.querySelector('a[rel="prev"]')).toBeNull()
-      const second = parse(await (await paged.fetch('/gallery?page=2')).text())
+      await uploadImage(paged, user.keyHeader)
+      const second = parse(await (await paged.fetch(next)).text())
       expect(second.querySelectorAll('.grid li')).toHaveLength(1)
-      expect(second.querySelector('a[rel="prev"]')!.getAttribute('href')).toBe('/gallery')
+      expect(second.querySelector('a[rel="prev"]')!.getAttribute('href')).toBe(`/gallery?asOf=${asOf}`)
       expect(second.querySelector('.pager')!.text).toContain('Page 2 of 2')
     } finally {
       await paged.stop()

@@ -5,7 +5,7 @@ import { randomAlphanumeric } from '../../lib/crypto'
 import { iso } from '../../lib/time'
 import { allInvites, deleteInvite, findUserById, insertInvite, updateUser, usersPage } from '../auth/repository'
 import { type AuthService, publicUser } from '../auth/service'
-import { liveTotalsOf } from '../images/repository'
+import { liveTotalsOf } from '../images/counts'
 import type { ImageService } from '../images/service'
 
 const INVITE_CODE_LENGTH = 24
@@ -39,7 +39,7 @@ export function createAdminService({
 
   return {
     async listUsers(opts: { page: number; limit: number; q?: string }) {
-      const now = Date.now()
+      const now = imageService.now()
       // The user's live images: expired ones stop counting at once, as in /api/v1/me.
       const { rows, total } = await usersPage(
         db,

@@ -7,7 +7,7 @@ import { newPublicId } from '../../lib/crypto'
 import { iso } from '../../lib/time'
 import { guessWindow, refundAttempt, takeAttempt, type WindowRule } from '../images/limits'
 import { IMAGE_SHAPES, isImageId } from '../images/model'
-import { albumImagesOf, albumStats, pickImage } from '../images/repository'
+import { albumImagesOf, albumStats, ownedLiveIds, pickImage } from '../images/repository'
 import type { ImageService } from '../images/service'
 import { albumPath, DESCRIPTION_MAX, isAlbumId, PASSWORD_MAX, TITLE_MAX } from './model'
 import {
@@ -238,6 +238,8 @@ export function createAlbumService(deps: {
       const album = await findOwned(user, albumId)
       const image = await imageService.findOwned(user, imageId)
       await transaction(db, function* (tx) {
+        // Deleted since it was found (a concurrent delete): 404, not a reference to a row that is gone.
+        if ((yield* ownedLiveIds(tx, user.id, [image.id])).length === 0) throw notFound('Image not found')
         if (yield* addAlbumImage(tx, album.id, image.id)) yield* touch(tx, album.id)
       })
       return present(await findOwned(user, album.id), 'owner')

@@ -109,6 +109,12 @@ export async function usersPage<E extends Record<string, SQL>>(
   return { rows, total: totalRow?.n ?? 0 }
 }
 
+/** Up to `limit` account ids above `after`, in order (a walk over every account in batches). */
+export const accountIdsAfter = async (db: Db, after: number, limit: number): Promise<number[]> =>
+  (await db.select({ id: users.id }).from(users).where(gt(users.id, after)).orderBy(users.id).limit(limit)).map(
+    (r) => r.id,
+  )
+
 /** The account behind an API key's secret hash, and the key's id. */
 export const findKeyOwner = async (db: Db, secretHash: string) =>
   (

@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia'
 import { errors } from '../../http/errors'
 import { parsePage } from '../../http/pagination'
-import { FeedQuery, FeedResponse, ProfileResponse, SearchQuery, UsernameParams } from './model'
+import { FeedQuery, FeedResponse, ProfileResponse, SearchQuery, SearchResponse, UsernameParams } from './model'
 import type { GalleryService } from './service'
 
 /** Page size of the public feeds: default 20, larger values clamped to 40. */
@@ -21,7 +21,7 @@ export function galleryModule(gallery: GalleryService) {
     })
     .get('/api/search', ({ query }) => gallery.search(query.q, parsePage(query, FEED_PAGE)), {
       query: SearchQuery,
-      response: { 200: FeedResponse, ...errors(400) },
+      response: { 200: SearchResponse, ...errors(400) },
       detail: {
         tags: ['Gallery'],
         summary: 'Search the gallery by filename or public album title',

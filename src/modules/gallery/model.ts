@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { Timestamp } from '../../http/schemas'
+import { AsOf, AsOfQuery, Timestamp } from '../../http/schemas'
 import { ImageId } from '../images/model'
 
 /** A profile page's path, `/u/<username>` (relative: pages link within the site). */
@@ -8,6 +8,11 @@ export const profilePath = (username: string) => `/u/${encodeURIComponent(userna
 /** Longest accepted search text and most words in it: bounds the work one query can cause. */
 export const MAX_QUERY_LENGTH = 256
 export const MAX_QUERY_WORDS = 16
+/**
+ * How many matching search documents (filenames and album titles), the most recently indexed first, a search looks at:
+ * its cost stays bounded however many match; `total` counts within them and `capped` says more matched.
+ */
+export const SEARCH_SCOPE = 1000
 
 /** One image of a public feed (gallery, search, profile). */
 export const FeedImage = t.Object({
@@ -29,13 +34,24 @@ const pageFields = {
   page: t.Integer(),
   totalPages: t.Integer({ description: 'ceil(total / limit), 0 when there are none' }),
   total: t.Integer(),
+  asOf: AsOf,
 }
 
 export const FeedResponse = t.Object({ success: t.Literal(true), ...pageFields })
 
+export const SearchResponse = t.Object({
+  success: t.Literal(true),
+  ...pageFields,
+  total: t.Integer({
+    description: `Matching gallery images among the ${SEARCH_SCOPE} most recently indexed matching documents (filenames, album titles)`,
+  }),
+  capped: t.Boolean({ description: `More than ${SEARCH_SCOPE} documents matched: total and the pages stop there` }),
+})
+
 export const FeedQuery = t.Object({
   page: t.Optional(t.String({ description: 'Page number, default 1' })),
   limit: t.Optional(t.String({ description: 'Images per page, default 20, at most 40 (larger values are clamped)' })),
+  asOf: AsOfQuery,
 })
 
 export const SearchQuery = t.Object({
@@ -47,6 +63,7 @@ export const SearchQuery = t.Object({
   ),
   page: t.Optional(t.String({ description: 'Page number, default 1' })),
   limit: t.Optional(t.String({ description: 'Images per page, default 20, at most 40 (larger values are clamped)' })),
+  asOf: AsOfQuery,
 })
 
 export const UsernameParams = t.Object({ username: t.String() })

@@ -1,21 +1,15 @@
-import type { SQL } from 'drizzle-orm'
 import type { Config } from '../../config'
-import { type Db, run } from '../../db/client'
+import { type Db, run, type Step, snapshot, type Tx } from '../../db/client'
 import { badRequest, notFound } from '../../errors'
-import { pageCount } from '../../http/pagination'
+import { type ListPage, pageCount } from '../../http/pagination'
 import { iso } from '../../lib/time'
 import { findUserByName } from '../auth/repository'
 import { isUsername } from '../auth/service'
+import { type CountedList, countedPage, newestInsertion } from '../images/counts'
 import type { LinkBase } from '../images/links'
 import { IMAGE_SHAPES } from '../images/model'
-import { type FeedRow, feedRows, feeds, feedTotal, galleryRows, imageFields, pickImage } from '../images/repository'
-import { MAX_QUERY_LENGTH, MAX_QUERY_WORDS } from './model'
-
-export interface Page {
-  page: number
-  limit: number
-  offset: number
-}
+import { boundedPage, type FeedRow, feeds, imageFields, pickImage, searchScope } from '../images/repository'
+import { MAX_QUERY_LENGTH, MAX_QUERY_WORDS, SEARCH_SCOPE } from './model'
 
 /**
  * A word is a run of letters and digits, as the FTS5 unicode61 tokenizer sees it (categories L*, N*, Co; combining
@@ -36,8 +30,10 @@ export function searchWords(q: string): string[] | null {
 
 export type GalleryService = ReturnType<typeof createGalleryService>
 
-export function createGalleryService(deps: { db: Db; config: Config }) {
+/** `now`: the clock that decides which images have expired (the images service's). */
+export function createGalleryService(deps: { db: Db; config: Config; now?: () => number }) {
   const { db, config } = deps
+  const clock = deps.now ?? Date.now
   const base: LinkBase = { publicUrl: config.publicUrl, cdnBase: config.cdnUrl }
 
   function element(row: FeedRow) {
@@ -49,46 +45,57 @@ export function createGalleryService(deps: { db: Db; config: Config }) {
     }
   }
 
-  /** One page of images matching `where` (users left-joined), newest first, with its totals. */
+  /**
+   * One page of a feed, newest first, with its totals, as of `page.asOf` (now when unset): `read` finds the rows and
+   * the total at a time and an insertion, on one snapshot.
+   */
   async function feedPage(
-    where: SQL | undefined,
-    page: Page,
-    rowsOf: (page: Page) => Promise<FeedRow[]> = (p) => feedRows(db, where, p),
+    page: ListPage,
+    read: (tx: Tx, now: number, asOf: number) => Step<{ total: number; rows: FeedRow[] }>,
   ) {
-    const total = await feedTotal(db, where)
-    const rows = page.offset >= total ? [] : await rowsOf(page)
+    const now = clock()
+    const { total, rows, asOf } = await snapshot(db, function* (tx) {
+      const asOf = page.asOf ?? (yield* newestInsertion(tx))
+      return { ...(yield* read(tx, now, asOf)), asOf }
+    })
     return {
       success: true as const,
       images: rows.map(element),
       page: page.page,
       totalPages: pageCount(total, page.limit),
       total,
+      asOf,
     }
   }
 
+  const counted = (list: CountedList, page: ListPage) =>
+    feedPage(page, (tx, now, asOf) => countedPage(tx, list, page, now, asOf))
+
   return {
     /** The public gallery. */
-    gallery(page: Page) {
-      return feedPage(feeds.gallery(), page, (p) => galleryRows(db, p))
+    gallery(page: ListPage) {
+      return counted(feeds.gallery(), page)
     },
 
     /** Gallery images whose filename, or the title of a public album holding them, matches every word of `q`. */
-    search(q: string | undefined, page: Page) {
+    async search(q: string | undefined, page: ListPage) {
       const text = (q ?? '').trim()
       if (!text) throw badRequest('q is required')
       if (text.length > MAX_QUERY_LENGTH) throw badRequest(`q must be at most ${MAX_QUERY_LENGTH} characters`)
       const words = searchWords(text)
       if (words === null) throw badRequest('q must contain at least one letter or digit')
-      return feedPage(feeds.search(words), page)
+      const { ids, capped } = await searchScope(db, words, SEARCH_SCOPE)
+      const where = feeds.search(ids)
+      return { ...(await feedPage(page, (tx, now, asOf) => boundedPage(tx, where, page, now, asOf))), capped }
     },
 
     /** A user's public profile: their public images, NSFW ones included (flagged), pending scans left out. */
-    async profile(username: string, page: Page) {
+    async profile(username: string, page: ListPage) {
       // A name that no account can have is not looked up at all.
       if (!isUsername(username)) throw notFound('User not found')
       const user = await run(findUserByName(db, username))
       if (!user || user.banned) throw notFound('User not found')
-      const result = await feedPage(feeds.profile(user.id), page)
+      const result = await counted(feeds.profile(user.id), page)
       return {
         success: true as const,
         user: { username: user.username, createdAt: iso(user.createdAt), publicImages: result.total },
@@ -96,6 +103,7 @@ export function createGalleryService(deps: { db: Db; config: Config }) {
         page: result.page,
         totalPages: result.totalPages,
         total: result.total,
+        asOf: result.asOf,
       }
     },
   }

@@ -7,7 +7,7 @@ import type { Metrics } from '../../http/observability'
 import { safeEqual } from '../../lib/crypto'
 import type { Classifier } from '../../moderation'
 import { VERSION } from '../../version'
-import { storageUsed } from '../images/repository'
+import { bytesStored } from '../images/counts'
 import { writeProbe } from './repository'
 
 /** How long a check's verdict stands: a flood of health checks costs one small write a second at most. */
@@ -78,7 +78,7 @@ export function healthModule(deps: {
         if (!deps.metricsToken) throw notFound()
         const given = /^Bearer\s+(.+)$/i.exec(headers.authorization ?? '')?.[1] ?? ''
         if (!safeEqual(given, deps.metricsToken)) throw unauthorized('Missing or wrong metrics token')
-        const storageUsedBytes = await run(storageUsed(db))
+        const storageUsedBytes = await run(bytesStored(db))
         set.headers['content-type'] = 'text/plain; version=0.0.4; charset=utf-8'
         return deps.metrics.render({ storageUsedBytes, queueDepth: deps.classifier.queueDepth })
       },

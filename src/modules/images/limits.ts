@@ -6,7 +6,8 @@ import { ipKey } from '../../http/client-ip'
 import { sizeText } from '../../lib/size'
 import { HOUR_MS } from '../../lib/time'
 import { log } from '../../log'
-import { deleteWindows, deleteWindowsStartedBefore, findWindow, saveWindow, storageUsed } from './repository'
+import { ownerTotals } from './counts'
+import { deleteWindows, deleteWindowsStartedBefore, findWindow, saveWindow } from './repository'
 
 /** A fixed upload window: it starts at the first upload after the previous one ended. */
 export interface WindowRule {
@@ -210,7 +211,7 @@ function refuseOverQuota(policy: UploadPolicy, used: number, incomingBytes: numb
 /** The bytes the policy's owner stores now, or null when no quota applies (anonymous, unlimited). */
 function* quotaUsed(db: Db | Tx, policy: UploadPolicy): Step<number | null> {
   if (!policy.owner || policy.storageLimit === null) return null
-  return yield* storageUsed(db, { userId: policy.owner.id, now: Date.now() })
+  return (yield* ownerTotals(db, policy.owner.id, Date.now())).bytes
 }
 
 /** Refuses a batch that would take the owner past their storage limit, `held` bytes of admitted uploads set aside. */

@@ -6,3 +6,6 @@ import { images } from '../../db/schema'
  * the moment it expires, before the sweeper removes its row and files.
  */
 export const liveImage = (now = Date.now()) => sql`(${images.expiresAt} IS NULL OR ${images.expiresAt} > ${now})`
+
+/** An image expired at `now` whose row the sweeper has not removed yet (through the partial indexes on expires_at). */
+export const expiredImage = (now: number) => sql`(${images.expiresAt} IS NOT NULL AND ${images.expiresAt} <= ${now})`

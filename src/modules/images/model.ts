@@ -1,6 +1,6 @@
 import { t } from 'elysia'
 import { FILENAME_MAX } from '../../http/multipart'
-import { Nullable, PageQuery, Timestamp, Visibility } from '../../http/schemas'
+import { AsOf, AsOfQuery, Nullable, PageQuery, Timestamp, Visibility } from '../../http/schemas'
 
 /**
  * Image ids, and album ids (the same form, DECISIONS.md): 8 random characters of [A-Za-z0-9]. The one home of the
@@ -230,6 +230,7 @@ export const ImageListResponse = t.Object({
   page: t.Integer(),
   limit: t.Integer(),
   pages: t.Integer(),
+  asOf: AsOf,
 })
 /** The orders of an owner's list: by upload date, stored size or views (each either way). */
 export const IMAGE_SORTS = ['date', 'size', 'views'] as const
@@ -237,6 +238,7 @@ export const IMAGE_SORTS = ['date', 'size', 'views'] as const
 /** The owner's list: the page, a name search and the order (GET /api/v1/images and the dashboard's GET /api/images). */
 export const ImageListQuery = t.Object({
   ...PageQuery.properties,
+  asOf: AsOfQuery,
   q: t.Optional(
     t.String({ description: `Only images whose filename contains this text (at most ${FILENAME_MAX} characters)` }),
   ),

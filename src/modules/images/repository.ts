@@ -3,15 +3,16 @@ import type { SQLiteColumn } from 'drizzle-orm/sqlite-core'
 import { type Db, prepared, q, rawRows, type Step, type Tx } from '../../db/client'
 import { engine } from '../../db/engine'
 import { insertionOrder } from '../../db/order'
-import { type EmbedProfile, type Image, images, uploadWindows } from '../../db/schema'
+import { type EmbedProfile, type Image, imageCounts, images, listedImage, uploadWindows } from '../../db/schema'
 import { iso } from '../../lib/time'
 import { membership } from '../albums/repository'
 import { accounts } from '../auth/repository'
 import { profiles } from '../embeds/repository'
+import { type CountedList, EVERYONE, insertedBy, type ListedRow, ownedTally } from './counts'
 import { imageLinks, type LinkBase } from './links'
 import { liveImage } from './live'
 import type { IMAGE_SORTS } from './model'
-import { pgSearchMatch } from './search-pg'
+import { pgDocumentMatch } from './search-pg'
 
 /**
  * Every query of the images table (and of the upload windows, which images owns). Other features call these and never
@@ -270,80 +271,63 @@ export async function recordScan(db: Db, id: string, mature: boolean) {
     .where(and(eq(images.id, id), eq(images.scanStatus, 'pending')))
 }
 
-const ownedWhere = (userId: number, now: number, filter: ImageListFilter = {}) =>
+/** An owner's images narrowed by `filter`, expiry aside. */
+const ownedWhere = (userId: number, filter: ImageListFilter = {}) =>
   and(
     eq(images.userId, userId),
-    liveImage(now),
     filter.visibility ? eq(images.visibility, filter.visibility) : undefined,
     filter.nsfw === undefined ? undefined : eq(images.nsfw, filter.nsfw),
     // The text is a literal: LIKE's wildcards and the escape character in it are escaped.
     filter.name
       ? sql`lower(${images.filename}) LIKE lower(${`%${filter.name.replace(/[\\%_]/g, '\\$&')}%`}) ESCAPE '\\'`
       : undefined,
-  )
+  )!
 
-/** How many live images the user owns (narrowed by `filter`). */
-export function* countOwned(db: Db | Tx, userId: number, now: number, filter?: ImageListFilter) {
+/** An owner's list narrowed by visibility and NSFW flag: counted (image_counts). */
+export const ownedList = (userId: number, filter: ImageListFilter): CountedList => ({
+  owner: userId,
+  tally: ownedTally(filter),
+  where: ownedWhere(userId, filter),
+})
+
+/**
+ * How many live images (as of insertion `asOf`) the user owns whose filename contains `filter.name`: rows counted, as no
+ * count keeps names.
+ */
+export function* countNamed(db: Db | Tx, userId: number, now: number, filter: ImageListFilter, asOf: number) {
   return (
     (yield* q(
       db
         .select({ n: count() })
         .from(images)
-        .where(ownedWhere(userId, now, filter)),
+        .where(and(ownedWhere(userId, filter), liveImage(now), insertedBy(asOf))),
     ))[0]?.n ?? 0
   )
 }
 
-/** One page of the user's live images (narrowed by `filter`), newest first unless `order` says otherwise. */
-export function ownedPage(
-  db: Db,
+/**
+ * One page of the user's live images (narrowed by `filter`) as of insertion `asOf`, by an order other than the
+ * counted date order (size, views) or with a name filter: walked by offset through images_user_size / _views.
+ */
+export function* ownedPage(
+  db: Db | Tx,
   userId: number,
   now: number,
   filter: ImageListFilter,
-  page: { limit: number; offset: number },
-  order: ImageListOrder = { by: 'date', direction: 'desc' },
-) {
+  page: { limit: number; offset: number; asOf: number },
+  order: ImageListOrder,
+): Step<Image[]> {
   const direction = order.direction === 'asc' ? asc : desc
-  return (
+  return yield* q(
     db
       .select()
       .from(images)
-      .where(ownedWhere(userId, now, filter))
+      .where(and(ownedWhere(userId, filter), liveImage(now), insertedBy(page.asOf)))
       // Ties (same size, same views) keep the upload order, so pages never overlap.
       .orderBy(direction(sortColumns[order.by]), direction(insertionOrder(images)))
       .limit(page.limit)
-      .offset(page.offset)
-      .then((rows) => rows)
+      .offset(page.offset),
   )
-}
-
-const bytesStored = sql<number>`coalesce(sum(${images.size}), 0)`.mapWith(Number)
-
-/**
- * Bytes stored: of one owner's live images (what their quota counts: an expired image stops counting at once, before
- * the sweeper removes it), or of every row when no owner is given (the metrics).
- */
-export function* storageUsed(db: Db | Tx, owner?: { userId: number; now: number }): Step<number> {
-  const [row] = yield* q(
-    db
-      .select({ used: bytesStored })
-      .from(images)
-      .where(owner && and(eq(images.userId, owner.userId), liveImage(owner.now))),
-  )
-  return Number(row?.used ?? 0)
-}
-
-/**
- * For a query over users: the count and bytes of the live images of the user whose id is `ownerId`, as correlated
- * subqueries. Qualified by hand: drizzle renders columns inside sql`` unqualified, and a bare "id" in the subquery
- * would be images.id.
- */
-export function liveTotalsOf(ownerId: SQL, now: number) {
-  const owned = sql`${images}.${sql.identifier(images.userId.name)} = ${ownerId} and ${liveImage(now)}`
-  return {
-    totalImages: sql<number>`(select count(*) from ${images} where ${owned})`.mapWith(Number),
-    storageUsed: sql<number>`(select ${bytesStored} from ${images} where ${owned})`.mapWith(Number),
-  }
 }
 
 /** An upload window's row. */
@@ -427,95 +411,80 @@ export async function albumStats(db: Db, albumId: string, audience: 'owner' | 'p
 }
 
 /** Scan states a feed may show: no scan needed, or scanned. 'pending' images stay hidden until a rescan decides. */
-const SHOWN = ['none', 'done'] as const
-const scanShown = () => inArray(images.scanStatus, [...SHOWN])
+const scanShown = () => inArray(images.scanStatus, ['none', 'done'])
 
 /**
- * Images the gallery may show: public, live, not NSFW, scanned or exempt from scanning, not from a banned account.
- * Needs `users` left-joined.
+ * Images the gallery may show, expiry aside: public, not NSFW, scanned or exempt from scanning (listedImage, literal,
+ * so images_listed serves it), not from a banned account. Needs `users` left-joined.
  */
-const feedVisible = (scan: SQL = scanShown()) =>
-  and(
-    eq(images.visibility, 'public'),
-    eq(images.nsfw, false),
-    scan,
-    liveImage(),
-    or(isNull(images.userId), eq(accounts.banned, false)),
-  )
+const galleryWhere = () => and(listedImage, or(isNull(images.userId), eq(accounts.banned, false)))!
 
 /**
- * SQLite's search condition: each word a quoted string (words hold only letters, digits and marks, so never a quote:
- * no FTS syntax gets in) with a prefix star, joined by FTS5's implicit AND.
+ * The search documents (a filename, or the title of a public album holding the image) that have every word of `words`
+ * as a prefix of one of their words, the newest `limit`: their image ids. SQLite's FTS5 (migration
+ * 0001_search_fts) hands its matches out newest first by itself; each word is a quoted string (words hold only
+ * letters, digits and marks, so never a quote: no FTS syntax gets in) with a prefix star, joined by FTS5's implicit
+ * AND. PostgreSQL: the tsvector of migrations-pg/0001_search.sql.
  */
-const ftsMatch = (words: string[]) =>
-  sql`${images.id} IN (
-    SELECT d.image_id FROM image_search JOIN search_docs d ON d.docid = image_search.rowid
-    WHERE image_search MATCH ${words.map((w) => `"${w}"*`).join(' ')})`
+function newestMatches(words: string[], limit: number): SQL {
+  if (engine === 'pg')
+    return sql`SELECT d.image_id FROM search_docs d WHERE ${pgDocumentMatch(words)} ORDER BY d.docid DESC LIMIT ${limit}`
+  return sql`SELECT d.image_id FROM search_docs d WHERE d.docid IN (
+    SELECT rowid FROM image_search WHERE image_search MATCH ${words.map((w) => `"${w}"*`).join(' ')}
+    ORDER BY rowid DESC LIMIT ${limit})`
+}
 
-/** The feeds' conditions (each query of a feed left-joins the owner's account). */
+/**
+ * The images of the newest `scope` search documents matching `words`, and whether more matched (a search's count then
+ * stops there). Read once: the feed's count and page are then looked up by id.
+ */
+export async function searchScope(db: Db, words: string[], scope: number) {
+  const docs = await rawRows<{ image_id: string }>(db, newestMatches(words, scope + 1))
+  return { ids: [...new Set(docs.slice(0, scope).map((d) => d.image_id))], capped: docs.length > scope }
+}
+
+/** The feeds: the gallery and a profile are counted lists (image_counts); a search looks at a bounded scope. */
 export const feeds = {
-  gallery: () => feedVisible(),
-  /**
-   * Gallery images with one search document (a filename, or the title of a public album holding them) that has every
-   * word of `words` as a prefix of one of its words: FTS5 on SQLite (migration 0001_search_fts), tsvector on PostgreSQL.
-   */
-  search: (words: string[]) => and(feedVisible(), engine === 'pg' ? pgSearchMatch(words) : ftsMatch(words)),
+  gallery: (): CountedList => ({
+    owner: EVERYONE,
+    tally: sql`${imageCounts.listed}`,
+    where: galleryWhere(),
+    withoutBanned: true,
+  }),
+  /** The gallery images of a search's scope (searchScope). */
+  search: (ids: string[]) => and(galleryWhere(), inArray(images.id, ids))!,
   /** A user's public images, NSFW ones included (flagged), pending scans left out. */
-  profile: (userId: number) =>
-    and(eq(images.userId, userId), eq(images.visibility, 'public'), scanShown(), liveImage()),
+  profile: (userId: number): CountedList => ({
+    owner: userId,
+    tally: sql`${imageCounts.shown}`,
+    where: and(eq(images.userId, userId), eq(images.visibility, 'public'), scanShown())!,
+  }),
 }
 
 /** A feed's image and its owner's name (null for anonymous uploads). */
-export type FeedRow = { image: Image; username: string | null }
+export type FeedRow = ListedRow
 
-const newestFirst = [desc(images.createdAt), desc(insertionOrder(images))]
-
-/** How many images a feed holds. */
-export const feedTotal = async (db: Db, where: SQL | undefined) =>
-  (
-    await db.select({ n: count() }).from(images).leftJoin(accounts.table, eq(accounts.id, images.userId)).where(where)
-  )[0]?.n ?? 0
-
-/** The rows of one page matching `where` (users left-joined), newest first. */
-export function feedRows(db: Db, where: SQL | undefined, page: { limit: number; offset: number }): Promise<FeedRow[]> {
-  return db
-    .select({ image: images, username: accounts.username })
-    .from(images)
-    .leftJoin(accounts.table, eq(accounts.id, images.userId))
-    .where(where)
-    .orderBy(...newestFirst)
-    .limit(page.limit)
-    .offset(page.offset)
-    .then((rows) => rows)
-}
-
-/**
- * The gallery's rows, without sorting the whole gallery: the images_feed index (visibility, nsfw, scan_status,
- * created_at) yields each shown scan state newest first, so each state is walked only as deep as the page reaches
- * and the two runs are merged. A plain ORDER BY over `scan_status IN (...)` sorts every public image on each request.
- */
-export async function galleryRows(db: Db, page: { limit: number; offset: number }): Promise<FeedRow[]> {
-  const run = (state: (typeof SHOWN)[number]) =>
+/** A bounded feed's (a search's) total and one page, newest first, at `now` as of insertion `asOf`. */
+export function* boundedPage(
+  db: Db | Tx,
+  where: SQL,
+  page: { limit: number; offset: number },
+  now: number,
+  asOf: number,
+): Step<{ total: number; rows: FeedRow[] }> {
+  const shown = and(where, liveImage(now), insertedBy(asOf))
+  const [counted] = yield* q(
+    db.select({ n: count() }).from(images).leftJoin(accounts.table, eq(accounts.id, images.userId)).where(shown),
+  )
+  const rows = yield* q(
     db
-      .select({ id: images.id, created_at: images.createdAt, rid: insertionOrder(images).as('rid') })
+      .select({ image: images, username: accounts.username })
       .from(images)
       .leftJoin(accounts.table, eq(accounts.id, images.userId))
-      .where(feedVisible(eq(images.scanStatus, state)))
-      .orderBy(...newestFirst)
-      .limit(page.offset + page.limit)
-  const ids = (
-    await rawRows<{ id: string }>(
-      db,
-      sql`SELECT id FROM (SELECT * FROM (${run('none')}) AS unscanned UNION ALL SELECT * FROM (${run('done')}) AS scanned)
-          AS feed ORDER BY created_at DESC, rid DESC LIMIT ${page.limit} OFFSET ${page.offset}`,
-    )
-  ).map((r) => r.id)
-  if (ids.length === 0) return []
-  const rows = await db
-    .select({ image: images, username: accounts.username })
-    .from(images)
-    .leftJoin(accounts.table, eq(accounts.id, images.userId))
-    .where(inArray(images.id, ids))
-  const byId = new Map(rows.map((r) => [r.image.id, r]))
-  return ids.flatMap((id) => byId.get(id) ?? [])
+      .where(shown)
+      .orderBy(desc(images.createdAt), desc(insertionOrder(images)))
+      .limit(page.limit)
+      .offset(page.offset),
+  )
+  return { total: counted?.n ?? 0, rows }
 }

@@ -7,10 +7,15 @@ import { images } from '../../db/schema'
  * the SQL functions of migrations-pg/0001_search.sql; user text is only ever a bound parameter, never tsquery syntax.
  */
 export function pgSearchMatch(words: string[]): SQL {
+  return sql`${images.id} IN (SELECT d.image_id FROM search_docs d WHERE ${pgDocumentMatch(words)})`
+}
+
+/** The condition on a search document `d` of pgSearchMatch. */
+export function pgDocumentMatch(words: string[]): SQL {
   if (words.length === 0) return sql`false`
   const query = sql.join(
     words.map((w) => sql`search_prefix_query(${w})`),
     sql` && `,
   )
-  return sql`${images.id} IN (SELECT d.image_id FROM search_docs d WHERE d.words @@ (${query}))`
+  return sql`d.words @@ (${query})`
 }

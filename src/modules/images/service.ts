@@ -1,15 +1,16 @@
 import type { Config } from '../../config'
 import type { ChangeFeed } from '../../db/changes'
-import { type Db, run, type Step, type Tx, transaction } from '../../db/client'
+import { type Db, run, type Step, snapshot, type Tx, transaction } from '../../db/client'
 import { engine } from '../../db/engine'
 import type { Image, User } from '../../db/schema'
 import { badRequest, notFound } from '../../errors'
 import { FILENAME_MAX } from '../../http/multipart'
-import { pageCount } from '../../http/pagination'
+import { type ListPage, pageCount } from '../../http/pagination'
 import { isCrawler } from '../../lib/crawlers'
 import { safeEqual, sha256Hex } from '../../lib/crypto'
 import { log } from '../../log'
 import { originalKey, type Storage, thumbnailKey } from '../../storage'
+import { countedPage, countedTotal, newestInsertion, ownerTotals } from './counts'
 import { type ImageEvents, noImageEvents } from './events'
 import { checkExpiryBound, expiryDate, parseExpiry } from './expiry'
 import { accountPolicy, windowState } from './limits'
@@ -17,18 +18,18 @@ import { deletePageUrl, imageLinks, type LinkBase } from './links'
 import { createLiveImageCache, type LiveImage } from './live-cache'
 import { IMAGE_SHAPES, isImageId } from './model'
 import {
-  countOwned,
+  countNamed,
   deleteImage,
   dueToExpire,
   type ImageListFilter,
   type ImageListOrder,
   imageFields,
+  ownedList,
   ownedPage,
   pickImage,
   prepareAddViews,
   prepareFindLive,
   prepareFindLiveRow,
-  storageUsed,
   updateImage,
 } from './repository'
 
@@ -324,16 +325,27 @@ export function createImageService(deps: {
      */
     async list(
       user: User,
-      page: { page: number; limit: number; offset: number },
+      page: ListPage,
       filter: ImageListFilter = {},
-      order?: ImageListOrder,
+      order: ImageListOrder = { by: 'date', direction: 'desc' },
     ) {
       if (filter.name !== undefined && filter.name.length > FILENAME_MAX) {
         throw badRequest(`q must be at most ${FILENAME_MAX} characters`)
       }
       const at = now()
-      const total = await run(countOwned(db, user.id, at, filter))
-      const rows = await ownedPage(db, user.id, at, filter, page, order)
+      const { total, rows, asOf } = await snapshot(db, function* (tx) {
+        const asOf = page.asOf ?? (yield* newestInsertion(tx))
+        // By date (the default) a page is found from the counts; a name filter or another order walks the rows.
+        if (!filter.name && order.by === 'date') {
+          const list = ownedList(user.id, filter)
+          const found = yield* countedPage(tx, list, { ...page, direction: order.direction }, at, asOf)
+          return { total: found.total, rows: found.rows.map((r) => r.image), asOf }
+        }
+        const total = filter.name
+          ? yield* countNamed(tx, user.id, at, filter, asOf)
+          : yield* countedTotal(tx, ownedList(user.id, filter), at, asOf)
+        return { total, rows: yield* ownedPage(tx, user.id, at, filter, { ...page, asOf }, order), asOf }
+      })
       return {
         success: true as const,
         images: rows.map((image) =>
@@ -343,6 +355,7 @@ export function createImageService(deps: {
         page: page.page,
         limit: page.limit,
         pages: pageCount(total, page.limit),
+        asOf,
       }
     },
 
@@ -350,10 +363,9 @@ export function createImageService(deps: {
       const policy = accountPolicy(config, user)
       const { used, totalImages, window } = await run(
         (function* () {
-          const used = yield* storageUsed(db, { userId: user.id, now: now() })
-          const totalImages = yield* countOwned(db, user.id, now())
+          const owned = yield* ownerTotals(db, user.id, now())
           const window = yield* windowState(db, policy.window, now())
-          return { used, totalImages, window }
+          return { used: owned.bytes, totalImages: owned.images, window }
         })(),
       )
       return {

@@ -33,9 +33,9 @@ export async function renderGallery(
   renderer: PageRenderer,
   config: Config,
   deps: { gallery: GalleryService; pages: PageService },
-  opts: { page: number; q: string },
+  opts: { page: number; q: string; asOf?: number },
 ): Promise<Response> {
-  const page = { page: opts.page, limit: FEED_PAGE_SIZE, offset: (opts.page - 1) * FEED_PAGE_SIZE }
+  const page = { page: opts.page, limit: FEED_PAGE_SIZE, offset: (opts.page - 1) * FEED_PAGE_SIZE, asOf: opts.asOf }
   let result: Awaited<ReturnType<GalleryService['gallery']>> | null = null
   let searchError: string | null = null
   try {
@@ -47,10 +47,12 @@ export async function renderGallery(
   if (result && opts.page > 1 && opts.page > result.totalPages)
     return renderer.notFound('There is no such page of the gallery.')
 
+  // The pager's links keep the list pinned: images uploaded meanwhile do not shift the next page.
   const href = (n: number) => {
     const params = new URLSearchParams()
     if (opts.q) params.set('q', opts.q)
     if (n > 1) params.set('page', String(n))
+    if (result) params.set('asOf', String(result.asOf))
     const query = params.toString()
     return `/gallery${query ? `?${query}` : ''}`
   }
@@ -98,14 +100,16 @@ export async function renderProfile(
   config: Config,
   deps: { gallery: GalleryService; pages: PageService },
   username: string,
-  pageNumber: number,
+  at: { page: number; asOf?: number },
 ): Promise<Response> {
+  const pageNumber = at.page
   let result: Awaited<ReturnType<GalleryService['profile']>>
   try {
     result = await deps.gallery.profile(username, {
       page: pageNumber,
       limit: FEED_PAGE_SIZE,
       offset: (pageNumber - 1) * FEED_PAGE_SIZE,
+      asOf: at.asOf,
     })
   } catch {
     return renderer.notFound('There is no user with this name.')
@@ -114,7 +118,7 @@ export async function renderProfile(
     return renderer.notFound('There is no such page of this profile.')
   const { user } = result
   const profileUrl = `${config.publicUrl}${profilePath(user.username)}`
-  const href = (n: number) => `${profilePath(user.username)}${n > 1 ? `?page=${n}` : ''}`
+  const href = (n: number) => `${profilePath(user.username)}?${n > 1 ? `page=${n}&` : ''}asOf=${result.asOf}`
   const shown = await tiles(deps.pages, result.images, { byline: false })
 
   const body = html`<section class="profile-head">

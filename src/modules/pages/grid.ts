@@ -45,6 +45,15 @@ ${page < totalPages ? html`<a class="button secondary" rel="next" href="${href(p
 </nav>`
 }
 
+/**
+ * A list's `asOf` from a query string (the pager's links carry it, so paging does not shift): a whole number, undefined
+ * when absent, else null (the page answers 404).
+ */
+export function asOfParam(raw: string | undefined): number | undefined | null {
+  if (raw === undefined || raw === '') return undefined
+  return /^\d{1,15}$/.test(raw) ? Number(raw) : null
+}
+
 /** A page number from a query string: a positive integer, else null (the page answers 404). */
 export function pageParam(raw: string | undefined): number | null {
   if (raw === undefined || raw === '') return 1

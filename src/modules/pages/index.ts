@@ -23,7 +23,7 @@ import { renderAdminReports } from './admin-reports'
 import { renderAlbum, renderAlbumPassword } from './album'
 import { deleteFromPage, renderDeletePage } from './delete'
 import { renderGallery, renderProfile } from './feeds'
-import { pageParam } from './grid'
+import { asOfParam, pageParam } from './grid'
 import { OEmbedQuery, OEmbedResponse, oembedFor } from './oembed'
 import type { PageService } from './service'
 import { renderUploadPage } from './upload'
@@ -105,19 +105,28 @@ export function pagesModule(deps: {
       '/gallery',
       ({ query }) => {
         const page = pageParam(query.page)
-        if (page === null) return renderer.notFound('There is no such page of the gallery.')
-        return renderGallery(renderer, config, { gallery, pages }, { page, q: (query.q ?? '').trim() })
+        const asOf = asOfParam(query.asOf)
+        if (page === null || asOf === null) return renderer.notFound('There is no such page of the gallery.')
+        return renderGallery(renderer, config, { gallery, pages }, { page, q: (query.q ?? '').trim(), asOf })
       },
-      { query: t.Object({ page: t.Optional(t.String()), q: t.Optional(t.String()) }), ...hidden },
+      {
+        query: t.Object({ page: t.Optional(t.String()), q: t.Optional(t.String()), asOf: t.Optional(t.String()) }),
+        ...hidden,
+      },
     )
     .get(
       '/u/:username',
       ({ params, query }) => {
         const page = pageParam(query.page)
-        if (page === null) return renderer.notFound('There is no such page of this profile.')
-        return renderProfile(renderer, config, { gallery, pages }, params.username, page)
+        const asOf = asOfParam(query.asOf)
+        if (page === null || asOf === null) return renderer.notFound('There is no such page of this profile.')
+        return renderProfile(renderer, config, { gallery, pages }, params.username, { page, asOf })
       },
-      { params: t.Object({ username: t.String() }), query: t.Object({ page: t.Optional(t.String()) }), ...hidden },
+      {
+        params: t.Object({ username: t.String() }),
+        query: t.Object({ page: t.Optional(t.String()), asOf: t.Optional(t.String()) }),
+        ...hidden,
+      },
     )
     .get('/login', () => renderLogin(renderer, config), hidden)
     .get('/register', () => renderRegister(renderer, config), hidden)
