@@ -66,6 +66,8 @@ export async function startApp(opts: {
   log: string
   env?: Record<string, string>
   preload?: string
+  /** How long it may take to answer /healthz (default 30 s). */
+  startTimeoutMs?: number
 }): Promise<AppProcess> {
   const port = freePort()
   const url = `http://127.0.0.1:${port}`
@@ -73,7 +75,7 @@ export async function startApp(opts: {
   const since = performance.now()
   const preload = opts.preload ? ['--preload', opts.preload] : []
   const child = spawnLogged([BUN, ...preload, 'src/index.ts'], { env, log: opts.log })
-  const startMs = await waitHealthy(`${url}/healthz`, since, 30_000, child)
+  const startMs = await waitHealthy(`${url}/healthz`, since, opts.startTimeoutMs ?? 30_000, child)
   return { child, pid: child.pid, port, url, dataDir: opts.dataDir, startMs, stop: () => stopChild(child, 10_000) }
 }
 

@@ -64,7 +64,7 @@ export async function stopChild(child: Subprocess, graceMs = 5000): Promise<void
   }
 }
 
-/** Runs a child to completion: its output, exit, wall time and peak RSS (bytes, the kernel's accounting). */
+/** Runs a child to completion: its output, exit, wall time and peak RSS (bytes, the kernel's accounting; Bun gives it in bytes). */
 async function runChild(cmd: string[], opts: { env?: Record<string, string>; timeoutMs: number }) {
   hookCleanup()
   const t = performance.now()
@@ -89,7 +89,7 @@ async function runChild(cmd: string[], opts: { env?: Record<string, string>; tim
     if (child.exitCode === null || !codes.includes(child.exitCode))
       throw new Error(`${cmd.join(' ')} failed (${child.exitCode ?? child.signalCode}): ${err.slice(-2000)}`)
   }
-  return { out, err, ms, peakRss: (child.resourceUsage()?.maxRSS ?? Number.NaN) * 1024, failed }
+  return { out, err, ms, peakRss: child.resourceUsage()?.maxRSS ?? Number.NaN, failed }
 }
 
 /** Runs a child to completion and parses the last line of its stdout as JSON. */

@@ -15,7 +15,7 @@ import type { Gap } from '../lib/lag'
 import { BUN, freePort, memoryOf, ROOT, runJson, runMeasured } from '../lib/proc'
 import { type Figure, figure } from '../lib/report'
 import { median } from '../lib/stats'
-import { type Library, prepareLibrary, sqlitePath } from './library'
+import { type Library, prepareLibrary, START_TIMEOUT_MS, sqlitePath } from './library'
 import { slowQueriesPg, slowQueriesSqlite } from './queries'
 import { measureReads, type ReadResult, SEARCH_WORD, type Site, siteOf } from './reads'
 
@@ -132,6 +132,7 @@ async function startSite(ctx: ScaleContext, lib: Library, label: string): Promis
     log: join(ctx.work, `app-${lib.engine}-${lib.rows}.log`),
     env: { ...lib.env, BENCH_LAG_FILE: probes.lagFile, BENCH_SQL_FILE: probes.sqlFile },
     preload: SERVER_PROBE,
+    startTimeoutMs: START_TIMEOUT_MS,
   })
   console.log(
     `  ${label}: started in ${Math.round(app.startMs)} ms (first start on it), RSS ${(memoryOf(app.pid).rss / 2 ** 20).toFixed(0)} MB`,
@@ -259,6 +260,7 @@ async function startupFigures(ctx: ScaleContext, engine: Engine, small: Library,
         dataDir: lib.dataDir,
         log: join(ctx.work, `start-${engine}-${lib.rows}.log`),
         env: lib.env,
+        startTimeoutMs: START_TIMEOUT_MS,
       })
       times[key].push(app.startMs)
       await app.stop()
@@ -286,7 +288,7 @@ const JOBS = [
   { job: 'expiry-sweep', count: 1000, what: 'expiry sweep, 1,000 expired images' },
   { job: 'orphan-sweep', count: 0, what: 'orphan sweep (every row and every stored file)' },
   { job: 'phash-backfill', count: 100, what: 'perceptual hash backfill, 100 images' },
-  { job: 'rescan', count: 20, what: 'rescan of 20 images waiting for a scan (model load included)' },
+  { job: 'rescan', count: 20, what: 'rescan of 20 images waiting for a scan' },
 ] as const
 
 interface JobRun {

@@ -18,6 +18,9 @@ export interface Library {
   seed: SeedReport & { wallMs: number }
 }
 
+/** A large library's first start may take minutes before the fixes (its startup reads every row and file). */
+export const START_TIMEOUT_MS = 600_000
+
 export const OWNER = { username: 'owner', email: 'owner@example.com', password: 'owner-password-123' }
 
 /** Runs the CLI (`bun src/cli.ts <args>`) on a library's data and returns the JSON it printed last. */
@@ -38,7 +41,7 @@ export async function prepareLibrary(opts: {
   source: string
   log: string
 }): Promise<Library> {
-  const app = await startApp({ dataDir: opts.dataDir, log: opts.log, env: opts.env })
+  const app = await startApp({ dataDir: opts.dataDir, log: opts.log, env: opts.env, startTimeoutMs: START_TIMEOUT_MS })
   let owner: Library['owner']
   let admin: Library['admin']
   let sourceId: string

@@ -104,12 +104,46 @@ interface Writer {
   images(rows: SeedRow[], source: Image): Promise<Set<string>>
   albumImages(rows: { albumId: string; imageId: string; addedAt: number }[]): Promise<void>
   reports(rows: { imageId: string; ownerId: number | null; createdAt: number }[], source: Image): Promise<void>
+  /** Stops the search triggers (they write one row's documents at a time): `indexSearch` writes them in bulk. */
+  pauseSearch(): Promise<void>
+  /** The search documents of the images and album entries inserted since the last call, in insertion order. */
+  indexSearch(): Promise<void>
+  /** The search triggers as they were. */
+  resumeSearch(): Promise<void>
 }
+
+/**
+ * The search documents the triggers of the search migrations (migrations/0001_search_fts.sql, 0004; migrations-pg/
+ * 0001_search.sql) write: one per image (its filename), one per public, live, unguarded album holding it (its title).
+ * `rows`: which images and album entries are new, `yes`: the engine's true, `order`: insertion order (SQLite's rowid,
+ * PostgreSQL's seq).
+ */
+const searchDocuments = (rows: { images: string; members: string }, yes: string, order: string) => [
+  `INSERT INTO search_docs (image_id, album_id, body)
+   SELECT id, NULL, filename FROM images WHERE ${rows.images} ORDER BY ${order}`,
+  `INSERT INTO search_docs (image_id, album_id, body)
+   SELECT ai.image_id, a.id, a.title FROM album_images ai JOIN albums a ON a.id = ai.album_id
+   WHERE ${rows.members} AND a.is_public = ${yes} AND a.deleted_at IS NULL AND a.password_hash IS NULL
+   ORDER BY ai.${order}`,
+]
 
 const IMAGE_COLUMNS =
   'id, user_id, filename, mime, ext, width, height, size, sha256, phash, phash_tried, visibility, nsfw, scan_status, views, created_at, expires_at'
 
 function sqliteWriter(sqlite: Database): Writer {
+  const newest = () =>
+    sqlite
+      .query(
+        `SELECT (SELECT coalesce(max(rowid), 0) FROM images) AS images,
+                (SELECT coalesce(max(rowid), 0) FROM album_images) AS members,
+                (SELECT coalesce(max(docid), 0) FROM search_docs) AS docs`,
+      )
+      .get() as { images: number; members: number; docs: number }
+  let indexed = { images: 0, members: 0, docs: 0 }
+  let triggers: { name: string; sql: string }[] = []
+  const [imageDocs, albumDocs] = searchDocuments({ images: 'rowid > ?', members: 'ai.rowid > ?' }, '1', 'rowid').map(
+    (statement) => sqlite.prepare(statement),
+  )
   const insertImage = sqlite.prepare(
     `INSERT OR IGNORE INTO images (${IMAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'done', ?, ?, ?)`,
   )
@@ -167,11 +201,40 @@ function sqliteWriter(sqlite: Database): Writer {
     async reports(rows, s) {
       for (const r of rows) insertReport.run(r.imageId, r.ownerId, s.sha256, s.phash, r.createdAt)
     },
+    async pauseSearch() {
+      indexed = newest()
+      triggers = sqlite
+        .query("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name LIKE '%search%'")
+        .all() as { name: string; sql: string }[]
+      for (const t of triggers) sqlite.exec(`DROP TRIGGER "${t.name}"`)
+    },
+    async indexSearch() {
+      // The rows inserted since the last call: rowids past the newest then.
+      imageDocs.run(indexed.images)
+      albumDocs.run(indexed.members)
+      // The full-text index of the new documents in one statement (the dropped search_docs_ai wrote it row by row).
+      sqlite
+        .prepare('INSERT INTO image_search (rowid, body) SELECT docid, body FROM search_docs WHERE docid > ?')
+        .run(indexed.docs)
+      indexed = newest()
+    },
+    async resumeSearch() {
+      for (const t of triggers) sqlite.exec(t.sql)
+    },
   }
 }
 
 /** PostgreSQL: each batch is one statement over arrays (unnest), inside the transaction `tx`. */
 function pgWriter(tx: BunSQL): Writer {
+  let triggers: { name: string; table: string }[] = []
+  // The new rows by primary key (seq, PostgreSQL's insertion order, has no index).
+  const [imageDocs, albumDocs] = searchDocuments(
+    { images: 'id = ANY($1::text[])', members: 'ai.image_id = ANY($1::text[])' },
+    'true',
+    'seq',
+  )
+  let newImages: string[] = []
+  let newMembers: string[] = []
   return {
     async accounts(names, passwordHash, createdAt) {
       await tx.unsafe(
@@ -227,9 +290,11 @@ function pgWriter(tx: BunSQL): Writer {
           s.phashTried,
         ],
       )
-      return new Set(inserted.map((r) => r.id))
+      newImages = inserted.map((r) => r.id)
+      return new Set(newImages)
     },
     async albumImages(rows) {
+      newMembers = rows.map((r) => r.imageId)
       if (rows.length === 0) return
       await tx.unsafe(
         `INSERT INTO album_images (album_id, image_id, added_at)
@@ -245,6 +310,22 @@ function pgWriter(tx: BunSQL): Writer {
          FROM unnest($1::text[], $2::int[], $3::bigint[]) AS r(image_id, owner_id, created_at)`,
         [rows.map((r) => r.imageId), rows.map((r) => r.ownerId), rows.map((r) => r.createdAt), s.sha256, s.phash],
       )
+    },
+    async pauseSearch() {
+      // Transactional: a seed that fails leaves them enabled (its ALTERs roll back with it).
+      triggers = await tx.unsafe(
+        `SELECT t.tgname AS name, c.relname AS table FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+         WHERE NOT t.tgisinternal AND c.relname IN ('images', 'album_images') AND t.tgname LIKE '%search%'`,
+      )
+      for (const t of triggers) await tx.unsafe(`ALTER TABLE "${t.table}" DISABLE TRIGGER "${t.name}"`)
+    },
+    async indexSearch() {
+      // search_docs' own trigger (the words of each document) still runs.
+      await tx.unsafe(imageDocs, [newImages])
+      await tx.unsafe(albumDocs, [newMembers])
+    },
+    async resumeSearch() {
+      for (const t of triggers) await tx.unsafe(`ALTER TABLE "${t.table}" ENABLE TRIGGER "${t.name}"`)
     },
   }
 }
@@ -323,6 +404,7 @@ export async function seed(
   const albumCount = Math.ceil(Math.ceil(n / 20) / ALBUM_SIZE)
   const albumIds = Array.from({ length: albumCount }, () => newPublicId())
   return inTransaction(db, async (writer) => {
+    await writer.pauseSearch()
     const accounts = await writer.accounts(names, passwordHash, now - SPAN_MS)
     await writer.albums(
       albumIds.map((id, k) => ({
@@ -367,11 +449,13 @@ export async function seed(
         if (i % 2000 === 1) reported.push({ imageId: r.id, ownerId: r.userId, createdAt: r.createdAt + 3600_000 })
       })
       await writer.albumImages(members)
+      await writer.indexSearch()
       await writer.reports(reported, source)
       report.albumImages += members.length
       report.reports += reported.length
       progress(Math.min(n, start + CHUNK), n)
     }
+    await writer.resumeSearch()
     report.ms = Math.round(performance.now() - started)
     return report
   })
