@@ -45,8 +45,9 @@ const USAGE = `Usage: bun run cli <command> [arguments]
                                                 DATABASE_URL's database when set (it must be empty)
   migrate-db [file.sqlite]                      copy DATA_DIR's SQLite database (or the file named) into
                                                 DATABASE_URL's PostgreSQL database, which must be empty
-  check [--repair]                              every row has its files and every file a row;
-                                                --repair remakes missing thumbnails, removes stray files
+  check [--repair]                              every row has its files, every file a row, and the image
+                                                counts a recount of the rows; --repair remakes missing
+                                                thumbnails, removes stray files, rewrites wrong counts
   import <dir> --user <username> [--album <title>] [--visibility public|private] [--dry-run] [--map <file.csv>]
                                                 import every image under <dir> into the account (the server may
                                                 be running); a JSON summary on stdout, exit 2 if any file failed
@@ -250,7 +251,9 @@ async function main(argv: string[]) {
           report.missingThumbnails.length -
           report.repairedThumbnails.length +
           report.strayFiles.length -
-          report.removedStrayFiles.length
+          report.removedStrayFiles.length +
+          report.wrongCountDays -
+          report.repairedCountDays
         if (problems > 0) process.exitCode = 2
         break
       }

@@ -102,15 +102,17 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
   const tmpDir = join(config.dataDir, 'tmp')
   // Background jobs that instances sharing a database run one at a time (each instance still has them scheduled).
   const exclusive = exclusiveJobs(db)
-  // Files without a row: at startup, then on an interval (the grace period spares those of uploads in progress, in
-  // any instance: it is longer than any upload lasts).
-  const sweepStrays = () =>
-    exclusive('orphan-sweep', () => sweepOrphans(db, deps.storage, tmpDir, overrides.orphanSweep))
-  let orphanSweep: Promise<unknown> = sweepStrays()
-  await orphanSweep
-  const sweepTimer = setInterval(() => {
-    orphanSweep = sweepStrays().catch((error) => log.error('orphan sweep failed', { error: String(error) }))
-  }, overrides.orphanSweep?.intervalMs ?? SWEEP_INTERVAL_MS)
+  // Files without a row: from startup on, in the background (it walks every stored file, which the start must not
+  // wait for), then on an interval (the grace period spares those of uploads in progress, in any instance: it is
+  // longer than any upload lasts).
+  let orphanSweep: Promise<unknown> = Promise.resolve()
+  const sweepStrays = () => {
+    orphanSweep = exclusive('orphan-sweep', () => sweepOrphans(db, deps.storage, tmpDir, overrides.orphanSweep)).catch(
+      (error) => log.error('orphan sweep failed', { error: String(error) }),
+    )
+  }
+  sweepStrays()
+  const sweepTimer = setInterval(sweepStrays, overrides.orphanSweep?.intervalMs ?? SWEEP_INTERVAL_MS)
   const { app, services, rateLimit } = createApp(deps)
   // PostgreSQL: the global per-IP counts are added up across instances a few times a second.
   const rateSyncTimer = changes

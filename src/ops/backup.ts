@@ -8,7 +8,7 @@ import { engine } from '../db/engine'
 import { lockDataDir } from '../db/lock'
 import type { PgDb } from '../db/pg'
 import * as schema from '../db/schema-sqlite'
-import { storedImages } from '../modules/images/repository'
+import { imagesAfter } from '../modules/images/repository'
 import { forgetAllVariants } from '../modules/variants/repository'
 import { checkKey, originalKey, type Storage, thumbnailKey } from '../storage'
 import { copyDatabase } from './copy-db'
@@ -16,6 +16,21 @@ import { copyDatabase } from './copy-db'
 const DB_FILE = 'imghost.sqlite'
 /** Generated secrets (src/lib/secrets.ts): a restore keeps sessions, signed variant URLs and TOTP codes valid. */
 const SECRET_FILES = ['jwt-secret', 'variant-secret', 'totp-key']
+
+/** Rows read per batch: a backup's memory stays the same whatever the library's size (files are streamed). */
+const BATCH = 500
+
+/** Copies an image's original and thumbnail into the backup; one deleted while the backup ran is reported missing. */
+async function copyFiles(row: { id: string; ext: string }, storage: Storage, dir: string, missing: string[]) {
+  for (const key of [originalKey(row.id, row.ext), thumbnailKey(row.id)]) {
+    const file = storage.file(key)
+    if (!(await file.exists())) {
+      missing.push(key)
+      continue
+    }
+    await Bun.write(join(dir, 'files', key), file)
+  }
+}
 
 async function run(cmd: string[]) {
   const proc = Bun.spawn(cmd, { stdout: 'ignore', stderr: 'pipe' })
@@ -35,7 +50,9 @@ export async function backup(opts: { db: Db; storage: Storage; dataDir: string; 
   if ((await readdir(dir)).length > 0) throw new Error(`Backup directory ${dir} is not empty`)
 
   // Variants are not copied (made again on request): nor are their rows, or a restore would point at missing files.
-  let rows: { id: string; ext: string }[]
+  // The files copied are those of `source`'s rows, read a batch at a time through the images module.
+  let source: Db
+  let close = () => {}
   if (engine === 'pg') {
     const snapshot = openDatabase(join(dir, DB_FILE))
     try {
@@ -52,28 +69,27 @@ export async function backup(opts: { db: Db; storage: Storage; dataDir: string; 
     }
     // Images stored after the copy add files the backup's rows do not name (swept after a restore); images deleted
     // meanwhile are reported missing.
-    rows = await storedImages(opts.db)
+    source = opts.db
   } else {
     opts.db.$client.run('VACUUM INTO ?', [join(dir, DB_FILE)])
     const snapshot = new Database(join(dir, DB_FILE))
-    const copy = drizzle(snapshot, { schema })
-    // The files to copy are those of the snapshot's rows, read through the images module like every query of images.
-    rows = await storedImages(copy)
-    await forgetAllVariants(copy)
-    snapshot.close()
+    source = drizzle(snapshot, { schema })
+    await forgetAllVariants(source)
+    close = () => snapshot.close()
   }
 
   const missing: string[] = []
-  for (const row of rows) {
-    for (const key of [originalKey(row.id, row.ext), thumbnailKey(row.id)]) {
-      const file = opts.storage.file(key)
-      // An image deleted while the backup ran has no file any more: report it rather than fail the backup.
-      if (!(await file.exists())) {
-        missing.push(key)
-        continue
-      }
-      await Bun.write(join(dir, 'files', key), file)
+  let images = 0
+  try {
+    for (let after = ''; ; ) {
+      const rows = await imagesAfter(source, after, BATCH)
+      for (const row of rows) await copyFiles(row, opts.storage, dir, missing)
+      images += rows.length
+      if (rows.length < BATCH) break
+      after = rows.at(-1)!.id
     }
+  } finally {
+    close()
   }
   for (const name of SECRET_FILES) {
     const secret = Bun.file(join(opts.dataDir, name))
@@ -85,7 +101,7 @@ export async function backup(opts: { db: Db; storage: Storage; dataDir: string; 
     await run(['tar', '-cf', opts.target, '-C', dir, '.'])
     await rm(dir, { recursive: true, force: true })
   }
-  return { images: rows.length, missing }
+  return { images, missing }
 }
 
 /**

@@ -4,9 +4,12 @@ import { join } from 'node:path'
 import type { Db } from '../db/client'
 import type { Media } from '../media'
 import { formatFromExt } from '../media/formats'
-import { storedImages } from '../modules/images/repository'
-import { storedVariantKeys } from '../modules/variants/repository'
-import { originalKey, type Storage, thumbnailKey } from '../storage'
+import { accountIdsAfter } from '../modules/auth/repository'
+import { recountImageCounts } from '../modules/images/counts'
+import { keptAmong } from '../modules/images/orphans'
+import { imagesAfter } from '../modules/images/repository'
+import { forgetOrphanVariants } from '../modules/variants/repository'
+import { originalKey, type Storage, type StorageKey, thumbnailKey } from '../storage'
 
 export interface CheckReport {
   images: number
@@ -15,11 +18,19 @@ export interface CheckReport {
   strayFiles: string[]
   repairedThumbnails: string[]
   removedStrayFiles: string[]
+  /** Days of the image counts (image_counts) that differed from a recount of the rows; repaired with `repair`. */
+  wrongCountDays: number
+  repairedCountDays: number
 }
 
+/** Rows read, and stored keys looked up, per batch: the check's memory stays the same whatever the library's size. */
+const BATCH = 500
+
 /**
- * Verifies that every image row has its original and thumbnail and every file a row. With `repair`, missing
- * thumbnails are made again from the original and stray files are removed; a missing original cannot be repaired.
+ * Verifies that every image row has its original and thumbnail, every file a row, and the image counts a recount of
+ * the rows. With `repair`, missing thumbnails are made again from the original, stray files are removed and wrong
+ * counts rewritten; a missing original cannot be repaired. Rows are walked by id and files as the store lists them, a
+ * batch at a time.
  */
 export async function checkIntegrity(opts: {
   db: Db
@@ -28,47 +39,77 @@ export async function checkIntegrity(opts: {
   repair: boolean
 }): Promise<CheckReport> {
   const { storage } = opts
-  const rows = await storedImages(opts.db)
   const report: CheckReport = {
-    images: rows.length,
+    images: 0,
     missingOriginals: [],
     missingThumbnails: [],
     strayFiles: [],
     repairedThumbnails: [],
     removedStrayFiles: [],
+    wrongCountDays: 0,
+    repairedCountDays: 0,
   }
-  const known = new Set<string>()
   const work = await mkdtemp(join(tmpdir(), 'imghost-check-'))
   try {
-    for (const row of rows) {
-      const original = originalKey(row.id, row.ext)
-      const thumb = thumbnailKey(row.id)
-      known.add(original).add(thumb)
-      const hasOriginal = await storage.exists(original)
-      if (!hasOriginal) report.missingOriginals.push(original)
-      if (await storage.exists(thumb)) continue
-      report.missingThumbnails.push(thumb)
-      const format = formatFromExt(row.ext)
-      if (!opts.repair || !hasOriginal || !format) continue
-      const source = join(work, `${row.id}.${row.ext}`)
-      const target = join(work, `${row.id}.webp`)
-      await Bun.write(source, storage.file(original))
-      await opts.media.thumbnail(source, target)
-      await storage.put(thumb, target)
-      report.repairedThumbnails.push(thumb)
+    for (let after = ''; ; ) {
+      const rows = await imagesAfter(opts.db, after, BATCH)
+      for (const row of rows) await checkFiles(row, opts, report, work)
+      report.images += rows.length
+      if (rows.length < BATCH) break
+      after = rows.at(-1)!.id
     }
     // Variants are not checked (a missing one is made again on request); only theirs are not strays.
-    for (const key of await storedVariantKeys(opts.db)) known.add(key)
-    for await (const key of storage.list()) {
-      if (known.has(key)) continue
-      report.strayFiles.push(key)
-      if (opts.repair) {
+    await forgetOrphanVariants(opts.db)
+    const kept = keptAmong(opts.db)
+    const strays = async (batch: StorageKey[]) => {
+      const known = await kept(batch)
+      for (const key of batch) {
+        if (known.has(key)) continue
+        report.strayFiles.push(key)
+        if (!opts.repair) continue
         await storage.delete(key)
         report.removedStrayFiles.push(key)
       }
     }
+    let batch: StorageKey[] = []
+    for await (const key of storage.list()) {
+      batch.push(key)
+      if (batch.length < BATCH) continue
+      await strays(batch)
+      batch = []
+    }
+    await strays(batch)
   } finally {
     await rm(work, { recursive: true, force: true })
   }
+  const counts = await recountImageCounts(opts.db, (after, limit) => accountIdsAfter(opts.db, after, limit), {
+    repair: opts.repair,
+  })
+  report.wrongCountDays = counts.wrongDays
+  if (opts.repair) report.repairedCountDays = counts.wrongDays
   return report
+}
+
+/** One row's files: reported when missing, its thumbnail made again from the original with `repair`. */
+async function checkFiles(
+  row: { id: string; ext: string },
+  opts: { storage: Storage; media: Media; repair: boolean },
+  report: CheckReport,
+  work: string,
+) {
+  const { storage } = opts
+  const original = originalKey(row.id, row.ext)
+  const thumb = thumbnailKey(row.id)
+  const hasOriginal = await storage.exists(original)
+  if (!hasOriginal) report.missingOriginals.push(original)
+  if (await storage.exists(thumb)) return
+  report.missingThumbnails.push(thumb)
+  const format = formatFromExt(row.ext)
+  if (!opts.repair || !hasOriginal || !format) return
+  const source = join(work, `${row.id}.${row.ext}`)
+  const target = join(work, `${row.id}.webp`)
+  await Bun.write(source, storage.file(original))
+  await opts.media.thumbnail(source, target)
+  await storage.put(thumb, target)
+  report.repairedThumbnails.push(thumb)
 }

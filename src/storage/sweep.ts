@@ -2,7 +2,7 @@ import { readdir, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { HOUR_MS } from '../lib/time'
 import { log } from '../log'
-import type { Storage } from './index'
+import type { Storage, StorageKey } from './index'
 
 /**
  * Files written less than this long ago are never swept: they may belong to an upload still under way (its temp
@@ -20,27 +20,41 @@ export interface SweepOptions {
   now?: number
 }
 
+/** Keys listed per lookup of which are kept: bounds the memory and each query, whatever the store holds. */
+const LIST_BATCH = 500
+
 /**
- * Removes stored keys not in `keep` (read before the store is listed) and leftover temp files, once older than the
- * grace period. Knows no table: the images feature says which keys are kept (images/orphans.ts).
+ * Removes stored keys that `keptAmong` does not keep (asked a batch of listed keys at a time) and leftover temp files,
+ * once older than the grace period. Knows no table: the images feature says which keys are kept (images/orphans.ts).
  */
 export async function removeStrayFiles(
   storage: Storage,
   tmpDir: string,
-  keep: ReadonlySet<string>,
+  keptAmong: (keys: StorageKey[]) => Promise<Set<StorageKey>>,
   opts: SweepOptions = {},
 ) {
   const writtenBefore = (opts.now ?? Date.now()) - (opts.graceMs ?? SWEEP_GRACE_MS)
   let removed = (await storage.removeLeftovers?.(writtenBefore)) ?? 0
-  try {
-    for await (const key of storage.list()) {
-      if (keep.has(key)) continue
-      // Listed after the rows were read: a young file may be an upload's whose row has just been committed.
+  const sweep = async (batch: StorageKey[]) => {
+    const kept = await keptAmong(batch)
+    for (const key of batch) {
+      if (kept.has(key)) continue
+      // Asked after it was listed: a young file may be an upload's whose row is not committed yet.
       const info = await storage.stat(key)
       if (!info || info.modifiedAt >= writtenBefore) continue
       await storage.delete(key)
       removed++
     }
+  }
+  try {
+    let batch: StorageKey[] = []
+    for await (const key of storage.list()) {
+      batch.push(key)
+      if (batch.length < LIST_BATCH) continue
+      await sweep(batch)
+      batch = []
+    }
+    await sweep(batch)
   } catch (error) {
     // An object store that is down must not keep the service from starting: orphans wait for the next sweep.
     log.warn('orphan sweep skipped: storage unavailable', { error: String(error) })

@@ -15,7 +15,7 @@ import sharp from 'sharp'
 import { loadConfig } from '../../src/config'
 import { createConfiguredStorage } from '../../src/storage/configured'
 import { makeImage, uploadForm } from '../fixtures'
-import { startTestServer, storedKeys, type TestServer, userWithKey } from '../helpers'
+import { eventually, startTestServer, storedKeys, type TestServer, userWithKey } from '../helpers'
 
 // bun 1.4.5 applies test/setup.ts's setDefaultTimeout only to the first file of a multi-file run: say it here too.
 const TIMEOUT = 60_000
@@ -106,8 +106,14 @@ describe('startup sweep', () => {
       // spares files younger than the longest upload; test/faults/sweep.test.ts covers that side).
       t = await startTestServer(sameStorage, { orphanSweep: { graceMs: 0 } })
       running = t
-      expect(await storedKeys(t)).toEqual(realKeys.toSorted())
-      for (const path of tmpLeftovers) expect(existsSync(path)).toBe(false)
+      // The sweep runs in the background from startup on (the start does not wait for it).
+      const server = t
+      await eventually(
+        async () => (await storedKeys(server)).join() === realKeys.toSorted().join(),
+        30_000,
+        'the sweep',
+      )
+      for (const path of tmpLeftovers) await eventually(() => !existsSync(path), 30_000, 'temp files swept')
       if (local) {
         for (const path of partials) expect(existsSync(path)).toBe(false)
         // Nothing but the real files (and the stranger) is left on disk.

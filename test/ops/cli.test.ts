@@ -51,6 +51,15 @@ const cli = (dataDir: string, ...args: string[]) =>
 
 /** Rows of a data directory's database, through a connection of its own (placeholders `$1`...). */
 async function query<T>(dataDir: string, statement: string, ...params: unknown[]): Promise<T[]> {
+  return await statementOn(dataDir, true, statement, params)
+}
+
+/** A write to a data directory's database, through a connection of its own (what a fault or a bug leaves). */
+async function write(dataDir: string, statement: string) {
+  await statementOn(dataDir, false, statement, [])
+}
+
+async function statementOn<T>(dataDir: string, readonly: boolean, statement: string, params: unknown[]): Promise<T[]> {
   if (engine === 'pg') {
     const client = new SQL(databaseOf(dataDir).DATABASE_URL!)
     try {
@@ -59,7 +68,7 @@ async function query<T>(dataDir: string, statement: string, ...params: unknown[]
       await client.close()
     }
   }
-  const db = new Database(join(dataDir, 'imghost.sqlite'), { readonly: true })
+  const db = new Database(join(dataDir, 'imghost.sqlite'), { readonly })
   try {
     return db.query(statement.replaceAll(/\$(\d+)/g, '?$1')).all(...(params as never[])) as T[]
   } finally {
@@ -232,6 +241,30 @@ describe('check', () => {
     expect((await cli(dir, 'check')).code).toBe(0)
   })
 
+  test('finds image counts that differ from the rows; --repair rewrites them from a recount', async () => {
+    const dir = await copyOfServerData('check-counts')
+    const recount = `SELECT CASE WHEN e.everyone = 1 THEN -1 ELSE coalesce(i.user_id, 0) END AS owner_id,
+      i.created_at / 86400000 AS day, count(*) AS images, sum(i.size) AS bytes
+      FROM images i, (SELECT 0 AS everyone UNION ALL SELECT 1) AS e GROUP BY 1, 2 ORDER BY 1, 2`
+    const kept = 'SELECT owner_id, day, images, bytes FROM image_counts WHERE images <> 0 ORDER BY 1, 2'
+    const numbers = (rows: Record<string, unknown>[]) =>
+      rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, Number(v)])))
+    const truth = numbers(await query(dir, recount))
+    expect(numbers(await query(dir, kept))).toEqual(truth)
+    // Every owner's days off by some images and bytes, and everyone's days gone.
+    await write(dir, 'UPDATE image_counts SET images = images + 3, bytes = bytes + 100 WHERE owner_id >= 0')
+    await write(dir, 'DELETE FROM image_counts WHERE owner_id = -1')
+    const found = await cli(dir, 'check')
+    expect(found.code).toBe(2)
+    expect(JSON.parse(found.out)).toMatchObject({ wrongCountDays: truth.length, repairedCountDays: 0 })
+
+    const repaired = await cli(dir, 'check', '--repair')
+    expect(repaired.code).toBe(0)
+    expect(JSON.parse(repaired.out)).toMatchObject({ wrongCountDays: truth.length, repairedCountDays: truth.length })
+    expect(numbers(await query(dir, kept))).toEqual(truth)
+    expect(JSON.parse((await cli(dir, 'check')).out).wrongCountDays).toBe(0)
+  })
+
   test('finds a deleted original, which --repair cannot remake: both exit 2', async () => {
     const dir = await copyOfServerData('check-original')
     const original = `originals/${basename(new URL(uploaded[1].url).pathname)}`
@@ -248,6 +281,8 @@ describe('check', () => {
         strayFiles: [],
         repairedThumbnails: [],
         removedStrayFiles: [],
+        wrongCountDays: 0,
+        repairedCountDays: 0,
       })
     }
   })

@@ -1,20 +1,38 @@
 import type { Db } from '../../db/client'
-import { originalKey, type Storage, thumbnailKey } from '../../storage'
+import { originalKey, type Storage, type StorageKey, thumbnailKey } from '../../storage'
 import { removeStrayFiles, type SweepOptions } from '../../storage/sweep'
-import { storedVariantKeys } from '../variants/repository'
-import { storedImages } from './repository'
+import { forgetOrphanVariants, variantsAmong } from '../variants/repository'
+import { isImageId } from './model'
+import { imagesAmong } from './repository'
+
+/** The id a key of an original or a thumbnail names (`originals/<id>.<ext>`, `thumbs/<id>.webp`), if any. */
+const idOf = (key: StorageKey) => /^(?:originals|thumbs)\/([^.]+)\./.exec(key)?.[1]
+
+/**
+ * Which of a batch of stored keys belong to a row: the files of the images among them (the original under the row's
+ * own extension, and the thumbnail) and the stored variants'. Two lookups by key, whatever the library's size.
+ */
+export function keptAmong(db: Db) {
+  return async (keys: StorageKey[]): Promise<Set<StorageKey>> => {
+    const ids = [...new Set(keys.map(idOf).filter((id): id is string => id !== undefined && isImageId(id)))]
+    const kept = new Set<StorageKey>()
+    for (const row of await imagesAmong(db, ids)) kept.add(originalKey(row.id, row.ext)).add(thumbnailKey(row.id))
+    for (const key of await variantsAmong(
+      db,
+      keys.filter((k) => k.startsWith('variants/')),
+    ))
+      kept.add(key)
+    return kept
+  }
+}
 
 /**
  * Uploads write files before their row, so a crash (or a failed delete) can leave files without a row. Those, and
- * leftover temp files, are removed once older than the grace period; rows are never touched here. Runs at startup
- * and every SWEEP_INTERVAL_MS, beside uploads in progress, which the grace period keeps safe.
+ * leftover temp files, are removed once older than the grace period; rows are never touched here. Runs after startup
+ * (in the background: it walks every stored file) and every SWEEP_INTERVAL_MS, beside uploads in progress, which the
+ * grace period keeps safe. The store is listed a batch at a time, each batch looked up by key.
  */
 export async function sweepOrphans(db: Db, storage: Storage, tmpDir: string, opts: SweepOptions = {}) {
-  const known = new Set<string>()
-  for (const row of await storedImages(db)) {
-    known.add(originalKey(row.id, row.ext))
-    known.add(thumbnailKey(row.id))
-  }
-  for (const key of await storedVariantKeys(db)) known.add(key)
-  return removeStrayFiles(storage, tmpDir, known, opts)
+  await forgetOrphanVariants(db)
+  return removeStrayFiles(storage, tmpDir, keptAmong(db), opts)
 }

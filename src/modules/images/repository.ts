@@ -230,16 +230,35 @@ export function dueToExpire(db: Db, at: number, limit: number) {
     .then((rows) => rows)
 }
 
-/** Every row's id and extension: what the files of the store should be. */
-export const storedImages = async (db: Db) => await db.select({ id: images.id, ext: images.ext }).from(images)
+/**
+ * Up to `limit` rows' ids and extensions after `afterId`, by id (through the primary key): every row, a batch at a
+ * time, for what walks them all (`cli check`, backups).
+ */
+export const imagesAfter = async (db: Db, afterId: string, limit: number) =>
+  await db
+    .select({ id: images.id, ext: images.ext })
+    .from(images)
+    .where(gt(images.id, afterId))
+    .orderBy(asc(images.id))
+    .limit(limit)
 
-/** Live images whose upload-time scan gave no verdict, oldest first. */
-export function pendingScans(db: Db) {
+/** The ids and extensions of the rows among `ids` (the orphan sweep's question about a batch of stored files). */
+export const imagesAmong = async (db: Db, ids: string[]) =>
+  ids.length === 0
+    ? []
+    : await db.select({ id: images.id, ext: images.ext }).from(images).where(inArray(images.id, ids))
+
+/** Pending scans a rescan pass takes at most: the oldest, so a long backlog is worked through a pass at a time. */
+const PENDING_BATCH = 500
+
+/** Live images whose upload-time scan gave no verdict, the oldest `limit` (through images_pending). */
+export function pendingScans(db: Db, limit = PENDING_BATCH) {
   return db
     .select({ id: images.id, ext: images.ext })
     .from(images)
     .where(and(eq(images.scanStatus, 'pending'), liveImage()))
     .orderBy(asc(images.createdAt))
+    .limit(limit)
     .then((rows) => rows)
 }
 

@@ -1,4 +1,4 @@
-import { asc, eq, notInArray, sql } from 'drizzle-orm'
+import { asc, eq, inArray, notInArray, sql } from 'drizzle-orm'
 import { type Db, q, transaction } from '../../db/client'
 import { images, variants } from '../../db/schema'
 import type { StorageKey } from '../../storage'
@@ -48,13 +48,18 @@ export const forgetVariant = async (db: Db, key: StorageKey) =>
   (await db.delete(variants).where(eq(variants.key, key)).returning({ key: variants.key })).length > 0
 
 /**
- * The keys of stored variants, for the orphan sweep and `cli check`: rows of images removed without their variants (a
- * crash between the two, an account's images going with it) are dropped first, so their files count as strays.
+ * Drops the rows of variants whose image is gone without them (a crash between the two, an account's images going
+ * with it), so their files count as strays for the orphan sweep and `cli check`. One probe of images per variant row.
  */
-export async function storedVariantKeys(db: Db): Promise<StorageKey[]> {
+export async function forgetOrphanVariants(db: Db) {
   await db.delete(variants).where(notInArray(variants.imageId, db.select({ id: images.id }).from(images)))
-  return (await db.select({ key: variants.key }).from(variants)).map((row) => row.key)
 }
+
+/** Which of `keys` are stored variants' (the orphan sweep's question about a batch of stored files). */
+export const variantsAmong = async (db: Db, keys: StorageKey[]): Promise<StorageKey[]> =>
+  keys.length === 0
+    ? []
+    : (await db.select({ key: variants.key }).from(variants).where(inArray(variants.key, keys))).map((r) => r.key)
 
 /** A backup's copy of the database holds no variants (their files are not backed up). */
 export const forgetAllVariants = async (db: Db) => await db.delete(variants)
