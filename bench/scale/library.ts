@@ -13,8 +13,9 @@ export interface Library {
   /** The owner of half the rows. */
   owner: { username: string; jwt: string; apiKey: string }
   admin: { jwt: string }
-  /** The real upload every row was cloned from. */
+  /** The real upload every row was cloned from, and its file. */
   sourceId: string
+  source: string
   seed: SeedReport & { wallMs: number }
 }
 
@@ -70,6 +71,7 @@ export async function prepareLibrary(opts: {
     owner,
     admin,
     sourceId,
+    source: opts.source,
     seed: { ...report, wallMs: performance.now() - t },
   }
 }

@@ -17,6 +17,8 @@ export interface Site {
   /** A public album of the owner's, and a seeded image (its files hard-linked by the seed). */
   albumId: string
   seededId: string
+  /** The bytes the owner uploads (the source's). */
+  upload: Blob
 }
 
 type Auth = 'none' | 'key' | 'jwt' | 'admin' | 'metrics'
@@ -26,6 +28,8 @@ export interface Read {
   name: string
   auth: Auth
   path: (s: Site) => string
+  /** A write among the reads (an upload): its body, made per request. */
+  body?: (s: Site) => FormData
 }
 
 export const SEARCH_WORD = 'sunset'
@@ -112,6 +116,17 @@ export const READS: Read[] = [
   },
   { name: 'admin: GET /api/admin/blocks', auth: 'admin', path: () => '/api/admin/blocks?page=1&limit=20' },
   { name: 'GET /metrics', auth: 'metrics', path: () => '/metrics' },
+  {
+    // Not a read: the owner's upload checks their quota against what they store (issue 34's counters).
+    name: 'POST /api/v1/upload (owner, a 96x64 JPEG)',
+    auth: 'key',
+    path: () => '/api/v1/upload',
+    body: (s) => {
+      const form = new FormData()
+      form.append('file', s.upload, 'upload.jpg')
+      return form
+    },
+  },
 ]
 
 export function headersFor(s: Site, auth: Auth): Record<string, string> {
@@ -127,10 +142,11 @@ async function timed(s: Site, read: Read) {
   const path = read.path(s)
   const from = epochNow()
   const t = performance.now()
-  const res = await fetch(s.app.url + path, { headers: headersFor(s, read.auth) })
+  const body = read.body?.(s)
+  const res = await fetch(s.app.url + path, { method: body ? 'POST' : 'GET', body, headers: headersFor(s, read.auth) })
   await res.arrayBuffer()
   const ms = performance.now() - t
-  if (res.status !== 200) throw new Error(`${s.label}: ${path} answered ${res.status}`)
+  if (res.status !== 200 && res.status !== 201) throw new Error(`${s.label}: ${path} answered ${res.status}`)
   return { ms, from, to: epochNow() }
 }
 
@@ -200,5 +216,6 @@ export async function siteOf(
     pages: { gallery: gallery.totalPages, own: own.pages, profile: profile.totalPages, search: search.totalPages },
     albumId: album.id,
     seededId: seeded.id,
+    upload: new Blob([await Bun.file(lib.source).arrayBuffer()], { type: 'image/jpeg' }),
   }
 }
