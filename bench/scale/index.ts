@@ -32,6 +32,8 @@ export interface ScaleContext {
   engines: Engine[]
   /** Libraries are kept here and used again by later runs (seeding a million rows takes minutes); else in `work`. */
   keepDir?: string
+  /** The SQLite libraries of this run, once seeded: the PostgreSQL pass measures migrate-db from them. */
+  sqliteLibraries?: Library[]
 }
 
 export const SMALL = 10_000
@@ -48,7 +50,8 @@ const rowsText = (n: number) => (n >= 1e6 ? `${n / 1e6}M` : `${n / 1e3}k`)
 /** Where an engine's libraries live, and what their processes need (PostgreSQL: a database per library). */
 interface EngineSetup {
   engine: Engine
-  envFor(rows: number): Promise<Record<string, string>>
+  /** What a process on a new database `name` needs (SQLite: nothing, the data directory holds it). */
+  envFor(name: string): Promise<Record<string, string>>
   /** The slow statements of each read on `site`, with their plans, as Markdown. */
   slowQueries(reads: ReadResult[], site: Site): string
   stop(): Promise<void>
@@ -71,8 +74,7 @@ async function engineSetup(engine: Engine): Promise<EngineSetup> {
   const logFile = join(data_directory, '..', 'log')
   return {
     engine,
-    async envFor(rows) {
-      const name = `imghost_${rows}`
+    async envFor(name) {
       await admin.unsafe(`CREATE DATABASE ${name}`)
       // Statements of 20 ms or more are logged with their plans and actual row counts (auto_explain, in contrib).
       for (const setting of [
@@ -115,7 +117,7 @@ async function library(ctx: ScaleContext, setup: EngineSetup, rows: number): Pro
     rows,
     dataDir,
     // The owner stores half a million images: a quota must not refuse their uploads (the check still runs).
-    env: { ...(await setup.envFor(rows)), VERIFIED_STORAGE_LIMIT: String(2 ** 50) },
+    env: { ...(await setup.envFor(`imghost_${rows}`)), VERIFIED_STORAGE_LIMIT: String(2 ** 50) },
     source: ctx.fixtures.tinyJpeg,
     log: join(ctx.work, `seed-${setup.engine}-${rows}.log`),
   })
@@ -332,7 +334,9 @@ async function backgroundFigures(ctx: ScaleContext, engine: Engine, small: Libra
       }),
     )
   }
-  await commandFigures(ctx, engine, small, large, runs)
+  // Above a million rows the commands take hours (every file read or copied): left to the 1M runs.
+  if (large.rows <= 1_000_000) await commandFigures(ctx, engine, small, large, runs)
+  else console.log(`  cli check and cli backup are measured at 1M rows, not at ${rowsText(large.rows)}`)
   ctx.raw[`scale background ${engine}`] = runs
 }
 
@@ -382,6 +386,39 @@ async function commandFigures(
   }
 }
 
+/**
+ * `cli migrate-db` of the SQLite libraries of this run into new databases of this PostgreSQL cluster: time and peak RSS
+ * (a copy that streams keeps it flat).
+ */
+async function migrateFigures(ctx: ScaleContext, setup: EngineSetup, sqlite: Library[]) {
+  ctx.section(`pg: migrate-db from the SQLite libraries (load ${load()})`)
+  const runs = []
+  for (const lib of sqlite) {
+    const env = await setup.envFor(`migrated_${lib.rows}`)
+    runs.push(
+      await runMeasured([BUN, 'src/cli.ts', 'migrate-db', sqlitePath(lib)], {
+        env: appEnv(join(ctx.work, `migrated-${lib.rows}`), freePort(), env),
+        timeoutMs: 3_600_000,
+      }),
+    )
+  }
+  ctx.raw['scale migrate-db'] = runs.map(({ ms, peakRss }) => ({ ms, peakRss }))
+  const [b, a] = runs
+  ctx.add(
+    figure({
+      group: 'scale background (pg)',
+      figure: `\`cli migrate-db\` of the SQLite library, ${rowsText(sqlite[1].rows)} rows: peak RSS`,
+      value: a.peakRss / 2 ** 20,
+      unit: 'MB',
+      reference: `the same at ${rowsText(sqlite[0].rows)} rows`,
+      refValue: b.peakRss / 2 ** 20,
+      target: '<= 1.5x (memory does not grow with the library)',
+      met: a.peakRss <= 1.5 * b.peakRss,
+      note: `time ${(a.ms / 1000).toFixed(1)} s vs ${(b.ms / 1000).toFixed(2)} s`,
+    }),
+  )
+}
+
 /** The scale group on one engine. */
 async function onEngine(ctx: ScaleContext, engine: Engine) {
   const setup = await engineSetup(engine)
@@ -415,6 +452,8 @@ async function onEngine(ctx: ScaleContext, engine: Engine) {
     }
     await startupFigures(ctx, engine, smallLib, largeLib)
     await backgroundFigures(ctx, engine, smallLib, largeLib)
+    if (engine === 'sqlite') ctx.sqliteLibraries = libs
+    else if (ctx.sqliteLibraries) await migrateFigures(ctx, setup, ctx.sqliteLibraries)
   } finally {
     await setup.stop()
   }
