@@ -253,7 +253,9 @@ async function main(argv: string[]) {
           report.strayFiles.length -
           report.removedStrayFiles.length +
           report.wrongCountDays -
-          report.repairedCountDays
+          report.repairedCountDays +
+          report.wrongAlbumCounts -
+          report.repairedAlbumCounts
         if (problems > 0) process.exitCode = 2
         break
       }

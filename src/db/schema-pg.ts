@@ -286,6 +286,8 @@ export const albums = pgTable(
     createdAt: createdAt(),
     updatedAt: epochMs('updated_at').notNull().default(nowMs),
     deletedAt: epochMs('deleted_at'),
+    imageCount: integer('image_count').notNull().default(0),
+    publicCount: integer('public_count').notNull().default(0),
   },
   (t) => [index('albums_user').on(t.userId, t.deletedAt)],
 )
@@ -301,7 +303,11 @@ export const albumImages = pgTable(
       .references(() => images.id, { onDelete: 'cascade' }),
     addedAt: epochMs('added_at').notNull().default(nowMs),
   },
-  (t) => [primaryKey({ columns: [t.albumId, t.imageId] }), index('album_images_image').on(t.imageId)],
+  (t) => [
+    primaryKey({ columns: [t.albumId, t.imageId] }),
+    index('album_images_image').on(t.imageId),
+    index('album_images_added').on(t.albumId, t.addedAt),
+  ],
 )
 
 export const uploadWindows = pgTable('upload_windows', {

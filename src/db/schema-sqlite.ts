@@ -291,6 +291,12 @@ export const albums = sqliteTable(
     createdAt: createdAt(),
     updatedAt: integer('updated_at', { mode: 'timestamp_ms' }).notNull().default(sql`(unixepoch('subsec') * 1000)`),
     deletedAt: integer('deleted_at', { mode: 'timestamp_ms' }),
+    /**
+     * How many images the album holds, and how many of them are public: kept by triggers on album_images and images
+     * (migrations/0016_album_counts.sql), expired ones not swept yet included (reads take those off).
+     */
+    imageCount: integer('image_count').notNull().default(0),
+    publicCount: integer('public_count').notNull().default(0),
   },
   (t) => [index('albums_user').on(t.userId, t.deletedAt)],
 )
@@ -306,7 +312,12 @@ export const albumImages = sqliteTable(
       .references(() => images.id, { onDelete: 'cascade' }),
     addedAt: integer('added_at', { mode: 'timestamp_ms' }).notNull().default(sql`(unixepoch('subsec') * 1000)`),
   },
-  (t) => [primaryKey({ columns: [t.albumId, t.imageId] }), index('album_images_image').on(t.imageId)],
+  (t) => [
+    primaryKey({ columns: [t.albumId, t.imageId] }),
+    index('album_images_image').on(t.imageId),
+    // An album's images, the most recently added first (its page, its cover).
+    index('album_images_added').on(t.albumId, t.addedAt),
+  ],
 )
 
 /** Fixed upload windows (per account `user:<id>` or per anonymous IP `ip:<addr>`), persisted so restarts keep them. */

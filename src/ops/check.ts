@@ -5,7 +5,7 @@ import type { Db } from '../db/client'
 import type { Media } from '../media'
 import { formatFromExt } from '../media/formats'
 import { accountIdsAfter } from '../modules/auth/repository'
-import { recountImageCounts } from '../modules/images/counts'
+import { recountAlbumCounts, recountImageCounts } from '../modules/images/counts'
 import { keptAmong } from '../modules/images/orphans'
 import { imagesAfter } from '../modules/images/repository'
 import { forgetOrphanVariants } from '../modules/variants/repository'
@@ -21,6 +21,9 @@ export interface CheckReport {
   /** Days of the image counts (image_counts) that differed from a recount of the rows; repaired with `repair`. */
   wrongCountDays: number
   repairedCountDays: number
+  /** Albums whose counts (image_count, public_count) differed from a recount of their images. */
+  wrongAlbumCounts: number
+  repairedAlbumCounts: number
 }
 
 /** Rows read, and stored keys looked up, per batch: the check's memory stays the same whatever the library's size. */
@@ -48,6 +51,8 @@ export async function checkIntegrity(opts: {
     removedStrayFiles: [],
     wrongCountDays: 0,
     repairedCountDays: 0,
+    wrongAlbumCounts: 0,
+    repairedAlbumCounts: 0,
   }
   const work = await mkdtemp(join(tmpdir(), 'imghost-check-'))
   try {
@@ -86,7 +91,11 @@ export async function checkIntegrity(opts: {
     repair: opts.repair,
   })
   report.wrongCountDays = counts.wrongDays
-  if (opts.repair) report.repairedCountDays = counts.wrongDays
+  report.wrongAlbumCounts = await recountAlbumCounts(opts.db, { repair: opts.repair })
+  if (opts.repair) {
+    report.repairedCountDays = report.wrongCountDays
+    report.repairedAlbumCounts = report.wrongAlbumCounts
+  }
   return report
 }
 

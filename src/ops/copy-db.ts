@@ -1,5 +1,5 @@
 import type { SQL as BunSQL } from 'bun'
-import { asc, count, sql } from 'drizzle-orm'
+import { asc, count, getTableColumns, type SQL, sql } from 'drizzle-orm'
 import { getTableConfig } from 'drizzle-orm/pg-core'
 import type { Db } from '../db/client'
 import { INSERTION_SEQ_TABLES } from '../db/order'
@@ -49,18 +49,54 @@ const tableOf = (side: Side, name: TableName) =>
   side.engine === 'pg' ? pgSchema[name] : sqliteSchema[name]
 
 /**
- * Each table's rows in the order they were inserted (SQLite's rowid, PostgreSQL's `seq` where a table has one, its
- * primary key elsewhere, composite ones included): ties between rows of one millisecond keep their order in the copy,
- * and the batches of a table, read by offset, never overlap.
+ * The key a table's rows are read by, a batch after another, in the order they were inserted (SQLite's rowid,
+ * PostgreSQL's `seq` where a table has one, else its primary key): ties between rows of one millisecond keep their
+ * order in the copy, and each batch is found through an index, however far the copy has gone. Null for PostgreSQL's
+ * tables with a composite key (small ones: the batches go by offset there, in key order).
  */
-function insertionOrder(side: Side, name: TableName) {
-  if (side.engine === 'sqlite') return [sql`rowid`]
+function batchKey(side: Side, name: TableName): SQL | null {
+  if (side.engine === 'sqlite') return sql`rowid`
   // biome-ignore lint/performance/noDynamicNamespaceImportAccess: a table by name, looked up once per table copied
   const config = getTableConfig(pgSchema[name])
-  if (INSERTION_SEQ_TABLES.has(config.name)) return [sql`"seq"`]
-  return [...config.columns.filter((c) => c.primary), ...config.primaryKeys.flatMap((k) => k.columns)].map((c) =>
-    asc(c),
-  )
+  if (INSERTION_SEQ_TABLES.has(config.name)) return sql`"seq"`
+  const primary = config.columns.filter((c) => c.primary)
+  return primary.length === 1 ? sql`${primary[0]}` : null
+}
+
+/** A composite-keyed PostgreSQL table's rows in key order (batchKey is null for it). */
+function keyOrder(name: TableName) {
+  // biome-ignore lint/performance/noDynamicNamespaceImportAccess: a table by name, looked up once per table copied
+  return getTableConfig(pgSchema[name]).primaryKeys.flatMap((k) => k.columns.map((c) => asc(c)))
+}
+
+/**
+ * Columns the target's triggers fill as the rows they count arrive (an album's counts follow its memberships): copied
+ * as zero, or they would count twice. image_counts is not copied at all (TABLES leaves it out) for the same reason.
+ */
+const COUNTED: Partial<Record<TableName, Record<string, number>>> = { albums: { imageCount: 0, publicCount: 0 } }
+
+/** One batch of a table's rows after `last` (its batchKey's value), with that key of the batch's last row. */
+async function readBatch(side: Side, name: TableName, last: unknown, done: number) {
+  const table = tableOf(side, name)
+  const key = batchKey(side, name)
+  const db = side.db as AnyDb
+  if (!key)
+    return {
+      rows: await db
+        .select()
+        .from(table)
+        .orderBy(...keyOrder(name))
+        .limit(BATCH)
+        .offset(done),
+      last,
+    }
+  const read = await db
+    .select({ row: getTableColumns(table), key: sql`${key}`.as('batch_key') })
+    .from(table)
+    .where(last === undefined ? undefined : sql`${key} > ${last}`)
+    .orderBy(key)
+    .limit(BATCH)
+  return { rows: read.map((r: { row: unknown }) => r.row), last: read.at(-1)?.key ?? last }
 }
 
 export async function countRows(side: Side): Promise<Record<TableName, number>> {
@@ -87,18 +123,15 @@ export async function copyDatabase(
   if (held.length > 0) throw new Error(`The target database is not empty (rows in ${held.join(', ')})`)
   const copied: Partial<Record<TableName, number>> = {}
   for (const name of TABLES.filter((table) => !opts.except?.includes(table))) {
-    const source = tableOf(from, name)
     const target = tableOf(to, name)
     let done = 0
+    let last: unknown
     for (;;) {
-      const rows = await (from.db as AnyDb)
-        .select()
-        .from(source)
-        .orderBy(...insertionOrder(from, name))
-        .limit(BATCH)
-        .offset(done)
+      const batch = await readBatch(from, name, last, done)
+      const rows = COUNTED[name] ? batch.rows.map((row: object) => ({ ...row, ...COUNTED[name] })) : batch.rows
       if (rows.length > 0) await (to.db as AnyDb).insert(target).values(rows)
       done += rows.length
+      last = batch.last
       if (rows.length < BATCH) break
     }
     copied[name] = done

@@ -84,6 +84,24 @@ async function expectTrueTotals(t: TestServer, accounts: Account[], admin: Accou
         })
       }
   }
+  // Albums: what their owner sees, and what anyone else sees of a public one (public images only).
+  for (const a of accounts) {
+    const owner = await t.json('/api/albums', { headers: a.bearer })
+    if (owner.status !== 200) continue // a banned owner
+    for (const album of owner.body.albums) {
+      const members = `FROM album_images ai JOIN images i ON i.id = ai.image_id WHERE ai.album_id = '${album.id}' AND ${live(now)}`
+      expect({ album: album.id, n: album.imageCount }).toEqual({
+        album: album.id,
+        n: await recount(t, `SELECT count(*) AS n ${members}`),
+      })
+      if (!album.isPublic) continue
+      const seen = await t.json(`/api/albums/${album.id}`)
+      expect({ album: album.id, n: seen.body.album.imageCount }).toEqual({
+        album: album.id,
+        n: await recount(t, `SELECT count(*) AS n ${members} AND i.visibility = 'public'`),
+      })
+    }
+  }
   // The counters themselves, row by row, against a recount grouped as they are.
   const groups = await rawRows<Record<string, number | string>>(
     t.server.db,

@@ -105,10 +105,13 @@ beforeAll(async () => {
   const res = await t.json('/api/v1/upload', {
     method: 'POST',
     headers: user.keyHeader,
-    body: uploadForm([
-      { bytes: await makeImage('png', 40, 40), name: 'one.png' },
-      { bytes: await makeImage('jpeg', 80, 60), name: 'two.jpg' },
-    ]),
+    body: uploadForm(
+      [
+        { bytes: await makeImage('png', 40, 40), name: 'one.png' },
+        { bytes: await makeImage('jpeg', 80, 60), name: 'two.jpg' },
+      ],
+      { album: 'cli album' },
+    ),
   })
   uploaded = res.body.images
 })
@@ -251,18 +254,32 @@ describe('check', () => {
       rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, Number(v)])))
     const truth = numbers(await query(dir, recount))
     expect(numbers(await query(dir, kept))).toEqual(truth)
-    // Every owner's days off by some images and bytes, and everyone's days gone.
+    const albumCounts = 'SELECT image_count, public_count FROM albums'
+    expect(numbers(await query(dir, albumCounts))).toEqual([{ image_count: 2, public_count: 2 }])
+    // Every owner's days off by some images and bytes, everyone's days gone, and the album's counts off.
     await write(dir, 'UPDATE image_counts SET images = images + 3, bytes = bytes + 100 WHERE owner_id >= 0')
     await write(dir, 'DELETE FROM image_counts WHERE owner_id = -1')
+    await write(dir, 'UPDATE albums SET image_count = 7, public_count = 0')
     const found = await cli(dir, 'check')
     expect(found.code).toBe(2)
-    expect(JSON.parse(found.out)).toMatchObject({ wrongCountDays: truth.length, repairedCountDays: 0 })
+    expect(JSON.parse(found.out)).toMatchObject({
+      wrongCountDays: truth.length,
+      repairedCountDays: 0,
+      wrongAlbumCounts: 1,
+      repairedAlbumCounts: 0,
+    })
 
     const repaired = await cli(dir, 'check', '--repair')
     expect(repaired.code).toBe(0)
-    expect(JSON.parse(repaired.out)).toMatchObject({ wrongCountDays: truth.length, repairedCountDays: truth.length })
+    expect(JSON.parse(repaired.out)).toMatchObject({
+      wrongCountDays: truth.length,
+      repairedCountDays: truth.length,
+      wrongAlbumCounts: 1,
+      repairedAlbumCounts: 1,
+    })
     expect(numbers(await query(dir, kept))).toEqual(truth)
-    expect(JSON.parse((await cli(dir, 'check')).out).wrongCountDays).toBe(0)
+    expect(numbers(await query(dir, albumCounts))).toEqual([{ image_count: 2, public_count: 2 }])
+    expect(JSON.parse((await cli(dir, 'check')).out)).toMatchObject({ wrongCountDays: 0, wrongAlbumCounts: 0 })
   })
 
   test('finds a deleted original, which --repair cannot remake: both exit 2', async () => {
@@ -283,6 +300,8 @@ describe('check', () => {
         removedStrayFiles: [],
         wrongCountDays: 0,
         repairedCountDays: 0,
+        wrongAlbumCounts: 0,
+        repairedAlbumCounts: 0,
       })
     }
   })

@@ -13,9 +13,18 @@ import { newPublicId } from '../../lib/crypto'
  */
 export const membership = {
   table: albumImages,
+  albumId: albumImages.albumId,
   imageId: albumImages.imageId,
   of: (albumId: string) => eq(albumImages.albumId, albumId),
   newestAddedFirst: [desc(albumImages.addedAt), desc(insertionOrder(albumImages))],
+}
+
+/** An album's counts (kept by triggers), for the recount of `cli check` (images/counts.ts), which joins images. */
+export const albumTallies = {
+  table: albums,
+  id: albums.id,
+  imageCount: albums.imageCount,
+  publicCount: albums.publicCount,
 }
 
 const liveOf = (userId: number) => and(eq(albums.userId, userId), isNull(albums.deletedAt))

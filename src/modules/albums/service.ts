@@ -90,7 +90,7 @@ export function createAlbumService(deps: {
   }
 
   async function stats(album: Album, audience: Audience) {
-    const { imageCount, cover } = await albumStats(db, album.id, audience)
+    const { imageCount, cover } = await albumStats(db, album, audience)
     return { imageCount, cover: cover ? imageService.links(cover).thumbnail : null }
   }
 

@@ -10,7 +10,7 @@ import { accounts } from '../auth/repository'
 import { profiles } from '../embeds/repository'
 import { type CountedList, EVERYONE, insertedBy, type ListedRow, ownedTally } from './counts'
 import { imageLinks, type LinkBase } from './links'
-import { liveImage } from './live'
+import { expiredImage, liveImage } from './live'
 import type { IMAGE_SORTS } from './model'
 import { pgDocumentMatch } from './search-pg'
 
@@ -413,20 +413,34 @@ export async function albumImagesOf(db: Db, albumId: string, audience: 'owner' |
   return rows.map((r) => r.image)
 }
 
-/** How many images of an album the audience sees, and the most recently added one (the cover). */
-export async function albumStats(db: Db, albumId: string, audience: 'owner' | 'public') {
-  const where = inAlbum(albumId, audience)
-  const [[counted], [cover]] = await Promise.all([
-    db.select({ n: count() }).from(membership.table).innerJoin(images, eq(images.id, membership.imageId)).where(where),
+/**
+ * How many images of an album the audience sees, and the most recently added one (the cover): the album's counts (kept
+ * by triggers, migrations/0016_album_counts_triggers.sql) less its expired images not swept yet (found through
+ * images_expires), and the newest membership it may see (through album_images_added).
+ */
+export async function albumStats(
+  db: Db,
+  album: { id: string; imageCount: number; publicCount: number },
+  audience: 'owner' | 'public',
+) {
+  const now = Date.now()
+  const shown = audience === 'owner' ? undefined : eq(images.visibility, 'public')
+  const member = sql`EXISTS (SELECT 1 FROM ${membership.table} WHERE ${membership.of(album.id)} AND ${membership.imageId} = ${images.id})`
+  const [[expired], [cover]] = await Promise.all([
+    db
+      .select({ n: count() })
+      .from(images)
+      .where(and(expiredImage(now), shown, member)),
     db
       .select({ id: images.id, ext: images.ext })
       .from(membership.table)
       .innerJoin(images, eq(images.id, membership.imageId))
-      .where(where)
+      .where(inAlbum(album.id, audience))
       .orderBy(...membership.newestAddedFirst)
       .limit(1),
   ])
-  return { imageCount: counted?.n ?? 0, cover }
+  const counted = audience === 'owner' ? album.imageCount : album.publicCount
+  return { imageCount: counted - (expired?.n ?? 0), cover }
 }
 
 /** Scan states a feed may show: no scan needed, or scanned. 'pending' images stay hidden until a rescan decides. */
