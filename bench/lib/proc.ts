@@ -76,7 +76,11 @@ async function runChild(cmd: string[], opts: { env?: Record<string, string>; tim
     stdin: 'ignore',
   })
   children.add(child)
-  const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs)
+  let timedOut = false
+  const timer = setTimeout(() => {
+    timedOut = true
+    child.kill('SIGKILL')
+  }, opts.timeoutMs)
   const [out, err] = await Promise.all([
     new Response(child.stdout).text(),
     new Response(child.stderr).text(),
@@ -89,7 +93,7 @@ async function runChild(cmd: string[], opts: { env?: Record<string, string>; tim
     if (child.exitCode === null || !codes.includes(child.exitCode))
       throw new Error(`${cmd.join(' ')} failed (${child.exitCode ?? child.signalCode}): ${err.slice(-2000)}`)
   }
-  return { out, err, ms, peakRss: child.resourceUsage()?.maxRSS ?? Number.NaN, failed }
+  return { out, err, ms, peakRss: child.resourceUsage()?.maxRSS ?? Number.NaN, timedOut, failed }
 }
 
 /** Runs a child to completion and parses the last line of its stdout as JSON. */
@@ -104,14 +108,17 @@ export async function runJson<T>(cmd: string[], opts: { env?: Record<string, str
   }
 }
 
-/** Runs a command to completion (exit 0, or `okCodes`): its wall time, peak RSS and stdout. */
+/**
+ * Runs a command to completion (exit 0, or `okCodes`): its wall time, peak RSS and stdout; `timedOut` when it was
+ * killed for running past `timeoutMs` (its figures are then those up to the kill).
+ */
 export async function runMeasured(
   cmd: string[],
   opts: { env?: Record<string, string>; timeoutMs: number; okCodes?: number[] },
 ) {
-  const { out, ms, peakRss, failed } = await runChild(cmd, opts)
-  failed(opts.okCodes ?? [0])
-  return { ms, peakRss, out }
+  const { out, ms, peakRss, timedOut, failed } = await runChild(cmd, opts)
+  if (!timedOut) failed(opts.okCodes ?? [0])
+  return { ms, peakRss, out, timedOut }
 }
 
 /** A TCP port nobody listens on right now (the OS picks it). */
