@@ -13,6 +13,8 @@ export interface Library {
   /** The owner of half the rows. */
   owner: { username: string; jwt: string; apiKey: string }
   admin: { jwt: string }
+  /** Whether the seeded rows have files (hard links of the source's) or none. */
+  files: 'link' | 'none'
   /** The real upload every row was cloned from, and its file. */
   sourceId: string
   source: string
@@ -41,6 +43,8 @@ export async function prepareLibrary(opts: {
   env: Record<string, string>
   source: string
   log: string
+  /** The seed's --files: `none` above a million rows, where tens of millions of links take longer than the rest. */
+  files: 'link' | 'none'
 }): Promise<Library> {
   const app = await startApp({ dataDir: opts.dataDir, log: opts.log, env: opts.env, startTimeoutMs: START_TIMEOUT_MS })
   let owner: Library['owner']
@@ -62,7 +66,14 @@ export async function prepareLibrary(opts: {
     await app.stop()
   }
   const t = performance.now()
-  const report = await cli<SeedReport>(opts.dataDir, opts.env, ['seed', String(opts.rows), '--from', sourceId])
+  const report = await cli<SeedReport>(opts.dataDir, opts.env, [
+    'seed',
+    String(opts.rows),
+    '--from',
+    sourceId,
+    '--files',
+    opts.files,
+  ])
   return {
     engine: opts.engine,
     rows: opts.rows,
@@ -72,6 +83,7 @@ export async function prepareLibrary(opts: {
     admin,
     sourceId,
     source: opts.source,
+    files: opts.files,
     seed: { ...report, wallMs: performance.now() - t },
   }
 }
