@@ -37,7 +37,7 @@ import {
   waitHealthy,
   workersMs,
 } from './lib/proc'
-import { type Figure, figure, machine, markdownTable, printFigure } from './lib/report'
+import { type Figure, figure, machine, markdownTable, measuredOn, printFigure } from './lib/report'
 import { median, percentile, sleep } from './lib/stats'
 import { type Engine, scaleFigures } from './scale'
 
@@ -1123,6 +1123,17 @@ async function scanMetrics(app: AppProcess): Promise<{ sum: number; count: numbe
   return { sum: num('nsfw_scan_duration_seconds_sum'), count: num('nsfw_scan_duration_seconds_count') }
 }
 
+/** Rewrites bench/README.md between its `<!-- <name>:start -->` and `<!-- <name>:end -->` markers. */
+function writeBetween(name: string, content: string) {
+  const readme = join(ROOT, 'bench/README.md')
+  const text = readFileSync(readme, 'utf8')
+  const start = `<!-- ${name}:start -->`
+  const i = text.indexOf(start)
+  const j = text.indexOf(`<!-- ${name}:end -->`)
+  if (i === -1 || j === -1) throw new Error(`bench/README.md has no ${name} markers`)
+  writeFileSync(readme, `${text.slice(0, i + start.length)}\n${content}\n${text.slice(j)}`)
+}
+
 function finish(
   machineInfo: ReturnType<typeof machine>,
   saved?: { date: string; loadTool: string; seconds: number; rounds: number },
@@ -1151,14 +1162,11 @@ function finish(
   const table = markdownTable(figures, meta)
   writeFileSync(join(resultsDir, 'latest.md'), `${table}\n`)
   if (args.readme) {
-    const readme = join(ROOT, 'bench/README.md')
-    const text = readFileSync(readme, 'utf8')
-    const start = '<!-- results:start -->'
-    const end = '<!-- results:end -->'
-    const i = text.indexOf(start)
-    const j = text.indexOf(end)
-    if (i === -1 || j === -1) throw new Error('bench/README.md has no results markers')
-    writeFileSync(readme, `${text.slice(0, i + start.length)}\n${table}\n${text.slice(j)}`)
+    // The scale group has a section of its own (its reads side by side); the other groups share the results table.
+    const scale = raw['scale markdown'] as string | undefined
+    const others = figures.filter((f) => !f.group.startsWith('scale '))
+    if (others.length > 0) writeBetween('results', markdownTable(others, meta))
+    if (scale) writeBetween('scale', `${measuredOn(meta)}.\n\n${scale}`)
   }
   const missed = figures.filter((f) => f.met === false)
   console.log(

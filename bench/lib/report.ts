@@ -34,7 +34,8 @@ export function machine() {
   }
 }
 
-const fmt = (n: number | undefined, unit = '') => {
+/** A value with its unit, as the tables print it. */
+export const fmt = (n: number | undefined, unit = '') => {
   if (n === undefined || !Number.isFinite(n)) return '–'
   const digits = Math.abs(n) >= 100 ? 0 : Math.abs(n) >= 10 ? 1 : 2
   return `${round(n, digits).toLocaleString('en-US')}${unit ? ` ${unit}` : ''}`
@@ -50,22 +51,28 @@ export function printFigure(f: Figure) {
   console.log(`  ${f.figure}: ${fmt(f.value, f.unit)}${ref}${target}${f.note ? `  [${f.note}]` : ''}`)
 }
 
+/** When and on what a run was measured. */
+export function measuredOn(meta: { date: string; machine: ReturnType<typeof machine> }) {
+  const m = meta.machine
+  return `Measured ${meta.date} on ${m.cores} cores / ${m.memGiB} GiB (${m.cpu}), Linux ${m.kernel}, Bun ${m.bun}`
+}
+
+/** A figure's cells as Markdown text: `<id>` must not read as an HTML tag, nor a pipe end the cell. */
+export const cell = (text: string) =>
+  text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/\|/g, '\\|')
+
 /** The results as a Markdown table (bench/README.md keeps the latest one). */
 export function markdownTable(
   figures: Figure[],
   meta: { date: string; machine: ReturnType<typeof machine>; loadTool: string; seconds: number; rounds: number },
 ) {
-  const m = meta.machine
   const lines = [
-    `Measured ${meta.date} on ${m.cores} cores / ${m.memGiB} GiB (${m.cpu}), Linux ${m.kernel}, Bun ${m.bun}; load generator: ${meta.loadTool}, ` +
+    `${measuredOn(meta)}; load generator: ${meta.loadTool}, ` +
       `${meta.rounds} interleaved runs of ${meta.seconds} s per throughput figure (median), loopback only.`,
     '',
     '| Group | Figure | Value | Reference | Ref. value | Ratio | Target | Status | Detail |',
     '|---|---|---:|---|---:|---:|---|---|---|',
   ]
-  // Cells are text: `<id>` must not read as an HTML tag, nor a pipe end the cell.
-  const cell = (text: string) =>
-    text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/\|/g, '\\|')
   for (const f of figures) {
     const cells = [
       f.group,

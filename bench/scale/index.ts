@@ -13,7 +13,7 @@ import { type AppProcess, appEnv, startApp } from '../lib/app'
 import type { Fixtures } from '../lib/fixtures'
 import type { Gap } from '../lib/lag'
 import { BUN, freePort, memoryOf, ROOT, runJson, runMeasured } from '../lib/proc'
-import { type Figure, figure } from '../lib/report'
+import { cell, type Figure, figure, fmt } from '../lib/report'
 import { median } from '../lib/stats'
 import { type Library, prepareLibrary, START_TIMEOUT_MS, sqlitePath } from './library'
 import { slowQueriesPg, slowQueriesSqlite } from './queries'
@@ -188,6 +188,16 @@ function readTable(results: ReadResult[], small: string, large: string) {
       `| ${r.read.replace(/\|/g, '\\|')} | ${ms(b.medianMs)} ms | ${ms(a.medianMs)} ms | ${(a.medianMs / b.medianMs).toFixed(2)}x | ${block.cpuMs.toFixed(1)} (${block.gapMs.toFixed(0)}) ms |`,
     )
   }
+  return lines.join('\n')
+}
+
+/** The figures other than the reads, as Markdown. */
+function otherTable(figures: Figure[]) {
+  const lines = ['| figure | value | reference | target | status | detail |', '|---|---:|---:|---|---|---|']
+  for (const f of figures.filter((f) => !f.group.startsWith('scale reads')))
+    lines.push(
+      `| ${[f.figure, fmt(f.value, f.unit), fmt(f.refValue, f.unit), f.target ?? '', f.met ? 'met' : '**missed**', f.note ?? ''].map(cell).join(' | ')} |`,
+    )
   return lines.join('\n')
 }
 
@@ -433,7 +443,18 @@ async function migrateFigures(ctx: ScaleContext, setup: EngineSetup, sqlite: Lib
 }
 
 /** The scale group on one engine. */
-async function onEngine(ctx: ScaleContext, engine: Engine) {
+async function onEngine(outer: ScaleContext, engine: Engine) {
+  // This engine's figures besides the reads, for its section of bench/README.md.
+  const mine: Figure[] = []
+  const ctx: ScaleContext = {
+    ...outer,
+    add(f) {
+      mine.push(f)
+      outer.add(f)
+    },
+  }
+  const loadAtStart = load()
+  let reads: ReadResult[] = []
   const setup = await engineSetup(engine)
   try {
     ctx.section(`${engine}: libraries of ${rowsText(SMALL)} and ${rowsText(ctx.rows)} rows (load ${load()})`)
@@ -452,7 +473,7 @@ async function onEngine(ctx: ScaleContext, engine: Engine) {
     const large = await startSite(ctx, largeLib, rowsText(ctx.rows))
     try {
       ctx.section(`${engine}: reads, median of 7, interleaved (load ${load()})`)
-      const reads = await measureReads([small, large])
+      reads = await measureReads([small, large])
       ctx.raw[`scale reads ${engine}`] = reads
       readFigures(ctx, engine, reads, small.label, large.label)
       const table = readTable(reads, small.label, large.label)
@@ -465,8 +486,12 @@ async function onEngine(ctx: ScaleContext, engine: Engine) {
     }
     await startupFigures(ctx, engine, smallLib, largeLib)
     await backgroundFigures(ctx, engine, smallLib, largeLib)
-    if (engine === 'sqlite') ctx.sqliteLibraries = libs
-    else if (ctx.sqliteLibraries) await migrateFigures(ctx, setup, ctx.sqliteLibraries)
+    if (engine === 'sqlite') outer.sqliteLibraries = libs
+    else if (outer.sqliteLibraries) await migrateFigures(ctx, setup, outer.sqliteLibraries)
+    const title = `### ${engine === 'pg' ? 'PostgreSQL' : 'SQLite'}: ${rowsText(largeLib.rows)} rows against ${rowsText(SMALL)}`
+    outer.raw['scale markdown'] =
+      `${outer.raw['scale markdown'] ?? ''}${title}\n\nLoad average (1, 5, 15 min) at the start ${loadAtStart}, ` +
+      `at the end ${load()}.\n\n${readTable(reads, rowsText(SMALL), rowsText(largeLib.rows))}\n\n${otherTable(mine)}\n\n`
   } finally {
     await setup.stop()
   }
