@@ -329,7 +329,7 @@ async function backgroundFigures(ctx: ScaleContext, engine: Engine, small: Libra
       const lagFile = join(ctx.work, `lag-job-${engine}-${lib.rows}-${job}.txt`)
       pair.push(
         await runJson<JobRun>([BUN, '--preload', SERVER_PROBE, 'bench/scale/job.ts', job, String(count)], {
-          env: appEnv(lib.dataDir, freePort(), { ...lib.env, BENCH_LAG_FILE: lagFile }),
+          env: appEnv(lib.dataDir, freePort(), { ...lib.env, BENCH_LAG_FILE: lagFile, BENCH_SOURCE_ID: lib.sourceId }),
           timeoutMs: 3_600_000,
         }),
       )

@@ -3,20 +3,24 @@
 // longest event-loop block (the server thread's CPU in its longest stall: the most one tick of the job would hold the
 // server's loop) and the process's peak RSS. The service must be stopped (the jobs are the server's, run here alone).
 // Configured by the service's environment (DATA_DIR, DATABASE_URL). `count`: how many rows the job finds to work on,
-// made so before the timed run (expired, unhashed, pending scan, viewed), after a short unmeasured run.
+// made so before the timed run (expired copies, unhashed, pending scan, viewed), after a short unmeasured run.
 // Usage: bun --preload bench/lib/server-probe.ts bench/scale/job.ts <orphan-sweep|expiry-sweep|phash-backfill|rescan|view-flush> <count>
+
+import { link } from 'node:fs/promises'
 import { join } from 'node:path'
-import { asc, inArray } from 'drizzle-orm'
+import { asc, inArray, ne } from 'drizzle-orm'
 import { loadConfig } from '../../src/config'
 import { startCheckpointer } from '../../src/db/checkpointer'
 import { closeDatabase, type Db, openServiceDatabase, SERVER_BUSY_TIMEOUT_MS } from '../../src/db/client'
 import { images } from '../../src/db/schema'
+import { newPublicId } from '../../src/lib/crypto'
 import { createNsfwClassifier } from '../../src/moderation'
 import { createRescanner } from '../../src/moderation/rescan'
 import { sweepOrphans } from '../../src/modules/images/orphans'
 import { createPhashBackfill } from '../../src/modules/images/phash-backfill'
 import { pendingScans, recordScan } from '../../src/modules/images/repository'
 import { createImageService } from '../../src/modules/images/service'
+import { originalKey, thumbnailKey } from '../../src/storage'
 import { createConfiguredStorage } from '../../src/storage/configured'
 import { mediaPoolFor } from '../../src/workers/media-pool'
 import { epochNow, readGaps, worstStall } from '../lib/lag'
@@ -36,8 +40,35 @@ const tmpDir = join(config.dataDir, 'tmp')
 
 /** `n` rows spread over the library (ids are random), whose state the job is about to change. */
 async function someRows(n: number): Promise<string[]> {
-  const rows = await db.select({ id: images.id }).from(images).orderBy(asc(images.id)).limit(n)
+  const rows = await db
+    .select({ id: images.id })
+    .from(images)
+    // The upload the library was cloned from stays as it is: the reads ask for it.
+    .where(ne(images.id, process.env.BENCH_SOURCE_ID ?? ''))
+    .orderBy(asc(images.id))
+    .limit(n)
   return rows.map((r) => r.id)
+}
+
+/**
+ * `n` new rows, copies of existing ones under new ids, expired a second ago, their files hard-linked as the seed does:
+ * what the expiry sweep removes, so the library keeps its size run after run.
+ */
+async function expiredCopies(n: number, now: number) {
+  const rows = await db
+    .select()
+    .from(images)
+    .where(inArray(images.id, await someRows(n)))
+  const copies = rows.map((r) => ({ ...r, id: newPublicId(), expiresAt: new Date(now - 1000) }))
+  for (const [from, to] of rows.map((r, i) => [r, copies[i]] as const)) {
+    if (!storage.localPath) break
+    for (const [a, b] of [
+      [originalKey(from.id, from.ext), originalKey(to.id, to.ext)],
+      [thumbnailKey(from.id), thumbnailKey(to.id)],
+    ])
+      await link(storage.localPath(a), storage.localPath(b)).catch(() => {})
+  }
+  for (let i = 0; i < copies.length; i += 500) await db.insert(images).values(copies.slice(i, i + 500))
 }
 
 /** Makes `n` rows' state what the job looks for (untimed), then returns the run, which answers what it did. */
@@ -47,10 +78,7 @@ async function prepare(n: number): Promise<() => Promise<unknown>> {
     case 'orphan-sweep':
       return () => sweepOrphans(db, storage, tmpDir)
     case 'expiry-sweep': {
-      await db
-        .update(images)
-        .set({ expiresAt: new Date(now - 1000) })
-        .where(inArray(images.id, await someRows(n)))
+      await expiredCopies(n, now)
       const service = createImageService({ db, config, storage })
       return () => service.sweepExpired()
     }
