@@ -26,9 +26,14 @@ import { originalKey, type Storage, thumbnailKey } from '../storage'
  * - an open report about every 2,000th row.
  *
  * Files: the source's original and thumbnail are hard-linked under every new id (`files: 'link'`, local storage only),
- * so every row is served, checked and backed up like an upload (with a copy of the file each time it has as many links
- * as the file system allows: 65,000 on ext4). With `files: 'none'` (and always on S3) rows have no files: their /cdn links answer 404 and
- * `check` lists them as missing; pages, feeds and the API read only rows and answer as for any image.
+ * so every row is served, checked and backed up like an upload (a copy of the file takes over when it has as many links
+ * as the file system allows: 65,000 on ext4). With `files: 'none'` (and always on S3) rows have no files: their /cdn
+ * links answer 404 and `check` lists them as missing; pages, feeds and the API read only rows and answer as for any
+ * image.
+ *
+ * One transaction: chunks of CHUNK rows, each one bulk statement (SQLite: one prepared insert per row). The search
+ * triggers are paused meanwhile and each chunk's search documents written by one statement; every other trigger (the
+ * image counts) runs per row, so the counts are true when it commits.
  */
 export interface SeedOptions {
   rows: number

@@ -1,0 +1,122 @@
+/**
+ * `cli seed`: the made-up library the scale bench measures (src/ops/seed.ts). Judged by the service itself and by
+ * plain SQL on its database: the rows it claims, their shares, their files, their search documents and the image counts
+ * (`cli check` recounts them), and the search triggers back in place for the uploads after it. Both engines
+ * (`npm run test:pg`).
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { tmpdir } from 'node:os'
+import { sql } from 'drizzle-orm'
+import { rawRows } from '../../src/db/client'
+import { makeImage, uploadForm } from '../fixtures'
+import { runCli, startTestServer, type TestServer, userWithKey } from '../helpers'
+
+const ROWS = 400
+
+let t: TestServer
+let owner: Awaited<ReturnType<typeof userWithKey>>
+let sourceId = ''
+let sourceBytes: Uint8Array
+let report: Record<string, number | string>
+
+const cli = (...args: string[]) =>
+  runCli(args, { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? tmpdir(), ...t.env })
+const count = async (where: string) =>
+  Number(
+    (await rawRows<{ n: number | string }>(t.server.db, sql.raw(`SELECT count(*) AS n FROM images ${where}`)))[0].n,
+  )
+
+beforeAll(async () => {
+  t = await startTestServer()
+  owner = await userWithKey(t)
+  sourceBytes = await makeImage('jpeg', 96, 64, 7)
+  const up = await t.json('/api/v1/upload', {
+    method: 'POST',
+    headers: owner.keyHeader,
+    body: uploadForm([{ bytes: sourceBytes, name: 'source.jpg', type: 'image/jpeg' }]),
+  })
+  expect(up.status).toBe(201)
+  sourceId = up.body.id
+  const seeded = await cli('seed', String(ROWS), '--from', sourceId)
+  expect(seeded.err).toBe('')
+  expect(seeded.code).toBe(0)
+  report = JSON.parse(seeded.out)
+})
+afterAll(() => t?.stop())
+
+describe('cli seed', () => {
+  test('inserts the rows it reports, cloned from the upload, half of them the owner’s and a fifth private', async () => {
+    expect(report).toMatchObject({ source: sourceId, rows: ROWS, linkedFiles: 2 * ROWS })
+    expect(await count('')).toBe(ROWS + 1)
+    expect(await count(`WHERE user_id = ${owner.user.id} AND id <> '${sourceId}'`)).toBe(ROWS / 2)
+    expect(await count(`WHERE visibility = 'private'`)).toBe(ROWS / 5)
+    // Every row the source's bytes as stored: the same hash and size.
+    const [source] = await rawRows<{ sha256: string; size: number | string }>(
+      t.server.db,
+      sql`SELECT sha256, size FROM images WHERE id = ${sourceId}`,
+    )
+    expect(await count(`WHERE sha256 = '${source.sha256}' AND size = ${Number(source.size)}`)).toBe(ROWS + 1)
+  })
+
+  test('every seeded row is served with the upload’s bytes, and cli check finds every file and true counts', async () => {
+    const page = await t.json('/api/gallery?page=1&limit=40')
+    const seeded = page.body.images.find((i: { id: string }) => i.id !== sourceId)
+    const original = await t.fetch(`/cdn/${seeded.id}.jpg`)
+    expect(original.status).toBe(200)
+    const stored = await t.fetch(`/cdn/${sourceId}.jpg`)
+    expect(new Uint8Array(await original.arrayBuffer())).toEqual(new Uint8Array(await stored.arrayBuffer()))
+    const check = await cli('check')
+    expect(check.code).toBe(0)
+    expect(JSON.parse(check.out)).toMatchObject({ images: ROWS + 1, missingOriginals: [], missingThumbnails: [] })
+  })
+
+  test('search finds exactly the listed rows with the word in their filename or public album, as if uploaded', async () => {
+    const [yes, no] = t.env.DATABASE_URL ? ['true', 'false'] : ['1', '0']
+    const words = await count(
+      `WHERE visibility = 'public' AND nsfw = ${no} AND (expires_at IS NULL OR expires_at > ${Date.now()})
+       AND (filename LIKE 'sunset-%' OR filename LIKE '%-sunset-%' OR id IN (
+         SELECT ai.image_id FROM album_images ai JOIN albums a ON a.id = ai.album_id
+         WHERE a.is_public = ${yes} AND (a.title LIKE 'sunset %' OR a.title LIKE '% sunset %')))`,
+    )
+    expect(words).toBeGreaterThan(0)
+    const found = await t.json('/api/search?q=sunset&limit=40')
+    expect(found.status).toBe(200)
+    expect(found.body.total).toBe(words)
+  })
+
+  test('the owner’s album lists the rows put in it; seeded accounts own rows and have profiles', async () => {
+    const albums = await t.json('/api/albums', { headers: owner.bearer })
+    expect(albums.body.albums).toHaveLength(1)
+    const inAlbum = Number(
+      (
+        await rawRows<{ n: number | string }>(
+          t.server.db,
+          sql`SELECT count(*) AS n FROM album_images WHERE album_id = ${albums.body.albums[0].id}`,
+        )
+      )[0].n,
+    )
+    expect(inAlbum).toBe(ROWS / 20)
+    const album = await t.json(`/api/albums/${albums.body.albums[0].id}`, { headers: owner.bearer })
+    expect(album.body.images).toHaveLength(inAlbum)
+    const profile = await t.json('/api/users/seed-0')
+    expect(profile.status).toBe(200)
+    expect(profile.body.total).toBeGreaterThan(0)
+  })
+
+  test('the search triggers are back: an upload after the seed is found by its name', async () => {
+    const up = await t.json('/api/v1/upload', {
+      method: 'POST',
+      headers: owner.keyHeader,
+      body: uploadForm([{ bytes: await makeImage('png', 32, 32, 3), name: 'zebracrossing.png', type: 'image/png' }]),
+    })
+    expect(up.status).toBe(201)
+    const found = await t.json('/api/search?q=zebracrossing')
+    expect(found.body.images.map((i: { id: string }) => i.id)).toEqual([up.body.id])
+  })
+
+  test('refuses a bad row count or source', async () => {
+    expect((await cli('seed', 'many')).code).toBe(1)
+    expect((await cli('seed', '10', '--from', 'not-an-id!')).code).toBe(1)
+    expect((await cli('seed', '10', '--files', 'copy')).code).toBe(1)
+  })
+})
