@@ -8,18 +8,21 @@
  * the process waiting for a core on a loaded machine (CPU far below it). The bench charges each gap to the requests it
  * overlaps (bench/lib/lag.ts).
  *
- * BENCH_SQL_FILE: every SQLite statement run on the event loop that takes 2 ms or more, appended to that file as one
- * JSON line `{ end, ms, sql }` (its parameters written in), so the bench can name each read's slow queries and ask
- * SQLite for their plans (PostgreSQL logs its own: auto_explain, bench/scale/index.ts).
+ * BENCH_SQL_FILE: every SQLite statement that takes 2 ms or more, appended to that file as one JSON line
+ * `{ end, ms, sql, worker }` (its parameters written in; `worker`: run on a Worker's thread, off the event loop), so
+ * the bench can name each read's slow queries and ask SQLite for their plans (PostgreSQL logs its own: auto_explain,
+ * bench/scale/index.ts). Workers the service starts get this module preloaded too, for their statements.
  */
 import { Database } from 'bun:sqlite'
 import { appendFileSync } from 'node:fs'
+import { isMainThread } from 'node:worker_threads'
 
 const SLOW_MS = 2
 const epochNow = () => performance.timeOrigin + performance.now()
 
 const lagFile = process.env.BENCH_LAG_FILE
-if (lagFile) {
+// The event loop of the server is the main thread's.
+if (lagFile && isMainThread) {
   const cpuMs = () => {
     const { user, system } = process.threadCpuUsage()
     return (user + system) / 1000
@@ -42,6 +45,16 @@ if (lagFile) {
 
 const sqlFile = process.env.BENCH_SQL_FILE
 if (sqlFile) {
+  if (isMainThread) {
+    // Bun preloads only into the main thread: each Worker the service starts is given this module as well.
+    const probe = import.meta.path
+    const Base = globalThis.Worker
+    globalThis.Worker = class extends Base {
+      constructor(url: string | URL, options: WorkerOptions & { preload?: string[] } = {}) {
+        super(url, { ...options, preload: [...(options.preload ?? []), probe] } as WorkerOptions)
+      }
+    } as typeof Worker
+  }
   const timed = Symbol('timed')
   type Statement = Record<string, unknown> & { [timed]?: true; toString(): string }
   /** Times the statement's runs (drizzle and the service call all, get, run or values on prepared statements). */
@@ -58,7 +71,10 @@ if (sqlFile) {
         } finally {
           const ms = performance.now() - t
           if (ms >= SLOW_MS)
-            appendFileSync(sqlFile, `${JSON.stringify({ end: epochNow(), ms, sql: this.toString() })}\n`)
+            appendFileSync(
+              sqlFile,
+              `${JSON.stringify({ end: epochNow(), ms, sql: this.toString(), worker: !isMainThread })}\n`,
+            )
         }
       }
     }

@@ -7,6 +7,8 @@ interface Timed {
   end: number
   ms: number
   sql: string
+  /** Run on a Worker's thread (off the event loop). */
+  worker?: boolean
 }
 
 function readTimed(file: string): Timed[] {
@@ -62,7 +64,7 @@ function perRead(
       const worst = ts.reduce((w, t) => (t.ms > w.ms ? t : w))
       const statement = worst.sql
       out.push(
-        `- ${worst.ms.toFixed(1)} ms at most, ${ts.length} runs over ${windows.length} requests:`,
+        `- ${worst.ms.toFixed(1)} ms at most, ${ts.length} runs over ${windows.length} requests${worst.worker ? ', on a Worker (off the event loop)' : ''}:`,
         '',
         '```sql',
         statement.length > 1500 ? `${statement.slice(0, 1500)} ...` : statement,
