@@ -39,7 +39,7 @@ import {
 } from './lib/proc'
 import { type Figure, figure, machine, markdownTable, measuredOn, printFigure } from './lib/report'
 import { median, percentile, sleep } from './lib/stats'
-import { type Engine, scaleFigures } from './scale'
+import { type Engine, performanceTable, scaleFigures } from './scale'
 
 const { values: args } = parseArgs({
   options: {
@@ -1123,14 +1123,14 @@ async function scanMetrics(app: AppProcess): Promise<{ sum: number; count: numbe
   return { sum: num('nsfw_scan_duration_seconds_sum'), count: num('nsfw_scan_duration_seconds_count') }
 }
 
-/** Rewrites bench/README.md between its `<!-- <name>:start -->` and `<!-- <name>:end -->` markers. */
-function writeBetween(name: string, content: string) {
-  const readme = join(ROOT, 'bench/README.md')
+/** Rewrites a README (bench/README.md) between its `<!-- <name>:start -->` and `<!-- <name>:end -->` markers. */
+function writeBetween(name: string, content: string, file = 'bench/README.md') {
+  const readme = join(ROOT, file)
   const text = readFileSync(readme, 'utf8')
   const start = `<!-- ${name}:start -->`
   const i = text.indexOf(start)
   const j = text.indexOf(`<!-- ${name}:end -->`)
-  if (i === -1 || j === -1) throw new Error(`bench/README.md has no ${name} markers`)
+  if (i === -1 || j === -1) throw new Error(`${file} has no ${name} markers`)
   writeFileSync(readme, `${text.slice(0, i + start.length)}\n${content}\n${text.slice(j)}`)
 }
 
@@ -1166,7 +1166,10 @@ function finish(
     const scale = raw['scale markdown'] as string | undefined
     const others = figures.filter((f) => !f.group.startsWith('scale '))
     if (others.length > 0) writeBetween('results', markdownTable(others, meta))
-    if (scale) writeBetween('scale', `${measuredOn(meta)}.\n\n${scale}`)
+    if (scale) {
+      writeBetween('scale', `${measuredOn(meta)}.\n\n${scale}`)
+      writeBetween('scale', `${measuredOn(meta)}.\n\n${performanceTable(raw, figures)}`, 'README.md')
+    }
   }
   const missed = figures.filter((f) => f.met === false)
   console.log(

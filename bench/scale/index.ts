@@ -497,6 +497,34 @@ async function onEngine(outer: ScaleContext, engine: Engine) {
   }
 }
 
+/**
+ * The reads of every engine of a run side by side (README.md's Performance table): each read's median on each library,
+ * then the load, start and block figures at the large size.
+ */
+export function performanceTable(raw: Record<string, unknown>, figures: Figure[]) {
+  const engines = (['sqlite', 'pg'] as const).filter((e) => raw[`scale reads ${e}`])
+  if (engines.length === 0) return ''
+  const name = { sqlite: 'SQLite', pg: 'PostgreSQL' }
+  const reads = Object.fromEntries(engines.map((e) => [e, raw[`scale reads ${e}`] as ReadResult[]]))
+  const labels = Object.fromEntries(engines.map((e) => [e, Object.keys(reads[e][0].sites)]))
+  const ms = (n: number | undefined) => (n === undefined ? '–' : fmt(n, 'ms'))
+  const head = engines.flatMap((e) => labels[e].map((l) => `${name[e]} ${l}`))
+  const lines = [`| read | ${head.join(' | ')} |`, `|---|${head.map(() => '---:').join('|')}|`]
+  for (const r of reads[engines[0]]) {
+    const cells = engines.flatMap((e) => {
+      const same = reads[e].find((x) => x.read === r.read)
+      return labels[e].map((l) => ms(same?.sites[l]?.medianMs))
+    })
+    lines.push(`| ${cell(r.read)} | ${cells.join(' | ')} |`)
+  }
+  lines.push('', '| at the large size | value | target | status |', '|---|---:|---|---|')
+  for (const f of figures.filter((f) => /^scale (load|startup)/.test(f.group)))
+    lines.push(
+      `| ${cell(`${f.figure} (${f.group.slice(f.group.indexOf('(') + 1, -1)})`)} | ${fmt(f.value, f.unit)} (${fmt(f.refValue, f.unit)} small) | ${cell(f.target ?? '')} | ${f.met ? 'met' : '**missed**'} |`,
+    )
+  return lines.join('\n')
+}
+
 export async function scaleFigures(ctx: ScaleContext) {
   for (const engine of ctx.engines) await onEngine(ctx, engine)
 }
