@@ -1,8 +1,8 @@
 /**
  * Builds the single executable: `bun run build:binary [outfile]` (default dist/imghost).
  *
- * Embedded: all code and npm packages (bundled), the NSFW and checkpoint workers (more entry points), the nsfwjs
- * model (imported as modules by nsfwjs), the tfjs .wasm files and the Swagger UI files (`type: 'file'` imports),
+ * Embedded: all code and npm packages (bundled), the NSFW, checkpoint and list-read workers (more entry points), the
+ * nsfwjs model (imported as modules by nsfwjs), the tfjs .wasm files and the Swagger UI files (`type: 'file'` imports),
  * src/web/assets, src/db/migrations and src/db/migrations-pg (directories, read from `import.meta.dir` as in the
  * sources), sharp's native addon and libvips.
  *
@@ -57,10 +57,15 @@ function sharpPlugin(): BunPlugin {
 
 export async function buildBinary(outfile = join(root, 'dist/imghost')) {
   const result = await Bun.build({
-    entrypoints: [join(src, 'binary.ts'), join(src, 'moderation/worker.ts'), join(src, 'db/checkpoint-worker.ts')],
+    entrypoints: [
+      join(src, 'binary.ts'),
+      join(src, 'moderation/worker.ts'),
+      join(src, 'db/checkpoint-worker.ts'),
+      join(src, 'modules/images/read-worker.ts'),
+    ],
     // Every chunk at the root of the embedded file system, so `new URL('./worker.ts', import.meta.url)` in the
-    // bundled classifier (and './checkpoint-worker.ts' in the checkpointer) names the worker's chunk, as it names the
-    // worker's source when run from the sources.
+    // bundled classifier (and './checkpoint-worker.ts' in the checkpointer, './read-worker.ts' in the list reads)
+    // names the worker's chunk, as it names the worker's source when run from the sources.
     naming: { entry: '[name].[ext]' },
     compile: {
       outfile,

@@ -37,6 +37,7 @@ import { createGalleryService } from './modules/gallery/service'
 import { healthModule } from './modules/health'
 import { imageDetailsRoutes, imagesModule } from './modules/images'
 import type { ImageEvents } from './modules/images/events'
+import { type ListReads, listReads } from './modules/images/list-reads'
 import { addToSharedWindows } from './modules/images/repository'
 import { createImageService } from './modules/images/service'
 import { createUploadPipeline } from './modules/images/upload'
@@ -71,6 +72,8 @@ export interface AppDeps {
   tusOptions?: TusOptions
   /** PostgreSQL: rows changed by any instance, for the caches (src/db/changes.ts); SQLite's come from its hooks. */
   changes?: ChangeFeed
+  /** Where the list reads run (SQLite: a Worker of the server, images/reads.ts); the app's connection by default. */
+  reads?: ListReads
   /**
    * The service's clock (ms since the epoch): every rate-limit window (upload, anonymous, refused-upload, report,
    * password, global per-IP) and image expiry read it. Date.now unless a test passes one it can step forward instead
@@ -120,7 +123,8 @@ export function createApp(deps: AppDeps) {
       variants.events.emit(type, image)
     },
   }
-  const images = createImageService({ db, config, storage, events: imageEvents, changes: deps.changes, now })
+  const reads = deps.reads ?? listReads(db)
+  const images = createImageService({ db, config, storage, events: imageEvents, changes: deps.changes, reads, now })
   const blocks = createBlockService({
     db,
     changes: deps.changes,
@@ -142,7 +146,7 @@ export function createApp(deps: AppDeps) {
     now,
   })
   const tus = createTusService({ db, config, pipeline, options: deps.tusOptions })
-  const gallery = createGalleryService({ db, config, now: images.now })
+  const gallery = createGalleryService({ db, config, reads, now: images.now })
   const albums = createAlbumService({ db, images, publicUrl: config.publicUrl, guesses: config.limits.guesses, now })
   const embeds = createEmbedService({ db, images })
   const pages = createPageService({ db, config, images })

@@ -17,6 +17,7 @@ import { createMailer } from './modules/auth/mailer'
 import { sweepEndedWindows } from './modules/images/limits'
 import { sweepOrphans } from './modules/images/orphans'
 import { createPhashBackfill, type PhashBackfillOptions } from './modules/images/phash-backfill'
+import { localReads, workerReads } from './modules/images/reads'
 import { pendingScans, recordScan } from './modules/images/repository'
 import { createConfiguredStorage } from './storage/configured'
 import { SWEEP_INTERVAL_MS, type SweepOptions } from './storage/sweep'
@@ -64,6 +65,8 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
   // SQLite's WAL is checkpointed off the event loop; PostgreSQL checkpoints by itself, and tells every instance's
   // caches what any instance changed.
   const checkpointer = config.databaseUrl ? null : startCheckpointer(db, sqlitePath)
+  // SQLite's list reads run on a Worker's read-only connection; PostgreSQL's queries wait off the event loop already.
+  const reads = config.databaseUrl ? localReads(db) : workerReads(sqlitePath)
   const changes = config.databaseUrl ? await startChangeFeed(db.$client as unknown as SQL) : undefined
   if (config.databaseUrl && config.storage.driver === 'local')
     log.warn('STORAGE=local with DATABASE_URL: every instance must see the same files directory (a shared volume)', {
@@ -97,6 +100,7 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
     webhookOptions: overrides.webhookOptions,
     tusOptions: overrides.tusOptions,
     changes,
+    reads,
     now,
   }
   const tmpDir = join(config.dataDir, 'tmp')
@@ -213,6 +217,7 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
       }
       await deps.classifier.close()
       await deps.media.close()
+      await reads.close()
       await checkpointer?.stop()
       await changes?.close()
       await closeDatabase(db)

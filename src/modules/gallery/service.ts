@@ -1,14 +1,14 @@
 import type { Config } from '../../config'
-import { type Db, run, type Step, snapshot, type Tx } from '../../db/client'
+import { type Db, run } from '../../db/client'
 import { badRequest, notFound } from '../../errors'
 import { type ListPage, pageCount } from '../../http/pagination'
 import { iso } from '../../lib/time'
 import { findUserByName } from '../auth/repository'
 import { isUsername } from '../auth/service'
-import { type CountedList, countedPage, newestInsertion } from '../images/counts'
 import type { LinkBase } from '../images/links'
+import type { Feed, ListReads, ListResult } from '../images/list-reads'
 import { IMAGE_SHAPES } from '../images/model'
-import { boundedPage, type FeedRow, feeds, imageFields, pickImage, searchScope } from '../images/repository'
+import { type FeedRow, imageFields, pickImage } from '../images/repository'
 import { MAX_QUERY_LENGTH, MAX_QUERY_WORDS, SEARCH_SCOPE } from './model'
 
 /**
@@ -30,9 +30,12 @@ export function searchWords(q: string): string[] | null {
 
 export type GalleryService = ReturnType<typeof createGalleryService>
 
-/** `now`: the clock that decides which images have expired (the images service's). */
-export function createGalleryService(deps: { db: Db; config: Config; now?: () => number }) {
-  const { db, config } = deps
+/**
+ * `reads`: where the feeds are read (images/reads.ts: a Worker on SQLite). `now`: the clock that decides which images
+ * have expired (the images service's).
+ */
+export function createGalleryService(deps: { db: Db; config: Config; reads: ListReads; now?: () => number }) {
+  const { db, config, reads } = deps
   const clock = deps.now ?? Date.now
   const base: LinkBase = { publicUrl: config.publicUrl, cdnBase: config.cdnUrl }
 
@@ -45,36 +48,24 @@ export function createGalleryService(deps: { db: Db; config: Config; now?: () =>
     }
   }
 
-  /**
-   * One page of a feed, newest first, with its totals, as of `page.asOf` (now when unset): `read` finds the rows and
-   * the total at a time and an insertion, on one snapshot.
-   */
-  async function feedPage(
-    page: ListPage,
-    read: (tx: Tx, now: number, asOf: number) => Step<{ total: number; rows: FeedRow[] }>,
-  ) {
-    const now = clock()
-    const { total, rows, asOf } = await snapshot(db, function* (tx) {
-      const asOf = page.asOf ?? (yield* newestInsertion(tx))
-      return { ...(yield* read(tx, now, asOf)), asOf }
-    })
+  /** A page of a feed as the API answers it. */
+  function answer(page: ListPage, result: ListResult) {
     return {
       success: true as const,
-      images: rows.map(element),
+      images: result.rows.map(element),
       page: page.page,
-      totalPages: pageCount(total, page.limit),
-      total,
-      asOf,
+      totalPages: pageCount(result.total, page.limit),
+      total: result.total,
+      asOf: result.asOf,
     }
   }
 
-  const counted = (list: CountedList, page: ListPage) =>
-    feedPage(page, (tx, now, asOf) => countedPage(tx, list, page, now, asOf))
+  const feed = async (which: Feed, page: ListPage) => answer(page, await reads.feed(which, page, clock()))
 
   return {
     /** The public gallery. */
     gallery(page: ListPage) {
-      return counted(feeds.gallery(), page)
+      return feed({ kind: 'gallery' }, page)
     },
 
     /** Gallery images whose filename, or the title of a public album holding them, matches every word of `q`. */
@@ -84,9 +75,8 @@ export function createGalleryService(deps: { db: Db; config: Config; now?: () =>
       if (text.length > MAX_QUERY_LENGTH) throw badRequest(`q must be at most ${MAX_QUERY_LENGTH} characters`)
       const words = searchWords(text)
       if (words === null) throw badRequest('q must contain at least one letter or digit')
-      const { ids, capped } = await searchScope(db, words, SEARCH_SCOPE)
-      const where = feeds.search(ids)
-      return { ...(await feedPage(page, (tx, now, asOf) => boundedPage(tx, where, page, now, asOf))), capped }
+      const found = await reads.search(words, SEARCH_SCOPE, page, clock())
+      return { ...answer(page, found), capped: found.capped }
     },
 
     /** A user's public profile: their public images, NSFW ones included (flagged), pending scans left out. */
@@ -95,7 +85,7 @@ export function createGalleryService(deps: { db: Db; config: Config; now?: () =>
       if (!isUsername(username)) throw notFound('User not found')
       const user = await run(findUserByName(db, username))
       if (!user || user.banned) throw notFound('User not found')
-      const result = await counted(feeds.profile(user.id), page)
+      const result = await feed({ kind: 'profile', userId: user.id }, page)
       return {
         success: true as const,
         user: { username: user.username, createdAt: iso(user.createdAt), publicImages: result.total },

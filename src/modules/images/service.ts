@@ -1,6 +1,6 @@
 import type { Config } from '../../config'
 import type { ChangeFeed } from '../../db/changes'
-import { type Db, run, type Step, snapshot, type Tx, transaction } from '../../db/client'
+import { type Db, run, type Step, type Tx, transaction } from '../../db/client'
 import { engine } from '../../db/engine'
 import type { Image, User } from '../../db/schema'
 import { badRequest, notFound } from '../../errors'
@@ -10,22 +10,20 @@ import { isCrawler } from '../../lib/crawlers'
 import { safeEqual, sha256Hex } from '../../lib/crypto'
 import { log } from '../../log'
 import { originalKey, type Storage, thumbnailKey } from '../../storage'
-import { countedPage, countedTotal, newestInsertion, ownerTotals } from './counts'
+import { ownerTotals } from './counts'
 import { type ImageEvents, noImageEvents } from './events'
 import { checkExpiryBound, expiryDate, parseExpiry } from './expiry'
 import { accountPolicy, windowState } from './limits'
 import { deletePageUrl, imageLinks, type LinkBase } from './links'
+import { type ListReads, listReads } from './list-reads'
 import { createLiveImageCache, type LiveImage } from './live-cache'
 import { IMAGE_SHAPES, isImageId } from './model'
 import {
-  countNamed,
   deleteImage,
   dueToExpire,
   type ImageListFilter,
   type ImageListOrder,
   imageFields,
-  ownedList,
-  ownedPage,
   pickImage,
   prepareAddViews,
   prepareFindLive,
@@ -49,10 +47,13 @@ export function createImageService(deps: {
   events?: ImageEvents
   /** PostgreSQL: images changed by any instance, for the live-image cache (SQLite's update hook tells it instead). */
   changes?: ChangeFeed
+  /** Where owners' lists are read (images/reads.ts: a Worker on SQLite); the service's connection by default. */
+  reads?: ListReads
   now?: () => number
 }) {
   const { db, config, storage } = deps
   const now = deps.now ?? Date.now
+  const reads = deps.reads ?? listReads(db)
   const events = deps.events ?? noImageEvents
   const base: LinkBase = { publicUrl: config.publicUrl, cdnBase: config.cdnUrl }
   const links = (image: Pick<Image, 'id' | 'ext'>) => imageLinks(base, image)
@@ -332,23 +333,10 @@ export function createImageService(deps: {
       if (filter.name !== undefined && filter.name.length > FILENAME_MAX) {
         throw badRequest(`q must be at most ${FILENAME_MAX} characters`)
       }
-      const at = now()
-      const { total, rows, asOf } = await snapshot(db, function* (tx) {
-        const asOf = page.asOf ?? (yield* newestInsertion(tx))
-        // By date (the default) a page is found from the counts; a name filter or another order walks the rows.
-        if (!filter.name && order.by === 'date') {
-          const list = ownedList(user.id, filter)
-          const found = yield* countedPage(tx, list, { ...page, direction: order.direction }, at, asOf)
-          return { total: found.total, rows: found.rows.map((r) => r.image), asOf }
-        }
-        const total = filter.name
-          ? yield* countNamed(tx, user.id, at, filter, asOf)
-          : yield* countedTotal(tx, ownedList(user.id, filter), at, asOf)
-        return { total, rows: yield* ownedPage(tx, user.id, at, filter, { ...page, asOf }, order), asOf }
-      })
+      const { total, rows, asOf } = await reads.owned(user.id, filter, order, page, now())
       return {
         success: true as const,
-        images: rows.map((image) =>
+        images: rows.map(({ image }) =>
           pickImage(fields(image, image.views + (pendingViews.get(image.id) ?? 0)), IMAGE_SHAPES.listItem),
         ),
         total,

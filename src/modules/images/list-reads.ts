@@ -1,0 +1,79 @@
+import { type Db, type Step, snapshot, type Tx } from '../../db/client'
+import type { ListPage } from '../../http/pagination'
+import { countedPage, countedTotal, type ListedRow, newestInsertion } from './counts'
+import {
+  boundedPage,
+  countNamed,
+  feeds,
+  type ImageListFilter,
+  type ImageListOrder,
+  ownedList,
+  ownedPage,
+  searchScope,
+} from './repository'
+
+/** A page of a list: its rows, its total and the insertion it is pinned to (the answer's `asOf`). */
+export interface ListResult {
+  total: number
+  rows: ListedRow[]
+  asOf: number
+}
+
+/** The public feeds, named by plain values (a list read may run in another thread: src/modules/images/reads.ts). */
+export type Feed = { kind: 'gallery' } | { kind: 'profile'; userId: number }
+
+/**
+ * The list reads (the gallery, profiles, search, an owner's list), with plain arguments and results, so they can run
+ * on a read-only connection in a Worker (reads.ts). Each reads its counts and rows on one snapshot, pinned to the
+ * page's `asOf` (the newest insertion when unset), at the time `now`.
+ */
+export function listReads(db: Db) {
+  const pinned = (page: ListPage, read: (tx: Tx, asOf: number) => Step<{ total: number; rows: ListedRow[] }>) =>
+    snapshot(db, function* (tx) {
+      const asOf = page.asOf ?? (yield* newestInsertion(tx))
+      return { ...(yield* read(tx, asOf)), asOf }
+    })
+
+  return {
+    feed(feed: Feed, page: ListPage, now: number): Promise<ListResult> {
+      const list = feed.kind === 'gallery' ? feeds.gallery() : feeds.profile(feed.userId)
+      return pinned(page, (tx, asOf) => countedPage(tx, list, page, now, asOf))
+    },
+
+    /** The gallery images of the newest `scope` search documents matching `words`; `capped`: more matched. */
+    async search(
+      words: string[],
+      scope: number,
+      page: ListPage,
+      now: number,
+    ): Promise<ListResult & { capped: boolean }> {
+      const { ids, capped } = await searchScope(db, words, scope)
+      const where = feeds.search(ids)
+      return { ...(await pinned(page, (tx, asOf) => boundedPage(tx, where, page, now, asOf))), capped }
+    },
+
+    /**
+     * An owner's images, narrowed by `filter`, in `order`: by date (the default) a page is found from the counts; a
+     * name filter or another order walks the rows.
+     */
+    owned(
+      userId: number,
+      filter: ImageListFilter,
+      order: ImageListOrder,
+      page: ListPage,
+      now: number,
+    ): Promise<ListResult> {
+      return pinned(page, function* (tx, asOf) {
+        if (!filter.name && order.by === 'date')
+          return yield* countedPage(tx, ownedList(userId, filter), { ...page, direction: order.direction }, now, asOf)
+        const total = filter.name
+          ? yield* countNamed(tx, userId, now, filter, asOf)
+          : yield* countedTotal(tx, ownedList(userId, filter), now, asOf)
+        const rows = yield* ownedPage(tx, userId, now, filter, { ...page, asOf }, order)
+        return { total, rows: rows.map((image) => ({ image, username: null })) }
+      })
+    },
+  }
+}
+
+export type ListReads = ReturnType<typeof listReads>

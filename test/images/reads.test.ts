@@ -1,0 +1,70 @@
+/**
+ * On SQLite the list reads (the gallery, search, profiles, owners' lists: src/modules/images/reads.ts) run on a Worker's
+ * read-only connection, so a slow one never holds the event loop: the server's own connection runs none of their
+ * statements, and what they answer is what the rows say (a read right after a write sees it).
+ */
+import { Database } from 'bun:sqlite'
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { engine } from '../../src/db/engine'
+import { makeImage, uploadForm } from '../fixtures'
+import { startTestServer, type TestServer, userWithKey } from '../helpers'
+
+/** The SQL of every statement the server's thread prepares while `recording` is on (a Worker has its own classes). */
+const statements: string[] = []
+let recording = false
+const prepare = Database.prototype.prepare
+const query = Database.prototype.query
+
+describe.skipIf(engine === 'pg')('list reads off the event loop (SQLite)', () => {
+  let t: TestServer
+  let owner: Awaited<ReturnType<typeof userWithKey>>
+
+  beforeAll(async () => {
+    for (const [method, original] of [
+      ['prepare', prepare],
+      ['query', query],
+    ] as const)
+      (Database.prototype as unknown as Record<string, unknown>)[method] = function (
+        this: Database,
+        sql: string,
+        ...rest: unknown[]
+      ) {
+        if (recording) statements.push(sql)
+        return (original as (this: Database, ...a: unknown[]) => unknown).call(this, sql, ...rest)
+      }
+    t = await startTestServer()
+    owner = await userWithKey(t)
+  })
+  afterAll(async () => {
+    Database.prototype.prepare = prepare
+    Database.prototype.query = query
+    await t?.stop()
+  })
+
+  test('the gallery, search, a profile and an owner list answer from the Worker, up to date with every write', async () => {
+    for (let i = 0; i < 3; i++) {
+      const up = await t.json('/api/v1/upload', {
+        method: 'POST',
+        headers: owner.keyHeader,
+        body: uploadForm([{ bytes: await makeImage('png', 16, 16, i), name: `harbour ${i}.png` }]),
+      })
+      expect(up.status).toBe(201)
+      // Each read right after the write that changed what it shows.
+      recording = true
+      const answers = [
+        await t.json('/api/gallery'),
+        await t.json('/api/search?q=harbour'),
+        await t.json(`/api/users/${owner.user.username}`),
+        await t.json('/api/v1/images', { headers: owner.keyHeader }),
+      ]
+      recording = false
+      for (const answer of answers) {
+        expect(answer.status).toBe(200)
+        expect(answer.body.total).toBe(i + 1)
+        expect(answer.body.images[0].id).toBe(up.body.id)
+      }
+    }
+    // The thread that serves requests read no image and no count for them.
+    expect(statements.filter((s) => /image_counts|image_search|from "images"/i.test(s))).toEqual([])
+  })
+})
