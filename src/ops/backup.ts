@@ -12,6 +12,7 @@ import { imagesAfter } from '../modules/images/repository'
 import { forgetAllVariants } from '../modules/variants/repository'
 import { checkKey, originalKey, type Storage, thumbnailKey } from '../storage'
 import { copyDatabase } from './copy-db'
+import { tarWriter } from './tar'
 
 const DB_FILE = 'imghost.sqlite'
 /** Generated secrets (src/lib/secrets.ts): a restore keeps sessions, signed variant URLs and TOTP codes valid. */
@@ -20,15 +21,43 @@ const SECRET_FILES = ['jwt-secret', 'variant-secret', 'totp-key']
 /** Rows read per batch: a backup's memory stays the same whatever the library's size (files are streamed). */
 const BATCH = 500
 
+/** Where a backup's files go: a directory, or a `.tar` written as they come (src/ops/tar.ts). */
+interface BackupOut {
+  add(name: string, file: Blob, info: { size: number; modifiedAt: number }): Promise<void>
+  end(): Promise<void>
+}
+
+const directoryOut = (dir: string): BackupOut => ({
+  async add(name, file) {
+    await Bun.write(join(dir, name), file)
+  },
+  async end() {},
+})
+
+function tarOut(path: string): BackupOut {
+  const tar = tarWriter(path)
+  return {
+    add: (name, file, info) =>
+      tar.add(name, { size: info.size, lastModified: info.modifiedAt, stream: () => file.stream() }),
+    end: () => tar.end(),
+  }
+}
+
+/** A local file of the backup's own (the database snapshot, a secret). */
+async function addLocal(out: BackupOut, name: string, path: string) {
+  const file = Bun.file(path)
+  await out.add(name, file, { size: file.size, modifiedAt: file.lastModified })
+}
+
 /** Copies an image's original and thumbnail into the backup; one deleted while the backup ran is reported missing. */
-async function copyFiles(row: { id: string; ext: string }, storage: Storage, dir: string, missing: string[]) {
+async function copyFiles(row: { id: string; ext: string }, storage: Storage, out: BackupOut, missing: string[]) {
   for (const key of [originalKey(row.id, row.ext), thumbnailKey(row.id)]) {
-    const file = storage.file(key)
-    if (!(await file.exists())) {
+    const info = await storage.stat(key)
+    if (!info) {
       missing.push(key)
       continue
     }
-    await Bun.write(join(dir, 'files', key), file)
+    await out.add(`files/${key}`, storage.file(key), info)
   }
 }
 
@@ -45,9 +74,12 @@ async function run(cmd: string[]) {
  */
 export async function backup(opts: { db: Db; storage: Storage; dataDir: string; target: string }) {
   const asTar = opts.target.endsWith('.tar')
+  // A `.tar` is written as the files come; only the database snapshot is made beside it first (then added whole).
   const dir = asTar ? await mkdtemp(join(tmpdir(), 'imghost-backup-')) : opts.target
   await mkdir(dir, { recursive: true })
   if ((await readdir(dir)).length > 0) throw new Error(`Backup directory ${dir} is not empty`)
+  if (asTar) await mkdir(dirname(opts.target), { recursive: true })
+  const out = asTar ? tarOut(opts.target) : directoryOut(dir)
 
   // Variants are not copied (made again on request): nor are their rows, or a restore would point at missing files.
   // The files copied are those of `source`'s rows, read a batch at a time through the images module.
@@ -81,9 +113,10 @@ export async function backup(opts: { db: Db; storage: Storage; dataDir: string; 
   const missing: string[] = []
   let images = 0
   try {
+    if (asTar) await addLocal(out, DB_FILE, join(dir, DB_FILE))
     for (let after = ''; ; ) {
       const rows = await imagesAfter(source, after, BATCH)
-      for (const row of rows) await copyFiles(row, opts.storage, dir, missing)
+      for (const row of rows) await copyFiles(row, opts.storage, out, missing)
       images += rows.length
       if (rows.length < BATCH) break
       after = rows.at(-1)!.id
@@ -92,15 +125,11 @@ export async function backup(opts: { db: Db; storage: Storage; dataDir: string; 
     close()
   }
   for (const name of SECRET_FILES) {
-    const secret = Bun.file(join(opts.dataDir, name))
-    if (await secret.exists()) await Bun.write(join(dir, name), secret)
+    const path = join(opts.dataDir, name)
+    if (await Bun.file(path).exists()) await addLocal(out, name, path)
   }
-
-  if (asTar) {
-    await mkdir(dirname(opts.target), { recursive: true })
-    await run(['tar', '-cf', opts.target, '-C', dir, '.'])
-    await rm(dir, { recursive: true, force: true })
-  }
+  await out.end()
+  if (asTar) await rm(dir, { recursive: true, force: true })
   return { images, missing }
 }
 
