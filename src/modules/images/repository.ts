@@ -318,7 +318,9 @@ export function* countNamed(db: Db | Tx, userId: number, now: number, filter: Im
     (yield* q(
       db
         .select({ n: count() })
-        .from(images)
+        // The owner's rows in upload order, which is the table's order too: SQLite would as soon walk them by size or
+        // views, reading the table in random order (five times slower at 500,000 rows).
+        .from(engine === 'sqlite' ? sql`${images} INDEXED BY images_user_created` : images)
         .where(and(ownedWhere(userId, filter), liveImage(now), insertedBy(asOf))),
     ))[0]?.n ?? 0
   )
