@@ -18,7 +18,8 @@ import { originalKey, type Storage, thumbnailKey } from '../storage'
  * - owner: even i the source image's owner (half); i % 10 = 9 anonymous (a tenth); the rest spread over seeded accounts
  *   `seed-<k>` (one per 1,000 rows, at least 4), whose password nobody knows.
  * - a fifth private (a fifth of the owner's, a quarter of the other accounts', no anonymous one); about 1% NSFW; all
- *   scanned (`scan_status` done), with the source's size, dimensions, hashes and perceptual hash.
+ *   scanned (`scan_status` done), with the source's size and dimensions; the SHA-256 and perceptual hash are made
+ *   up, one per row, as distinct pictures would have (the files are the source's).
  * - spread evenly over the three years before now, inserted in that order (so insertion order is time order).
  * - filenames of two words of WORDS and the row number (`sunset-harbour-123.jpg`): `sunset` is in about 3% of them.
  * - 1% expired (i % 200 = 7 or 8: still there for the expiry sweep), 1% expiring in 30 days (i % 100 = 3).
@@ -73,6 +74,9 @@ const CHUNK = 50_000
 
 interface SeedRow {
   id: string
+  /** Made up, distinct per row as distinct pictures' would be (lookups by hash find one row, not every row). */
+  sha256: string
+  phash: string
   userId: number | null
   filename: string
   visibility: 'public' | 'private'
@@ -83,12 +87,20 @@ interface SeedRow {
 }
 
 /** Row i of n: everything that varies from row to row (see the header). */
-function seededRow(i: number, n: number, ctx: { now: number; owner: number; accounts: number[]; ext: string }) {
+function seededRow(
+  i: number,
+  n: number,
+  ctx: { now: number; owner: number; accounts: number[]; ext: string; sha256: string },
+) {
   const userId = i % 2 === 0 ? ctx.owner : i % 10 === 9 ? null : ctx.accounts[Math.floor(i / 10) % ctx.accounts.length]
   const createdAt = ctx.now - SPAN_MS + Math.floor((i * (SPAN_MS - 60_000)) / n)
   const expired = i % 200 === 7 || i % 200 === 8
+  // A 64-bit odd multiplier is a bijection on 64 bits: every row gets its own hash.
+  const hash = ((BigInt(i + 1) * 0x9e3779b97f4a7c15n) & 0xffffffffffffffffn).toString(16).padStart(16, '0')
   const row: SeedRow = {
     id: newPublicId(),
+    sha256: `${ctx.sha256.slice(0, 48)}${hash}`,
+    phash: hash,
     userId,
     filename: `${WORDS[i % 61]}-${WORDS[Math.floor(i / 61) % 64]}-${i}.${ctx.ext}`,
     visibility: Math.floor(i / 2) % 5 === 2 ? 'private' : 'public',
@@ -100,6 +112,15 @@ function seededRow(i: number, n: number, ctx: { now: number; owner: number; acco
   return row
 }
 
+/** An open report about a seeded row. */
+interface Reported {
+  imageId: string
+  ownerId: number | null
+  sha256: string
+  phash: string
+  createdAt: number
+}
+
 /** The inserts, one implementation per engine; all run inside the one transaction of `seed`. */
 interface Writer {
   /** Inserts the accounts that do not exist yet; the ids of all of them, in order. */
@@ -108,7 +129,7 @@ interface Writer {
   /** The ids inserted (an id already taken is skipped). */
   images(rows: SeedRow[], source: Image): Promise<Set<string>>
   albumImages(rows: { albumId: string; imageId: string; addedAt: number }[]): Promise<void>
-  reports(rows: { imageId: string; ownerId: number | null; createdAt: number }[], source: Image): Promise<void>
+  reports(rows: Reported[]): Promise<void>
   /** Stops the search triggers (they write one row's documents at a time): `indexSearch` writes them in bulk. */
   pauseSearch(): Promise<void>
   /** The search documents of the images and album entries inserted since the last call, in insertion order. */
@@ -187,8 +208,8 @@ function sqliteWriter(sqlite: Database): Writer {
           s.width,
           s.height,
           s.size,
-          s.sha256,
-          s.phash,
+          r.sha256,
+          r.phash,
           s.phashTried ? 1 : 0,
           r.visibility,
           r.nsfw ? 1 : 0,
@@ -203,8 +224,8 @@ function sqliteWriter(sqlite: Database): Writer {
     async albumImages(rows) {
       for (const r of rows) insertAlbumImage.run(r.albumId, r.imageId, r.addedAt)
     },
-    async reports(rows, s) {
-      for (const r of rows) insertReport.run(r.imageId, r.ownerId, s.sha256, s.phash, r.createdAt)
+    async reports(rows) {
+      for (const r of rows) insertReport.run(r.imageId, r.ownerId, r.sha256, r.phash, r.createdAt)
     },
     async pauseSearch() {
       indexed = newest()
@@ -271,10 +292,11 @@ function pgWriter(tx: BunSQL): Writer {
     async images(rows, s) {
       const inserted: { id: string }[] = await tx.unsafe(
         `INSERT INTO images (${IMAGE_COLUMNS})
-         SELECT r.id, r.user_id, r.filename, $9, $10, $11, $12, $13, $14, $15, $16, r.visibility, r.nsfw, 'done', r.views,
-                r.created_at, r.expires_at
-         FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::bool[], $6::bigint[], $7::bigint[], $8::bigint[])
-           AS r(id, user_id, filename, visibility, nsfw, views, created_at, expires_at)
+         SELECT r.id, r.user_id, r.filename, $11, $12, $13, $14, $15, r.sha256, r.phash, $16, r.visibility, r.nsfw, 'done',
+                r.views, r.created_at, r.expires_at
+         FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::bool[], $6::bigint[], $7::bigint[], $8::bigint[],
+                     $9::text[], $10::text[])
+           AS r(id, user_id, filename, visibility, nsfw, views, created_at, expires_at, sha256, phash)
          ON CONFLICT (id) DO NOTHING RETURNING id`,
         [
           rows.map((r) => r.id),
@@ -285,13 +307,13 @@ function pgWriter(tx: BunSQL): Writer {
           rows.map((r) => r.views),
           rows.map((r) => r.createdAt),
           rows.map((r) => r.expiresAt),
+          rows.map((r) => r.sha256),
+          rows.map((r) => r.phash),
           s.mime,
           s.ext,
           s.width,
           s.height,
           s.size,
-          s.sha256,
-          s.phash,
           s.phashTried,
         ],
       )
@@ -307,13 +329,20 @@ function pgWriter(tx: BunSQL): Writer {
         [rows.map((r) => r.albumId), rows.map((r) => r.imageId), rows.map((r) => r.addedAt)],
       )
     },
-    async reports(rows, s) {
+    async reports(rows) {
       if (rows.length === 0) return
       await tx.unsafe(
         `INSERT INTO reports (image_id, image_owner_id, image_sha256, image_phash, reason, reporter_ip, status, created_at)
-         SELECT r.image_id, r.owner_id, $4, $5, 'spam', '192.0.2.1', 'open', r.created_at
-         FROM unnest($1::text[], $2::int[], $3::bigint[]) AS r(image_id, owner_id, created_at)`,
-        [rows.map((r) => r.imageId), rows.map((r) => r.ownerId), rows.map((r) => r.createdAt), s.sha256, s.phash],
+         SELECT r.image_id, r.owner_id, r.sha256, r.phash, 'spam', '192.0.2.1', 'open', r.created_at
+         FROM unnest($1::text[], $2::int[], $3::bigint[], $4::text[], $5::text[])
+           AS r(image_id, owner_id, created_at, sha256, phash)`,
+        [
+          rows.map((r) => r.imageId),
+          rows.map((r) => r.ownerId),
+          rows.map((r) => r.createdAt),
+          rows.map((r) => r.sha256),
+          rows.map((r) => r.phash),
+        ],
       )
     },
     async pauseSearch() {
@@ -431,7 +460,7 @@ export async function seed(
       linkedFiles: 0,
       ms: 0,
     }
-    const ctx = { now, owner, accounts, ext: source.ext }
+    const ctx = { now, owner, accounts, ext: source.ext, sha256: source.sha256 }
     for (let start = 0; start < n; start += CHUNK) {
       const rows: SeedRow[] = []
       for (let i = start; i < Math.min(n, start + CHUNK); i++) rows.push(seededRow(i, n, ctx))
@@ -445,17 +474,24 @@ export async function seed(
       const inserted = await writer.images(rows, source)
       report.rows += inserted.size
       const members: { albumId: string; imageId: string; addedAt: number }[] = []
-      const reported: { imageId: string; ownerId: number | null; createdAt: number }[] = []
+      const reported: Reported[] = []
       rows.forEach((r, k) => {
         const i = start + k
         if (!inserted.has(r.id)) return
         if (i % 20 === 0)
           members.push({ albumId: albumIds[Math.floor(i / 20 / ALBUM_SIZE)], imageId: r.id, addedAt: r.createdAt })
-        if (i % 2000 === 1) reported.push({ imageId: r.id, ownerId: r.userId, createdAt: r.createdAt + 3600_000 })
+        if (i % 2000 === 1)
+          reported.push({
+            imageId: r.id,
+            ownerId: r.userId,
+            sha256: r.sha256,
+            phash: r.phash,
+            createdAt: r.createdAt + 3600_000,
+          })
       })
       await writer.albumImages(members)
       await writer.indexSearch()
-      await writer.reports(reported, source)
+      await writer.reports(reported)
       report.albumImages += members.length
       report.reports += reported.length
       progress(Math.min(n, start + CHUNK), n)

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { tmpdir } from 'node:os'
 import { sql } from 'drizzle-orm'
 import { rawRows } from '../../src/db/client'
-import { makeImage, uploadForm } from '../fixtures'
+import { type Bytes, makeImage, uploadForm } from '../fixtures'
 import { runCli, startTestServer, type TestServer, userWithKey } from '../helpers'
 
 const ROWS = 400
@@ -16,7 +16,7 @@ const ROWS = 400
 let t: TestServer
 let owner: Awaited<ReturnType<typeof userWithKey>>
 let sourceId = ''
-let sourceBytes: Uint8Array
+let sourceBytes: Bytes
 let report: Record<string, number | string>
 
 const cli = (...args: string[]) =>
@@ -50,12 +50,19 @@ describe('cli seed', () => {
     expect(await count('')).toBe(ROWS + 1)
     expect(await count(`WHERE user_id = ${owner.user.id} AND id <> '${sourceId}'`)).toBe(ROWS / 2)
     expect(await count(`WHERE visibility = 'private'`)).toBe(ROWS / 5)
-    // Every row the source's bytes as stored: the same hash and size.
-    const [source] = await rawRows<{ sha256: string; size: number | string }>(
+    // Every row the source's size and dimensions, its own hashes (lookups by hash find one row each).
+    const [source] = await rawRows<{ size: number | string; width: number; height: number }>(
       t.server.db,
-      sql`SELECT sha256, size FROM images WHERE id = ${sourceId}`,
+      sql`SELECT size, width, height FROM images WHERE id = ${sourceId}`,
     )
-    expect(await count(`WHERE sha256 = '${source.sha256}' AND size = ${Number(source.size)}`)).toBe(ROWS + 1)
+    expect(
+      await count(`WHERE size = ${Number(source.size)} AND width = ${source.width} AND height = ${source.height}`),
+    ).toBe(ROWS + 1)
+    const [distinct] = await rawRows<{ sha: number | string; phash: number | string }>(
+      t.server.db,
+      sql`SELECT count(DISTINCT sha256) AS sha, count(DISTINCT phash) AS phash FROM images`,
+    )
+    expect([Number(distinct.sha), Number(distinct.phash)]).toEqual([ROWS + 1, ROWS + 1])
   })
 
   test('every seeded row is served with the upload’s bytes, and cli check finds every file and true counts', async () => {
