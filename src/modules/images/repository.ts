@@ -12,7 +12,7 @@ import { type CountedList, EVERYONE, insertedBy, type ListedRow, ownedTally } fr
 import { imageLinks, type LinkBase } from './links'
 import { expiredImage, liveImage } from './live'
 import type { IMAGE_SORTS } from './model'
-import { pgDocumentMatch } from './search-pg'
+import { pgNewestMatches } from './search-pg'
 
 /**
  * Every query of the images table (and of the upload windows, which images owns). Other features call these and never
@@ -455,18 +455,21 @@ const scanShown = () => inArray(images.scanStatus, ['none', 'done'])
 const galleryWhere = () => and(listedImage, or(isNull(images.userId), eq(accounts.banned, false)))!
 
 /**
- * The search documents (a filename, or the title of a public album holding the image) that have every word of `words`
- * as a prefix of one of their words, the newest `limit`: their image ids. SQLite's FTS5 (migration
- * 0001_search_fts) hands its matches out newest first by itself; each word is a quoted string (words hold only
- * letters, digits and marks, so never a quote: no FTS syntax gets in) with a prefix star, joined by FTS5's implicit
- * AND. PostgreSQL: the tsvector of migrations-pg/0001_search.sql.
+ * The image ids of the newest `limit` search documents (a filename, or the title of a public album holding the image)
+ * that have every word of `words` as a prefix of one of their words. SQLite's FTS5 (migration 0001_search_fts) hands
+ * its matches out newest first by itself; each word is a quoted string (words hold only letters, digits and marks, so
+ * never a quote: no FTS syntax gets in) with a prefix star, joined by FTS5's implicit AND. PostgreSQL: search-pg.ts.
  */
-function newestMatches(words: string[], limit: number): SQL {
-  if (engine === 'pg')
-    return sql`SELECT d.image_id FROM search_docs d WHERE ${pgDocumentMatch(words)} ORDER BY d.docid DESC LIMIT ${limit}`
-  return sql`SELECT d.image_id FROM search_docs d WHERE d.docid IN (
-    SELECT rowid FROM image_search WHERE image_search MATCH ${words.map((w) => `"${w}"*`).join(' ')}
-    ORDER BY rowid DESC LIMIT ${limit})`
+async function newestMatches(db: Db, words: string[], limit: number): Promise<string[]> {
+  if (engine === 'pg') return await pgNewestMatches(db, words, limit)
+  const docs = await rawRows<{ image_id: string }>(
+    db,
+    sql`SELECT d.image_id FROM search_docs d WHERE d.docid IN (
+      SELECT rowid FROM image_search WHERE image_search MATCH ${words.map((w) => `"${w}"*`).join(' ')}
+      ORDER BY rowid DESC LIMIT ${limit})
+    ORDER BY d.docid DESC`,
+  )
+  return docs.map((d) => d.image_id)
 }
 
 /**
@@ -474,8 +477,8 @@ function newestMatches(words: string[], limit: number): SQL {
  * stops there). Read once: the feed's count and page are then looked up by id.
  */
 export async function searchScope(db: Db, words: string[], scope: number) {
-  const docs = await rawRows<{ image_id: string }>(db, newestMatches(words, scope + 1))
-  return { ids: [...new Set(docs.slice(0, scope).map((d) => d.image_id))], capped: docs.length > scope }
+  const ids = await newestMatches(db, words, scope + 1)
+  return { ids: [...new Set(ids.slice(0, scope))], capped: ids.length > scope }
 }
 
 /** The feeds: the gallery and a profile are counted lists (image_counts); a search looks at a bounded scope. */

@@ -1,4 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm'
+import { type Db, rawRows } from '../../db/client'
 import { images } from '../../db/schema'
 
 /**
@@ -18,4 +19,46 @@ export function pgDocumentMatch(words: string[]): SQL {
     sql` && `,
   )
   return sql`d.words @@ (${query})`
+}
+
+/** The newest documents a PostgreSQL search first walks through, checking each (its cost: a few ms). */
+const SAMPLE = 10_000
+/**
+ * Below this share of matches among the newest documents, the rest are found through the words' GIN index (a cost in
+ * proportion to the matches); above it, by walking on through the newest documents (in proportion to what is walked).
+ */
+const WALK_SHARE = 0.01
+
+/**
+ * The image ids of the newest `limit` search documents matching `words`. A GIN index answers which documents match, not
+ * which are newest: for a common word it hands over every match before the newest can be picked (seconds at a
+ * million), while walking the documents newest first stops early for common words but reads them all for a rare one.
+ * So the newest SAMPLE documents are checked first: enough matches there and it is done; else, from the share found
+ * there, walking on (common words) or the GIN index (rare ones, and what a walk leaves short), whichever reads less.
+ */
+export async function pgNewestMatches(db: Db, words: string[], limit: number): Promise<string[]> {
+  const match = pgDocumentMatch(words)
+  const walk = async (span: number) =>
+    (
+      await rawRows<{ image_id: string }>(
+        db,
+        sql`SELECT d.image_id FROM (SELECT docid, image_id, words FROM search_docs ORDER BY docid DESC LIMIT ${span}) d
+            WHERE ${match} ORDER BY d.docid DESC LIMIT ${limit}`,
+      )
+    ).map((r) => r.image_id)
+  const sampled = await walk(SAMPLE)
+  if (sampled.length >= limit) return sampled
+  const share = sampled.length / SAMPLE
+  if (share >= WALK_SHARE) {
+    const walked = await walk(Math.ceil((limit / share) * 1.5))
+    if (walked.length >= limit) return walked
+  }
+  // Too few among the newest (or the walk fell short: older documents match less): every match, through the GIN
+  // index (MATERIALIZED: whole, then the newest are picked).
+  const found = await rawRows<{ image_id: string }>(
+    db,
+    sql`WITH m AS MATERIALIZED (SELECT d.docid, d.image_id FROM search_docs d WHERE ${match})
+        SELECT image_id FROM m ORDER BY docid DESC LIMIT ${limit}`,
+  )
+  return found.map((r) => r.image_id)
 }
