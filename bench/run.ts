@@ -6,7 +6,8 @@
  *
  * Options: --only=startup,classify,unload,memory,healthz,hostile,login,ingest,variants,cdn,metadata,views   run some groups only
  *          --only=scale   the scale group alone (never part of a run without --only): --rows=N (default 1000000;
- *          above 1M on PostgreSQL only), --engines=sqlite,pg, --scale-dir=DIR (keep SQLite libraries there, use them again)
+ *          above 1M on PostgreSQL only), --engines=sqlite,pg, --scale-dir=DIR (keep SQLite libraries there, use them again),
+ *          --parts=reads,load,startup,background,commands (default all)
  *          --seconds=N (default 3) --rounds=N (default 3)                       per throughput figure
  *          --ingest-seconds=N (default 4)   --variant-count=N (default 8: first requests per round, 4 rounds)
  *          --readme   rewrite the table in bench/README.md   --keep   keep temp dirs
@@ -39,7 +40,7 @@ import {
 } from './lib/proc'
 import { type Figure, figure, machine, markdownTable, measuredOn, printFigure } from './lib/report'
 import { median, percentile, sleep } from './lib/stats'
-import { type Engine, performanceTable, scaleFigures } from './scale'
+import { type Engine, performanceTable, SCALE_PARTS, type ScalePart, scaleFigures } from './scale'
 
 const { values: args } = parseArgs({
   options: {
@@ -53,6 +54,7 @@ const { values: args } = parseArgs({
     from: { type: 'string' },
     rows: { type: 'string', default: '1000000' },
     engines: { type: 'string' },
+    parts: { type: 'string' },
     'scale-dir': { type: 'string' },
   },
 })
@@ -314,6 +316,8 @@ async function main() {
   if (only.has('unload')) await classifierMemoryFigures(fixtures)
   if (only.has('scale')) {
     const rows = Number(args.rows)
+    for (const part of args.parts?.split(',') ?? [])
+      if (!SCALE_PARTS.includes(part as ScalePart)) throw new Error(`unknown part ${part}; parts: ${SCALE_PARTS}`)
     await scaleFigures({
       work,
       fixtures,
@@ -324,6 +328,7 @@ async function main() {
       // Above a million rows the group runs on PostgreSQL (issue 34's 10M figure).
       engines: (args.engines?.split(',') ?? (rows > 1_000_000 ? ['pg'] : ['sqlite', 'pg'])) as Engine[],
       keepDir: args['scale-dir'],
+      parts: new Set((args.parts?.split(',') ?? SCALE_PARTS) as ScalePart[]),
     })
   }
 

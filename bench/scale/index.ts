@@ -32,11 +32,16 @@ export interface ScaleContext {
   engines: Engine[]
   /** Libraries are kept here and used again by later runs (seeding a million rows takes minutes); else in `work`. */
   keepDir?: string
+  /** What to measure of SCALE_PARTS (all by default). */
+  parts: ReadonlySet<ScalePart>
   /** The SQLite libraries of this run, once seeded: the PostgreSQL pass measures migrate-db from them. */
   sqliteLibraries?: Library[]
 }
 
 export const SMALL = 10_000
+/** The sections of the group: `--parts=` picks some (reads alone take ~15 min, the commands at 1M up to 45). */
+export const SCALE_PARTS = ['reads', 'load', 'startup', 'background', 'commands'] as const
+export type ScalePart = (typeof SCALE_PARTS)[number]
 const SERVER_PROBE = join(ROOT, 'bench/lib/server-probe.ts')
 /** The targets of issue 34. */
 const TARGET = { ratio: 3, blockMs: 20, healthzMs: 100, rateRatio: 0.5, startMs: 1500 }
@@ -351,7 +356,7 @@ async function backgroundFigures(ctx: ScaleContext, engine: Engine, small: Libra
     )
   }
   // Above a million rows the commands take hours (every file read or copied): left to the 1M runs.
-  if (large.rows <= 1_000_000) await commandFigures(ctx, engine, small, large, runs)
+  if (large.rows <= 1_000_000 && ctx.parts.has('commands')) await commandFigures(ctx, engine, small, large, runs)
   else console.log(`  cli check and cli backup are measured at 1M rows, not at ${rowsText(large.rows)}`)
   ctx.raw[`scale background ${engine}`] = runs
 }
@@ -471,23 +476,26 @@ async function onEngine(outer: ScaleContext, engine: Engine) {
     const [smallLib, largeLib] = libs
     const small = await startSite(ctx, smallLib, rowsText(SMALL))
     const large = await startSite(ctx, largeLib, rowsText(ctx.rows))
+    const parts = ctx.parts
     try {
-      ctx.section(`${engine}: reads, median of 7, interleaved (load ${load()})`)
-      reads = await measureReads([small, large])
-      ctx.raw[`scale reads ${engine}`] = reads
-      readFigures(ctx, engine, reads, small.label, large.label)
-      const table = readTable(reads, small.label, large.label)
-      await Bun.write(join(ROOT, `bench/results/scale-${engine}.md`), `Load average ${load()}\n\n${table}\n`)
-      await Bun.write(join(ROOT, `bench/results/scale-${engine}-queries.md`), setup.slowQueries(reads, large))
-      await loadFigures(ctx, engine, small, large)
+      if (parts.has('reads')) {
+        ctx.section(`${engine}: reads, median of 7, interleaved (load ${load()})`)
+        reads = await measureReads([small, large])
+        ctx.raw[`scale reads ${engine}`] = reads
+        readFigures(ctx, engine, reads, small.label, large.label)
+        const table = readTable(reads, small.label, large.label)
+        await Bun.write(join(ROOT, `bench/results/scale-${engine}.md`), `Load average ${load()}\n\n${table}\n`)
+        await Bun.write(join(ROOT, `bench/results/scale-${engine}-queries.md`), setup.slowQueries(reads, large))
+      }
+      if (parts.has('load')) await loadFigures(ctx, engine, small, large)
     } finally {
       await small.app.stop()
       await large.app.stop()
     }
-    await startupFigures(ctx, engine, smallLib, largeLib)
-    await backgroundFigures(ctx, engine, smallLib, largeLib)
+    if (parts.has('startup')) await startupFigures(ctx, engine, smallLib, largeLib)
+    if (parts.has('background')) await backgroundFigures(ctx, engine, smallLib, largeLib)
     if (engine === 'sqlite') outer.sqliteLibraries = libs
-    else if (outer.sqliteLibraries) await migrateFigures(ctx, setup, outer.sqliteLibraries)
+    else if (outer.sqliteLibraries && parts.has('commands')) await migrateFigures(ctx, setup, outer.sqliteLibraries)
     const title = `### ${engine === 'pg' ? 'PostgreSQL' : 'SQLite'}: ${rowsText(largeLib.rows)} rows against ${rowsText(SMALL)}`
     outer.raw['scale markdown'] =
       `${outer.raw['scale markdown'] ?? ''}${title}\n\nLoad average (1, 5, 15 min) at the start ${loadAtStart}, ` +
