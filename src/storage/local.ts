@@ -1,5 +1,5 @@
 import { mkdirSync, statSync } from 'node:fs'
-import { copyFile, link, readdir, rename, rm, stat } from 'node:fs/promises'
+import { copyFile, link, opendir, rename, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { checkKey, type Storage, StorageKeyTakenError } from './index'
 
@@ -63,9 +63,11 @@ export function createLocalStorage(root: string): Storage {
     async delete(key) {
       await rm(pathOf(key), { force: true })
     },
+    // Directories are read as streams (opendir): a million names are never held at once, and each chunk of them is
+    // read asynchronously, so walking them never holds the event loop.
     async *list() {
       for (const dir of DIRS) {
-        for (const name of await readdir(join(root, dir))) {
+        for await (const { name } of await opendir(join(root, dir))) {
           const key = `${dir}/${name}`
           try {
             yield checkKey(key)
@@ -78,7 +80,7 @@ export function createLocalStorage(root: string): Storage {
     async removeLeftovers(writtenBefore) {
       let removed = 0
       for (const dir of DIRS) {
-        for (const name of await readdir(join(root, dir))) {
+        for await (const { name } of await opendir(join(root, dir))) {
           if (!isPartial(`${dir}/${name}`)) continue
           const path = join(root, dir, name)
           // A copy still being written is a put in progress.

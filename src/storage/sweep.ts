@@ -53,6 +53,9 @@ export async function removeStrayFiles(
       if (batch.length < LIST_BATCH) continue
       await sweep(batch)
       batch = []
+      // A store that lists from memory (or a buffered page) resolves in microtasks only: the requests waiting for the
+      // event loop get it back between batches.
+      await new Promise((resolve) => setImmediate(resolve))
     }
     await sweep(batch)
   } catch (error) {

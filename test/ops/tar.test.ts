@@ -11,13 +11,13 @@ import { tarWriter } from '../../src/ops/tar'
 const scratch = mkdtempSync(join(tmpdir(), 'imghost-tar-'))
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
 
-const fileOf = (bytes: Uint8Array, lastModified = Date.UTC(2026, 0, 2)) => {
+const fileOf = (bytes: Uint8Array<ArrayBuffer>, lastModified = Date.UTC(2026, 0, 2)) => {
   const blob = new Blob([bytes])
   return { size: bytes.length, lastModified, stream: () => blob.stream() }
 }
 
 test('GNU tar extracts every file as it was added', async () => {
-  const files: [string, Uint8Array][] = [
+  const files: [string, Uint8Array<ArrayBuffer>][] = [
     ['imghost.sqlite', crypto.getRandomValues(new Uint8Array(4096))],
     ['files/originals/AbCdEf12.png', crypto.getRandomValues(new Uint8Array(511))],
     ['files/thumbs/AbCdEf12.webp', crypto.getRandomValues(new Uint8Array(512))],
