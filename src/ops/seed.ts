@@ -390,7 +390,12 @@ async function inTransaction<T>(db: Db, body: (writer: Writer) => Promise<T>): P
   if (engine === 'pg') {
     return (db as unknown as PgDb).$client.begin(async (tx) => {
       await tx.unsafe(`SELECT pg_advisory_xact_lock(${WRITER_LOCK})`)
-      return body(pgWriter(tx))
+      const result = await body(pgWriter(tx))
+      // The planner's statistics, as autovacuum would gather them some minutes after a bulk load (until then it
+      // plans for the tables it saw before: empty). SQLite keeps none unless told (ANALYZE), and the service never
+      // tells it, so a seeded SQLite database is planned as a grown one is.
+      await tx.unsafe('ANALYZE')
+      return result
     })
   }
   const sqlite = db.$client
