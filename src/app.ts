@@ -147,7 +147,14 @@ export function createApp(deps: AppDeps) {
   })
   const tus = createTusService({ db, config, pipeline, options: deps.tusOptions })
   const gallery = createGalleryService({ db, config, reads, now: images.now })
-  const albums = createAlbumService({ db, images, publicUrl: config.publicUrl, guesses: config.limits.guesses, now })
+  const albums = createAlbumService({
+    db,
+    images,
+    reads,
+    publicUrl: config.publicUrl,
+    guesses: config.limits.guesses,
+    now,
+  })
   const embeds = createEmbedService({ db, images })
   const pages = createPageService({ db, config, images })
   const reports = createReportService({ db, config, images, blocks, now })

@@ -1,7 +1,7 @@
 /**
- * On SQLite the list reads (the gallery, search, profiles, owners' lists: src/modules/images/reads.ts) run on a Worker's
- * read-only connection, so a slow one never holds the event loop: the server's own connection runs none of their
- * statements, and what they answer is what the rows say (a read right after a write sees it).
+ * On SQLite the list reads (the gallery, search, profiles, owners' lists, albums: src/modules/images/reads.ts) run on
+ * a Worker's read-only connection, so a slow one never holds the event loop: the server's own connection runs none of
+ * their statements, and what they answer is what the rows say (a read right after a write sees it).
  */
 import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
@@ -41,14 +41,17 @@ describe.skipIf(engine === 'pg')('list reads off the event loop (SQLite)', () =>
     await t?.stop()
   })
 
-  test('the gallery, search, a profile and an owner list answer from the Worker, up to date with every write', async () => {
+  test('the gallery, search, a profile, an owner list and albums answer from the Worker, up to date with writes', async () => {
     for (let i = 0; i < 3; i++) {
       const up = await t.json('/api/v1/upload', {
         method: 'POST',
         headers: owner.keyHeader,
-        body: uploadForm([{ bytes: await makeImage('png', 16, 16, i), name: `harbour ${i}.png` }]),
+        body: uploadForm([{ bytes: await makeImage('png', 16, 16, i), name: `harbour ${i}.png` }], {
+          album: 'harbour trip',
+        }),
       })
       expect(up.status).toBe(201)
+      const albumId = (await t.json('/api/albums', { headers: owner.bearer })).body.albums[0].id
       // Each read right after the write that changed what it shows.
       recording = true
       const answers = [
@@ -57,14 +60,20 @@ describe.skipIf(engine === 'pg')('list reads off the event loop (SQLite)', () =>
         await t.json(`/api/users/${owner.user.username}`),
         await t.json('/api/v1/images', { headers: owner.keyHeader }),
       ]
+      const albums = await t.json('/api/albums', { headers: owner.bearer })
+      const album = await t.json(`/api/albums/${albumId}`)
+      const page = await t.fetch(`/a/${albumId}`)
       recording = false
       for (const answer of answers) {
         expect(answer.status).toBe(200)
         expect(answer.body.total).toBe(i + 1)
         expect(answer.body.images[0].id).toBe(up.body.id)
       }
+      expect(albums.body.albums[0]).toMatchObject({ id: albumId, imageCount: i + 1 })
+      expect(album.body.images[0].id).toBe(up.body.id)
+      expect(await page.text()).toContain(up.body.id)
     }
     // The thread that serves requests read no image and no count for them.
-    expect(statements.filter((s) => /image_counts|image_search|from "images"/i.test(s))).toEqual([])
+    expect(statements.filter((s) => /image_counts|image_search|from "images"|from "album_images"/i.test(s))).toEqual([])
   })
 })

@@ -6,8 +6,9 @@ import { ipKey } from '../../http/client-ip'
 import { newPublicId } from '../../lib/crypto'
 import { iso } from '../../lib/time'
 import { guessWindow, refundAttempt, takeAttempt, type WindowRule } from '../images/limits'
+import type { ListReads } from '../images/list-reads'
 import { IMAGE_SHAPES, isImageId } from '../images/model'
-import { albumImagesOf, albumStats, ownedLiveIds, pickImage } from '../images/repository'
+import { ownedLiveIds, pickImage } from '../images/repository'
 import type { ImageService } from '../images/service'
 import { albumPath, DESCRIPTION_MAX, isAlbumId, PASSWORD_MAX, TITLE_MAX } from './model'
 import {
@@ -62,12 +63,14 @@ function checkDescription(raw: string | null): string {
 export function createAlbumService(deps: {
   db: Db
   images: ImageService
+  /** Where albums' images and counts are read (images/reads.ts: a Worker on SQLite). */
+  reads: ListReads
   publicUrl: string
   guesses: Config['limits']['guesses']
   /** The password-guess windows' clock (tests step it). */
   now?: () => number
 }) {
-  const { db, images: imageService, guesses } = deps
+  const { db, images: imageService, guesses, reads } = deps
   const windowNow = deps.now ?? Date.now
   /** `{base_url}/a/<id>`, the album page. */
   const albumUrl = (id: string) => `${deps.publicUrl}${albumPath(id)}`
@@ -86,34 +89,43 @@ export function createAlbumService(deps: {
 
   /** Images of an album, the most recently added first. */
   function imagesOf(album: Album, audience: Audience): Promise<Image[]> {
-    return albumImagesOf(db, album.id, audience)
+    return reads.album(album.id, audience, imageService.now())
   }
 
-  async function stats(album: Album, audience: Audience) {
-    const { imageCount, cover } = await albumStats(db, album, audience)
-    return { imageCount, cover: cover ? imageService.links(cover).thumbnail : null }
+  /** How many images of each album the audience sees, and its cover's thumbnail link. */
+  async function statsOf(albums: Album[], audience: Audience) {
+    const counted = albums.map(({ id, imageCount, publicCount }) => ({ id, imageCount, publicCount }))
+    const stats = await reads.albumStats(counted, audience, imageService.now())
+    return stats.map(({ imageCount, cover }) => ({
+      imageCount,
+      cover: cover ? imageService.links(cover).thumbnail : null,
+    }))
   }
 
   /**
    * The Album object. `imageCount` and `cover` count what the audience may see: others never learn of private
    * images, not even through the cover.
    */
-  async function present(album: Album, audience: Audience, known?: Image[]) {
-    const { imageCount, cover } = known
-      ? { imageCount: known.length, cover: known[0] ? imageService.links(known[0]).thumbnail : null }
-      : await stats(album, audience)
+  function shape(album: Album, stats: { imageCount: number; cover: string | null }) {
     return {
       id: album.id,
       title: album.title,
       description: album.description,
       isPublic: album.isPublic,
       hasPassword: album.passwordHash !== null,
-      imageCount,
-      cover,
+      imageCount: stats.imageCount,
+      cover: stats.cover,
       url: albumUrl(album.id),
       createdAt: iso(album.createdAt),
       updatedAt: iso(album.updatedAt),
     }
+  }
+
+  /** The Album object; with `known`, the images the audience sees (already read), else the counts. */
+  async function present(album: Album, audience: Audience, known?: Image[]) {
+    if (known)
+      return shape(album, { imageCount: known.length, cover: known[0] ? imageService.links(known[0]).thumbnail : null })
+    return shape(album, (await statsOf([album], audience))[0]!)
   }
 
   function imageItem(image: Image) {
@@ -173,7 +185,9 @@ export function createAlbumService(deps: {
     albumUrl,
 
     async list(user: User) {
-      return Promise.all((await albumsOf(db, user.id)).map((album) => present(album, 'owner')))
+      const albums = await albumsOf(db, user.id)
+      const stats = await statsOf(albums, 'owner')
+      return albums.map((album, i) => shape(album, stats[i]!))
     },
 
     async create(user: User, input: { title: string; description?: string | null; isPublic?: boolean }) {

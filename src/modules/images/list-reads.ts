@@ -1,7 +1,10 @@
 import { type Db, type Step, snapshot, type Tx } from '../../db/client'
+import type { Image } from '../../db/schema'
 import type { ListPage } from '../../http/pagination'
 import { countedPage, countedTotal, type ListedRow, newestInsertion } from './counts'
 import {
+  albumImagesOf,
+  albumStats,
   boundedPage,
   countNamed,
   feeds,
@@ -23,9 +26,9 @@ export interface ListResult {
 export type Feed = { kind: 'gallery' } | { kind: 'profile'; userId: number }
 
 /**
- * The list reads (the gallery, profiles, search, an owner's list), with plain arguments and results, so they can run
- * on a read-only connection in a Worker (reads.ts). Each reads its counts and rows on one snapshot, pinned to the
- * page's `asOf` (the newest insertion when unset), at the time `now`.
+ * The list reads (the gallery, profiles, search, an owner's list, albums), with plain arguments and results, so they
+ * can run on a read-only connection in a Worker (reads.ts). A paged list reads its counts and rows on one snapshot,
+ * pinned to the page's `asOf` (the newest insertion when unset), at the time `now`.
  */
 export function listReads(db: Db) {
   const pinned = (page: ListPage, read: (tx: Tx, asOf: number) => Step<{ total: number; rows: ListedRow[] }>) =>
@@ -50,6 +53,16 @@ export function listReads(db: Db) {
       const { ids, capped } = await searchScope(db, words, scope)
       const where = feeds.search(ids)
       return { ...(await pinned(page, (tx, asOf) => boundedPage(tx, where, page, now, asOf))), capped }
+    },
+
+    /** An album's images the audience sees at `now`, the most recently added first (an album is not paged). */
+    album(albumId: string, audience: 'owner' | 'public', now: number): Promise<Image[]> {
+      return albumImagesOf(db, albumId, audience, now)
+    },
+
+    /** How many images of each album the audience sees at `now`, and its cover (the most recently added). */
+    albumStats(albums: CountedAlbum[], audience: 'owner' | 'public', now: number) {
+      return Promise.all(albums.map((album) => albumStats(db, album, audience, now)))
     },
 
     /**
@@ -77,3 +90,6 @@ export function listReads(db: Db) {
 }
 
 export type ListReads = ReturnType<typeof listReads>
+
+/** An album as its counts read it (albums.image_count, public_count). */
+export type CountedAlbum = { id: string; imageCount: number; publicCount: number }

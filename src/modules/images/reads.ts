@@ -67,6 +67,8 @@ export function workerReads(path: string): Reads {
     feed: send('feed'),
     search: send('search'),
     owned: send('owned'),
+    album: send('album'),
+    albumStats: send('albumStats'),
     async close() {
       worker?.terminate()
       worker = undefined

@@ -403,16 +403,21 @@ export const deleteWindowsStartedBefore = async (db: Db, startedBefore: number):
   ).length
 
 /** An album's live images as `audience` may see them (the owner all, others only public ones). */
-const inAlbum = (albumId: string, audience: 'owner' | 'public'): SQL =>
-  and(membership.of(albumId), liveImage(), audience === 'owner' ? undefined : eq(images.visibility, 'public'))!
+const inAlbum = (albumId: string, audience: 'owner' | 'public', now: number): SQL =>
+  and(membership.of(albumId), liveImage(now), audience === 'owner' ? undefined : eq(images.visibility, 'public'))!
 
-/** Images of an album, the most recently added first. */
-export async function albumImagesOf(db: Db, albumId: string, audience: 'owner' | 'public'): Promise<Image[]> {
+/** Images of an album at `now`, the most recently added first. */
+export async function albumImagesOf(
+  db: Db,
+  albumId: string,
+  audience: 'owner' | 'public',
+  now: number,
+): Promise<Image[]> {
   const rows = await db
     .select({ image: images })
     .from(membership.table)
     .innerJoin(images, eq(images.id, membership.imageId))
-    .where(inAlbum(albumId, audience))
+    .where(inAlbum(albumId, audience, now))
     .orderBy(...membership.newestAddedFirst)
   return rows.map((r) => r.image)
 }
@@ -426,8 +431,8 @@ export async function albumStats(
   db: Db,
   album: { id: string; imageCount: number; publicCount: number },
   audience: 'owner' | 'public',
+  now: number,
 ) {
-  const now = Date.now()
   const shown = audience === 'owner' ? undefined : eq(images.visibility, 'public')
   const member = sql`EXISTS (SELECT 1 FROM ${membership.table} WHERE ${membership.of(album.id)} AND ${membership.imageId} = ${images.id})`
   const [[expired], [cover]] = await Promise.all([
@@ -439,7 +444,7 @@ export async function albumStats(
       .select({ id: images.id, ext: images.ext })
       .from(membership.table)
       .innerJoin(images, eq(images.id, membership.imageId))
-      .where(inAlbum(album.id, audience))
+      .where(inAlbum(album.id, audience, now))
       .orderBy(...membership.newestAddedFirst)
       .limit(1),
   ])
