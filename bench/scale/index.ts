@@ -73,6 +73,10 @@ async function engineSetup(engine: Engine): Promise<EngineSetup> {
   // A throwaway cluster (as the tests start one); kept libraries need it kept too, which a cluster is not: on
   // PostgreSQL the libraries are seeded again each run.
   const cluster: PgCluster = await startPgCluster()
+  // Interrupted, the bench exits (lib/proc.ts): the cluster runs detached (pg_ctl), so it is stopped then too
+  // (`stop` is synchronous: pg_ctl stop, then its directory removed).
+  const stopOnExit = () => void cluster.stop()
+  process.on('exit', stopOnExit)
   const admin = new SQL(cluster.url)
   // pg_ctl writes the server's log beside the data directory (test/pg-cluster.ts).
   const [{ data_directory }] = await admin.unsafe('SHOW data_directory')
@@ -102,6 +106,7 @@ async function engineSetup(engine: Engine): Promise<EngineSetup> {
     async stop() {
       await admin.close()
       await cluster.stop()
+      process.off('exit', stopOnExit)
     },
   }
 }
