@@ -247,12 +247,24 @@ const tallies = () => {
 type Tallies = { [K in keyof ReturnType<typeof tallies>]: number }
 const TALLY_KEYS = Object.keys(tallies()) as (keyof Tallies)[]
 
+/** About how many of one owner's rows are recounted per transaction: each stays short, whatever the owner holds. */
+const ROWS_PER_CHECK = 20_000
+
+/** A span of days, `from` included, `to` excluded; undefined: every day. */
+type Days = { from: number; to: number } | undefined
+
 /**
- * Makes one owner's counts what `expected` says, day by day: the days that differ are rewritten, the days it lacks
- * removed. Returns how many days differed.
+ * Makes one owner's counts over `days` what `expected` says, day by day: the days that differ are rewritten, the days
+ * it lacks removed. Returns how many days differed.
  */
-function* settle(tx: Tx, owner: number, expected: Map<number, Tallies>, repair: boolean): Step<number> {
-  const kept = yield* q(tx.select().from(imageCounts).where(eq(imageCounts.ownerId, owner)))
+function* settle(tx: Tx, owner: number, days: Days, expected: Map<number, Tallies>, repair: boolean): Step<number> {
+  const span = days && and(gte(imageCounts.day, days.from), lt(imageCounts.day, days.to))
+  const kept = yield* q(
+    tx
+      .select()
+      .from(imageCounts)
+      .where(and(eq(imageCounts.ownerId, owner), span)),
+  )
   const wrong = new Set<number>()
   for (const row of kept) {
     const want = expected.get(row.day)
@@ -271,16 +283,46 @@ function* settle(tx: Tx, owner: number, expected: Map<number, Tallies>, repair: 
   return wrong.size
 }
 
-/** The owner's rows (0: anonymous uploads) counted again, per day (through images_user_created). */
-function* recountOwner(tx: Tx, owner: number): Step<Map<number, Tallies>> {
+/** The owner's images (0: anonymous uploads). */
+const ownedBy = (owner: number) => (owner === 0 ? sql`${images.userId} IS NULL` : eq(images.userId, owner))
+
+/** The owner's rows over `days` counted again, per day (through images_user_created). */
+function* recountOwner(tx: Tx, owner: number, days: Days): Step<Map<number, Tallies>> {
+  const span =
+    days && and(gte(images.createdAt, new Date(days.from * DAY_MS)), lt(images.createdAt, new Date(days.to * DAY_MS)))
   const rows = yield* q(
     tx
       .select({ day: dayOf, ...tallies() })
       .from(images)
-      .where(owner === 0 ? sql`${images.userId} IS NULL` : eq(images.userId, owner))
+      .where(and(ownedBy(owner), span))
       .groupBy(dayOf),
   )
   return new Map(rows.map(({ day, ...t }) => [day, t]))
+}
+
+/**
+ * The first and last day the owner has rows or counts on (through images_user_created and the counts' key: min and
+ * max of an index's column are one step each), and about how many rows it holds (its counts, right or not).
+ */
+async function spanOf(db: Db, owner: number): Promise<{ from: number; to: number; rows: number } | null> {
+  const number = (value: SQL) => sql<number | null>`${value}`.mapWith((v) => (v === null ? null : Number(v)))
+  const [counted] = await db
+    .select({
+      from: number(sql`min(${imageCounts.day})`),
+      to: number(sql`max(${imageCounts.day})`),
+      rows: number(sql`sum(${imageCounts.images})`),
+    })
+    .from(imageCounts)
+    .where(eq(imageCounts.ownerId, owner))
+  const [stored] = await db
+    .select({ first: number(sql`min(${images.createdAt})`), last: number(sql`max(${images.createdAt})`) })
+    .from(images)
+    .where(ownedBy(owner))
+  const day = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : Math.floor(ms / DAY_MS))
+  const firsts = [counted?.from, day(stored?.first)].filter((d) => d !== null && d !== undefined)
+  const lasts = [counted?.to, day(stored?.last)].filter((d) => d !== null && d !== undefined)
+  if (firsts.length === 0) return null
+  return { from: Math.min(...firsts), to: Math.max(...lasts) + 1, rows: counted?.rows ?? 0 }
 }
 
 /** Every owner's counts added up per day: what EVERYONE's must be. */
@@ -299,9 +341,10 @@ function* sumOfOwners(tx: Tx): Step<Map<number, Tallies>> {
 }
 
 /**
- * Recounts image_counts from the rows (`cli check`): one owner per transaction (a short one, through the owner's
- * index), then everyone's from the owners' sums. With `repair`, what differs is rewritten. `owners` walks the accounts
- * in batches (the auth repository's). Returns how many owners were checked and how many days were wrong.
+ * Recounts image_counts from the rows (`cli check`): each owner about ROWS_PER_CHECK rows per transaction (a short one,
+ * through the owner's index, so a running server's writes wait little), then everyone's from the owners' sums. With `repair`,
+ * what differs is rewritten. `owners` walks the accounts in batches (the auth repository's). Returns how many owners
+ * were checked and how many days were wrong.
  */
 export async function recountImageCounts(
   db: Db,
@@ -310,16 +353,25 @@ export async function recountImageCounts(
 ): Promise<{ owners: number; wrongDays: number }> {
   let checked = 0
   let wrongDays = 0
-  const check = async (owner: number, expected: (tx: Tx) => Step<Map<number, Tallies>>) => {
+  const settleDays = async (owner: number, days: Days, expected: (tx: Tx) => Step<Map<number, Tallies>>) => {
     wrongDays += await transaction(db, function* (tx) {
-      return yield* settle(tx, owner, yield* expected(tx), opts.repair)
+      return yield* settle(tx, owner, days, yield* expected(tx), opts.repair)
     })
+  }
+  const check = async (owner: number) => {
+    const span = await spanOf(db, owner)
+    // As many days per transaction as hold about ROWS_PER_CHECK rows (all of them for most owners).
+    const step = span ? Math.max(1, Math.floor(((span.to - span.from) * ROWS_PER_CHECK) / Math.max(1, span.rows))) : 1
+    for (let from = span?.from ?? 0; span && from < span.to; from += step) {
+      const days = { from, to: Math.min(from + step, span.to) }
+      await settleDays(owner, days, (tx) => recountOwner(tx, owner, days))
+    }
     checked++
   }
-  await check(0, (tx) => recountOwner(tx, 0))
+  await check(0)
   for (let after = 0; ; ) {
     const batch = await owners(after, 500)
-    for (const owner of batch) await check(owner, (tx) => recountOwner(tx, owner))
+    for (const owner of batch) await check(owner)
     if (batch.length < 500) break
     after = batch.at(-1)!
   }
@@ -333,8 +385,9 @@ export async function recountImageCounts(
         sql`NOT EXISTS (SELECT 1 FROM ${accounts.table} WHERE ${accounts.id} = ${imageCounts.ownerId})`,
       ),
     )
-  for (const { owner } of strays) await check(owner, (tx) => recountOwner(tx, owner))
-  await check(EVERYONE, sumOfOwners)
+  for (const { owner } of strays) await check(owner)
+  await settleDays(EVERYONE, undefined, sumOfOwners)
+  checked++
   return { owners: checked, wrongDays }
 }
 
