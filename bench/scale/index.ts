@@ -159,7 +159,10 @@ async function startSite(ctx: ScaleContext, lib: Library, label: string): Promis
   return siteOf(label, app, lib, probes)
 }
 
-/** Waits until a process spends under 10% of a core over 2 s (the probe alone takes 3-5%; at most 15 min); the time it took. */
+/**
+ * Waits until a process spends under 10% of a core over 2 s (the probe alone takes 3-5%), at most 15 min; the time it
+ * took.
+ */
 async function untilIdle(pid: number, maxMs = 900_000): Promise<number> {
   const since = performance.now()
   for (;;) {
