@@ -5,9 +5,14 @@
  */
 import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { openDatabase } from '../../src/db/client'
 import { engine } from '../../src/db/engine'
+import { workerReads } from '../../src/modules/images/reads'
 import { makeImage, uploadForm } from '../fixtures'
-import { startTestServer, type TestServer, userWithKey } from '../helpers'
+import { eventually, startTestServer, type TestServer, userWithKey } from '../helpers'
 
 /** The SQL of every statement the server's thread prepares while `recording` is on (a Worker has its own classes). */
 const statements: string[] = []
@@ -75,5 +80,42 @@ describe.skipIf(engine === 'pg')('list reads off the event loop (SQLite)', () =>
     }
     // The thread that serves requests read no image and no count for them.
     expect(statements.filter((s) => /image_counts|image_search|from "images"|from "album_images"/i.test(s))).toEqual([])
+  })
+})
+
+describe.skipIf(engine === 'pg')('the reading Workers', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'imghost-reads-'))
+  const path = join(dir, 'imghost.sqlite')
+  openDatabase(path).$client.close()
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+  const galleryOf = (reads: ReturnType<typeof workerReads>) => () =>
+    reads.feed({ kind: 'gallery' }, { page: 1, limit: 5, offset: 0 }, Date.now())
+
+  test('start with the reads sent to them, and take reads side by side', async () => {
+    const reads = workerReads(path, { size: 2, idleMs: 60_000 })
+    const gallery = galleryOf(reads)
+    try {
+      expect(reads.running()).toBe(0)
+      expect((await gallery()).total).toBe(0)
+      expect(reads.running()).toBe(1)
+      // Two at once: the second goes to the Worker with nothing waiting.
+      await Promise.all([gallery(), gallery()])
+      expect(reads.running()).toBe(2)
+    } finally {
+      await reads.close()
+    }
+  })
+
+  test('end once idle; the next read starts one again', async () => {
+    const reads = workerReads(path, { size: 2, idleMs: 200 })
+    const gallery = galleryOf(reads)
+    try {
+      expect((await gallery()).total).toBe(0)
+      await eventually(() => reads.running() === 0, 10_000, 'the idle Worker ended')
+      expect((await gallery()).total).toBe(0)
+      expect(reads.running()).toBe(1)
+    } finally {
+      await reads.close()
+    }
   })
 })

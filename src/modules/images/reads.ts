@@ -22,31 +22,44 @@ export function localReads(db: Db): Reads {
 
 /** Reading Workers: as many as the cores a small host has, so reads run side by side and one long read stalls none. */
 const READ_WORKERS = 2
+/**
+ * A Worker that has read nothing for this long is ended (each holds ~18 MB of the process's memory while it runs) and
+ * started again by the next read sent to it (~0.1 s).
+ */
+const IDLE_MS = 5 * 60_000
+
+/** The list reads of Workers, and how many Workers run now. */
+export type WorkerReads = Reads & { running(): number }
 
 /**
  * The list reads on read-only connections to the SQLite file at `path`, in Workers (READ_WORKERS): their statements (a
  * few milliseconds at a million images, more for a name filter over a large account) run beside the event loop, so a
  * slow one costs only its request and those queued behind it on its Worker, never /healthz or the other requests. A read
- * goes to the Worker with the fewest waiting. Each Worker starts with its first read; one that fails is replaced by the
- * next read sent to it.
+ * goes to the Worker with the fewest waiting. Each Worker starts with its first read, ends after `idleMs` without one,
+ * and one that fails is replaced by the next read sent to it.
  */
-export function workerReads(path: string, size = READ_WORKERS): Reads {
+export function workerReads(path: string, opts: { size?: number; idleMs?: number } = {}): WorkerReads {
   type Waiting = { resolve: (value: unknown) => void; reject: (error: Error) => void }
-  const slots = Array.from({ length: size }, () => ({
-    worker: undefined as Worker | undefined,
-    pending: new Map<number, Waiting>(),
-  }))
+  type Slot = { worker?: Worker; pending: Map<number, Waiting>; idle?: ReturnType<typeof setTimeout> }
+  const slots: Slot[] = Array.from({ length: opts.size ?? READ_WORKERS }, () => ({ pending: new Map() }))
+  const idleMs = opts.idleMs ?? IDLE_MS
   let nextId = 0
 
-  function fail(slot: (typeof slots)[number], reason: string) {
-    log.error('list read worker failed; the next read starts another', { error: reason })
+  function end(slot: Slot) {
+    clearTimeout(slot.idle)
     slot.worker?.terminate()
     slot.worker = undefined
+  }
+
+  function fail(slot: Slot, reason: string) {
+    log.error('list read worker failed; the next read starts another', { error: reason })
+    end(slot)
     for (const { reject } of slot.pending.values()) reject(new Error(`list read failed: ${reason}`))
     slot.pending.clear()
   }
 
-  function started(slot: (typeof slots)[number]): Worker {
+  function started(slot: Slot): Worker {
+    clearTimeout(slot.idle)
     if (slot.worker) return slot.worker
     const w = new Worker(new URL('./read-worker.ts', import.meta.url))
     w.onmessage = (event: MessageEvent<ReadReply>) => {
@@ -55,6 +68,11 @@ export function workerReads(path: string, size = READ_WORKERS): Reads {
       slot.pending.delete(reply.id)
       if ('error' in reply) waiting?.reject(new Error(reply.error))
       else waiting?.resolve(reply.result)
+      if (slot.pending.size === 0) {
+        slot.idle = setTimeout(() => end(slot), idleMs)
+        // An idle Worker's timer keeps no process alive.
+        slot.idle.unref()
+      }
     }
     w.onerror = (event) => fail(slot, event.message)
     w.postMessage({ type: 'open', path } satisfies ReadRequest)
@@ -77,11 +95,9 @@ export function workerReads(path: string, size = READ_WORKERS): Reads {
     owned: send('owned'),
     album: send('album'),
     albumStats: send('albumStats'),
+    running: () => slots.filter((slot) => slot.worker).length,
     async close() {
-      for (const slot of slots) {
-        slot.worker?.terminate()
-        slot.worker = undefined
-      }
+      for (const slot of slots) end(slot)
     },
   }
 }
