@@ -94,7 +94,7 @@ export function createAlbumService(deps: {
 
   /** How many images of each album the audience sees, and its cover's thumbnail link. */
   async function statsOf(albums: Album[], audience: Audience) {
-    const counted = albums.map(({ id, imageCount, publicCount }) => ({ id, imageCount, publicCount }))
+    const counted = albums.map(({ id, userId, imageCount, publicCount }) => ({ id, userId, imageCount, publicCount }))
     const stats = await reads.albumStats(counted, audience, imageService.now())
     return stats.map(({ imageCount, cover }) => ({
       imageCount,

@@ -6,6 +6,7 @@ import {
   albumImagesOf,
   albumStats,
   boundedPage,
+  type CountedAlbum,
   countNamed,
   feeds,
   type ImageListFilter,
@@ -62,7 +63,7 @@ export function listReads(db: Db) {
 
     /** How many images of each album the audience sees at `now`, and its cover (the most recently added). */
     albumStats(albums: CountedAlbum[], audience: 'owner' | 'public', now: number) {
-      return Promise.all(albums.map((album) => albumStats(db, album, audience, now)))
+      return albumStats(db, albums, audience, now)
     },
 
     /**
@@ -90,6 +91,3 @@ export function listReads(db: Db) {
 }
 
 export type ListReads = ReturnType<typeof listReads>
-
-/** An album as its counts read it (albums.image_count, public_count). */
-export type CountedAlbum = { id: string; imageCount: number; publicCount: number }

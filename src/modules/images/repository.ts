@@ -422,34 +422,48 @@ export async function albumImagesOf(
   return rows.map((r) => r.image)
 }
 
+/** An album as its counts read it (albums.image_count, public_count; its images are its owner's). */
+export type CountedAlbum = { id: string; userId: number; imageCount: number; publicCount: number }
+
 /**
- * How many images of an album the audience sees, and the most recently added one (the cover): the album's counts (kept
- * by triggers, migrations/0016_album_counts_triggers.sql) less its expired images not swept yet (found through
- * images_expires), and the newest membership it may see (through album_images_added).
+ * How many images of each of one owner's albums the audience sees, and the most recently added one (the cover): the
+ * albums' counts (kept by triggers, migrations/0016_album_counts_triggers.sql) less their expired images not swept yet
+ * (the owner's, found through images_user_expires, then their memberships: one query for every album), and the newest
+ * membership each may see (through album_images_added).
  */
-export async function albumStats(
-  db: Db,
-  album: { id: string; imageCount: number; publicCount: number },
-  audience: 'owner' | 'public',
-  now: number,
-) {
-  const shown = audience === 'owner' ? undefined : eq(images.visibility, 'public')
-  const member = sql`EXISTS (SELECT 1 FROM ${membership.table} WHERE ${membership.of(album.id)} AND ${membership.imageId} = ${images.id})`
-  const [[expired], [cover]] = await Promise.all([
-    db
-      .select({ n: count() })
-      .from(images)
-      .where(and(expiredImage(now), shown, member)),
-    db
-      .select({ id: images.id, ext: images.ext })
-      .from(membership.table)
-      .innerJoin(images, eq(images.id, membership.imageId))
-      .where(inAlbum(album.id, audience, now))
-      .orderBy(...membership.newestAddedFirst)
-      .limit(1),
-  ])
-  const counted = audience === 'owner' ? album.imageCount : album.publicCount
-  return { imageCount: counted - (expired?.n ?? 0), cover }
+export async function albumStats(db: Db, albums: CountedAlbum[], audience: 'owner' | 'public', now: number) {
+  const owners = [...new Set(albums.map((a) => a.userId))]
+  if (albums.length === 0) return []
+  const expired = await db
+    .select({ album: membership.albumId, n: count() })
+    .from(images)
+    .innerJoin(membership.table, eq(membership.imageId, images.id))
+    .where(
+      and(
+        inArray(images.userId, owners),
+        expiredImage(now),
+        audience === 'owner' ? undefined : eq(images.visibility, 'public'),
+        inArray(
+          membership.albumId,
+          albums.map((a) => a.id),
+        ),
+      ),
+    )
+    .groupBy(membership.albumId)
+  const gone = new Map(expired.map((e) => [e.album, e.n]))
+  return await Promise.all(
+    albums.map(async (album) => {
+      const [cover] = await db
+        .select({ id: images.id, ext: images.ext })
+        .from(membership.table)
+        .innerJoin(images, eq(images.id, membership.imageId))
+        .where(inAlbum(album.id, audience, now))
+        .orderBy(...membership.newestAddedFirst)
+        .limit(1)
+      const counted = audience === 'owner' ? album.imageCount : album.publicCount
+      return { imageCount: counted - (gone.get(album.id) ?? 0), cover }
+    }),
+  )
 }
 
 /** Scan states a feed may show: no scan needed, or scanned. 'pending' images stay hidden until a rescan decides. */
