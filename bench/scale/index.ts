@@ -556,6 +556,15 @@ export function performanceTable(raw: Record<string, unknown>, figures: Figure[]
   return lines.join('\n')
 }
 
+/** The most rows a library of a run's raw results was seeded with. */
+export const largestSeeded = (raw: Record<string, unknown>) =>
+  Math.max(
+    0,
+    ...(['sqlite', 'pg'] as const).flatMap((e) =>
+      ((raw[`scale seed ${e}`] ?? []) as { rows: number }[]).map((s) => s.rows),
+    ),
+  )
+
 export async function scaleFigures(ctx: ScaleContext) {
   for (const engine of ctx.engines) await onEngine(ctx, engine)
 }
