@@ -139,7 +139,7 @@ export function headersFor(s: Site, auth: Auth): Record<string, string> {
   return {}
 }
 
-/** One request, timed; its window in epoch ms for the probe's gaps. Throws unless it answers 200. */
+/** One request, timed; its window in epoch ms for the probe's gaps. Throws unless it answers 200 (201: an upload). */
 async function timed(s: Site, read: Read) {
   const path = read.path(s)
   const from = epochNow()
@@ -155,8 +155,8 @@ async function timed(s: Site, read: Read) {
 export interface ReadResult {
   read: string
   /**
-   * Per site label: the path asked, median ms, each run's ms, its window (epoch ms) and the longest event-loop gap
-   * during it.
+   * Per site label: the path asked, median ms, each run's ms, its window (epoch ms) and the worst event-loop stall
+   * during it (lib/lag.ts).
    */
   sites: Record<string, { path: string; medianMs: number; runs: number[]; windows: [number, number][]; blocks: Gap[] }>
 }
