@@ -9,7 +9,7 @@ import { recountAlbumCounts, recountImageCounts } from '../modules/images/counts
 import { keptAmong } from '../modules/images/orphans'
 import { imagesAfter } from '../modules/images/repository'
 import { forgetOrphanVariants } from '../modules/variants/repository'
-import { originalKey, type Storage, type StorageKey, thumbnailKey } from '../storage'
+import { listInBatches, originalKey, type Storage, type StorageKey, thumbnailKey } from '../storage'
 
 export interface CheckReport {
   images: number
@@ -76,14 +76,7 @@ export async function checkIntegrity(opts: {
         report.removedStrayFiles.push(key)
       }
     }
-    let batch: StorageKey[] = []
-    for await (const key of storage.list()) {
-      batch.push(key)
-      if (batch.length < BATCH) continue
-      await strays(batch)
-      batch = []
-    }
-    await strays(batch)
+    await listInBatches(storage, BATCH, strays)
   } finally {
     await rm(work, { recursive: true, force: true })
   }

@@ -92,3 +92,19 @@ export async function readStored<T>(what: string, read: () => Promise<T>): Promi
     throw new StorageUnavailableError(`storage: ${what} failed: ${String(error)}`, { cause: error })
   }
 }
+
+/**
+ * Every stored key, `size` at a time: `each` is awaited for each batch, and the event loop is given back between them
+ * (a store that lists from memory, or from a buffered page, would otherwise resolve in microtasks only).
+ */
+export async function listInBatches(storage: Storage, size: number, each: (keys: StorageKey[]) => Promise<void>) {
+  let batch: StorageKey[] = []
+  for await (const key of storage.list()) {
+    batch.push(key)
+    if (batch.length < size) continue
+    await each(batch)
+    batch = []
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  await each(batch)
+}

@@ -2,7 +2,7 @@ import { readdir, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { HOUR_MS } from '../lib/time'
 import { log } from '../log'
-import type { Storage, StorageKey } from './index'
+import { listInBatches, type Storage, type StorageKey } from './index'
 
 /**
  * Files written less than this long ago are never swept: they may belong to an upload still under way (its temp
@@ -47,17 +47,7 @@ export async function removeStrayFiles(
     }
   }
   try {
-    let batch: StorageKey[] = []
-    for await (const key of storage.list()) {
-      batch.push(key)
-      if (batch.length < LIST_BATCH) continue
-      await sweep(batch)
-      batch = []
-      // A store that lists from memory (or a buffered page) resolves in microtasks only: the requests waiting for the
-      // event loop get it back between batches.
-      await new Promise((resolve) => setImmediate(resolve))
-    }
-    await sweep(batch)
+    await listInBatches(storage, LIST_BATCH, sweep)
   } catch (error) {
     // An object store that is down must not keep the service from starting: orphans wait for the next sweep.
     log.warn('orphan sweep skipped: storage unavailable', { error: String(error) })
