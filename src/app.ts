@@ -37,6 +37,7 @@ import { createGalleryService } from './modules/gallery/service'
 import { healthModule } from './modules/health'
 import { imageDetailsRoutes, imagesModule } from './modules/images'
 import type { ImageEvents } from './modules/images/events'
+import { imageSenderCharge } from './modules/images/limits'
 import { addToSharedWindows } from './modules/images/repository'
 import { createImageService } from './modules/images/service'
 import { createUploadPipeline } from './modules/images/upload'
@@ -111,6 +112,8 @@ export function createApp(deps: AppDeps) {
     tmpDir: join(config.dataDir, 'tmp'),
     secret: deps.variantSecret,
     storageLimit: config.variants.storageLimit,
+    maxPixels: config.limits.maxPixels,
+    chargeSender: imageSenderCharge(db, config, now ?? Date.now),
     changes: deps.changes,
     now,
   })
@@ -159,6 +162,7 @@ export function createApp(deps: AppDeps) {
       trustProxy: config.trustProxy,
       now,
     }),
+    trustProxy: config.trustProxy,
     storage,
     observe,
     countViews: config.countViews,

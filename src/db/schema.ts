@@ -33,6 +33,7 @@ export const {
   tusUploads,
   webhooks,
   variants,
+  variantFailures,
   healthProbe,
 } = tables
 

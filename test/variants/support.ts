@@ -40,10 +40,10 @@ export function countingMedia() {
   const counter = { variantJobs: 0, sources: [] as string[] }
   const media: Media = {
     ...pool,
-    variant(path, spec, dest) {
+    variant(path, spec, dest, owner) {
       counter.variantJobs++
       counter.sources.push(path)
-      return pool.variant(path, spec, dest)
+      return pool.variant(path, spec, dest, owner)
     },
   }
   return { media, counter }
