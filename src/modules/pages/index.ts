@@ -119,7 +119,10 @@ export function pagesModule(deps: {
       },
       { params: t.Object({ username: t.String() }), query: t.Object({ page: t.Optional(t.String()) }), ...hidden },
     )
-    .get('/login', () => renderLogin(renderer, config), hidden)
+    .get('/login', ({ query }) => renderLogin(renderer, config, query.next), {
+      query: t.Object({ next: t.Optional(t.String()) }),
+      ...hidden,
+    })
     .get('/register', () => renderRegister(renderer, config), hidden)
     .get('/verify', () => renderVerify(renderer, config), hidden)
     .get('/forgot', () => renderForgot(renderer, config), hidden)
