@@ -142,7 +142,7 @@ describe('album passwords (defaults: 10 wrong per address, 20 per album, per 15 
 const login = (t: TestServer, username: string, password: string, ip: string) =>
   t.json('/api/auth/login', { method: 'POST', ...jsonBody({ username, password }, from(ip)) })
 
-describe('logins (defaults: 10 failures per login name across addresses, 30 per address, per 15 minutes)', () => {
+describe('logins (defaults: 10 failures per account across addresses, 30 per address, per 15 minutes)', () => {
   test('500 wrong logins for one account from one address, all at once: 10 are verified (401), the rest 429 without hashing', async () => {
     const t = await fresh()
     const user = await registerUser(t)

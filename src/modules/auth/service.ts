@@ -25,7 +25,6 @@ import {
   findTaken,
   findUserByEmail,
   findUserById,
-  findUserByLogin,
   findVerification,
   hasSession,
   insertKey,
@@ -34,6 +33,7 @@ import {
   insertVerification,
   keysOf,
   onSessionDeleted,
+  prepareFindUserByLogin,
   sessionsOf,
   setUserFields,
   updateUser,
@@ -148,7 +148,7 @@ export function createAuthService(db: Db, mailer: Mailer, opts: AuthOptions, now
   // Verifying against a real hash when the account does not exist keeps login timing the same either way.
   const dummyHash = Bun.password.hashSync(randomToken(), { algorithm: 'argon2id' })
 
-  const findByLogin = (login: string) => run(findUserByLogin(db, login))
+  const findByLogin = prepareFindUserByLogin(db)
 
   const findById = (id: number) => run(findUserById(db, id))
 
