@@ -14,7 +14,6 @@ import sharp from 'sharp'
 import { images, variantFailures } from '../../src/db/schema'
 import type { Media } from '../../src/media'
 import { originalKey } from '../../src/storage'
-import { createMediaPool } from '../../src/workers/media-pool'
 import { type Bytes, makeFrameBombGif, makeImage, uploadForm } from '../fixtures'
 import {
   databaseEnv,
@@ -26,7 +25,7 @@ import {
   type TestServer,
   userWithKey,
 } from '../helpers'
-import { countingMedia, pathOf, upload } from './support'
+import { countingMedia, testMediaPool, upload } from './support'
 
 const counting = countingMedia()
 let t: TestServer
@@ -204,16 +203,7 @@ describe('the media pool takes turns between owners', () => {
   const started: string[] = []
   let ingests = 0
   beforeAll(async () => {
-    const pool = createMediaPool({
-      maxPixels: 100_000_000,
-      maxDecodeBytes: 256 * 1024 * 1024,
-      stripMetadata: 'gps',
-      workers: 1,
-      timeoutMs: 60_000,
-      memoryBytes: 1024 * 1024 * 1024,
-      maxQueue: 64,
-      onStart: (job) => started.push(job.owner),
-    })
+    const pool = testMediaPool({ workers: 1, timeoutMs: 60_000, onStart: (job) => started.push(job.owner) })
     const media: Media = {
       ...pool,
       ingest(path, opts) {
