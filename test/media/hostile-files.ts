@@ -208,3 +208,69 @@ export function nestedUseSvg(levels: number, fanout: number, side = 2000): strin
   for (let i = 1; i <= levels; i++) defs += `<g id="l${i}">${`<use href="#l${i - 1}"/>`.repeat(fanout)}</g>`
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${side}" height="${side}"><defs>${defs}</defs><use href="#l${levels}"/></svg>`
 }
+
+/** A field of `buildTiff`: tag, type, and its value (text, numbers of the type, raw bytes, or another directory). */
+export type TiffField = [number, number, string | number[] | Uint8Array | { dir: string }]
+
+/**
+ * A TIFF structure laid out like a writer would: the header, then each directory (in the order given, the first is
+ * IFD0) followed by its values. Pointers name another directory; `next` links a directory to the one after it.
+ */
+export function buildTiff(
+  dirs: Record<string, TiffField[]>,
+  { le = true, magic = 42, next = {} as Record<string, string> } = {},
+): Uint8Array {
+  const sizes = [0, 1, 1, 2, 4, 8, 1, 1, 2, 4, 8, 4, 8, 4]
+  const valueBytes = (type: number, v: TiffField[2]): Buffer => {
+    if (typeof v === 'string') return Buffer.from(type === 2 ? `${v}\0` : v, 'latin1')
+    if (v instanceof Uint8Array) return Buffer.from(v)
+    if (!Array.isArray(v)) return Buffer.alloc(4) // a pointer, filled in below
+    const size = type === 5 || type === 10 ? 4 : sizes[type]!
+    const out = Buffer.alloc(v.length * size)
+    v.forEach((n, i) => {
+      if (size === 1) out.writeUInt8(n & 0xff, i)
+      else if (size === 2) le ? out.writeUInt16LE(n, i * 2) : out.writeUInt16BE(n, i * 2)
+      else le ? out.writeUInt32LE(n >>> 0, i * 4) : out.writeUInt32BE(n >>> 0, i * 4)
+    })
+    return out
+  }
+  const names = Object.keys(dirs)
+  const at: Record<string, number> = {}
+  let pos = 8
+  for (const name of names) {
+    at[name] = pos
+    pos += 2 + dirs[name]!.length * 12 + 4
+    for (const [, type, v] of dirs[name]!) {
+      const n = valueBytes(type, v).length
+      if (n > 4) pos += n + (n & 1)
+    }
+  }
+  const t = Buffer.alloc(pos)
+  const u16 = (v: number, o: number) => (le ? t.writeUInt16LE(v, o) : t.writeUInt16BE(v, o))
+  const u32 = (v: number, o: number) => (le ? t.writeUInt32LE(v >>> 0, o) : t.writeUInt32BE(v >>> 0, o))
+  t.write(le ? 'II' : 'MM', 0, 'latin1')
+  u16(magic, 2)
+  u32(8, 4)
+  for (const name of names) {
+    const fields = dirs[name]!
+    let values = at[name]! + 2 + fields.length * 12 + 4
+    u16(fields.length, at[name]!)
+    fields.forEach(([tag, type, v], i) => {
+      const e = at[name]! + 2 + i * 12
+      const bytes = valueBytes(type, v)
+      u16(tag, e)
+      u16(type, e + 2)
+      const unit = type === 5 || type === 10 ? 8 : sizes[type]! || 1
+      u32(typeof v === 'object' && 'dir' in v ? 1 : Math.ceil(bytes.length / unit), e + 4)
+      if (typeof v === 'object' && 'dir' in v) u32(at[v.dir]!, e + 8)
+      else if (bytes.length <= 4) t.set(bytes, e + 8)
+      else {
+        u32(values, e + 8)
+        t.set(bytes, values)
+        values += bytes.length + (bytes.length & 1)
+      }
+    })
+    u32(next[name] ? at[next[name]]! : 0, at[name]! + 2 + fields.length * 12)
+  }
+  return t
+}
