@@ -2,10 +2,12 @@ import { open, rename, unlink } from 'node:fs/promises'
 import { ascii, startsWith, u32be } from './bytes'
 import { isPng } from './detect'
 import type { ImageFormat } from './formats'
-import { stripAvif } from './metadata/avif'
 import { Cost } from './metadata/cost'
+import { stripGif } from './metadata/gif'
+import { stripHeif } from './metadata/heif'
 import { stripJpeg } from './metadata/jpeg'
 import { PNG_METADATA_CHUNKS, stripPng } from './metadata/png'
+import { stripSvg } from './metadata/svg'
 import { scrubTiff } from './metadata/tiff'
 import { stripWebp } from './metadata/webp'
 
@@ -32,8 +34,10 @@ const STRIPPERS: Partial<Record<ImageFormat, Stripper>> = {
   png: (b, mode, cost) => (isPng(b) ? stripPng(b, mode, cost) : null),
   webp: (b, mode, cost) => (ascii(b, 0, 4) === 'RIFF' ? stripWebp(b, mode, cost) : null),
   tiff: (b, mode, cost) => (scrubTiff(b, mode, cost) ? b : null),
-  avif: stripAvif,
-  heic: stripAvif, // the same HEIF container: Exif and XMP items of the meta box
+  avif: stripHeif,
+  heic: stripHeif, // the same HEIF container
+  gif: stripGif,
+  svg: (b, mode, cost) => stripSvg(b, mode, cost, stripBytes),
 }
 
 /**
