@@ -15,8 +15,6 @@ import {
   TIFF_IMAGE_TAGS,
 } from './tiff-tags'
 
-export { keepsOrientation, orientationOnlyTiff, readOrientation, scrubTiff } from './tiff-scrub'
-
 /**
  * TIFF structures: an Exif block (JPEG APP1, PNG eXIf, WebP EXIF, a HEIF Exif item) or a whole TIFF file. Nothing is
  * edited in place: the directories are read, the fields of the whitelist (tiff-tags.ts) that are whole and of the
