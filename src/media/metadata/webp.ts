@@ -7,7 +7,7 @@ import { cleanExif } from './tiff'
  * VP8/VP8L chunk. An extended one keeps VP8X (its flags set to what is kept), ICCP, and either ANIM and the frames
  * (ANMF, rebuilt with only their ALPH/VP8/VP8L sub-chunks) or the still picture (ALPH, VP8/VP8L), as its animation
  * flag says, and EXIF rebuilt by cleanExif
- * ('gps': the whitelist; 'all': a non-default orientation only), with or without an "Exif\0\0" prefix. Dropped: XMP,
+ * ('gps': the whitelist; 'all': a non-default orientation only), read with or without an "Exif\0\0" prefix. Dropped: XMP,
  * unknown chunks, a second copy of a chunk that may appear once, data after the RIFF end. A chunk that runs past the
  * RIFF end, or a file that starts with no image chunk, is refused.
  */
@@ -68,12 +68,14 @@ function frame(b: Uint8Array, anmf: Chunk, cost: Cost): Uint8Array {
   return chunk('ANMF', concat(parts))
 }
 
-/** The EXIF chunk rebuilt (null: dropped), keeping the "Exif\0\0" prefix when the original had one. */
-function exif(data: Uint8Array, mode: 'gps' | 'all', cost: Cost): Uint8Array | null {
-  const prefixed = startsWith(data, EXIF_PREFIX)
-  const clean = cleanExif(data.subarray(prefixed ? 6 : 0), mode, cost)
-  if (!clean) return null
-  return chunk('EXIF', prefixed ? concat([new Uint8Array(EXIF_PREFIX), clean]) : clean)
+/**
+ * The EXIF chunk: as it was when cleanExif keeps it whole, else rebuilt as the WebP format defines it, a bare TIFF
+ * structure (exiftool calls an "Exif\0\0" prefix there improper); null when nothing of it is kept.
+ */
+function exif(c: Chunk, mode: 'gps' | 'all', cost: Cost): Uint8Array | null {
+  const tiff = c.data.subarray(startsWith(c.data, EXIF_PREFIX) ? 6 : 0)
+  const clean = cleanExif(tiff, mode, cost)
+  return clean && chunk('EXIF', clean === tiff ? c.data : clean)
 }
 
 /** The rebuilt WebP, or null when it is already exactly what would be written. */
@@ -98,7 +100,7 @@ export function stripWebp(b: Uint8Array, mode: 'gps' | 'all', cost: Cost): Uint8
       if (once.has(c.type)) seen.add(c.type)
       if (c.type === 'ANMF' && animated) parts.push(frame(b, c, cost))
       else if (c.type === 'EXIF') {
-        const rebuilt = exif(c.data, mode, cost)
+        const rebuilt = exif(c, mode, cost)
         if (rebuilt) parts.push(rebuilt)
         flags |= rebuilt ? FLAG_EXIF : 0
       } else if (once.has(c.type)) {
