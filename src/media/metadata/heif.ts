@@ -20,31 +20,35 @@ import { cleanExif } from './tiff'
 /** Item types whose payload is coded pixels or a description of how to compose them. */
 const IMAGE_ITEMS = new Set(['av01', 'hvc1', 'vvc1', 'avc1', 'grid', 'iovl', 'iden', 'unci', 'tmap'])
 
-/** Properties kept, with the box sizes they may have (none listed: any size). */
-const PROPERTIES: Record<string, number[]> = {
-  ispe: [20],
-  irot: [9],
-  imir: [9],
-  pasp: [16],
-  clli: [12],
-  mdcv: [32],
-  amve: [16],
-  a1op: [9],
-  lsel: [10],
-  rloc: [20],
-  clap: [40],
-  a1lx: [15, 21],
-  ccst: [16],
-  pixi: [],
-  colr: [],
-  av1C: [],
-  hvcC: [],
-  vvcC: [],
-  avcC: [],
-  auxC: [],
-  uncC: [],
-  cmpd: [],
-  cclv: [],
+/**
+ * Properties kept. Those of a fixed layout are written with exactly their fields (their box size, or a function of
+ * the first field byte): bytes a writer put after them go. Those of variable layout (codec configuration, colour,
+ * auxiliary type) are kept as they are; null.
+ */
+const PROPERTIES: Record<string, number | ((first: number) => number) | null> = {
+  ispe: 20,
+  irot: 9,
+  imir: 9,
+  pasp: 16,
+  clli: 12,
+  mdcv: 32,
+  amve: 16,
+  a1op: 9,
+  lsel: 10,
+  rloc: 20,
+  clap: 40,
+  ccst: 16,
+  a1lx: (flags) => (flags & 1 ? 21 : 15),
+  pixi: null,
+  colr: null,
+  av1C: null,
+  hvcC: null,
+  vvcC: null,
+  avcC: null,
+  auxC: null,
+  uncC: null,
+  cmpd: null,
+  cclv: null,
 }
 
 /** References kept between kept items: derived images' inputs, thumbnails, auxiliary images, premultiplied alpha. */
@@ -138,7 +142,7 @@ function planItems(b: Uint8Array, meta: Meta, mode: 'gps' | 'all', cost: Cost): 
       if (index === 0) continue
       const prop = meta.properties[index - 1]
       if (!prop) throw malformed()
-      if (knownProperty(b, prop)) properties.set(index, 0)
+      if (propertyBytes(b, prop)) properties.set(index, 0)
       else if (essential) throw unsafe(`an essential HEIF property it does not know (${prop.type})`)
     }
   }
@@ -147,17 +151,30 @@ function planItems(b: Uint8Array, meta: Meta, mode: 'gps' | 'all', cost: Cost): 
   return { kept, exif: exif?.data ? { id: exif.id, data: exif.data } : null, properties, ranges }
 }
 
-function knownProperty(b: Uint8Array, prop: Box): boolean {
-  const sizes = PROPERTIES[prop.type]
-  if (!sizes) return false
+/** A kept property's bytes as they are written (its fields only), or null when it is not one it keeps. */
+function propertyBytes(b: Uint8Array, prop: Box): Uint8Array | null {
+  const rule = PROPERTIES[prop.type]
+  if (rule === undefined || prop.body !== prop.start + 8) return null
   const size = prop.end - prop.start
-  if (sizes.length > 0) return sizes.includes(size)
-  if (prop.type === 'colr') {
-    const kind = ascii(b, prop.body, 4)
-    return kind === 'nclx' ? size === 19 : kind === 'rICC' || kind === 'prof'
+  const whole = b.subarray(prop.start, prop.end)
+  if (rule === null) {
+    if (prop.type === 'colr') {
+      const kind = ascii(b, prop.body, 4)
+      if (kind === 'nclx') return size >= 19 ? box('colr', b.subarray(prop.body, prop.body + 11)) : null
+      return kind === 'rICC' || kind === 'prof' ? whole : null
+    }
+    // pixi: a full box, a channel count, one depth per channel.
+    if (prop.type !== 'pixi') return whole
+    const expected = 13 + (b[prop.body + 4] ?? 0)
+    return size < expected
+      ? null
+      : size === expected
+        ? whole
+        : box('pixi', b.subarray(prop.body, prop.start + expected))
   }
-  // pixi: a full box, a channel count, one depth per channel.
-  return prop.type !== 'pixi' || size === 13 + (b[prop.body + 4] ?? 0)
+  const expected = typeof rule === 'number' ? rule : rule(b[prop.body] ?? 0)
+  if (size < expected) return null
+  return size === expected ? whole : box(prop.type, b.subarray(prop.body, prop.start + expected))
 }
 
 /**
@@ -384,8 +401,7 @@ const writeInfe = (item: Item) =>
 function writeIprp(b: Uint8Array, meta: Meta, plan: Plan): Uint8Array {
   const ipco = concat(
     [...plan.properties.keys()].map((index) => {
-      const p = meta.properties[index - 1]!
-      return b.subarray(p.start, p.end)
+      return propertyBytes(b, meta.properties[index - 1]!)!
     }),
   )
   const { version, flags, entries } = meta.ipma

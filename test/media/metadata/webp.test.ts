@@ -29,7 +29,7 @@ const read = async (path: string): Promise<Bytes> => new Uint8Array(await Bun.fi
 const pixels = (b: Uint8Array) => sharp(b, { animated: true }).raw().toBuffer()
 
 /** The compressed picture: every VP8/VP8L/ALPH payload, top-level or inside frames, as webpmux extracts frames. */
-function pictureChunks(b: Uint8Array): Uint8Array[] {
+function pictureChunks(b: Uint8Array): { type: string; data: Uint8Array }[] {
   return webpChunks(b).flatMap((c) =>
     c.type === 'ANMF' ? pictureChunks(concat(['RIFF\0\0\0\0WEBP', c.data.subarray(16)])) : [c],
   )
