@@ -261,30 +261,6 @@ async function readPngTexts(png: Uint8Array) {
   return { texts }
 }
 
-describe('WebP', () => {
-  test('an EXIF chunk with or without the "Exif\\0\\0" prefix loses its GPS in place', async () => {
-    const webp = Buffer.from(
-      await photo()
-        .webp()
-        .withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS })
-        .toBuffer(),
-    )
-    const exifAt = webp.indexOf('EXIF')
-    const size = webp.readUInt32LE(exifAt + 4)
-    expect(webp.toString('latin1', exifAt + 8, exifAt + 14)).toBe('Exif\0\0') // libvips writes the prefix
-    const bare = Buffer.concat([webp.subarray(0, exifAt + 8), webp.subarray(exifAt + 14)])
-    bare.writeUInt32LE(size - 6, exifAt + 4)
-    bare.writeUInt32LE(bare.length - 8, 4)
-    for (const file of [webp, bare]) {
-      expect(hasLatitudeBytes(file)).toBe(true)
-      const { out } = strip(file, 'webp')
-      expect(out!.length).toBe(file.length)
-      expect(hasLatitudeBytes(out!)).toBe(false)
-      expect(await pixels(out!)).toEqual(await pixels(file))
-    }
-  })
-})
-
 describe('TIFF', () => {
   test('the GPSInfo pointer leaves IFD0, the GPS directory and values are zeroed, XMP GPS blanked: same length, same pixels', async () => {
     const file = await tiffWithGps()
@@ -325,56 +301,5 @@ describe('TIFF', () => {
       },
     ])
     expect(refusal(loop, 'tiff')).toStartWith(LOCATION_UNSAFE)
-  })
-})
-
-/** The ids and types of an AVIF's items, and where its iloc entries start (for v0 iloc with 4-byte fields, as libheif writes). */
-function avifItems(file: Buffer) {
-  const types = new Map<string, number>()
-  for (let at = file.indexOf('infe'); at >= 0; at = file.indexOf('infe', at + 4))
-    types.set(file.toString('latin1', at + 12, at + 16), file.readUInt16BE(at + 8))
-  const iloc = file.indexOf('iloc')
-  return { types, iloc }
-}
-
-describe('AVIF', () => {
-  const avif = async () =>
-    Buffer.from(
-      await photo()
-        .avif()
-        .withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS })
-        .withXmp(XMP_WITH_GPS)
-        .toBuffer(),
-    )
-
-  test('the Exif item loses its GPS and the XMP item its GPS properties, in place', async () => {
-    const file = await avif()
-    expect(await gpsOf(file)).toBeDefined()
-    const { out } = strip(file, 'avif')
-    expect(out!.length).toBe(file.length)
-    expect(await gpsOf(out!)).toBeUndefined()
-    expect(hasLatitudeBytes(out!)).toBe(false)
-    expect(await xmpOf(out!)).not.toMatch(XMP_GPS_NAME)
-    expect(await pixels(out!)).toEqual(await pixels(file))
-    const all = strip(file, 'avif', 'all').out!
-    const emptied = exifReader((await sharp(all).metadata()).exif!)
-    expect([emptied.GPSInfo, emptied.Image?.Make]).toEqual([undefined, undefined])
-    expect((await xmpOf(all)).trim()).toBe('')
-    expect(await pixels(all)).toEqual(await pixels(file))
-  })
-
-  test('an Exif item stored in another file, or built from other items, is refused', async () => {
-    const file = await avif()
-    const { types, iloc } = avifItems(file)
-    const exifId = types.get('Exif')!
-    // iloc v0: FullBox header, sizes (2 bytes), item count, then per item: id, data_reference_index, base offset...
-    let entry = iloc + 4 + 4 + 2 + 2
-    while (file.readUInt16BE(entry) !== exifId) entry += 2 + 2 + 4 + 2 + file.readUInt16BE(entry + 8) * 8
-    const external = Buffer.from(file)
-    external.writeUInt16BE(1, entry + 2)
-    expect(refusal(external, 'avif')).toStartWith(LOCATION_UNSAFE)
-    const pastEnd = Buffer.from(file)
-    pastEnd.writeUInt32BE(file.length, entry + 10) // the extent's offset
-    expect(refusal(pastEnd, 'avif')).toStartWith(LOCATION_UNSAFE)
   })
 })
