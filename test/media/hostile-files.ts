@@ -209,16 +209,20 @@ export function nestedUseSvg(levels: number, fanout: number, side = 2000): strin
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${side}" height="${side}"><defs>${defs}</defs><use href="#l${levels}"/></svg>`
 }
 
-/** A field of `buildTiff`: tag, type, and its value (text, numbers of the type, raw bytes, or another directory). */
-export type TiffField = [number, number, string | number[] | Uint8Array | { dir: string }]
+/**
+ * A field of `buildTiff`: tag, type, and its value (text, numbers of the type, raw bytes, another directory, or the
+ * offset of the image data).
+ */
+export type TiffField = [number, number, string | number[] | Uint8Array | { dir: string } | { data: true }]
 
 /**
  * A TIFF structure laid out like a writer would: the header, then each directory (in the order given, the first is
- * IFD0) followed by its values. Pointers name another directory; `next` links a directory to the one after it.
+ * IFD0) followed by its values, then `data` (a TIFF file's pixels). Pointers name another directory; `next` links a
+ * directory to the one after it.
  */
 export function buildTiff(
   dirs: Record<string, TiffField[]>,
-  { le = true, magic = 42, next = {} as Record<string, string> } = {},
+  { le = true, magic = 42, next = {} as Record<string, string>, data = new Uint8Array() } = {},
 ): Uint8Array {
   const sizes = [0, 1, 1, 2, 4, 8, 1, 1, 2, 4, 8, 4, 8, 4]
   const valueBytes = (type: number, v: TiffField[2]): Buffer => {
@@ -245,7 +249,9 @@ export function buildTiff(
       if (n > 4) pos += n + (n & 1)
     }
   }
-  const t = Buffer.alloc(pos)
+  const dataAt = pos
+  const t = Buffer.alloc(pos + data.length)
+  t.set(data, dataAt)
   const u16 = (v: number, o: number) => (le ? t.writeUInt16LE(v, o) : t.writeUInt16BE(v, o))
   const u32 = (v: number, o: number) => (le ? t.writeUInt32LE(v >>> 0, o) : t.writeUInt32BE(v >>> 0, o))
   t.write(le ? 'II' : 'MM', 0, 'latin1')
@@ -261,8 +267,9 @@ export function buildTiff(
       u16(tag, e)
       u16(type, e + 2)
       const unit = type === 5 || type === 10 ? 8 : sizes[type]! || 1
-      u32(typeof v === 'object' && 'dir' in v ? 1 : Math.ceil(bytes.length / unit), e + 4)
-      if (typeof v === 'object' && 'dir' in v) u32(at[v.dir]!, e + 8)
+      const pointer = typeof v === 'object' && ('dir' in v || 'data' in v)
+      u32(pointer ? 1 : Math.ceil(bytes.length / unit), e + 4)
+      if (pointer) u32('dir' in v ? at[v.dir]! : dataAt, e + 8)
       else if (bytes.length <= 4) t.set(bytes, e + 8)
       else {
         u32(values, e + 8)

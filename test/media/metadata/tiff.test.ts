@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import sharp from 'sharp'
-import { Cost } from '../../../src/media/exif'
+import { Cost, LOCATION_UNSAFE } from '../../../src/media/exif'
 import { cleanExif } from '../../../src/media/metadata/tiff'
 import { locationTags, metadataTags, readTagsOf, type Tags } from '../exiftool'
 import { scratchDir } from '../helpers'
-import { buildTiff, concat, photo, type TiffField } from '../hostile-files'
+import { buildTiff, concat, photo, type TiffField, XMP_WITH_GPS } from '../hostile-files'
+import { refusal, strip } from './containers'
+import { exifIrb, gpsTiff, judgePhotos, rgbTags, type Sample, tiffFile, toolCorpus } from './photos'
 
 // cleanExif: an Exif block rebuilt from the whitelist, judged by exiftool reading the structures before and after.
 
@@ -217,5 +219,83 @@ describe('cleanExif', () => {
     const cost = new Cost()
     cleanExif(tiff, 'gps', cost)
     expect(cost.units).toBeLessThan(4 * tiff.length)
+  })
+})
+
+/** The crafted TIFF files of the issue, each read by exiftool as carrying location before the strip. */
+function craftedTiffs(): Sample[] {
+  const gps: TiffField[] = [
+    [0x0001, 2, 'N'],
+    [0x0002, 5, [51, 1, 30, 1, 26, 1]],
+  ]
+  const pointer: TiffField = [0x8825, 4, { dir: 'gps' }]
+  const samples: [string, Uint8Array][] = [
+    ['Photoshop resources (tag 34377) holding Exif (0x0422)', tiffFile([[0x8649, 7, exifIrb(gpsTiff())]])],
+    ['GPS under GlobalParametersIFD', tiffFile([[0x0190, 4, { dir: 'global' }]], { global: [pointer], gps })],
+    ['GPS under SubIFDs', tiffFile([[0x014a, 4, { dir: 'sub' }]], { sub: [pointer], gps })],
+    ['a second page with GPS', tiffFile([], { page: [...rgbTags(12, 8), pointer], gps }, { next: 'page' })],
+    [
+      'GPS in IFD0, big-endian, turned',
+      tiffFile([pointer, [0x0112, 3, [6]], [0x010f, 2, 'Acme']], { gps }, { le: false }),
+    ],
+    [
+      'XMP (700) and IPTC (33723) with places',
+      tiffFile([
+        [0x02bc, 1, XMP_WITH_GPS],
+        [0x83bb, 7, iptcCity('London')],
+      ]),
+    ],
+  ]
+  return samples.map(([name, file]) => ({ name, format: 'tiff', file: file as Sample['file'] }))
+}
+
+/** An IPTC record 2 City dataset (2:90), as IPTC-IIM stores it. */
+const iptcCity = (city: string) => concat([[0x1c, 2, 90, 0, city.length], city])
+
+describe('TIFF files', () => {
+  test('files written by exiftool and by convert photo.jpg photo.tif: no location stored, same pixels', async () => {
+    const tools = (await toolCorpus(scratch.dir)).filter((s) => s.format === 'tiff')
+    for (const j of await judgePhotos(tools)) {
+      if (j.mode === 'gps' && j.name.startsWith('exiftool')) expect(j.after['IFD0:Make']).toBe('Acme')
+    }
+  })
+
+  test("the issue's crafted forms: Photoshop's Exif, GlobalParametersIFD, SubIFDs, a second page, XMP and IPTC", async () => {
+    const judged = await judgePhotos(craftedTiffs())
+    const turned = judged.filter((j) => j.name.includes('turned'))
+    expect(turned.map((j) => [j.mode, j.after['IFD0:Orientation'], j.after['IFD0:Make']])).toEqual([
+      ['gps', 6, 'Acme'],
+      ['all', 6, undefined],
+    ])
+    // The first page only: the second's directory is gone with the GPS it pointed at.
+    for (const j of judged.filter((j) => j.name.includes('second page')))
+      expect(Object.keys(j.after).filter((k) => k.startsWith('IFD1:'))).toEqual([])
+  })
+
+  test('a TIFF with nothing to drop is kept byte for byte: libvips writes only the picture tags', async () => {
+    for (const compression of ['jpeg', 'lzw', 'none'] as const) {
+      const file = new Uint8Array(await photo(20, 12).tiff({ compression }).toBuffer())
+      for (const mode of ['gps', 'all'] as const)
+        expect([compression, mode, strip(file, 'tiff', mode).out]).toEqual([compression, mode, null])
+    }
+    expect(strip(tiffFile(), 'tiff', 'all').out).toBeNull()
+  })
+
+  test('image data that cannot be located whole is refused', () => {
+    const file = tiffFile()
+    const past = Buffer.from(file)
+    past.writeUInt32LE(file.length, 8 + 2 + 5 * 12 + 8) // StripOffsets (the sixth entry) now past the end
+    const twice = tiffFile([], {}, { height: 8 })
+    const counts = Buffer.from(twice)
+    counts.writeUInt32LE(twice.length, 8 + 2 + 8 * 12 + 8) // StripByteCounts claiming the whole file
+    const none = buildTiff({
+      ifd0: [
+        [0x0100, 3, [4]],
+        [0x0101, 3, [4]],
+      ],
+    })
+    expect(refusal(past, 'tiff')).toBe(`${LOCATION_UNSAFE} (TIFF image data past the end of the file or overlapping)`)
+    expect(refusal(counts, 'tiff')).toBe(`${LOCATION_UNSAFE} (TIFF image data past the end of the file or overlapping)`)
+    expect(refusal(none, 'tiff', 'all')).toBe(`${LOCATION_UNSAFE} (a TIFF without image data)`)
   })
 })
