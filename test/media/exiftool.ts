@@ -145,6 +145,22 @@ const STRUCTURE_NAMES: Record<string, ReadonlySet<string>> = {
     'AnimationFrames',
     'AnimationPlays',
   ]),
+  // exiftool reads each attribute of an SVG's root as a tag of its own: these describe its geometry and style.
+  SVG: new Set([
+    'Xmlns',
+    'SVGVersion',
+    'BaseProfile',
+    'ID',
+    'TagX',
+    'TagY',
+    'ImageWidth',
+    'ImageHeight',
+    'ViewBox',
+    'PreserveAspectRatio',
+    'Style',
+    'Class',
+    'Enable-background',
+  ]),
   GIF: new Set([
     'GIFVersion',
     'ImageWidth',
