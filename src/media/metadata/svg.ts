@@ -170,9 +170,9 @@ function checkCss(css: string): void {
 /**
  * A DOCTYPE is kept when its internal subset holds only entity declarations with plain values (Illustrator declares
  * its namespaces so); markup, parameter entities or attribute defaults there are refused, since a reader would add
- * them to the document. Returns where the DOCTYPE ends.
+ * them to the document. Returns where the DOCTYPE ends; the entities go into `entities`.
  */
-function doctypeEnd(b: Uint8Array, at: number, cost: Cost): number {
+function doctypeEnd(b: Uint8Array, at: number, entities: Map<string, string>, cost: Cost): number {
   let i = at + 9
   for (;;) {
     const c = b[i]
@@ -184,14 +184,14 @@ function doctypeEnd(b: Uint8Array, at: number, cost: Cost): number {
       if (close < 0) throw malformed()
       i = close + 1
     } else if (c === LBRACKET) {
-      i = subsetEnd(b, i + 1, cost)
+      i = subsetEnd(b, i + 1, entities, cost)
     } else i++
   }
 }
 
-const ENTITY = /^<!ENTITY\s+[A-Za-z_][\w.-]*\s+("[^"<%&]*"|'[^'<%&]*')\s*>$/
+const ENTITY = /^<!ENTITY\s+([A-Za-z_][\w.-]*)\s+(?:"([^"<%&]*)"|'([^'<%&]*)')\s*>$/
 
-function subsetEnd(b: Uint8Array, from: number, cost: Cost): number {
+function subsetEnd(b: Uint8Array, from: number, entities: Map<string, string>, cost: Cost): number {
   let i = from
   for (;;) {
     while (isSpace(b[i])) i++
@@ -200,7 +200,9 @@ function subsetEnd(b: Uint8Array, from: number, cost: Cost): number {
     if (b[i] !== LT) throw unsafe('an SVG DOCTYPE declaring more than plain entities')
     // An entity value cannot hold '>' here (no markup at all), so the declaration ends at the next '>'.
     const end = find(b, GT, i, cost)
-    if (end < 0 || !ENTITY.test(text(b, i, end + 1))) throw unsafe('an SVG DOCTYPE declaring more than plain entities')
+    const entity = end < 0 ? null : ENTITY.exec(text(b, i, end + 1))
+    if (!entity) throw unsafe('an SVG DOCTYPE declaring more than plain entities')
+    entities.set(entity[1]!, entity[2] ?? entity[3]!)
     i = end + 1
     from = i
   }
@@ -265,6 +267,13 @@ export function stripSvg(b: Uint8Array, mode: 'gps' | 'all', cost: Cost, inner: 
     pos = end + 2
   }
   const scope = new Scope()
+  const entities = new Map<string, string>()
+  /** A namespace name as readers take it: an entity of the DOCTYPE (Illustrator's `&ns_svg;`) stands for its value. */
+  const namespaceOf = (a: Attribute) => {
+    const value = text(b, a.valueStart, a.valueEnd)
+    const ref = /^&([A-Za-z_][\w.-]*);$/.exec(value)
+    return (ref && entities.get(ref[1]!)) ?? value
+  }
   const stack: Open[] = []
   let rootSeen = false
 
@@ -285,8 +294,7 @@ export function stripSvg(b: Uint8Array, mode: 'gps' | 'all', cost: Cost, inner: 
   const attributeRule =
     (content: 'svg' | 'xhtml'): AttributeRule =>
     (a) => {
-      if (a.name === 'xmlns' || a.name.startsWith('xmlns:'))
-        return KNOWN_NS.has(text(b, a.valueStart, a.valueEnd)) ? 'same' : null
+      if (a.name === 'xmlns' || a.name.startsWith('xmlns:')) return KNOWN_NS.has(namespaceOf(a)) ? 'same' : null
       const [prefix, local] = splitName(a.name)
       const ns = prefix === '' ? '' : scope.lookup(prefix)
       if (ns === NS.xml) return local === 'space' || local === 'lang' ? 'same' : null
@@ -333,7 +341,7 @@ export function stripSvg(b: Uint8Array, mode: 'gps' | 'all', cost: Cost, inner: 
       pos = end + 3
     } else if (startsAt(b, pos, DOCTYPE)) {
       if (rootSeen) throw malformed()
-      const end = doctypeEnd(b, lt, cost)
+      const end = doctypeEnd(b, lt, entities, cost)
       keep(lt, end)
       pos = end
     } else if (c === BANG) {
@@ -366,7 +374,7 @@ export function stripSvg(b: Uint8Array, mode: 'gps' | 'all', cost: Cost, inner: 
       for (const a of attrs) {
         if (a.name !== 'xmlns' && !a.name.startsWith('xmlns:')) continue
         const prefix = a.name === 'xmlns' ? '' : a.name.slice(6)
-        scope.declare(prefix, text(b, a.valueStart, a.valueEnd))
+        scope.declare(prefix, namespaceOf(a))
         declared.push(prefix)
       }
       const [prefix, local] = splitName(text(b, nameStart, pos))

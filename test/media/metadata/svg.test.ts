@@ -40,15 +40,17 @@ const inkscape = `<?xml version="1.0" encoding="UTF-8" standalone="no"?>
 </svg>
 `
 
-/** As Illustrator saves one: a DOCTYPE declaring its namespaces as entities, its private data, XMP in metadata. */
+/** As Illustrator saves one: a DOCTYPE declaring the namespaces as entities (SVG's too), its private data, XMP. */
 const illustrator = `<?xml version="1.0" encoding="utf-8"?>
 <!-- Generator: Adobe Illustrator 27.0.0, SVG Export Plug-In . SVG Version: 6.00 Build 0)  -->
 <!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd" [
 	<!ENTITY ns_extend "http://ns.adobe.com/Extensibility/1.0/">
 	<!ENTITY ns_ai "http://ns.adobe.com/AdobeIllustrator/10.0/">
+	<!ENTITY ns_svg "http://www.w3.org/2000/svg">
+	<!ENTITY ns_xlink "http://www.w3.org/1999/xlink">
 ]>
-<svg version="1.1" id="Layer_1" xmlns:x="&ns_extend;" xmlns:i="&ns_ai;" xmlns="http://www.w3.org/2000/svg"
-	 xmlns:xlink="http://www.w3.org/1999/xlink" x="0px" y="0px" width="40px" height="30px" viewBox="0 0 40 30"
+<svg version="1.1" id="Layer_1" xmlns:x="&ns_extend;" xmlns:i="&ns_ai;" xmlns="&ns_svg;"
+	 xmlns:xlink="&ns_xlink;" x="0px" y="0px" width="40px" height="30px" viewBox="0 0 40 30"
 	 xml:space="preserve">
 <metadata><x:xmpmeta xmlns:x="adobe:ns:meta/">${RDF_WITH_GPS}</x:xmpmeta></metadata>
 <switch><foreignObject requiredExtensions="&ns_ai;" x="0" y="0" width="1" height="1"><i:pgf id="adobe_illustrator_pgf">GPS 51.5N base64 private data</i:pgf></foreignObject>
