@@ -1,22 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { deflateSync } from 'node:zlib'
 import sharp from 'sharp'
 import { LOCATION_UNSAFE, stripMetadata } from '../../../src/media/exif'
 import { pngChunk, scratchDir } from '../helpers'
-import { bytes, concat, gpsEntriesPng, photo, tinyPng, withPngChunks, XMP_WITH_GPS, xmpBombPng } from '../hostile-files'
+import { concat, gpsEntriesPng, photo, tinyPng, withPngChunks, xmpBombPng } from '../hostile-files'
 import { refusal, strip } from './containers'
-import {
-  apng,
-  exifIrb,
-  gpsTiff,
-  judgePhotos,
-  pngChunks,
-  rawProfile,
-  type Sample,
-  tEXt,
-  toolCorpus,
-  zTXt,
-} from './photos'
+import { craftedPngs } from './crafted'
+import { apng, gpsTiff, judgePhotos, pngChunks, tEXt, toolCorpus } from './photos'
 
 // PNG and APNG rebuilt from the chunks of the picture, its colour and its animation, with eXIf through cleanExif;
 // judged by exiftool.
@@ -32,57 +21,6 @@ afterAll(() => scratch.cleanup())
 type Bytes = Uint8Array<ArrayBuffer>
 const base = async (seed = 1): Promise<Bytes> => new Uint8Array(await photo(24, 16, seed).png().toBuffer())
 const typesOf = (png: Uint8Array) => pngChunks(png).map((c) => c.type)
-
-/** The crafted forms of the issue, each read by exiftool as carrying location before the strip. */
-async function craftedPngs(): Promise<Sample[]> {
-  // Orientation only where a PNG reader would take it (eXIf); other chunk types are never shown turned.
-  const tiff = gpsTiff()
-  const turned = gpsTiff([[0x0112, 3, [6]]])
-  const xmp = bytes(XMP_WITH_GPS)
-  const u32 = (n: number) => {
-    const b = Buffer.alloc(4)
-    b.writeUInt32BE(n)
-    return b
-  }
-  const samples: [string, Uint8Array[]][] = [
-    ['eXIf starting with "Exif\\0\\0"', [pngChunk('eXIf', concat(['Exif\0\0', turned]))]],
-    ['an eXIf chunk typed "EXIF"', [pngChunk('EXIF', tiff)]],
-    ['an eXIf chunk typed "exif"', [pngChunk('exif', tiff)]],
-    ['a compressed Exif chunk (zxIf)', [pngChunk('zxIf', concat([[0], u32(tiff.length), deflateSync(tiff)]))]],
-    [
-      'iTXt XMP with compression flag 2',
-      [pngChunk('iTXt', concat(['XML:com.adobe.xmp\0', [2, 0, 0, 0], deflateSync(xmp)]))],
-    ],
-    ['iTXt XMP, uncompressed', [pngChunk('iTXt', concat(['XML:com.adobe.xmp\0', [0, 0, 0, 0], xmp]))]],
-    [
-      'Raw profile type 8bim holding Photoshop Exif (0x0422)',
-      [zTXt('Raw profile type 8bim', rawProfile('8bim', exifIrb(tiff)))],
-    ],
-    [
-      'Raw profile type exif, "Exif\\0\\0" first',
-      [tEXt('Raw profile type exif', rawProfile('exif', concat(['Exif\0\0', tiff])))],
-    ],
-    ['Raw profile type APP1', [zTXt('Raw profile type APP1', rawProfile('APP1', concat(['Exif\0\0', tiff])))]],
-    [
-      'tEXt exif:GPSLatitude and xmp:GPSLongitude',
-      [tEXt('exif:GPSLatitude', '51/1, 30/1, 0/1'), tEXt('xmp:GPSLongitude', '0,7.2W')],
-    ],
-  ]
-  const out: Sample[] = await Promise.all(
-    samples.map(async ([name, chunks]) => ({
-      name,
-      format: 'png' as const,
-      file: withPngChunks(await base(), chunks) as Bytes,
-    })),
-  )
-  // exiftool reads chunks after IEND too (its Trailer group).
-  out.push({
-    name: 'a text chunk after IEND',
-    format: 'png',
-    file: concat([await base(), tEXt('exif:GPSLatitude', '51/1')]) as Bytes,
-  })
-  return out
-}
 
 describe('PNG', () => {
   test('files written by exiftool and by convert photo.jpg photo.png: no location stored, same pixels, Orientation kept', async () => {

@@ -4,9 +4,10 @@ import { Cost, LOCATION_UNSAFE } from '../../../src/media/exif'
 import { cleanExif } from '../../../src/media/metadata/tiff'
 import { locationTags, metadataTags, readTagsOf, type Tags } from '../exiftool'
 import { scratchDir } from '../helpers'
-import { buildTiff, concat, photo, type TiffField, XMP_WITH_GPS } from '../hostile-files'
+import { buildTiff, concat, photo, type TiffField } from '../hostile-files'
 import { refusal, strip } from './containers'
-import { exifIrb, gpsTiff, judgePhotos, rgbTags, type Sample, tiffFile, toolCorpus } from './photos'
+import { craftedTiffs } from './crafted'
+import { judgePhotos, tiffFile, toolCorpus } from './photos'
 
 // cleanExif: an Exif block rebuilt from the whitelist, judged by exiftool reading the structures before and after.
 
@@ -221,36 +222,6 @@ describe('cleanExif', () => {
     expect(cost.units).toBeLessThan(4 * tiff.length)
   })
 })
-
-/** The crafted TIFF files of the issue, each read by exiftool as carrying location before the strip. */
-function craftedTiffs(): Sample[] {
-  const gps: TiffField[] = [
-    [0x0001, 2, 'N'],
-    [0x0002, 5, [51, 1, 30, 1, 26, 1]],
-  ]
-  const pointer: TiffField = [0x8825, 4, { dir: 'gps' }]
-  const samples: [string, Uint8Array][] = [
-    ['Photoshop resources (tag 34377) holding Exif (0x0422)', tiffFile([[0x8649, 7, exifIrb(gpsTiff())]])],
-    ['GPS under GlobalParametersIFD', tiffFile([[0x0190, 4, { dir: 'global' }]], { global: [pointer], gps })],
-    ['GPS under SubIFDs', tiffFile([[0x014a, 4, { dir: 'sub' }]], { sub: [pointer], gps })],
-    ['a second page with GPS', tiffFile([], { page: [...rgbTags(12, 8), pointer], gps }, { next: 'page' })],
-    [
-      'GPS in IFD0, big-endian, turned',
-      tiffFile([pointer, [0x0112, 3, [6]], [0x010f, 2, 'Acme']], { gps }, { le: false }),
-    ],
-    [
-      'XMP (700) and IPTC (33723) with places',
-      tiffFile([
-        [0x02bc, 1, XMP_WITH_GPS],
-        [0x83bb, 7, iptcCity('London')],
-      ]),
-    ],
-  ]
-  return samples.map(([name, file]) => ({ name, format: 'tiff', file: file as Sample['file'] }))
-}
-
-/** An IPTC record 2 City dataset (2:90), as IPTC-IIM stores it. */
-const iptcCity = (city: string) => concat([[0x1c, 2, 90, 0, city.length], city])
 
 describe('TIFF files', () => {
   test('files written by exiftool and by convert photo.jpg photo.tif: no location stored, same pixels', async () => {
