@@ -1,7 +1,8 @@
 import { ascii, concat, startsWith, u32be } from '../bytes'
 import { type Cost, unsafe } from './cost'
 import { type IlocLayout, type Item, type Location, type Meta, readMeta } from './heif-meta'
-import { type Box, box, fits, fullBox, malformed, readBoxes, Writer } from './isobmff'
+import { type Box, box, boxHeader, fits, fullBox, malformed, readBoxes, Writer } from './isobmff'
+import { Splice } from './splice'
 import { cleanExif } from './tiff'
 
 /**
@@ -91,9 +92,7 @@ export function stripHeif(b: Uint8Array, mode: 'gps' | 'all', cost: Cost): Uint8
   if (!metas[0]) throw unsafe('a HEIF image sequence without a still picture')
   const meta = readMeta(b, metas[0], cost)
   const plan = planItems(b, meta, mode, cost)
-  const out = writeFile(b, top, meta, plan, cost)
-  cost.add(out.length)
-  return out.length === b.length && Buffer.from(out).equals(Buffer.from(b.buffer, b.byteOffset, b.length)) ? null : out
+  return writeFile(b, top, meta, plan, cost)
 }
 
 /** Where an item's bytes lie in the file, or null when they cannot be read from it (another file, other items, cut). */
@@ -246,7 +245,7 @@ interface NewLocation {
   extents: { index: number; offset: number; length: number }[]
 }
 
-function writeFile(b: Uint8Array, top: Box[], meta: Meta, plan: Plan, cost: Cost): Uint8Array {
+function writeFile(b: Uint8Array, top: Box[], meta: Meta, plan: Plan, cost: Cost): Uint8Array | null {
   const kept = meta.locations.filter((l) => plan.kept.has(l.id))
   const method = (l: Location) => (plan.exif?.id === l.id ? 0 : l.method)
   const inFile = new Packing(
@@ -257,28 +256,39 @@ function writeFile(b: Uint8Array, top: Box[], meta: Meta, plan: Plan, cost: Cost
     kept.filter((l) => method(l) === 1).flatMap((l) => plan.ranges.get(l.id)!),
     cost,
   )
-  const mdat = concat([inFile.bytes(b), plan.exif?.data ?? new Uint8Array()])
+  const exifData = plan.exif?.data ?? new Uint8Array()
+  const mdatLength = inFile.length + exifData.length
   const idat = inIdat.bytes(b)
-  cost.add(mdat.length + idat.length)
-  const mdatHead = mdat.length + 8 > 0xffffffff ? 16 : 8
+  const mdatHead = mdatLength + 8 > 0xffffffff ? 16 : 8
   const firstMdat = top.findIndex((t) => t.type === 'mdat')
 
-  /** The new file around a given iloc box; where the mdat payload starts in it. */
-  const assemble = (iloc: Uint8Array) => {
+  /**
+   * The new file around a given iloc box: written into `out` when given (the kept bytes are copied once, there), else
+   * only measured. Returns where the mdat payload starts and where the file ends.
+   */
+  const assemble = (iloc: Uint8Array, out?: Splice) => {
     const metaBox = writeMeta(b, meta, plan, iloc, idat)
-    const parts: Uint8Array[] = []
+    let length = 0
     let mdatAt = -1
     const putMdat = () => {
-      mdatAt = parts.reduce((n, p) => n + p.length, 0) + mdatHead
-      parts.push(box('mdat', mdat))
+      mdatAt = length + mdatHead
+      length += mdatHead + mdatLength
+      if (!out) return
+      out.add(boxHeader('mdat', mdatLength))
+      for (const [s, e] of inFile.segments) out.copy(s, e)
+      out.add(exifData)
     }
     top.forEach((t, i) => {
-      if (i === 0) parts.push(b.subarray(t.start, t.end))
-      else if (t === meta.box) parts.push(metaBox)
-      else if (i === firstMdat) putMdat()
+      if (i === 0) {
+        out?.copy(t.start, t.end)
+        length += t.end - t.start
+      } else if (t === meta.box) {
+        out?.add(metaBox)
+        length += metaBox.length
+      } else if (i === firstMdat) putMdat()
     })
-    if (mdatAt < 0 && mdat.length > 0) putMdat()
-    return { parts, mdatAt }
+    if (mdatAt < 0 && mdatLength > 0) putMdat()
+    return { mdatAt, fileEnd: length }
   }
 
   const locate = (mdatAt: number, fileEnd: number): NewLocation[] =>
@@ -301,10 +311,13 @@ function writeFile(b: Uint8Array, top: Box[], meta: Meta, plan: Plan, cost: Cost
 
   let layout = meta.iloc
   for (let attempt = 0; ; attempt++) {
-    const sizing = assemble(writeIloc(layout, locate(0, 0), kept))
-    const fileEnd = sizing.parts.reduce((n, p) => n + p.length, 0)
-    const located = rebase(locate(sizing.mdatAt, fileEnd), kept, layout)
-    if (located) return concat(assemble(writeIloc(layout, located, kept)).parts)
+    const { mdatAt, fileEnd } = assemble(writeIloc(layout, locate(0, 0), kept))
+    const located = rebase(locate(mdatAt, fileEnd), kept, layout)
+    if (located) {
+      const out = new Splice(b)
+      assemble(writeIloc(layout, located, kept), out)
+      return out.result(cost)
+    }
     if (attempt > 0) throw malformed()
     layout = { ...layout, offsetSize: 8, lengthSize: 8, baseSize: 0 }
   }

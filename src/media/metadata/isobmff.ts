@@ -81,18 +81,20 @@ export class Writer {
   }
 }
 
-/** A box around `payload`: a 32-bit size when it fits, else a 64-bit one. */
-export function box(type: string, payload: Uint8Array): Uint8Array {
-  const large = payload.length + 8 > 0xffffffff
+/** The header of a box of `length` payload bytes: a 32-bit size when it fits, else a 64-bit one. */
+export function boxHeader(type: string, length: number): Uint8Array {
   const head = new Writer()
-  if (large)
+  if (length + 8 > 0xffffffff)
     head
       .uint(4, 1)
       .fourcc(type)
-      .uint(8, payload.length + 16)
-  else head.uint(4, payload.length + 8).fourcc(type)
-  return head.bytes(payload).done()
+      .uint(8, length + 16)
+  else head.uint(4, length + 8).fourcc(type)
+  return head.done()
 }
+
+/** A box around `payload`. */
+export const box = (type: string, payload: Uint8Array) => concat([boxHeader(type, payload.length), payload])
 
 /** A full box (version and flags first). */
 export const fullBox = (type: string, version: number, flags: number, payload: Uint8Array) =>

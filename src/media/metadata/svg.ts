@@ -1,7 +1,7 @@
-import { concat } from '../bytes'
 import { detectFormat } from '../detect'
 import { FORMATS, type ImageFormat } from '../formats'
 import { type Cost, find, findSeq, unsafe } from './cost'
+import { Splice } from './splice'
 
 /**
  * SVG: the document is read whole as XML (one pass, an explicit stack) and written again with only what draws:
@@ -109,7 +109,13 @@ function startsAt(b: Uint8Array, at: number, seq: readonly number[]): boolean {
 }
 
 const decoder = new TextDecoder('latin1')
-const text = (b: Uint8Array, start: number, end: number) => decoder.decode(b.subarray(start, end))
+/** Bytes as a string of their char codes; names are short, and a view per name costs more than the loop. */
+function text(b: Uint8Array, start: number, end: number): string {
+  if (end - start > 32) return decoder.decode(b.subarray(start, end))
+  let s = ''
+  for (let i = start; i < end; i++) s += String.fromCharCode(b[i]!)
+  return s
+}
 
 interface Attribute {
   /** The whole `name="value"`, the name and the value (without quotes). */
@@ -256,8 +262,8 @@ type AttributeRule = (a: Attribute) => Uint8Array | null | 'same'
 
 /** The rebuilt SVG, or null when it has nothing to drop. */
 export function stripSvg(b: Uint8Array, mode: 'gps' | 'all', cost: Cost, inner: InnerStrip): Uint8Array | null {
-  const out: Uint8Array[] = []
-  const keep = (start: number, end: number) => out.push(b.subarray(start, end))
+  const out = new Splice(b)
+  const keep = (start: number, end: number) => out.copy(start, end)
   let pos = startsAt(b, 0, BOM) ? 3 : 0
   keep(0, pos)
   if (startsAt(b, pos, XML_DECL) && isSpace(b[pos + 5])) {
@@ -388,7 +394,7 @@ export function stripSvg(b: Uint8Array, mode: 'gps' | 'all', cost: Cost, inner: 
           : ns === NS.xhtml && parentContent === 'xhtml' && XHTML_ELEMENTS.has(local)
       const kept = (top ? top.kept : true) && known
       if (!top && !kept) throw unsafe('an SVG whose root is not an SVG element')
-      if (kept) writeStartTag(b, lt, pos, end, empty, attrs, attributeRule(content), out)
+      if (kept) writeStartTag(lt, pos, end, empty, attrs, attributeRule(content), out)
       const open: Open = {
         nameStart,
         nameEnd: pos,
@@ -404,34 +410,34 @@ export function stripSvg(b: Uint8Array, mode: 'gps' | 'all', cost: Cost, inner: 
   }
   if (stack.length > 0 || !rootSeen) throw malformed()
 
-  const result = concat(out)
-  cost.add(result.length)
-  if (result.length === b.length && Buffer.from(result).equals(Buffer.from(b.buffer, b.byteOffset, b.length)))
-    return null
-  return result
+  return out.result(cost)
 }
 
 /** A kept start tag: copied whole when every attribute stays as it is, else written with the kept ones. */
 function writeStartTag(
-  b: Uint8Array,
   lt: number,
   nameEnd: number,
   end: number,
   empty: boolean,
   attrs: Attribute[],
   rule: AttributeRule,
-  out: Uint8Array[],
+  out: Splice,
 ): void {
   const kept = attrs.map(rule)
   if (kept.every((k) => k === 'same')) {
-    out.push(b.subarray(lt, end))
+    out.copy(lt, end)
     return
   }
-  out.push(b.subarray(lt, nameEnd))
-  const space = new Uint8Array([0x20])
+  out.copy(lt, nameEnd)
   kept.forEach((k, i) => {
     if (k === null) return
-    out.push(space, k === 'same' ? b.subarray(attrs[i]!.start, attrs[i]!.end) : k)
+    out.add(SPACE)
+    if (k === 'same') out.copy(attrs[i]!.start, attrs[i]!.end)
+    else out.add(k)
   })
-  out.push(empty ? new Uint8Array([SLASH, GT]) : new Uint8Array([GT]))
+  out.add(empty ? EMPTY_END : END)
 }
+
+const SPACE = new Uint8Array([0x20])
+const END = new Uint8Array([GT])
+const EMPTY_END = new Uint8Array([SLASH, GT])
