@@ -5,6 +5,7 @@ import { detectFormat } from '../../src/media/detect'
 import { Cost, LOCATION_UNSAFE, stripBytes } from '../../src/media/exif'
 import type { ImageFormat } from '../../src/media/formats'
 import { locationTags, metadataTags, readTagsOf } from './exiftool'
+import { heifEnc } from './heic-files'
 import { pngChunk } from './helpers'
 import {
   bytes,
@@ -115,7 +116,14 @@ const exifHeader = fc.constantFrom('Exif\0\0', 'EXIF\0\0', 'exif\0\0', 'ab', 'ab
 const pngExifType = fc.constantFrom('eXIf', 'EXIF', 'exif', 'eXIF', 'zxIf', 'tEXt', 'iTXt', 'zTXt', 'prVt', 'IDAT')
 const jpegMarker = fc.constantFrom(0xe0, 0xe1, 0xe2, 0xed, 0xee, 0xef, 0xfe, 0xc4, 0xdb, 0xf0, 0x02)
 
-let seeds: Record<'jpeg' | 'png' | 'webp' | 'tiff' | 'avif' | 'gif', Uint8Array>
+let seeds: Record<'jpeg' | 'png' | 'webp' | 'tiff' | 'avif' | 'gif' | 'heic' | 'svg', Uint8Array>
+
+/** An SVG drawing; as editors save one, with RDF metadata (location), an editor's attributes and a comment. */
+const DRAWING = '<g fill="red"><rect width="24" height="16"/><circle cx="8" cy="8" r="4"/></g></svg>\n'
+const PLAIN_SVG = `<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="24" height="16">${DRAWING}`
+const EDITED_SVG =
+  `<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" xmlns:ed="urn:editor" width="24" height="16" ed:doc="x">` +
+  `<!-- at home --><metadata>${XMP_WITH_GPS}</metadata>${DRAWING}`
 let plain: Case[]
 beforeAll(async () => {
   const image = () => photo(24, 16)
@@ -140,8 +148,12 @@ beforeAll(async () => {
     ),
     avif: await u8(withGps(image().avif())),
     gif: await u8(image().gif().withXmp(XMP_WITH_GPS)),
+    // heif-enc carries a JPEG's Exif (GPS included) into the HEIC's Exif item.
+    heic: await heifEnc(withGps(image().jpeg()), 'jpeg'),
+    svg: bytes(EDITED_SVG),
   }
   plain = []
+  plain.push({ format: 'heic', file: await heifEnc(image()) }, { format: 'svg', file: bytes(PLAIN_SVG) })
   for (const format of ['jpeg', 'png', 'webp', 'tiff', 'avif', 'gif'] as const) {
     plain.push({ format, file: await u8(image().toFormat(format)) })
     if (format !== 'gif') {
@@ -202,7 +214,7 @@ function withWebpChunk(webp: Uint8Array, type: string, data: Uint8Array): Uint8A
  */
 const mutant: fc.Arbitrary<Case> = fc
   .tuple(
-    fc.constantFrom('jpeg', 'png', 'webp', 'tiff', 'avif', 'gif'),
+    fc.constantFrom('jpeg', 'png', 'webp', 'tiff', 'avif', 'gif', 'heic', 'svg'),
     fc.array(
       fc.tuple(
         fc.constantFrom('set', 'insert', 'delete', 'duplicate'),
