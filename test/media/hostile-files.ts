@@ -44,25 +44,10 @@ export function withJpegSegments(jpeg: Uint8Array, segments: [number, Uint8Array
 
 export const zTXt = (keyword: string, text: Uint8Array) =>
   pngChunk('zTXt', concat([keyword, [0, 0], deflateSync(text, { level: 9 })]))
-export const iTXt = (keyword: string, text: Uint8Array) => pngChunk('iTXt', concat([keyword, [0, 0, 0, 0, 0], text]))
-export const exifApp1 = (tiff: Uint8Array): [number, Uint8Array] => [0xe1, concat(['Exif\0\0', tiff])]
 export const xmpApp1 = (xmp: Uint8Array): [number, Uint8Array] => [
   0xe1,
   concat(['http://ns.adobe.com/xap/1.0/\0', xmp]),
 ]
-
-/** The TIFF structure (no "Exif\0\0") of the Exif block a real writer (libvips) makes, with GPS. */
-export async function realExifTiff(): Promise<Uint8Array> {
-  const exif = (
-    await sharp(
-      await photo()
-        .jpeg()
-        .withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS })
-        .toBuffer(),
-    ).metadata()
-  ).exif!
-  return new Uint8Array(exif.subarray(6))
-}
 
 /**
  * A little-endian TIFF structure: IFD0 at 8 with the given entries (tag, type, count, value or offset), then
@@ -89,48 +74,6 @@ export function tiffStructure(
     if (at + 2 + entries.length * 12 + 4 <= size) t.writeUInt32LE(next, at + 2 + entries.length * 12)
   }
   return t
-}
-
-/**
- * A real TIFF (libvips) given a GPS directory the way other writers do: a new IFD0 at the end holding the old
- * entries plus GPSInfo, then the GPS directory and its values.
- */
-export async function tiffWithGps(): Promise<Buffer> {
-  const t = Buffer.from(await photo().tiff().withXmp(XMP_WITH_GPS).toBuffer())
-  const ifd0 = t.readUInt32LE(4)
-  const count = t.readUInt16LE(ifd0)
-  const entries = Array.from({ length: count }, (_, i) => t.subarray(ifd0 + 2 + i * 12, ifd0 + 14 + i * 12))
-  const newIfd = t.length + (t.length & 1)
-  const gps = newIfd + 2 + (count + 1) * 12 + 4
-  const values = gps + 2 + 2 * 12 + 4
-  const pointer = Buffer.alloc(12)
-  pointer.writeUInt16LE(0x8825, 0)
-  pointer.writeUInt16LE(4, 2)
-  pointer.writeUInt32LE(1, 4)
-  pointer.writeUInt32LE(gps, 8)
-  const sorted = [...entries, pointer].sort((a, b) => a.readUInt16LE(0) - b.readUInt16LE(0))
-  const gpsDir = tiffStructure(values + 24, [
-    {
-      at: gps,
-      entries: [
-        [1, 2, 2, 0x4e],
-        [2, 5, 3, values],
-      ],
-    },
-  ]).subarray(gps, values)
-  const latitude = Buffer.alloc(24)
-  for (const [i, v] of [51, 1, 30, 1, 26, 1].entries()) latitude.writeUInt32LE(v, i * 4)
-  const out = Buffer.concat([
-    t,
-    Buffer.alloc(newIfd - t.length),
-    Buffer.from([count + 1, 0]),
-    ...sorted,
-    Buffer.alloc(4),
-    gpsDir,
-    latitude,
-  ])
-  out.writeUInt32LE(newIfd, 4)
-  return out
 }
 
 export const tinyPng = async () => new Uint8Array(await photo(8, 8).png().toBuffer())
@@ -179,9 +122,6 @@ export function hasLatitudeBytes(b: Uint8Array): boolean {
   const buf = Buffer.from(b)
   return buf.includes(Buffer.from([0, 0, 0, 51, 0, 0, 0, 1])) || buf.includes(Buffer.from([51, 0, 0, 0, 1, 0, 0, 0]))
 }
-
-/** An XMP GPS property as any reader could see it (prefixed element or attribute whose local name starts GPS). */
-export const XMP_GPS_NAME = /[:<]\s*gps/i
 
 /** Row 3 of the first table: a 1-bit BMP of `side` x `side` pixels, 1/32 of a byte per pixel on the wire, 4 decoded. */
 export function oneBitBmp(side: number) {

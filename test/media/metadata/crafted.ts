@@ -11,8 +11,9 @@ import {
   withPngChunks,
   XMP_WITH_GPS,
   xmpApp1,
+  zTXt,
 } from '../hostile-files'
-import { exifIrb, gpsTiff, rawProfile, rgbTags, type Sample, tEXt, tiffFile, zTXt } from './photos'
+import { exifIrb, gpsTiff, rawProfile, rgbTags, type Sample, tEXt, tiffFile } from './photos'
 
 // The crafted JPEG, PNG and TIFF files of issue 33: the forms a hostile uploader (or a careless writer) uses to hide
 // location from a stripper, each built here from small pieces and each read by exiftool as carrying location.
@@ -143,13 +144,13 @@ export async function craftedPngs(): Promise<Sample[]> {
     ['iTXt XMP, uncompressed', [pngChunk('iTXt', concat(['XML:com.adobe.xmp\0', [0, 0, 0, 0], xmp]))]],
     [
       'Raw profile type 8bim holding Photoshop Exif (0x0422)',
-      [zTXt('Raw profile type 8bim', rawProfile('8bim', exifIrb(tiff)))],
+      [zTXt('Raw profile type 8bim', bytes(rawProfile('8bim', exifIrb(tiff))))],
     ],
     [
       'Raw profile type exif, "Exif\\0\\0" first',
       [tEXt('Raw profile type exif', rawProfile('exif', concat(['Exif\0\0', tiff])))],
     ],
-    ['Raw profile type APP1', [zTXt('Raw profile type APP1', rawProfile('APP1', concat(['Exif\0\0', tiff])))]],
+    ['Raw profile type APP1', [zTXt('Raw profile type APP1', bytes(rawProfile('APP1', concat(['Exif\0\0', tiff]))))]],
     [
       'tEXt exif:GPSLatitude and xmp:GPSLongitude',
       [tEXt('exif:GPSLatitude', '51/1, 30/1, 0/1'), tEXt('xmp:GPSLongitude', '0,7.2W')],

@@ -1,6 +1,5 @@
 import { expect } from 'bun:test'
 import { join } from 'node:path'
-import { deflateSync } from 'node:zlib'
 import sharp from 'sharp'
 import { pngChunk } from '../helpers'
 import { buildTiff, concat, photo, type TiffField } from '../hostile-files'
@@ -92,8 +91,6 @@ export function rawProfile(name: string, data: Uint8Array): string {
 }
 
 export const tEXt = (keyword: string, text: string) => pngChunk('tEXt', concat([keyword, [0], text]))
-export const zTXt = (keyword: string, text: string) =>
-  pngChunk('zTXt', concat([keyword, [0, 0], deflateSync(Buffer.from(text, 'latin1'))]))
 
 /** The chunks of a PNG as a plain reader sees them (types and data), trailing bytes after the last one ignored. */
 export function pngChunks(b: Uint8Array): { type: string; data: Uint8Array }[] {
