@@ -1,14 +1,27 @@
-import { expect } from 'bun:test'
+import { afterAll, beforeAll, expect } from 'bun:test'
 import { Cost, LOCATION_UNSAFE, stripBytes } from '../../../src/media/exif'
 import type { ImageFormat } from '../../../src/media/formats'
 import { locationTags, metadataTags, readTagsOf, type Tags } from '../exiftool'
+import { scratchDir } from '../helpers'
 import { concat } from '../hostile-files'
 
 // Helpers of the WebP, GIF, SVG and HEIF tests: the real tools that write their corpus, container pieces built here
 // (independently of src/media: their own little writers and readers), and the strip-and-judge loop.
 
 export type Mode = 'gps' | 'all'
-type Bytes = Uint8Array<ArrayBuffer>
+export type Bytes = Uint8Array<ArrayBuffer>
+
+export const readBytes = async (path: string): Promise<Bytes> => new Uint8Array(await Bun.file(path).arrayBuffer())
+
+/** A scratch directory made before the calling file's tests and removed after them: `scratch()` inside a test. */
+export function testScratch(): () => Awaited<ReturnType<typeof scratchDir>> {
+  let dir: Awaited<ReturnType<typeof scratchDir>>
+  beforeAll(async () => {
+    dir = await scratchDir()
+  })
+  afterAll(() => dir.cleanup())
+  return () => dir
+}
 
 /** Runs a tool, failing the test with its error output when it fails. */
 export async function run(cmd: string[]): Promise<string> {

@@ -1,27 +1,30 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { beforeAll, describe, expect, test } from 'bun:test'
 import sharp from 'sharp'
-import { scratchDir } from '../helpers'
 import { bytes, concat, XMP_WITH_GPS } from '../hostile-files'
-import { contains, exiftoolWrite, GPS_TAGS, refusal, run, strip, stripAndJudge } from './containers'
+import {
+  type Bytes,
+  contains,
+  exiftoolWrite,
+  GPS_TAGS,
+  readBytes,
+  refusal,
+  run,
+  strip,
+  stripAndJudge,
+  testScratch,
+} from './containers'
 
 // GIF written again from its picture blocks: judged by exiftool, frames and timing by gifsicle, pixels by libvips.
 
 sharp.cache(false)
 
-type Bytes = Uint8Array<ArrayBuffer>
-let scratch: Awaited<ReturnType<typeof scratchDir>>
-const read = async (path: string): Promise<Bytes> => new Uint8Array(await Bun.file(path).arrayBuffer())
-
-beforeAll(async () => {
-  scratch = await scratchDir()
-})
-afterAll(() => scratch.cleanup())
+const scratch = testScratch()
 
 const pixels = (b: Uint8Array) => sharp(b, { animated: true }).raw().toBuffer()
 
 /** gifsicle's account of the animation: frames, sizes, delays, disposal, loop count; without what is metadata. */
 async function animation(b: Uint8Array): Promise<string> {
-  const info = await run(['gifsicle', '--info', await scratch.file(b)])
+  const info = await run(['gifsicle', '--info', await scratch().file(b)])
   return info
     .split('\n')
     .slice(1) // the file name
@@ -31,7 +34,7 @@ async function animation(b: Uint8Array): Promise<string> {
 
 /** A three-frame animation (delays, loop count, a transparent frame) as ImageMagick writes it. */
 async function magickAnimation(name: string): Promise<string> {
-  const path = scratch.path(name)
+  const path = scratch().path(name)
   await run([
     'convert',
     '-size',
@@ -70,9 +73,12 @@ describe('GIF files written by real tools', () => {
     const magick = await magickAnimation('magick.gif')
     const exiftool = await magickAnimation('exiftool.gif')
     await exiftoolWrite(exiftool, [...GPS_TAGS.filter((t) => t.startsWith('-XMP')), '-Comment=at 51.5N'])
-    await run(['gifsicle', '--comment', 'Home: 51.5N 0.12W', '--loopcount=7', magick, '-o', scratch.path('gs.gif')])
+    await run(['gifsicle', '--comment', 'Home: 51.5N 0.12W', '--loopcount=7', magick, '-o', scratch().path('gs.gif')])
     const files = await Promise.all(
-      ['magick.gif', 'exiftool.gif', 'gs.gif'].map(async (name) => ({ name, file: await read(scratch.path(name)) })),
+      ['magick.gif', 'exiftool.gif', 'gs.gif'].map(async (name) => ({
+        name,
+        file: await readBytes(scratch().path(name)),
+      })),
     )
     const judged = await stripAndJudge(files, 'gif', { clean: true })
     for (const j of judged) {
@@ -95,7 +101,7 @@ describe('GIF files written by real tools', () => {
   test('a GIF with nothing to drop is stored byte for byte', async () => {
     const plain = await magickAnimation('plain.gif')
     await run(['gifsicle', '--no-comments', '-b', plain])
-    const file = await read(plain)
+    const file = await readBytes(plain)
     for (const mode of ['gps', 'all'] as const) expect(strip(file, 'gif', mode).out).toBeNull()
     const still = new Uint8Array(
       await sharp({ create: { width: 4, height: 4, channels: 3, background: '#123' } })
@@ -110,9 +116,9 @@ describe('crafted GIF blocks', () => {
   let base: Bytes
   let trailerAt: number
   beforeAll(async () => {
-    base = await read(await magickAnimation('base.gif'))
-    await run(['gifsicle', '--no-comments', '-b', scratch.path('base.gif')])
-    base = await read(scratch.path('base.gif'))
+    base = await readBytes(await magickAnimation('base.gif'))
+    await run(['gifsicle', '--no-comments', '-b', scratch().path('base.gif')])
+    base = await readBytes(scratch().path('base.gif'))
     trailerAt = base.length - 1
     expect(base[trailerAt]).toBe(0x3b)
   })

@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { beforeAll, describe, expect, test } from 'bun:test'
 import sharp from 'sharp'
 import { readTagsOf } from '../exiftool'
 import { heifEnc, secondPrimary, turnedHeic } from '../heic-files'
-import { scratchDir } from '../helpers'
 import { bytes, concat, GPS, hasLatitudeBytes, photo, XMP_WITH_GPS } from '../hostile-files'
 import {
+  type Bytes,
   CAMERA_TAGS,
   contains,
   exiftoolWrite,
@@ -12,10 +12,12 @@ import {
   isoBox,
   isoBoxes,
   isoFullBox,
+  readBytes,
   refusal,
   run,
   strip,
   stripAndJudge,
+  testScratch,
 } from './containers'
 
 // AVIF and HEIC written again from their image items: judged by exiftool, pixels by libvips (AVIF) and libheif's
@@ -23,20 +25,13 @@ import {
 
 sharp.cache(false)
 
-type Bytes = Uint8Array<ArrayBuffer>
-let scratch: Awaited<ReturnType<typeof scratchDir>>
-const read = async (path: string): Promise<Bytes> => new Uint8Array(await Bun.file(path).arrayBuffer())
-
-beforeAll(async () => {
-  scratch = await scratchDir()
-})
-afterAll(() => scratch.cleanup())
+const scratch = testScratch()
 
 /** The decoded primary picture: libvips for AVIF, libheif's own tool for HEIC (libvips here has no HEVC). */
 async function pixels(b: Uint8Array, format: 'avif' | 'heic'): Promise<Buffer> {
   if (format === 'avif') return sharp(b).raw().toBuffer()
-  const out = scratch.path(`${crypto.randomUUID()}.png`)
-  await run(['heif-convert', await scratch.file(b), out])
+  const out = scratch().path(`${crypto.randomUUID()}.png`)
+  await run(['heif-convert', await scratch().file(b), out])
   return sharp(out).raw().toBuffer()
 }
 
@@ -96,18 +91,18 @@ const coded = (b: Uint8Array) =>
 
 /** A JPEG with a camera's Exif and location in Exif and XMP, as exiftool writes them. */
 async function cameraJpeg(name: string): Promise<string> {
-  const path = await scratch.file(await photo(64, 48).jpeg({ quality: 95 }).toBuffer(), name)
+  const path = await scratch().file(await photo(64, 48).jpeg({ quality: 95 }).toBuffer(), name)
   await exiftoolWrite(path, [...GPS_TAGS, ...CAMERA_TAGS])
   return path
 }
 
 async function corpus(): Promise<{ name: string; file: Bytes; format: 'avif' | 'heic' }[]> {
   const jpeg = await cameraJpeg('camera.jpg')
-  const out = (name: string) => scratch.path(name)
+  const out = (name: string) => scratch().path(name)
   // heif-enc carries the JPEG's Exif (GPS included) into an Exif item; exiftool then adds XMP (a mime item) to one.
   await run(['heif-enc', '-q', '60', '-o', out('heif-enc.heic'), jpeg])
   await run(['heif-enc', '-q', '60', '-A', '-o', out('heif-enc.avif'), jpeg])
-  await Bun.write(out('exiftool.heic'), await read(out('heif-enc.heic')))
+  await Bun.write(out('exiftool.heic'), await readBytes(out('heif-enc.heic')))
   await exiftoolWrite(
     out('exiftool.heic'),
     GPS_TAGS.filter((t) => t.startsWith('-XMP')),
@@ -126,7 +121,8 @@ async function corpus(): Promise<{ name: string; file: Bytes; format: 'avif' | '
   const names = ['heif-enc.heic', 'exiftool.heic', 'heif-enc.avif', 'exiftool.avif', 'libvips.avif']
   return Promise.all(
     names.map(
-      async (name) => ({ name, file: await read(out(name)), format: name.endsWith('avif') ? 'avif' : 'heic' }) as const,
+      async (name) =>
+        ({ name, file: await readBytes(out(name)), format: name.endsWith('avif') ? 'avif' : 'heic' }) as const,
     ),
   )
 }
@@ -158,8 +154,8 @@ describe('AVIF and HEIC files written by real tools', () => {
 
   test('a HEIC turned by irot keeps it, and a file of two pictures keeps both', async () => {
     const jpeg = await cameraJpeg('turned.jpg')
-    await run(['heif-enc', '-q', '60', '-o', scratch.path('turned.heic'), jpeg])
-    const turned = turnedHeic(await read(scratch.path('turned.heic')))
+    await run(['heif-enc', '-q', '60', '-o', scratch().path('turned.heic'), jpeg])
+    const turned = turnedHeic(await readBytes(scratch().path('turned.heic')))
     const [before] = await readTagsOf([turned])
     expect(before!['QuickTime:Rotation']).toBe(90)
     const two = secondPrimary(await heifEnc([photo(32, 16, 3), photo(16, 16, 4)]))
@@ -175,9 +171,9 @@ describe('AVIF and HEIC files written by real tools', () => {
 
   test('a file with nothing to drop is stored byte for byte', async () => {
     const avif = new Uint8Array(await photo(20, 20).avif().toBuffer())
-    const png = await scratch.file(await photo(20, 20).png().toBuffer(), 'plain.png')
-    await run(['heif-enc', '-q', '60', '-o', scratch.path('plain.heic'), png])
-    const heic = await read(scratch.path('plain.heic'))
+    const png = await scratch().file(await photo(20, 20).png().toBuffer(), 'plain.png')
+    await run(['heif-enc', '-q', '60', '-o', scratch().path('plain.heic'), png])
+    const heic = await readBytes(scratch().path('plain.heic'))
     for (const mode of ['gps', 'all'] as const) {
       expect(strip(avif, 'avif', mode).out).toBeNull()
       expect(strip(heic, 'heic', mode).out).toBeNull()

@@ -4,25 +4,22 @@ import { uploadForm } from '../../fixtures'
 import { startTestServer, type TestServer, userWithKey } from '../../helpers'
 import { fakeClassifier } from '../../moderation/fake-classifier'
 import { locationTags, metadataTags, readTagsOf } from '../exiftool'
-import { scratchDir } from '../helpers'
 import { bytes, GPS, photo, XMP_WITH_GPS } from '../hostile-files'
-import { CAMERA_TAGS, exiftoolWrite, GPS_TAGS, run } from './containers'
+import { type Bytes, CAMERA_TAGS, exiftoolWrite, GPS_TAGS, readBytes, run, testScratch } from './containers'
 
 // End to end for WebP, GIF, AVIF, HEIC and SVG: files with location uploaded through the real server, what the
 // direct link then serves read by exiftool.
 
 sharp.cache(false)
 
-type Bytes = Uint8Array<ArrayBuffer>
-let scratch: Awaited<ReturnType<typeof scratchDir>>
-const read = async (path: string): Promise<Bytes> => new Uint8Array(await Bun.file(path).arrayBuffer())
+const scratch = testScratch()
 
 /** One file of each format, each with location where its tools put it. */
 async function uploads(): Promise<{ name: string; bytes: Bytes }[]> {
-  const jpeg = await scratch.file(await photo(48, 32).jpeg({ quality: 95 }).toBuffer(), 'camera.jpg')
+  const jpeg = await scratch().file(await photo(48, 32).jpeg({ quality: 95 }).toBuffer(), 'camera.jpg')
   await exiftoolWrite(jpeg, [...GPS_TAGS, ...CAMERA_TAGS])
-  await run(['cwebp', '-quiet', '-metadata', 'all', jpeg, '-o', scratch.path('a.webp')])
-  await run(['heif-enc', '-q', '60', '-o', scratch.path('a.heic'), jpeg])
+  await run(['cwebp', '-quiet', '-metadata', 'all', jpeg, '-o', scratch().path('a.webp')])
+  await run(['heif-enc', '-q', '60', '-o', scratch().path('a.heic'), jpeg])
   await run([
     'convert',
     '-size',
@@ -34,13 +31,13 @@ async function uploads(): Promise<{ name: string; bytes: Bytes }[]> {
     '20',
     '-loop',
     '0',
-    scratch.path('a.gif'),
+    scratch().path('a.gif'),
   ])
   await exiftoolWrite(
-    scratch.path('a.gif'),
+    scratch().path('a.gif'),
     GPS_TAGS.filter((t) => t.startsWith('-XMP')),
   )
-  await run(['gif2webp', '-quiet', scratch.path('a.gif'), '-o', scratch.path('anim.webp')])
+  await run(['gif2webp', '-quiet', scratch().path('a.gif'), '-o', scratch().path('anim.webp')])
   const avif = await photo(40, 30)
     .avif()
     .withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS })
@@ -51,10 +48,10 @@ async function uploads(): Promise<{ name: string; bytes: Bytes }[]> {
       `<metadata>${XMP_WITH_GPS}</metadata><rect width="40" height="30" fill="red"/></svg>`,
   )
   return [
-    { name: 'a.webp', bytes: await read(scratch.path('a.webp')) },
-    { name: 'anim.webp', bytes: await read(scratch.path('anim.webp')) },
-    { name: 'a.gif', bytes: await read(scratch.path('a.gif')) },
-    { name: 'a.heic', bytes: await read(scratch.path('a.heic')) },
+    { name: 'a.webp', bytes: await readBytes(scratch().path('a.webp')) },
+    { name: 'anim.webp', bytes: await readBytes(scratch().path('anim.webp')) },
+    { name: 'a.gif', bytes: await readBytes(scratch().path('a.gif')) },
+    { name: 'a.heic', bytes: await readBytes(scratch().path('a.heic')) },
     { name: 'a.avif', bytes: new Uint8Array(avif) },
     { name: 'a.svg', bytes: svg },
   ]
@@ -70,10 +67,8 @@ async function serverFor(mode: 'gps' | 'all') {
 
 let files: { name: string; bytes: Bytes }[]
 beforeAll(async () => {
-  scratch = await scratchDir()
   files = await uploads()
 })
-afterAll(() => scratch.cleanup())
 
 for (const mode of ['gps', 'all'] as const) {
   describe(`STRIP_METADATA=${mode}`, () => {

@@ -1,19 +1,21 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { beforeAll, describe, expect, test } from 'bun:test'
 import sharp from 'sharp'
 import { readTagsOf } from '../exiftool'
-import { scratchDir } from '../helpers'
 import { bytes, concat, hasLatitudeBytes, photo, XMP_WITH_GPS } from '../hostile-files'
 import {
+  type Bytes,
   CAMERA_TAGS,
   contains,
   exiftoolWrite,
   GPS_TAGS,
+  readBytes,
   refusal,
   riff,
   riffChunk,
   run,
   strip,
   stripAndJudge,
+  testScratch,
   webpChunks,
 } from './containers'
 
@@ -21,9 +23,7 @@ import {
 
 sharp.cache(false)
 
-type Bytes = Uint8Array<ArrayBuffer>
-let scratch: Awaited<ReturnType<typeof scratchDir>>
-const read = async (path: string): Promise<Bytes> => new Uint8Array(await Bun.file(path).arrayBuffer())
+const scratch = testScratch()
 
 /** Every frame's pixels (libvips composes an animation's frames on its canvas). */
 const pixels = (b: Uint8Array) => sharp(b, { animated: true }).raw().toBuffer()
@@ -41,7 +41,7 @@ const picture = (b: Uint8Array) =>
 
 /** A JPEG photo with a camera's Exif (make, orientation, GPS) and XMP with location, as exiftool writes them. */
 async function cameraJpeg(name: string): Promise<string> {
-  const path = await scratch.file(await photo(64, 48).jpeg().toBuffer(), name)
+  const path = await scratch().file(await photo(64, 48).jpeg().toBuffer(), name)
   await exiftoolWrite(path, [...GPS_TAGS, ...CAMERA_TAGS])
   return path
 }
@@ -49,7 +49,7 @@ async function cameraJpeg(name: string): Promise<string> {
 /** Files written by Debian's webp tools and exiftool, each with location somewhere. */
 async function corpus(): Promise<{ name: string; file: Bytes }[]> {
   const jpeg = await cameraJpeg('camera.jpg')
-  const out = (name: string) => scratch.path(name)
+  const out = (name: string) => scratch().path(name)
   // cwebp carries the JPEG's Exif and XMP over; exiftool writes GPS into a plain WebP's EXIF and XMP.
   await run(['cwebp', '-quiet', '-metadata', 'all', jpeg, '-o', out('cwebp.webp')])
   await Bun.write(out('exiftool.webp'), await photo(40, 30).webp({ quality: 80 }).toBuffer())
@@ -83,13 +83,8 @@ async function corpus(): Promise<{ name: string; file: Bytes }[]> {
   await exiftoolWrite(out('anim.gif'), ['-XMP-exif:GPSLatitude=51.5', '-XMP-photoshop:City=London'])
   await run(['gif2webp', '-quiet', out('anim.gif'), '-o', out('gif2webp.webp')])
   const names = ['cwebp.webp', 'exiftool.webp', 'webpmux.webp', 'gif2webp.webp']
-  return Promise.all(names.map(async (name) => ({ name, file: await read(out(name)) })))
+  return Promise.all(names.map(async (name) => ({ name, file: await readBytes(out(name)) })))
 }
-
-beforeAll(async () => {
-  scratch = await scratchDir()
-})
-afterAll(() => scratch.cleanup())
 
 describe('WebP files written by real tools', () => {
   test('lose every location in both modes; pixels, compressed picture, ICC, orientation and animation stay', async () => {
@@ -115,7 +110,10 @@ describe('WebP files written by real tools', () => {
       expect([j.name, flags & 8]).toEqual([j.name, j.after['IFD0:Make'] || j.after['IFD0:Orientation'] ? 8 : 0])
     }
     // The animation as libwebp's own tool sees it: frames, their durations, the loop count.
-    const info = (b: Uint8Array) => scratch.file(b).then((path) => run(['webpmux', '-info', path]))
+    const info = (b: Uint8Array) =>
+      scratch()
+        .file(b)
+        .then((path) => run(['webpmux', '-info', path]))
     const anim = files.find((f) => f.name === 'gif2webp.webp')!.file
     const animInfo = await info(anim)
     expect(animInfo).toContain('Number of frames: 3')
@@ -133,13 +131,13 @@ describe('WebP files written by real tools', () => {
 
   test('a WebP with nothing to drop is stored byte for byte: plain, ICC only, a clean Exif', async () => {
     const plain = new Uint8Array(await photo(20, 20).webp().toBuffer())
-    const jpeg = await scratch.file(await photo(20, 20).jpeg().toBuffer(), 'clean.jpg')
+    const jpeg = await scratch().file(await photo(20, 20).jpeg().toBuffer(), 'clean.jpg')
     await exiftoolWrite(jpeg, ['-EXIF:Make=Acme', '-EXIF:Orientation=6'])
-    await run(['cwebp', '-quiet', '-metadata', 'exif', jpeg, '-o', scratch.path('clean.webp')])
-    const withExif = await read(scratch.path('clean.webp'))
-    const icc = await scratch.file(await photo(20, 20).png().withIccProfile('p3').toBuffer(), 'icc.png')
-    await run(['cwebp', '-quiet', '-metadata', 'icc', icc, '-o', scratch.path('icc.webp')])
-    const withIcc = await read(scratch.path('icc.webp'))
+    await run(['cwebp', '-quiet', '-metadata', 'exif', jpeg, '-o', scratch().path('clean.webp')])
+    const withExif = await readBytes(scratch().path('clean.webp'))
+    const icc = await scratch().file(await photo(20, 20).png().withIccProfile('p3').toBuffer(), 'icc.png')
+    await run(['cwebp', '-quiet', '-metadata', 'icc', icc, '-o', scratch().path('icc.webp')])
+    const withIcc = await readBytes(scratch().path('icc.webp'))
     for (const file of [plain, withIcc])
       for (const mode of ['gps', 'all'] as const) expect(strip(file, 'webp', mode).out).toBeNull()
     expect(strip(withExif, 'webp', 'gps').out).toBeNull()
