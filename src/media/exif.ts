@@ -1,6 +1,5 @@
 import { open, rename, unlink } from 'node:fs/promises'
-import { ascii, startsWith } from './bytes'
-import { isPng } from './detect'
+import { ascii } from './bytes'
 import type { ImageFormat } from './formats'
 import { Cost } from './metadata/cost'
 import { stripGif } from './metadata/gif'
@@ -29,8 +28,8 @@ export type StripMode = 'gps' | 'all' | 'none'
 type Stripper = (b: Uint8Array, mode: 'gps' | 'all', cost: Cost) => Uint8Array | null
 
 const STRIPPERS: Partial<Record<ImageFormat, Stripper>> = {
-  jpeg: (b, mode, cost) => (startsWith(b, [0xff, 0xd8]) ? stripJpeg(b, mode, cost) : null),
-  png: (b, mode, cost) => (isPng(b) ? stripPng(b, mode, cost) : null),
+  jpeg: stripJpeg,
+  png: stripPng,
   webp: (b, mode, cost) => (ascii(b, 0, 4) === 'RIFF' ? stripWebp(b, mode, cost) : null),
   tiff: stripTiff,
   avif: stripHeif,

@@ -75,6 +75,7 @@ function keep(marker: number, payload: Uint8Array, state: { exif: boolean; mode:
  * cannot be walked: a segment running past the end, no frame header or no scan.
  */
 export function stripJpeg(b: Uint8Array, mode: 'gps' | 'all', cost: Cost): Uint8Array | null {
+  if (!startsWith(b, [0xff, 0xd8])) throw unsafe('not a JPEG')
   const parts: Uint8Array[] = [b.subarray(0, 2)]
   const state = { exif: false, mode, cost }
   let changed = false

@@ -1,5 +1,6 @@
 import { crc32 } from 'node:zlib'
 import { ascii, concat, startsWith, u32be } from '../bytes'
+import { isPng } from '../detect'
 import { type Cost, unsafe } from './cost'
 import { cleanExif } from './tiff'
 
@@ -58,6 +59,7 @@ function exifChunk(data: Uint8Array, mode: 'gps' | 'all', cost: Cost): Uint8Arra
  * refusal when a chunk of the picture is cut off or there is no IHDR.
  */
 export function stripPng(b: Uint8Array, mode: 'gps' | 'all', cost: Cost): Uint8Array | null {
+  if (!isPng(b)) throw unsafe('not a PNG')
   const parts: Uint8Array[] = [b.subarray(0, 8)]
   let changed = false
   let exifSeen = false

@@ -231,9 +231,10 @@ export function cleanExif(tiff: Uint8Array, mode: 'gps' | 'all', cost: Cost): Ui
 
 /** The SHORT or LONG values of an entry (offsets, byte counts), or null when they are not all in the file. */
 function numbers(r: Reader, entry: number): number[] | null {
+  const type = r.u16(entry + 2)
   const range = valueRange(r, entry)
-  const size = r.u16(entry + 2) === SHORT ? 2 : 4
-  if (!range) return null
+  const size = type === SHORT ? 2 : 4
+  if (!range || (type !== SHORT && type !== LONG)) return null
   const out: number[] = []
   for (let at = range[0]; at < range[1]; at += size) out.push(size === 2 ? r.u16(at) : r.u32(at))
   return out

@@ -72,8 +72,9 @@ describe('JPEG', () => {
     expect(Buffer.from(out!).subarray(2, 20)).toEqual(Buffer.from([0xff, 0xe0, 0, 16, ...thumb.subarray(0, 12), 0, 0]))
   })
 
-  test('a JPEG whose picture cannot be walked is refused: no scan, a segment past the end', async () => {
+  test('a JPEG whose picture cannot be walked is refused: no SOI, no scan, a segment past the end', async () => {
     const file = await base()
+    expect(refusal(file.subarray(2), 'jpeg')).toBe(`${LOCATION_UNSAFE} (not a JPEG)`)
     const scan = Buffer.from(file).indexOf(Buffer.from([0xff, 0xda]))
     expect(refusal(file.subarray(0, scan), 'jpeg')).toBe(`${LOCATION_UNSAFE} (a JPEG without a frame header or scan)`)
     const cut = withJpegSegments(file, [[0xe1, concat(['Exif\0\0', gpsTiff()])]]).subarray(0, 40)

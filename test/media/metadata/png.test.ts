@@ -94,8 +94,9 @@ describe('PNG', () => {
     }
   })
 
-  test('a picture chunk cut off is refused; a metadata chunk cut off is dropped', async () => {
+  test('a picture chunk cut off is refused, and so is a file without the signature; a metadata chunk cut off is dropped', async () => {
     const file = await base()
+    expect(refusal(file.subarray(8), 'png')).toBe(`${LOCATION_UNSAFE} (not a PNG)`)
     const idat = Buffer.from(file).indexOf('IDAT') - 4
     expect(refusal(file.subarray(0, idat + 14), 'png')).toBe(
       `${LOCATION_UNSAFE} (a PNG IDAT chunk cut off by the end of the file)`,
