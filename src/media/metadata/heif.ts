@@ -55,6 +55,28 @@ const PROPERTIES: Record<string, number | ((first: number) => number) | null> = 
 /** References kept between kept items: derived images' inputs, thumbnails, auxiliary images, premultiplied alpha. */
 const REFERENCES = new Set(['dimg', 'thmb', 'auxl', 'base', 'prem'])
 
+/** Brands of image sequences: once the track is dropped, a file naming one is taken for a sequence without it. */
+const SEQUENCE_BRANDS = new Set(['msf1', 'avis', 'hevc', 'hevx', 'hevm', 'hevs'])
+const STILL_BRANDS = new Set(['mif1', 'avif', 'heic', 'heix', 'heim', 'heis'])
+
+/**
+ * The ftyp of the still file: sequence brands removed (libheif refuses a file that names one and has no moov), the
+ * major brand replaced by the still one it also names; null when it names none.
+ */
+function stillFtyp(b: Uint8Array, ftyp: Box): Uint8Array | null {
+  if (ftyp.body + 8 > ftyp.end) throw malformed()
+  const brands: string[] = []
+  for (let at = ftyp.body + 8; at + 4 <= ftyp.end; at += 4) brands.push(ascii(b, at, 4))
+  const major = ascii(b, ftyp.body, 4)
+  if (!SEQUENCE_BRANDS.has(major) && !brands.some((brand) => SEQUENCE_BRANDS.has(brand))) return null
+  const kept = brands.filter((brand) => !SEQUENCE_BRANDS.has(brand))
+  if (!kept.some((brand) => STILL_BRANDS.has(brand))) kept.push('mif1')
+  const still = SEQUENCE_BRANDS.has(major) ? (['avif', 'heic'].find((brand) => kept.includes(brand)) ?? 'mif1') : major
+  const w = new Writer().fourcc(still).bytes(b.subarray(ftyp.body + 4, ftyp.body + 8))
+  for (const brand of kept) w.fourcc(brand)
+  return box('ftyp', w.done())
+}
+
 const EXIF_PREFIX = [0x45, 0x78, 0x69, 0x66, 0, 0] // "Exif\0\0"
 
 /** The hdlr and dinf boxes written: a picture handler without a name; one data reference, this file. */
@@ -261,6 +283,7 @@ function writeFile(b: Uint8Array, top: Box[], meta: Meta, plan: Plan, cost: Cost
   const idat = inIdat.bytes(b)
   const mdatHead = mdatLength + 8 > 0xffffffff ? 16 : 8
   const firstMdat = top.findIndex((t) => t.type === 'mdat')
+  const ftyp = stillFtyp(b, top[0]!)
 
   /**
    * The new file around a given iloc box: written into `out` when given (the kept bytes are copied once, there), else
@@ -280,8 +303,9 @@ function writeFile(b: Uint8Array, top: Box[], meta: Meta, plan: Plan, cost: Cost
     }
     top.forEach((t, i) => {
       if (i === 0) {
-        out?.copy(t.start, t.end)
-        length += t.end - t.start
+        if (ftyp) out?.add(ftyp)
+        else out?.copy(t.start, t.end)
+        length += ftyp ? ftyp.length : t.end - t.start
       } else if (t === meta.box) {
         out?.add(metaBox)
         length += metaBox.length

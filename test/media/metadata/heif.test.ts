@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, test } from 'bun:test'
 import sharp from 'sharp'
+import { detectFormat } from '../../../src/media/detect'
 import { readTagsOf } from '../exiftool'
 import { heifEnc, secondPrimary, turnedHeic } from '../heic-files'
 import { bytes, concat, GPS, hasLatitudeBytes, photo, XMP_WITH_GPS } from '../hostile-files'
@@ -287,8 +288,9 @@ describe('crafted AVIF files', () => {
   let gpsTiff: Uint8Array
   const xmp = bytes(XMP_WITH_GPS)
   beforeAll(async () => {
-    // The pieces of a plain AVIF made by libvips: its ftyp, its properties (av1C, ispe, pixi) and coded picture.
-    const plain = new Uint8Array(await photo(32, 16).avif().toBuffer())
+    // The pieces of a plain AVIF made by libvips: its ftyp, its properties (av1C, ispe, pixi) and coded picture (of
+    // noise, so over the 1 KiB libheif reads of a file it takes for a sequence).
+    const plain = new Uint8Array(await photo(64, 48).avif().toBuffer())
     ftyp = plain.subarray(0, isoBoxes(plain)[0]!.end)
     const meta = isoBoxes(plain).find((x) => x.type === 'meta')!
     const iprp = isoBoxes(plain, meta.start + 12, meta.end).find((x) => x.type === 'iprp')!
@@ -349,6 +351,26 @@ describe('crafted AVIF files', () => {
       expect(isoBoxes(j.stored).map((x) => x.type)).toEqual(['ftyp', 'meta', 'mdat'])
       expect([...items(j.stored).values()].map((i) => i.type)).toEqual(['av01'])
       expect((await sharp(j.stored).raw().toBuffer()).equals(reference)).toBe(true)
+    }
+  })
+
+  test('an image sequence (msf1, a moov track) is stored as its still primary picture', async () => {
+    // A stand-in track: what matters is that moov, with its user data (a place), does not stay.
+    const moov = isoBox(
+      'moov',
+      isoBox('trak', isoBox('udta', isoBox('\xa9xyz', [0, 18, 0x15, 0xc7], '+51.5000-000.1200/'))),
+    )
+    // libvips does not take a file whose major brand is avis at all; libheif takes one that names msf1 for a sequence.
+    const sequence = isoBox('ftyp', 'msf1', [0, 0, 0, 0], 'avifmsf1mif1miaf')
+    const file = craft(sequence, { properties, items: [picture()], after: [moov] })
+    for (const mode of ['gps', 'all'] as const) {
+      const { stored } = strip(file, 'avif', mode)
+      expect(isoBoxes(stored).map((x) => x.type)).toEqual(['ftyp', 'meta', 'mdat'])
+      expect(detectFormat(stored)).toBe('avif')
+      const brands = Buffer.from(stored.subarray(8, isoBoxes(stored)[0]!.end)).toString('latin1')
+      expect(brands).toBe('avif\0\0\0\0avifmif1miaf') // the sequence brand goes, the major one is the still's
+      expect(contains(stored, bytes('+51.5000'))).toBe(false)
+      expect((await sharp(stored).raw().toBuffer()).equals(reference)).toBe(true)
     }
   })
 
