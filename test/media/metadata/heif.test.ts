@@ -374,6 +374,27 @@ describe('crafted AVIF files', () => {
     }
   })
 
+  test('mirroring and rotation stay (a padded irot written with its one field); the picture reads the same', async () => {
+    const turns = [isoBox('imir', [1]), isoBox('irot', [3], 'GPS 51.5N')]
+    const n = properties.length
+    const file = craft(ftyp, {
+      properties: [...properties, ...turns],
+      items: [picture({ props: [...properties.map((_, i) => -(i + 1)), -(n + 1), -(n + 2)] })],
+    })
+    const turned = await sharp(file).raw().toBuffer({ resolveWithObject: true })
+    expect(turned.data.equals(reference)).toBe(false) // the properties do turn it
+    for (const mode of ['gps', 'all'] as const) {
+      const { stored, out } = strip(file, 'avif', mode)
+      expect(out).not.toBeNull()
+      expect(contains(stored, bytes('GPS'))).toBe(false)
+      expect(contains(stored, isoBox('imir', [1]))).toBe(true)
+      expect(contains(stored, isoBox('irot', [3]))).toBe(true)
+      const after = await sharp(stored).raw().toBuffer({ resolveWithObject: true })
+      expect([after.info.width, after.info.height]).toEqual([turned.info.width, turned.info.height])
+      expect(after.data.equals(turned.data)).toBe(true)
+    }
+  })
+
   test("the primary's Exif item is rebuilt under 'gps' and dropped under 'all'; other Exif items go", async () => {
     const file = craft(ftyp, {
       properties,
