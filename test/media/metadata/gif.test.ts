@@ -170,6 +170,18 @@ describe('crafted GIF blocks', () => {
     expect(judged[2]!.before['File:Comment']).toBe('GPS 51.5N 0.12W')
   })
 
+  test('an ICC profile (ICCRGBG1012) stays, in both modes', async () => {
+    const { icc } = await sharp(await sharp(base).withIccProfile('p3').png().toBuffer()).metadata()
+    const profile = application('ICCRGBG1012', new Uint8Array(icc!))
+    const file = withBlocks([profile, application('XMP DataXMP', bytes(XMP_WITH_GPS))])
+    const judged = await stripAndJudge([{ name: 'icc', file }], 'gif')
+    for (const j of judged) {
+      expect(contains(j.stored, profile)).toBe(true)
+      expect(j.after['ICC_Profile:ProfileDescription']).toBe(j.before['ICC_Profile:ProfileDescription'])
+      expect(j.after['ICC_Profile:ProfileDescription']).toBeDefined()
+    }
+  })
+
   test('the loop extension keeps only its count; a file without a trailer gets one; a cut-off one is refused', async () => {
     const loop = concat([[0x21, 0xff, 11], 'NETSCAPE2.0', [3, 1, 5, 0], [5, 2, 0, 0, 0, 0], [4], 'GPS!', [0]])
     const header = base.subarray(0, 13 + 3 * 2 ** ((base[10]! & 7) + 1))
