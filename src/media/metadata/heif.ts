@@ -117,8 +117,11 @@ export function stripHeif(b: Uint8Array, mode: 'gps' | 'all', cost: Cost): Uint8
   return writeFile(b, top, meta, plan, cost)
 }
 
-/** Where an item's bytes lie in the file, or null when they cannot be read from it (another file, other items, cut). */
-function rangesOf(b: Uint8Array, meta: Meta, loc: Location, cost: Cost): Range[] | null {
+/**
+ * Where an item's bytes lie in the file: null when they lie elsewhere (another file, other items), 'cut' when they run
+ * past the end of the file or of idat.
+ */
+function rangesOf(b: Uint8Array, meta: Meta, loc: Location, cost: Cost): Range[] | 'cut' | null {
   if (loc.dataRef !== 0 || loc.method > 1) return null
   const container = loc.method === 0 ? { body: 0, end: b.length } : meta.idat
   if (!container) return null
@@ -127,28 +130,33 @@ function rangesOf(b: Uint8Array, meta: Meta, loc: Location, cost: Cost): Range[]
   for (const e of loc.extents) {
     const start = container.body + loc.base + e.offset
     const end = e.length === 0 ? container.end : start + e.length
-    if (start > end || end > container.end) return null
+    if (start > end || end > container.end) return 'cut'
     ranges.push([start, end])
   }
   return ranges
 }
 
+const CUT = 'a HEIF picture cut off by the end of the file'
+
 function planItems(b: Uint8Array, meta: Meta, mode: 'gps' | 'all', cost: Cost): Plan {
   const locations = new Map(meta.locations.map((l) => [l.id, l]))
   const ranges = new Map<number, Range[]>()
   const kept = new Set<number>()
+  const cut = new Set<number>()
   for (const item of meta.items.values()) {
     if (!IMAGE_ITEMS.has(item.type) || item.protection !== 0) continue
     const loc = locations.get(item.id)
     const r = loc ? rangesOf(b, meta, loc, cost) : []
-    if (!r) continue
+    if (r === 'cut') cut.add(item.id)
+    if (!r || r === 'cut') continue
     ranges.set(item.id, r)
     kept.add(item.id)
   }
-  if (!kept.has(meta.primary)) throw unsafe('a HEIF primary picture that cannot be kept')
-  for (const ref of meta.iref.references)
-    if (ref.type === 'dimg' && kept.has(ref.from) && ref.to.some((id) => !kept.has(id)))
-      throw unsafe('a HEIF picture built from items that cannot be kept')
+  if (!kept.has(meta.primary)) throw unsafe(cut.has(meta.primary) ? CUT : 'a HEIF primary picture that cannot be kept')
+  for (const ref of meta.iref.references) {
+    const lost = ref.type === 'dimg' && kept.has(ref.from) ? ref.to.find((id) => !kept.has(id)) : undefined
+    if (lost !== undefined) throw unsafe(cut.has(lost) ? CUT : 'a HEIF picture built from items that cannot be kept')
+  }
 
   const exif = mode === 'gps' ? primaryExif(b, meta, locations, cost) : null
   if (exif) {
@@ -209,7 +217,7 @@ function primaryExif(b: Uint8Array, meta: Meta, locations: Map<number, Location>
   const item = ref && meta.items.get(ref.from)
   const loc = item && item.protection === 0 ? locations.get(item.id) : undefined
   const ranges = loc && rangesOf(b, meta, loc, cost)
-  if (!item || !ranges) return null
+  if (!item || !ranges || ranges === 'cut') return null
   const payload = concat(ranges.map(([s, e]) => b.subarray(s, e)))
   cost.add(payload.length)
   if (payload.length < 4) return null

@@ -439,6 +439,8 @@ describe('crafted AVIF files', () => {
       ['picture cut off', good.subarray(0, good.length - xmp.length - 10)],
     ]
     for (const [name, file] of cases) expect([name, refusal(file, 'avif')]).toEqual([name, expect.any(String)])
+    expect(refusal(cases.find(([name]) => name === 'picture cut off')![1], 'avif')).toContain('cut off by the end')
+    expect(refusal(cases.find(([name]) => name === 'two iinf')![1], 'avif')).toContain('two iinf boxes')
     // Not essential, the unknown property just goes.
     const loose = craft(ftyp, {
       properties: [...properties, isoBox('zzzz', xmp)],
