@@ -353,21 +353,7 @@ export function stripSvg(b: Uint8Array, mode: 'gps' | 'all', cost: Cost, inner: 
     } else if (c === BANG) {
       throw malformed()
     } else if (c === SLASH) {
-      // An end tag: the name of the element it closes, then '>'.
-      const open = stack.pop()
-      if (!open) throw malformed()
-      const nameLength = open.nameEnd - open.nameStart
-      const gt = find(b, GT, pos, cost)
-      if (gt < 0) throw malformed()
-      let i = pos + 1 + nameLength
-      while (isSpace(b[i])) i++
-      cost.add(nameLength)
-      if (i !== gt || !b.subarray(pos + 1, pos + 1 + nameLength).every((x, k) => x === b[open.nameStart + k]))
-        throw malformed()
-      if (open.kept) keep(lt, gt + 1)
-      if (open.css) checkCss(open.css.join(''))
-      scope.release(open.declared)
-      pos = gt + 1
+      pos = closeElement(b, lt, stack, scope, out, cost)
     } else {
       if (rootSeen && stack.length === 0) throw malformed() // a second root
       rootSeen = true
@@ -411,6 +397,24 @@ export function stripSvg(b: Uint8Array, mode: 'gps' | 'all', cost: Cost, inner: 
   if (stack.length > 0 || !rootSeen) throw malformed()
 
   return out.result(cost)
+}
+
+/** An end tag at `lt`: it must close the open element; written when that one is. Returns where it ends. */
+function closeElement(b: Uint8Array, lt: number, stack: Open[], scope: Scope, out: Splice, cost: Cost): number {
+  const open = stack.pop()
+  if (!open) throw malformed()
+  const nameLength = open.nameEnd - open.nameStart
+  const gt = find(b, GT, lt, cost)
+  if (gt < 0) throw malformed()
+  let i = lt + 2 + nameLength
+  while (isSpace(b[i])) i++
+  cost.add(nameLength)
+  for (let k = 0; k < nameLength; k++) if (b[lt + 2 + k] !== b[open.nameStart + k]) throw malformed()
+  if (i !== gt) throw malformed()
+  if (open.kept) out.copy(lt, gt + 1)
+  if (open.css) checkCss(open.css.join(''))
+  scope.release(open.declared)
+  return gt + 1
 }
 
 /** A kept start tag: copied whole when every attribute stays as it is, else written with the kept ones. */
