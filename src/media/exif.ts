@@ -4,6 +4,7 @@ import type { ImageFormat } from './formats'
 import { Cost } from './metadata/cost'
 import { stripGif } from './metadata/gif'
 import { stripHeif } from './metadata/heif'
+import { stripIco } from './metadata/ico'
 import { stripJpeg } from './metadata/jpeg'
 import { pngHasMetadata, stripPng } from './metadata/png'
 import { stripSvg } from './metadata/svg'
@@ -21,7 +22,7 @@ export { Cost, LOCATION_UNSAFE } from './metadata/cost'
  * whitelist without any location (cleanExif in metadata/tiff.ts); 'all' keeps only pixels, colour, orientation and
  * animation. A file with nothing to drop is kept byte for byte. A file whose picture cannot be walked whole is
  * refused (a MediaError). The cost of every step is linear in the file's size (see Cost), so no file can stall the
- * server. BMP and ICO, which carry no metadata, are stored as sent. README: Location privacy.
+ * server. BMP, which carries no metadata, is stored as sent. README: Location privacy.
  */
 export type StripMode = 'gps' | 'all' | 'none'
 
@@ -35,6 +36,7 @@ const STRIPPERS: Partial<Record<ImageFormat, Stripper>> = {
   avif: stripHeif,
   heic: stripHeif, // the same HEIF container
   gif: stripGif,
+  ico: stripIco, // its PNG images, which carry metadata like any PNG
   svg: (b, mode, cost) => stripSvg(b, mode, cost, stripBytes),
 }
 
