@@ -37,6 +37,7 @@ import { createGalleryService } from './modules/gallery/service'
 import { healthModule } from './modules/health'
 import { imageDetailsRoutes, imagesModule } from './modules/images'
 import type { ImageEvents } from './modules/images/events'
+import { imageSenderCharge } from './modules/images/limits'
 import { type ListReads, listReads } from './modules/images/list-reads'
 import { addToSharedWindows } from './modules/images/repository'
 import { createImageService } from './modules/images/service'
@@ -114,6 +115,8 @@ export function createApp(deps: AppDeps) {
     tmpDir: join(config.dataDir, 'tmp'),
     secret: deps.variantSecret,
     storageLimit: config.variants.storageLimit,
+    maxPixels: config.limits.maxPixels,
+    chargeSender: imageSenderCharge(db, config, now ?? Date.now),
     changes: deps.changes,
     now,
   })
@@ -170,6 +173,7 @@ export function createApp(deps: AppDeps) {
       trustProxy: config.trustProxy,
       now,
     }),
+    trustProxy: config.trustProxy,
     storage,
     observe,
     countViews: config.countViews,

@@ -28,6 +28,8 @@ export class TooLarge extends DomainError {}
 export class QuotaExceeded extends DomainError {}
 /** Another request is working on the same thing right now. */
 export class Locked extends DomainError {}
+/** What was asked of an existing thing cannot be made from it (a size of an image past the media budget). */
+export class Unprocessable extends DomainError {}
 
 /** A resumable upload is not at the offset the client sent: the offset it is really at travels with the refusal. */
 export class OffsetConflict extends Conflict {

@@ -55,6 +55,84 @@ export async function makeAnimatedGif(width: number, height: number, frames: num
   )
 }
 
+/** GIF LZW data (the GIF89a specification, appendix F) of `pixels`, colour indices below 2^`minCode`, as data sub-blocks. */
+function gifLzw(pixels: Uint8Array, minCode: number): number[] {
+  const codes: number[] = []
+  const clear = 1 << minCode
+  let size = minCode + 1
+  let next = clear + 2
+  let table = new Map<number, number>()
+  let bits = 0
+  let held = 0
+  const emit = (code: number) => {
+    held |= code << bits
+    bits += size
+    for (; bits >= 8; bits -= 8, held >>>= 8) codes.push(held & 0xff)
+  }
+  emit(clear)
+  let current = pixels[0]!
+  for (let i = 1; i < pixels.length; i++) {
+    const key = (current << 8) | pixels[i]!
+    const known = table.get(key)
+    if (known !== undefined) {
+      current = known
+      continue
+    }
+    emit(current)
+    if (next === 4096) {
+      emit(clear)
+      next = clear + 2
+      size = minCode + 1
+      table = new Map()
+    } else {
+      if (next >= 1 << size) size++
+      table.set(key, next++)
+    }
+    current = pixels[i]!
+  }
+  emit(current)
+  emit(clear + 1)
+  if (bits > 0) codes.push(held & 0xff)
+  const blocks = [minCode]
+  for (let i = 0; i < codes.length; i += 255) {
+    const part = codes.slice(i, i + 255)
+    blocks.push(part.length, ...part)
+  }
+  blocks.push(0)
+  return blocks
+}
+
+/**
+ * Issue 33's accepted bomb: an animated GIF of `frames` frames on a `side` x `side` canvas in a few bytes a frame. The
+ * first frame fills the canvas with a checkerboard (LZW packs it small); each later one is a single pixel in a
+ * corner, the other corner restored to the background, so every frame differs from the last across the canvas. At
+ * 1000 frames of 1000x1000 it is 26 KB, exactly the pixel work an upload may make its decoder do (1000 megapixels).
+ */
+export function makeFrameBombGif(side: number, frames: number): Bytes {
+  const out: number[] = [...new TextEncoder().encode('GIF89a')]
+  const u16 = (n: number) => out.push(n & 0xff, n >> 8)
+  u16(side)
+  u16(side)
+  out.push(0x80, 0, 0, 0, 0, 0, 255, 255, 255) // a global table of two colours
+  out.push(0x21, 0xff, 0x0b, ...new TextEncoder().encode('NETSCAPE2.0'), 3, 1, 0, 0, 0)
+  const checkerboard = new Uint8Array(side * side).map((_, i) => ((i % side) + Math.floor(i / side)) & 1)
+  const first = gifLzw(checkerboard, 2)
+  const dots = [gifLzw(new Uint8Array([0]), 2), gifLzw(new Uint8Array([1]), 2)]
+  for (let i = 0; i < frames; i++) {
+    // A graphic control extension: after the first frame, each is restored to the background after its 20 ms.
+    out.push(0x21, 0xf9, 4, i === 0 ? 0 : 0x08, 2, 0, 0, 0)
+    const corner = i === 0 ? 0 : (i % 2) * (side - 1)
+    out.push(0x2c)
+    u16(corner)
+    u16(corner)
+    u16(i === 0 ? side : 1)
+    u16(i === 0 ? side : 1)
+    out.push(0, ...(i === 0 ? first : dots[i % 2]!))
+  }
+  out.push(0x3b)
+  return new Uint8Array(out)
+}
+
 export const svgImage = (width = 120, height = 80, extra = '') =>
   new TextEncoder().encode(
     `<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}"><rect width="100%" height="100%" fill="#3b82f6"/>${extra}</svg>`,

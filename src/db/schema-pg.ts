@@ -239,6 +239,8 @@ export const images = pgTable(
     uploaderIp: text('uploader_ip'),
     createdAt: createdAt(),
     expiresAt: epochMs('expires_at'),
+    frames: integer('frames').notNull().default(1),
+    filterPasses: integer('filter_passes').notNull().default(0),
   },
   (t) => [
     // Ties within one millisecond are ordered by seq (an incremental sort of each tie: migrations-pg/0002).
@@ -418,6 +420,19 @@ export const variants = pgTable(
     lastUsedAt: epochMs('last_used_at').notNull(),
   },
   (t) => [index('variants_image').on(t.imageId), index('variants_last_used').on(t.lastUsedAt)],
+)
+
+export const variantFailures = pgTable(
+  'variant_failures',
+  {
+    key: text('key').primaryKey(),
+    imageId: text('image_id')
+      .notNull()
+      .references(() => images.id, { onDelete: 'cascade' }),
+    reason: text('reason').notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index('variant_failures_image').on(t.imageId)],
 )
 
 export const healthProbe = pgTable('health_probe', {

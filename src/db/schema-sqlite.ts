@@ -230,6 +230,13 @@ export const images = sqliteTable(
     uploaderIp: text('uploader_ip'),
     createdAt: createdAt(),
     expiresAt: integer('expires_at', { mode: 'timestamp_ms' }),
+    /**
+     * What making sizes of it costs, read from its header at upload (src/media/work.ts): the frames of an animation (1
+     * for a still picture), and an SVG's filter passes. Rows stored before 0013 have 1 and 0: their sizes are decided
+     * by the media worker instead, which reads the file.
+     */
+    frames: integer('frames').notNull().default(1),
+    filterPasses: integer('filter_passes').notNull().default(0),
   },
   (t) => [
     // An owner's list newest (or oldest) first; SQLite ends every index with the rowid, the tie order.
@@ -459,6 +466,24 @@ export const variants = sqliteTable(
     lastUsedAt: integer('last_used_at', { mode: 'timestamp_ms' }).notNull(),
   },
   (t) => [index('variants_image').on(t.imageId), index('variants_last_used').on(t.lastUsedAt)],
+)
+
+/**
+ * Sizes (presets, signed sizes) whose making failed (undecodable, past a media budget, predicted too costly by the
+ * worker), with the reason: every instance answers them at once with it, and never runs the job again. Removed with
+ * the image.
+ */
+export const variantFailures = sqliteTable(
+  'variant_failures',
+  {
+    key: text('key').primaryKey(),
+    imageId: text('image_id')
+      .notNull()
+      .references(() => images.id, { onDelete: 'cascade' }),
+    reason: text('reason').notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index('variant_failures_image').on(t.imageId)],
 )
 
 /** One row, rewritten by /healthz (at most once a second) to prove the database can still be written. */

@@ -35,6 +35,7 @@ export const {
   tusUploads,
   webhooks,
   variants,
+  variantFailures,
   healthProbe,
 } = tables
 

@@ -21,6 +21,7 @@ import {
   StorageUnwritable,
   TooLarge,
   Unauthorized,
+  Unprocessable,
 } from '../errors'
 import { log } from '../log'
 import { noRoutes } from './methods'
@@ -190,6 +191,7 @@ const ANSWERS: Row<DomainError>[] = [
   row(Gone, 410),
   row(TooLarge, 413),
   row(QuotaExceeded, 413),
+  row(Unprocessable, 422),
   row(Locked, 423),
   row(RateLimited, 429, (e) => ({
     'Retry-After': String(Math.max(1, e.facts.resetSeconds)),

@@ -1,12 +1,14 @@
 import { open, rename, unlink } from 'node:fs/promises'
-import { ascii, startsWith, u32be } from './bytes'
-import { isPng } from './detect'
+import { ascii } from './bytes'
 import type { ImageFormat } from './formats'
-import { stripAvif } from './metadata/avif'
 import { Cost } from './metadata/cost'
+import { stripGif } from './metadata/gif'
+import { stripHeif } from './metadata/heif'
+import { stripIco } from './metadata/ico'
 import { stripJpeg } from './metadata/jpeg'
-import { PNG_METADATA_CHUNKS, stripPng } from './metadata/png'
-import { scrubTiff } from './metadata/tiff'
+import { pngHasMetadata, stripPng } from './metadata/png'
+import { stripSvg } from './metadata/svg'
+import { stripTiff } from './metadata/tiff'
 import { stripWebp } from './metadata/webp'
 
 export { Cost, LOCATION_UNSAFE } from './metadata/cost'
@@ -14,72 +16,58 @@ export { Cost, LOCATION_UNSAFE } from './metadata/cost'
 /**
  * What to remove from uploads (STRIP_METADATA): 'gps' location only, 'all' metadata, 'none' keeps the file as sent.
  *
- * Edits are made to the container only, never by re-encoding, so pixels stay bit-identical. Under 'gps' every edit
- * is in place and keeps the file's length (a GPS directory zeroed, a GPS property replaced by spaces), so no offset
- * in the file moves; only a compressed PNG text chunk is compressed again. Under 'all', JPEG, PNG and WebP lose their
- * Exif, XMP, IPTC and comments, keeping a non-default Orientation in a minimal Exif (dropping it would show photos
- * turned sideways); TIFF, AVIF and HEIC, whose metadata is addressed by offsets, have it removed in place.
- * When location may be present and cannot be removed with certainty, the file is refused (a MediaError), never
- * stored with it. The cost of every step is linear in the file's size (see Cost), so no file can stall the server.
- * GIF, BMP, ICO and SVG are stored as sent.
+ * Each stripper walks its container whole and writes a new file from the parts known to be safe, dropping everything
+ * else (unknown chunks, boxes, segments and tags, text, comments, data after the end); it never edits metadata in
+ * place and never decodes or encodes pixels, which are copied byte for byte. 'gps' keeps Exif rebuilt from a
+ * whitelist without any location (cleanExif in metadata/tiff.ts); 'all' keeps only pixels, colour, orientation and
+ * animation. A file with nothing to drop is kept byte for byte. A file whose picture cannot be walked whole is
+ * refused (a MediaError). The cost of every step is linear in the file's size (see Cost), so no file can stall the
+ * server. BMP, which carries no metadata, is stored as sent. README: Location privacy.
  */
 export type StripMode = 'gps' | 'all' | 'none'
 
 type Stripper = (b: Uint8Array, mode: 'gps' | 'all', cost: Cost) => Uint8Array | null
 
 const STRIPPERS: Partial<Record<ImageFormat, Stripper>> = {
-  jpeg: (b, mode, cost) => (startsWith(b, [0xff, 0xd8]) ? stripJpeg(b, mode, cost) : null),
-  png: (b, mode, cost) => (isPng(b) ? stripPng(b, mode, cost) : null),
+  jpeg: stripJpeg,
+  png: stripPng,
   webp: (b, mode, cost) => (ascii(b, 0, 4) === 'RIFF' ? stripWebp(b, mode, cost) : null),
-  tiff: (b, mode, cost) => (scrubTiff(b, mode, cost) ? b : null),
-  avif: stripAvif,
-  heic: stripAvif, // the same HEIF container: Exif and XMP items of the meta box
+  tiff: stripTiff,
+  avif: stripHeif,
+  heic: stripHeif, // the same HEIF container
+  gif: stripGif,
+  ico: stripIco, // its PNG images, which carry metadata like any PNG
+  svg: (b, mode, cost) => stripSvg(b, mode, cost, stripBytes),
 }
 
 /**
- * The bytes to store for a file of `format`, or null when it stays as it is. `b` is the caller's to give away: it may
- * be edited in place and returned. Throws a MediaError (the refusal) when location data may be present and cannot be
- * removed with certainty. `cost` counts the work done.
+ * The bytes to store for a file of `format`, or null when it stays as it is. Throws a MediaError (the refusal) when
+ * the file cannot be rebuilt safely. `cost` counts the work done.
  */
 export function stripBytes(b: Uint8Array, format: ImageFormat, mode: StripMode, cost = new Cost()): Uint8Array | null {
   const strip = STRIPPERS[format]
   return mode === 'none' || !strip ? null : strip(b, mode, cost)
 }
 
-/**
- * Whether a PNG holds any chunk the stripper could act on, from its chunk headers alone, read in blocks into one
- * buffer: a large PNG without metadata (most of them) is never held in memory whole. Reading every 50 MB upload of a
- * batch whole made peak RSS grow by 200-350 MB (bench/README.md).
- */
-async function pngMayHaveMetadata(path: string): Promise<boolean> {
+/** Whether the PNG at `path` holds anything to drop, read from its chunk headers alone (pngHasMetadata). */
+async function pngHasMetadataAt(path: string): Promise<boolean> {
   const file = await open(path, 'r')
   try {
-    const buf = new Uint8Array(1 << 20)
-    let next = 8 // absolute offset of the next chunk header, after the signature
-    for (;;) {
-      const { bytesRead } = await file.read(buf, 0, buf.length, next)
-      if (bytesRead < 8) return false
-      let at = 0
-      while (at + 8 <= bytesRead) {
-        if (PNG_METADATA_CHUNKS.has(ascii(buf, at + 4, 4))) return true
-        at += 12 + u32be(buf, at)
-      }
-      // The next header lies past this block (or is cut by its end): read on from there, skipping chunk data between.
-      next += at
-    }
+    const { size } = await file.stat()
+    return await pngHasMetadata(size, async (buf, at) => (await file.read(buf, 0, buf.length, at)).bytesRead)
   } finally {
     await file.close()
   }
 }
 
 /**
- * Removes metadata according to `mode`, rewriting the file in place (temp file + rename) only when something was
- * removed, so a file without such metadata keeps its exact bytes. Returns whether the file changed; throws a
- * MediaError, leaving the file as it was, when location data cannot be removed with certainty.
+ * Removes metadata according to `mode`, replacing the file (temp file + rename) only when something was removed, so
+ * a file without such metadata keeps its exact bytes. Returns whether the file changed; throws a MediaError, leaving
+ * the file as it was, when it cannot be rebuilt safely.
  */
 export async function stripMetadata(path: string, format: ImageFormat, mode: StripMode): Promise<boolean> {
   if (mode === 'none' || !STRIPPERS[format]) return false
-  if (format === 'png' && !(await pngMayHaveMetadata(path))) return false
+  if (format === 'png' && !(await pngHasMetadataAt(path))) return false
   const stripped = stripBytes(await Bun.file(path).bytes(), format, mode)
   if (!stripped) return false
   const temp = `${path}.${crypto.randomUUID()}.tmp`

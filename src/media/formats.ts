@@ -24,3 +24,10 @@ const BY_EXT = new Map(Object.entries(FORMATS).map(([format, { ext }]) => [ext, 
 export function formatFromExt(ext: string): ImageFormat | undefined {
   return BY_EXT.get(ext)
 }
+
+const BY_MIME = new Map(Object.entries(FORMATS).map(([format, { mime }]) => [mime, format as ImageFormat]))
+
+/** Inverse of `FORMATS[f].mime` (a stored image's type). */
+export function formatFromMime(mime: string): ImageFormat | undefined {
+  return BY_MIME.get(mime)
+}

@@ -23,15 +23,23 @@ export interface Media {
    * An upload: detect the format, probe the size from the header (over the pixel limit is refused before decoding),
    * strip metadata in place, decode fully once into a WebP thumbnail at `thumbPath` and the perceptual hash and, when
    * `classifierInput` is given, the classifier's 224x224 RGB input, handed to it as soon as it is cut (before the
-   * thumbnail is encoded, so the scan overlaps the rest of the job).
+   * thumbnail is encoded, so the scan overlaps the rest of the job). `owner`: whose work it is (see `variant`).
    */
-  ingest(path: string, opts: { thumbPath: string; classifierInput?: (rgb: Uint8Array) => void }): Promise<Ingested>
+  ingest(
+    path: string,
+    opts: { thumbPath: string; classifierInput?: (rgb: Uint8Array) => void; owner?: string },
+  ): Promise<Ingested>
   /** A file's perceptual hash, as an upload of it would get (`cli block`); null for a picture too plain to hash. */
   perceptualHash(path: string): Promise<string | null>
   /** A stored original's thumbnail again (`check --repair`). */
   thumbnail(path: string, thumbPath: string): Promise<{ width: number; height: number }>
-  /** A stored original resized to `spec` at `destPath` (presets and signed sizes: src/modules/variants). */
-  variant(path: string, spec: VariantSpec, destPath: string): Promise<{ width: number; height: number }>
+  /**
+   * A stored original resized to `spec` at `destPath` (presets and signed sizes: src/modules/variants); a MediaError
+   * when the size would take more than a picture's pixel work (src/media/work.ts). `owner` says whose work it is (an
+   * account, a client address): the worker pool takes turns between owners, so one owner's slow jobs never keep
+   * another's waiting behind them all.
+   */
+  variant(path: string, spec: VariantSpec, destPath: string, owner?: string): Promise<{ width: number; height: number }>
   /** The classifier's input of a stored original (rescans of pending images). */
   classifierInput(path: string): Promise<Uint8Array>
   /** Ends the worker processes, if any. */

@@ -8,14 +8,13 @@ import type { ImageFormat } from './formats'
 import { decodeHeic } from './heic'
 import { decodeIco, icoEntrySize, largestIcoEntry } from './ico'
 import { PHASH_SIDE, perceptualHash } from './phash'
+import { svgWork } from './svg-work'
 import { THUMBNAIL_SIZE } from './thumbnail'
+import { renderWork, SVG_ELEMENT_WORK, THUMBNAIL_BOX, tooCostly, type WorkFacts, workBudget } from './work'
 
 export { MediaError } from './errors'
 
-export interface ImageInfo {
-  format: ImageFormat
-  width: number
-  height: number
+export interface ImageInfo extends WorkFacts {
   animated: boolean
 }
 
@@ -65,9 +64,6 @@ export interface MediaProcessor {
   /** The perceptual hash of a file as an upload of it would get (`cli block`). */
   perceptualHash(path: string, info: ImageInfo): Promise<string | null>
 }
-
-/** Animations are decoded frame by frame; this many canvases' worth of pixels in total is the most we decode. */
-const ANIMATION_FRAME_BUDGET = 10
 
 const undecodable = () => new MediaError('Image could not be decoded')
 
@@ -132,16 +128,18 @@ export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?:
     if (width * height > maxPixels) throw new MediaError(exceedsMessage(maxPixels))
   }
 
-  async function probe(path: string, format: ImageFormat): Promise<Omit<ImageInfo, 'format'>> {
-    if (format === 'bmp') return { ...readBmpSize(await readHead(path, BMP_HEAD_BYTES)), animated: false }
+  const still = { animated: false, frames: 1, filterPasses: 0 }
+
+  async function probe(path: string, format: ImageFormat): Promise<ImageInfo> {
+    if (format === 'bmp') return { format, ...readBmpSize(await readHead(path, BMP_HEAD_BYTES)), ...still }
     if (format === 'ico') {
       const entry = largestIcoEntry(await readHead(path, DETECT_HEAD_BYTES))
       const { width, height } = icoEntrySize(await readHead(path, 40, entry.offset))
-      return { width, height, animated: false }
+      return { format, width, height, ...still }
     }
+    if (format === 'svg') return probeSvg(await Bun.file(path).bytes())
     // Header-only read; the pixel limit is applied by us below so a bomb gets the right message.
-    const input = format === 'svg' ? await Bun.file(path).bytes() : path
-    const meta = await decoding(() => sharp(input, { limitInputPixels: false }).metadata())
+    const meta = await decoding(() => sharp(path, { limitInputPixels: false }).metadata())
     const pages = meta.pages ?? 1
     const animated = (format === 'gif' || format === 'webp') && pages > 1
     // Orientation 5-8 swaps the sides; browsers and our thumbnails show the image turned upright. HEIF turns its
@@ -149,10 +147,33 @@ export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?:
     const upright = format === 'heic' ? meta : (meta.autoOrient ?? meta)
     const { width, height } = upright
     if (!width || !height) throw undecodable()
-    if (animated && width * height * pages > maxPixels * ANIMATION_FRAME_BUDGET) {
+    if (animated && width * height * pages > workBudget(maxPixels)) {
       throw new MediaError('Animation has too many frames')
     }
-    return { width, height, animated }
+    return { format, width, height, animated, frames: animated ? pages : 1, filterPasses: 0 }
+  }
+
+  /**
+   * An SVG's size, and what drawing it asks for (src/media/svg-work.ts): one whose elements, or whose thumbnail, would
+   * take more than a picture's pixel work is refused before it is drawn.
+   */
+  async function probeSvg(bytes: Uint8Array): Promise<ImageInfo> {
+    const meta = await decoding(() => sharp(bytes, { limitInputPixels: false }).metadata())
+    const { width, height } = meta
+    if (!width || !height) throw undecodable()
+    checkPixels(width, height)
+    const work = svgWork(new TextDecoder().decode(bytes))
+    const info: ImageInfo = { format: 'svg', width, height, ...still, filterPasses: work.filterPasses }
+    const budget = workBudget(maxPixels)
+    if (work.elements * SVG_ELEMENT_WORK > budget)
+      throw new MediaError(
+        `SVG too complex: it draws ${work.elements.toLocaleString('en')} elements once its references are followed`,
+      )
+    if (renderWork(info, THUMBNAIL_BOX, false) > budget)
+      throw new MediaError(
+        `SVG too complex: it runs ${work.filterPasses.toLocaleString('en')} filter passes once its references are followed`,
+      )
+    return info
   }
 
   /**
@@ -186,7 +207,7 @@ export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?:
           ...decodeOptions,
           autoOrient: true,
           animated,
-          limitInputPixels: animated ? maxPixels * ANIMATION_FRAME_BUDGET : maxPixels,
+          limitInputPixels: animated ? workBudget(maxPixels) : maxPixels,
         })
       }
     }
@@ -247,7 +268,7 @@ export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?:
       if (!format) throw new MediaError('File is not a supported image')
       const probed = await probe(path, format)
       checkPixels(probed.width, probed.height)
-      return { format, ...probed }
+      return probed
     },
 
     async thumbnail(path, info, destPath) {
@@ -258,6 +279,9 @@ export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?:
     },
 
     async variant(path, info, spec, destPath) {
+      // The server decides from the image's row; rows stored before it knew an animation's frames are caught here.
+      const costly = tooCostly(info, spec, maxPixels)
+      if (costly) throw new MediaError(costly)
       // libheif (AVIF) writes still images only: the other formats than WebP take the first frame.
       const image = await open(path, info, spec.format === 'webp', Math.max(spec.width, spec.height ?? 0))
       const { data, info: out } = await decoding(() =>

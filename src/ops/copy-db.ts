@@ -30,6 +30,7 @@ const TABLES = [
   'tusUploads',
   'webhooks',
   'variants',
+  'variantFailures',
   'healthProbe',
 ] as const
 export type TableName = (typeof TABLES)[number]

@@ -11,6 +11,8 @@ export interface MediaPoolOptions extends MediaOptions {
   memoryBytes: number
   maxQueue: number
   idleMs?: number
+  /** Told of every job as it starts (see ProcessPoolOptions.onStart). */
+  onStart?(job: { op: string; owner: string }): void
 }
 
 /** A worker process idle this long exits: an idle server holds no decoder memory. */
@@ -62,7 +64,7 @@ function asMediaError(error: unknown, timeoutMs: number): unknown {
 export const mediaPoolFor = (config: Config) => createMediaPool({ ...mediaOptionsOf(config), ...config.media })
 
 export function createMediaPool(opts: MediaPoolOptions): Media {
-  const { workers, timeoutMs, memoryBytes, maxQueue, idleMs, ...mediaOptions } = opts
+  const { workers, timeoutMs, memoryBytes, maxQueue, idleMs, onStart, ...mediaOptions } = opts
   const pool = createProcessPool({
     command,
     env: { ...workerEnvironment(), IMGHOST_WORKER: 'media', IMGHOST_MEDIA_OPTIONS: JSON.stringify(mediaOptions) },
@@ -74,20 +76,26 @@ export function createMediaPool(opts: MediaPoolOptions): Media {
     memoryBytes,
     idleMs: idleMs ?? IDLE_MS,
     maxQueue,
+    onStart,
   })
-  const run = async <T>(op: keyof Media, args: unknown[], early?: (value: unknown) => void) => {
+  const run = async <T>(op: keyof Media, args: unknown[], early?: (value: unknown) => void, owner?: string) => {
     try {
-      return await pool.run<T>(op, args, early)
+      return await pool.run<T>(op, args, early, owner)
     } catch (error) {
       throw asMediaError(error, timeoutMs)
     }
   }
   return {
     // A function cannot cross the IPC: the worker is told whether to cut the input, and sends it ahead of the result.
-    ingest: (path, { thumbPath, classifierInput }) =>
-      run('ingest', [path, { thumbPath, classifierInput: !!classifierInput }], classifierInput as (v: unknown) => void),
+    ingest: (path, { thumbPath, classifierInput, owner }) =>
+      run(
+        'ingest',
+        [path, { thumbPath, classifierInput: !!classifierInput }],
+        classifierInput as (v: unknown) => void,
+        owner,
+      ),
     thumbnail: (path, thumbPath) => run('thumbnail', [path, thumbPath]),
-    variant: (path, spec, destPath) => run('variant', [path, spec, destPath]),
+    variant: (path, spec, destPath, owner) => run('variant', [path, spec, destPath], undefined, owner),
     classifierInput: (path) => run('classifierInput', [path]),
     perceptualHash: (path) => run('perceptualHash', [path]),
     close: () => pool.close(),

@@ -56,12 +56,18 @@ export interface ProcessPoolOptions {
   maxQueue: number
   /** How often a running job's process memory is read. */
   memoryPollMs?: number
+  /** Told of every job as it starts in a process, in start order (metrics, and the tests of the queue's fairness). */
+  onStart?(job: { op: string; owner: string }): void
 }
 
 interface Job {
   id: number
   op: string
   args: unknown[]
+  /** Whose work it is (an account, a client address): the queue takes turns between owners. */
+  owner: string
+  /** Its place in the fair queue (start-time fair queuing): the lowest waiting tag starts first. */
+  tag: number
   resolve(value: unknown): void
   reject(error: Error): void
   early?(value: unknown): void
@@ -99,7 +105,7 @@ function residentBytes(pid: number): number | null {
  */
 export function createProcessPool(opts: ProcessPoolOptions) {
   const slots = new Set<Slot>()
-  const queue: Job[] = []
+  const queue = createFairQueue<Job>()
   let nextId = 1
   let closed = false
 
@@ -192,32 +198,48 @@ export function createProcessPool(opts: ProcessPoolOptions) {
         kill(slot, new BudgetError('memory', `job passed its ${opts.memoryBytes} byte memory budget`))
     }, opts.memoryPollMs ?? 25)
     const request: WorkerRequest = { id: job.id, op: job.op, args: job.args }
+    opts.onStart?.({ op: job.op, owner: job.owner })
     slot.process.send(request)
   }
 
   function dispatch() {
-    while (queue.length > 0) {
+    while (queue.size > 0) {
       let slot = [...slots].find((s) => s.job === null && s.killedFor === null)
       if (!slot) {
         if (slots.size >= opts.size || closed) return
         slot = spawn()
       }
-      void start(slot, queue.shift()!)
+      void start(slot, queue.take()!)
     }
   }
 
   return {
     /**
-     * Runs `op(...args)` in a worker process; rejects with BudgetError, PoolBusyError, WorkerExitedError or the job's
-     * own error. `early` is given what the job sends before its result.
+     * Runs `op(...args)` in a worker process; rejects with BudgetError, PoolBusyError (the queue is full, or the pool
+     * closed), WorkerExitedError or the job's own error. `early` is given what the job sends before its result.
+     * `owner` says whose work it is: waiting jobs start in turns between owners (see createFairQueue).
      */
-    run<T>(op: string, args: unknown[], early?: (value: unknown) => void): Promise<T> {
-      if (closed) return Promise.reject(new Error('worker pool is closed'))
-      if (queue.length >= opts.maxQueue) return Promise.reject(new PoolBusyError(`${queue.length} jobs are waiting`))
+    run<T>(op: string, args: unknown[], early?: (value: unknown) => void, owner = ''): Promise<T> {
+      if (closed) return Promise.reject(new PoolBusyError('worker pool is closed'))
+      if (queue.size >= opts.maxQueue) return Promise.reject(new PoolBusyError(`${queue.size} jobs are waiting`))
       return new Promise<T>((resolve, reject) => {
-        queue.push({ id: nextId++, op, args, resolve: resolve as (value: unknown) => void, reject, early })
+        const job = {
+          id: nextId++,
+          op,
+          args,
+          owner,
+          tag: 0,
+          resolve: resolve as (value: unknown) => void,
+          reject,
+          early,
+        }
+        queue.add(job)
         dispatch()
       })
+    },
+    /** Jobs waiting for a process now. */
+    get queued() {
+      return queue.size
     },
     /** Processes running now (for tests and the memory bench). */
     get processes() {
@@ -225,11 +247,47 @@ export function createProcessPool(opts: ProcessPoolOptions) {
     },
     async close() {
       closed = true
-      for (const job of queue.splice(0)) job.reject(new Error('worker pool is closed'))
+      for (const job of queue.drain()) job.reject(new PoolBusyError('worker pool is closed'))
       const exits = [...slots].map((s) => s.process.exited)
       for (const slot of slots) kill(slot, new Error('worker pool is closed'))
       await Promise.all(exits)
     },
+  }
+}
+
+/**
+ * The waiting jobs, taken in turns between their owners (start-time fair queuing with one unit per job): a job's tag is
+ * the later of the tag of the job that started last and the tag after its owner's previous job, and the lowest tag
+ * starts first (the earliest added among equals). So an owner with many jobs waiting gets one start per turn, and a
+ * newcomer's job starts at the next turn, ahead of the rest of the others' backlog; an owner gains no credit by idling.
+ * The owners' last tags are forgotten once nothing of theirs is ahead of the turn. Linear in the queue, which the
+ * pool bounds (maxQueue).
+ */
+export function createFairQueue<J extends { owner: string; tag: number }>() {
+  const waiting: J[] = []
+  /** The tag after each owner's latest job, while it is ahead of `turn`. */
+  const next = new Map<string, number>()
+  /** The tag of the job that started last. */
+  let turn = 0
+  return {
+    get size() {
+      return waiting.length
+    },
+    add(job: J) {
+      job.tag = Math.max(turn, next.get(job.owner) ?? 0)
+      next.set(job.owner, job.tag + 1)
+      waiting.push(job)
+    },
+    take(): J | undefined {
+      let best = -1
+      for (let i = 0; i < waiting.length; i++) if (best < 0 || waiting[i]!.tag < waiting[best]!.tag) best = i
+      if (best < 0) return undefined
+      const [job] = waiting.splice(best, 1)
+      turn = job!.tag
+      for (const [owner, tag] of next) if (tag <= turn) next.delete(owner)
+      return job
+    },
+    drain: () => waiting.splice(0),
   }
 }
 

@@ -154,6 +154,16 @@ describe('signing in with OIDC', () => {
     expect(location.searchParams.get('next')).toBe('/dashboard#keys')
     expect(token).toBeTruthy()
   })
+
+  test('a next that resolves to another host does not come back (the one check, src/http/next-path.ts)', async () => {
+    for (const [i, next] of ['/.//evil.example/x', '/..//x', '//evil.example', '/\\evil.example'].entries()) {
+      provider.accounts.set(`sub-next-${i}`, { email: `next${i}@example.org`, email_verified: true })
+      const { callback, jar } = await toCallback(`sub-next-${i}`, new CookieJar(), next)
+      const { location, token } = await finish(callback, jar)
+      expect(location.searchParams.has('next')).toBe(false)
+      expect(token).toBeTruthy()
+    }
+  })
 })
 
 describe('the checks of the flow', () => {
@@ -204,6 +214,26 @@ describe('the checks of the flow', () => {
     expect(authorize.searchParams.get('nonce')).toBeTruthy()
     expect(authorize.searchParams.get('redirect_uri')).toBe(`${t.url}/api/auth/oidc/callback`)
     expect(cookie).toContain(`oidc_state=${authorize.searchParams.get('state')};`)
+  })
+
+  test("the login page's next path is checked by the server: kept in data-next and the button's link, or dropped", async () => {
+    const page = async (next: string) => parse(await (await t.fetch(`/login?next=${encodeURIComponent(next)}`)).text())
+    const kept = await page('/gallery?page=2#top')
+    expect(kept.querySelector('#login-form')!.getAttribute('data-next')).toBe('/gallery?page=2#top')
+    expect(kept.querySelector('#sso-start')!.getAttribute('href')).toBe(
+      `/api/auth/oidc/start?next=${encodeURIComponent('/gallery?page=2#top')}`,
+    )
+    for (const next of [
+      '/.//evil.example/x',
+      '/..//x',
+      '/\\evil.example',
+      '/\t/evil.example',
+      'https://evil.example',
+    ]) {
+      const dropped = await page(next)
+      expect(dropped.querySelector('#login-form')!.getAttribute('data-next')).toBe('')
+      expect(dropped.querySelector('#sso-start')!.getAttribute('href')).toBe('/api/auth/oidc/start')
+    }
   })
 
   test('the login page offers the button with OIDC_NAME, and keeps the password form', async () => {

@@ -58,7 +58,7 @@ describe('HEIC uploads', () => {
     const res = await apiUpload(heic.subarray(0, heic.length - 200), 'cut.heic')
     expect(res.status).toBe(400)
     expect(res.body.error).toContain('cut.heic')
-    expect(res.body.error).toContain('Image could not be decoded')
+    expect(res.body.error).toContain('a HEIF picture cut off by the end of the file')
     expect(await storedKeys(t)).toEqual(before)
   })
 
@@ -91,7 +91,7 @@ describe('HEIC uploads', () => {
     const res = await apiUpload(withGps, 'gps.heic')
     expect(res.status).toBe(201)
     const stored = new Uint8Array(await (await t.fetch(path(res.body.url))).arrayBuffer())
-    expect(stored.length).toBe(withGps.length)
+    expect(stored.length).toBe(res.body.size)
     const exif = await exifOf(stored)
     expect(exif.GPSInfo?.GPSLatitude).toBeUndefined()
     expect(exif.Image?.Make).toBe('Acme')

@@ -12,6 +12,8 @@ describe('createLiveImageCache', () => {
       id,
       ext: 'png',
       mime: 'image/png',
+      frames: 1,
+      filterPasses: 0,
       size: 10,
       width: 4,
       height: 3,

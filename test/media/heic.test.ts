@@ -96,7 +96,7 @@ describe('the media processor on HEIC', () => {
   test('inspect: format heic and the upright size from the header; thumbnail and classifier input from the pixels', async () => {
     const path = await scratch.file(turnedHeic(await heifEnc(marked())))
     const info = await processor.inspect(path)
-    expect(info).toEqual({ format: 'heic', width: 48, height: 64, animated: false })
+    expect(info).toEqual({ format: 'heic', width: 48, height: 64, animated: false, frames: 1, filterPasses: 0 })
     const thumb = scratch.path('thumb.webp')
     expect(await processor.thumbnail(path, info, thumb)).toEqual({ width: 48, height: 64 })
     const { data, info: out } = await sharp(thumb).raw().toBuffer({ resolveWithObject: true })

@@ -44,25 +44,10 @@ export function withJpegSegments(jpeg: Uint8Array, segments: [number, Uint8Array
 
 export const zTXt = (keyword: string, text: Uint8Array) =>
   pngChunk('zTXt', concat([keyword, [0, 0], deflateSync(text, { level: 9 })]))
-export const iTXt = (keyword: string, text: Uint8Array) => pngChunk('iTXt', concat([keyword, [0, 0, 0, 0, 0], text]))
-export const exifApp1 = (tiff: Uint8Array): [number, Uint8Array] => [0xe1, concat(['Exif\0\0', tiff])]
 export const xmpApp1 = (xmp: Uint8Array): [number, Uint8Array] => [
   0xe1,
   concat(['http://ns.adobe.com/xap/1.0/\0', xmp]),
 ]
-
-/** The TIFF structure (no "Exif\0\0") of the Exif block a real writer (libvips) makes, with GPS. */
-export async function realExifTiff(): Promise<Uint8Array> {
-  const exif = (
-    await sharp(
-      await photo()
-        .jpeg()
-        .withExif({ IFD0: { Make: 'Acme' }, IFD3: GPS })
-        .toBuffer(),
-    ).metadata()
-  ).exif!
-  return new Uint8Array(exif.subarray(6))
-}
 
 /**
  * A little-endian TIFF structure: IFD0 at 8 with the given entries (tag, type, count, value or offset), then
@@ -89,48 +74,6 @@ export function tiffStructure(
     if (at + 2 + entries.length * 12 + 4 <= size) t.writeUInt32LE(next, at + 2 + entries.length * 12)
   }
   return t
-}
-
-/**
- * A real TIFF (libvips) given a GPS directory the way other writers do: a new IFD0 at the end holding the old
- * entries plus GPSInfo, then the GPS directory and its values.
- */
-export async function tiffWithGps(): Promise<Buffer> {
-  const t = Buffer.from(await photo().tiff().withXmp(XMP_WITH_GPS).toBuffer())
-  const ifd0 = t.readUInt32LE(4)
-  const count = t.readUInt16LE(ifd0)
-  const entries = Array.from({ length: count }, (_, i) => t.subarray(ifd0 + 2 + i * 12, ifd0 + 14 + i * 12))
-  const newIfd = t.length + (t.length & 1)
-  const gps = newIfd + 2 + (count + 1) * 12 + 4
-  const values = gps + 2 + 2 * 12 + 4
-  const pointer = Buffer.alloc(12)
-  pointer.writeUInt16LE(0x8825, 0)
-  pointer.writeUInt16LE(4, 2)
-  pointer.writeUInt32LE(1, 4)
-  pointer.writeUInt32LE(gps, 8)
-  const sorted = [...entries, pointer].sort((a, b) => a.readUInt16LE(0) - b.readUInt16LE(0))
-  const gpsDir = tiffStructure(values + 24, [
-    {
-      at: gps,
-      entries: [
-        [1, 2, 2, 0x4e],
-        [2, 5, 3, values],
-      ],
-    },
-  ]).subarray(gps, values)
-  const latitude = Buffer.alloc(24)
-  for (const [i, v] of [51, 1, 30, 1, 26, 1].entries()) latitude.writeUInt32LE(v, i * 4)
-  const out = Buffer.concat([
-    t,
-    Buffer.alloc(newIfd - t.length),
-    Buffer.from([count + 1, 0]),
-    ...sorted,
-    Buffer.alloc(4),
-    gpsDir,
-    latitude,
-  ])
-  out.writeUInt32LE(newIfd, 4)
-  return out
 }
 
 export const tinyPng = async () => new Uint8Array(await photo(8, 8).png().toBuffer())
@@ -180,9 +123,6 @@ export function hasLatitudeBytes(b: Uint8Array): boolean {
   return buf.includes(Buffer.from([0, 0, 0, 51, 0, 0, 0, 1])) || buf.includes(Buffer.from([51, 0, 0, 0, 1, 0, 0, 0]))
 }
 
-/** An XMP GPS property as any reader could see it (prefixed element or attribute whose local name starts GPS). */
-export const XMP_GPS_NAME = /[:<]\s*gps/i
-
 /** Row 3 of the first table: a 1-bit BMP of `side` x `side` pixels, 1/32 of a byte per pixel on the wire, 4 decoded. */
 export function oneBitBmp(side: number) {
   const stride = Math.ceil(side / 32) * 4
@@ -207,4 +147,77 @@ export function nestedUseSvg(levels: number, fanout: number, side = 2000): strin
   let defs = `<filter id="f"><feGaussianBlur stdDeviation="30"/></filter><rect id="l0" width="${side}" height="${side}" filter="url(#f)"/>`
   for (let i = 1; i <= levels; i++) defs += `<g id="l${i}">${`<use href="#l${i - 1}"/>`.repeat(fanout)}</g>`
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${side}" height="${side}"><defs>${defs}</defs><use href="#l${levels}"/></svg>`
+}
+
+/**
+ * A field of `buildTiff`: tag, type, and its value (text, numbers of the type, raw bytes, another directory, or the
+ * offset of the image data).
+ */
+export type TiffField = [number, number, string | number[] | Uint8Array | { dir: string } | { data: true }]
+
+/**
+ * A TIFF structure laid out like a writer would: the header, then each directory (in the order given, the first is
+ * IFD0) followed by its values, then `data` (a TIFF file's pixels). Pointers name another directory; `next` links a
+ * directory to the one after it.
+ */
+export function buildTiff(
+  dirs: Record<string, TiffField[]>,
+  { le = true, magic = 42, next = {} as Record<string, string>, data = new Uint8Array() } = {},
+): Uint8Array {
+  const sizes = [0, 1, 1, 2, 4, 8, 1, 1, 2, 4, 8, 4, 8, 4]
+  const valueBytes = (type: number, v: TiffField[2]): Buffer => {
+    if (typeof v === 'string') return Buffer.from(type === 2 ? `${v}\0` : v, 'latin1')
+    if (v instanceof Uint8Array) return Buffer.from(v)
+    if (!Array.isArray(v)) return Buffer.alloc(4) // a pointer, filled in below
+    const size = type === 5 || type === 10 ? 4 : sizes[type]!
+    const out = Buffer.alloc(v.length * size)
+    v.forEach((n, i) => {
+      if (size === 1) out.writeUInt8(n & 0xff, i)
+      else if (size === 2) le ? out.writeUInt16LE(n, i * 2) : out.writeUInt16BE(n, i * 2)
+      else le ? out.writeUInt32LE(n >>> 0, i * 4) : out.writeUInt32BE(n >>> 0, i * 4)
+    })
+    return out
+  }
+  const names = Object.keys(dirs)
+  const at: Record<string, number> = {}
+  let pos = 8
+  for (const name of names) {
+    at[name] = pos
+    pos += 2 + dirs[name]!.length * 12 + 4
+    for (const [, type, v] of dirs[name]!) {
+      const n = valueBytes(type, v).length
+      if (n > 4) pos += n + (n & 1)
+    }
+  }
+  const dataAt = pos
+  const t = Buffer.alloc(pos + data.length)
+  t.set(data, dataAt)
+  const u16 = (v: number, o: number) => (le ? t.writeUInt16LE(v, o) : t.writeUInt16BE(v, o))
+  const u32 = (v: number, o: number) => (le ? t.writeUInt32LE(v >>> 0, o) : t.writeUInt32BE(v >>> 0, o))
+  t.write(le ? 'II' : 'MM', 0, 'latin1')
+  u16(magic, 2)
+  u32(8, 4)
+  for (const name of names) {
+    const fields = dirs[name]!
+    let values = at[name]! + 2 + fields.length * 12 + 4
+    u16(fields.length, at[name]!)
+    fields.forEach(([tag, type, v], i) => {
+      const e = at[name]! + 2 + i * 12
+      const bytes = valueBytes(type, v)
+      u16(tag, e)
+      u16(type, e + 2)
+      const unit = type === 5 || type === 10 ? 8 : sizes[type]! || 1
+      const pointer = typeof v === 'object' && ('dir' in v || 'data' in v)
+      u32(pointer ? 1 : Math.ceil(bytes.length / unit), e + 4)
+      if (pointer) u32('dir' in v ? at[v.dir]! : dataAt, e + 8)
+      else if (bytes.length <= 4) t.set(bytes, e + 8)
+      else {
+        u32(values, e + 8)
+        t.set(bytes, values)
+        values += bytes.length + (bytes.length & 1)
+      }
+    })
+    u32(next[name] ? at[next[name]]! : 0, at[name]! + 2 + fields.length * 12)
+  }
+  return t
 }

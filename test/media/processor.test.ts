@@ -67,7 +67,7 @@ describe('inspect and thumbnail for every format', () => {
     test(`${format} (${FORMATS[format].mime}, .${FORMATS[format].ext})`, async () => {
       const path = await scratch.file(await make(), `${format}.upload`)
       const info = await media.inspect(path)
-      expect(info).toEqual({ format, width, height, animated: false })
+      expect(info).toEqual({ format, width, height, animated: false, frames: 1, filterPasses: 0 })
       const scale = Math.min(1, 500 / width, 500 / height)
       const expected = { width: Math.round(width * scale), height: Math.round(height * scale) }
       const dest = scratch.path(`${format}.thumb.webp`)
@@ -125,7 +125,10 @@ describe('inspect', () => {
     for (const header of [108, 124] as const) {
       const path = await scratch.file(encodeBmp({ width: 40, height: 30, pixels: rgbaPixels(40, 30), bpp: 24, header }))
       const info = await media.inspect(path)
-      expect([header, info]).toEqual([header, { format: 'bmp', width: 40, height: 30, animated: false }])
+      expect([header, info]).toEqual([
+        header,
+        { format: 'bmp', width: 40, height: 30, animated: false, frames: 1, filterPasses: 0 },
+      ])
       expect(await media.thumbnail(path, info, scratch.path(`v${header}.webp`))).toEqual({ width: 40, height: 30 })
     }
   })
@@ -180,7 +183,7 @@ describe('animation', () => {
   test('an animated GIF reports its canvas and gets an animated thumbnail', async () => {
     const path = await scratch.file(await animatedGif(1000, 600, 3))
     const info = await media.inspect(path)
-    expect(info).toEqual({ format: 'gif', width: 1000, height: 600, animated: true })
+    expect(info).toEqual({ format: 'gif', width: 1000, height: 600, animated: true, frames: 3, filterPasses: 0 })
     const dest = scratch.path('anim.webp')
     expect(await media.thumbnail(path, info, dest)).toEqual({ width: 500, height: 300 })
     expect(await readThumb(dest)).toEqual({ width: 500, height: 300, pages: 3 })
@@ -195,6 +198,8 @@ describe('animation', () => {
       width: 40,
       height: 30,
       animated: true,
+      frames: 2,
+      filterPasses: 0,
     })
     expect((await media.inspect(await scratch.file(await animatedGif(40, 30, 1)))).animated).toBe(false)
   })
@@ -347,10 +352,10 @@ describe('classifier input', () => {
     )
     const withBmp = await scratch.file(buildIco([{ data: dib, width: 16, height: 16, bpp: 24 }]))
     const pngInfo = await media.inspect(withPng)
-    expect(pngInfo).toEqual({ format: 'ico', width: 64, height: 64, animated: false })
+    expect(pngInfo).toEqual({ format: 'ico', width: 64, height: 64, animated: false, frames: 1, filterPasses: 0 })
     expect((await media.classifierInput(withPng, pngInfo)).subarray(0, 3)).toEqual(new Uint8Array([0, 255, 0]))
     const bmpInfo = await media.inspect(withBmp)
-    expect(bmpInfo).toEqual({ format: 'ico', width: 16, height: 16, animated: false })
+    expect(bmpInfo).toEqual({ format: 'ico', width: 16, height: 16, animated: false, frames: 1, filterPasses: 0 })
     expect((await media.classifierInput(withBmp, bmpInfo)).subarray(0, 3)).toEqual(new Uint8Array([255, 0, 0]))
   })
 })

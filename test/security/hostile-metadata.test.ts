@@ -1,14 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import exifReader from 'exif-reader'
 import sharp from 'sharp'
-import { LOCATION_UNSAFE } from '../../src/media/exif'
 import { type Bytes, uploadForm } from '../fixtures'
-import { startTestServer, storedKeys, type TestServer, whileHealthy } from '../helpers'
-import { gpsEntriesPng, hasLatitudeBytes, strayZeroJpeg, xmpBombPng } from '../media/hostile-files'
+import { startTestServer, type TestServer, whileHealthy } from '../helpers'
+import { locationTags, readTagsOf } from '../media/exiftool'
+import { gpsEntriesPng, strayZeroJpeg, xmpBombPng } from '../media/hostile-files'
 
-// The issue's hostile metadata files against a live server, as an anonymous visitor sends them: each is answered
-// (refused, or stored without its location), nothing is stored for a refused one, and /healthz keeps answering
-// while the upload is processed.
+// The issue's hostile metadata files against a live server, as an anonymous visitor sends them: each is stored
+// without its metadata (the stripper drops what it does not keep, unread: nothing is inflated, no GPS directory is
+// walked), judged by exiftool on what /cdn serves, and /healthz keeps answering while the upload is processed.
 
 sharp.cache(false)
 
@@ -23,16 +22,8 @@ const uploadWhileHealthy = (t: TestServer, bytes: Uint8Array, name: string) =>
     }),
   )
 
-/** What is stored: rows (the gallery, which shows anonymous uploads) and files. */
-async function stored(t: TestServer) {
-  return { total: (await t.json('/api/gallery')).body.total as number, keys: await storedKeys(t) }
-}
-
-async function gpsServed(t: TestServer, url: string) {
-  const bytes = new Uint8Array(await (await t.fetch(new URL(url).pathname)).arrayBuffer())
-  const { exif } = await sharp(bytes).metadata()
-  return { bytes, gps: exif ? exifReader(exif).GPSInfo : undefined }
-}
+const served = async (t: TestServer, url: string) =>
+  new Uint8Array(await (await t.fetch(new URL(url).pathname)).arrayBuffer())
 
 for (const mode of ['gps', 'all'] as const) {
   describe(`STRIP_METADATA=${mode}`, () => {
@@ -42,47 +33,20 @@ for (const mode of ['gps', 'all'] as const) {
     })
     afterAll(() => t.stop())
 
-    test('a PNG whose zTXt XMP inflates to 196 KB of <a:GPS> is answered at once, /healthz answering meanwhile', async () => {
-      const before = await stored(t)
-      const res = await uploadWhileHealthy(t, await xmpBombPng(), 'bomb.png')
-      if (mode === 'gps') {
-        // GPS elements that never close cannot be removed with certainty: refused, nothing stored.
-        expect(res.status).toBe(400)
-        expect(res.body.error).toBe(
-          `bomb.png: ${LOCATION_UNSAFE} (compressed metadata larger than allowed when inflated)`,
-        )
-        expect(await stored(t)).toEqual(before)
-      } else {
-        // 'all' drops the chunk without reading it.
-        expect(res.status).toBe(201)
-        const bytes = new Uint8Array(await (await t.fetch(new URL(res.body.url).pathname)).arrayBuffer())
-        expect(Buffer.from(bytes).includes('zTXt')).toBe(false)
+    test('a zTXt XMP bomb, 10,000 GPS entries over 6 MB, a stray byte between markers: stored without location', async () => {
+      for (const [name, original] of [
+        ['bomb.png', await xmpBombPng()],
+        ['entries.png', await gpsEntriesPng()],
+        ['stray.jpg', await strayZeroJpeg()],
+      ] as const) {
+        const res = await uploadWhileHealthy(t, original, name)
+        expect([name, res.status, res.body.error]).toEqual([name, 201, undefined])
+        const bytes = await served(t, res.body.url)
+        // (exiftool itself stalls on the 6 MB directory of the original: only what is stored is read.)
+        const [after] = await readTagsOf([bytes])
+        expect([name, locationTags(after!)]).toEqual([name, []])
+        expect([name, res.body.size, bytes.length < original.length]).toEqual([name, bytes.length, true])
       }
-    })
-
-    test('a PNG whose eXIf GPS directory has 10,000 entries each claiming the rest of a 6 MB block', async () => {
-      const before = await stored(t)
-      const res = await uploadWhileHealthy(t, await gpsEntriesPng(), 'entries.png')
-      if (mode === 'gps') {
-        expect(res.status).toBe(400)
-        expect(res.body.error).toBe(`entries.png: ${LOCATION_UNSAFE} (a GPS directory with too many entries)`)
-        expect(await stored(t)).toEqual(before)
-      } else {
-        expect(res.status).toBe(201)
-        expect((await gpsServed(t, res.body.url)).gps).toBeUndefined()
-        expect(res.body.size).toBeLessThan(1_000_000) // the 6 MB eXIf is gone
-      }
-    })
-
-    test('a JPEG with a stray 00 between markers and GPS in its Exif is served without GPS', async () => {
-      const original = await strayZeroJpeg()
-      const res = await uploadWhileHealthy(t, original, 'stray.jpg')
-      expect([res.status, res.body.error]).toEqual([201, undefined])
-      const { bytes, gps } = await gpsServed(t, res.body.url)
-      expect(gps).toBeUndefined()
-      expect(hasLatitudeBytes(bytes)).toBe(false)
-      expect(bytes).not.toEqual(original)
-      expect(res.body.size).toBe(bytes.length)
     })
   })
 }

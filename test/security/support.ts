@@ -192,7 +192,7 @@ const VOLATILE_COLUMNS: Record<string, string[]> = { api_keys: ['last_used_at'],
  * password attempts, and on PostgreSQL the global per-IP counts every request adds to (`api:`, shared by instances).
  * The upload windows themselves (`ip:`, `user:`) and the report windows stay in the snapshot.
  */
-const ATTEMPT_COUNTERS = /^(refused|login|login-ip|album-password|album-password-ip|api):/
+const ATTEMPT_COUNTERS = /^(refused|login|login-account|login-ip|album-password|album-password-ip|api):/
 
 export interface DataSnapshot {
   /** Rows per table. */

@@ -142,7 +142,7 @@ describe('album passwords (defaults: 10 wrong per address, 20 per album, per 15 
 const login = (t: TestServer, username: string, password: string, ip: string) =>
   t.json('/api/auth/login', { method: 'POST', ...jsonBody({ username, password }, from(ip)) })
 
-describe('logins (defaults: 10 failures per login name across addresses, 30 per address, per 15 minutes)', () => {
+describe('logins (defaults: 10 failures per account across addresses, 30 per address, per 15 minutes)', () => {
   test('500 wrong logins for one account from one address, all at once: 10 are verified (401), the rest 429 without hashing', async () => {
     const t = await fresh()
     const user = await registerUser(t)
@@ -159,22 +159,31 @@ describe('logins (defaults: 10 failures per login name across addresses, 30 per 
     expect((await login(t, user.user.username, user.password, '198.51.100.21')).status).toBe(429)
   }, 60_000)
 
-  test('per account across addresses; keyed on the name as typed, so an unknown name throttles exactly the same', async () => {
+  test('per account across addresses, whichever of its names is typed; an unknown name per name, the same way', async () => {
     const t = await fresh({ LOGIN_FAILURES_PER_ACCOUNT: '4' })
     const user = await registerUser(t)
-    for (const name of [user.user.username.toUpperCase(), 'nobody-by-this-name']) {
-      const answers = []
-      for (let i = 0; i < 6; i++) answers.push(await login(t, name, 'wrong password', `192.0.2.${(i % 2) + 1}`))
-      expect(statuses(answers)).toEqual([401, 401, 401, 401, 429, 429])
-      // A third address changes nothing: the count is the account's.
-      const third = await login(t, name.toLowerCase(), 'wrong password', '192.0.2.3')
-      expect(third.status).toBe(429)
-      const h = expectRateLimitHeaders(third.headers, { retryAfter: true })
+    // The account's two names count together: 2 guesses under the username and 2 under the email use up its 4.
+    const names = [user.user.username.toUpperCase(), user.user.email, user.user.username, user.user.email.toUpperCase()]
+    const guesses = []
+    for (const [i, name] of names.entries()) guesses.push(await login(t, name, 'wrong password', `192.0.2.${i + 1}`))
+    expect(statuses(guesses)).toEqual([401, 401, 401, 401])
+    for (const name of [user.user.username, user.user.email]) {
+      // A fifth address changes nothing: the count is the account's.
+      const refused = await login(t, name, user.password, '192.0.2.5')
+      expect(refused.status).toBe(429)
+      const h = expectRateLimitHeaders(refused.headers, { retryAfter: true })
       expect(h).toMatchObject({ limit: 4, remaining: 0 })
-      expect(third.body.error).toBe(`Too many failed logins for this account: try again in ${h.retryAfter} s`)
+      expect(refused.body.error).toBe(`Too many failed logins for this account: try again in ${h.retryAfter} s`)
     }
-    // Its email is another name for it: counted on its own.
-    expect((await login(t, user.user.email, user.password, '192.0.2.4')).status).toBe(200)
+    // A name no account answers to is counted as typed (lower-cased), so probing it is throttled as well.
+    const probes = []
+    for (let i = 0; i < 6; i++) probes.push(await login(t, 'Nobody-By-This-Name', 'wrong password', `192.0.2.${i % 2}`))
+    expect(statuses(probes)).toEqual([401, 401, 401, 401, 429, 429])
+    expect((await login(t, 'nobody-by-this-name', 'wrong password', '192.0.2.9')).status).toBe(429)
+    // Typing an account's key as a name reaches only that name's own count, never the account's.
+    const other = await registerUser(t)
+    for (let i = 0; i < 5; i++) await login(t, `login-account:${other.user.id}`, 'wrong password', '192.0.2.10')
+    expect((await login(t, other.user.username, other.password, '192.0.2.11')).status).toBe(200)
   })
 
   test('per address: failures with many names from one address, then that address is refused for any name', async () => {
@@ -189,7 +198,7 @@ describe('logins (defaults: 10 failures per login name across addresses, 30 per 
     expect((await login(t, user.user.username, user.password, '2001:db8:5:7::1')).status).toBe(200)
   })
 
-  test("a successful login starts the account's count over, under both its names; its address's failures still count", async () => {
+  test("a successful login starts the account's count over, whichever name it used; its address's failures still count", async () => {
     const t = await fresh({ LOGIN_FAILURES_PER_ACCOUNT: '3', LOGIN_FAILURES_PER_IP: '4' })
     const user = await registerUser(t)
     const name = user.user.username

@@ -24,7 +24,8 @@ const alphaPng = async (): Promise<Bytes> =>
   )
 
 beforeAll(async () => {
-  t = await startTestServer({}, { now: clock.now, media: counting.media })
+  // The per-IP cap has its own test (signed.test.ts): here it stays out of the way.
+  t = await startTestServer({ VARIANTS_MADE_PER_SECOND: '1000' }, { now: clock.now, media: counting.media })
   owner = await userWithKey(t)
   big = await upload(t, owner.keyHeader, await makeImage('jpeg', 1600, 1000), 'big.jpg')
   tiny = await upload(t, owner.keyHeader, await makeImage('png', 100, 80), 'tiny.png')

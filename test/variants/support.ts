@@ -1,5 +1,5 @@
 import type { Media } from '../../src/media'
-import { createMediaPool } from '../../src/workers/media-pool'
+import { createMediaPool, type MediaPoolOptions } from '../../src/workers/media-pool'
 import { type Bytes, uploadForm } from '../fixtures'
 import type { TestServer } from '../helpers'
 
@@ -26,9 +26,9 @@ export async function upload(
   return res.body as { id: string; url: string; thumbnail: string }
 }
 
-/** The real media pool, counting the variant jobs it is given and keeping the files they read. */
-export function countingMedia() {
-  const pool = createMediaPool({
+/** The real media pool with the default budgets (`opts` changes some). */
+export const testMediaPool = (opts: Partial<MediaPoolOptions> = {}) =>
+  createMediaPool({
     maxPixels: 100_000_000,
     maxDecodeBytes: 256 * 1024 * 1024,
     stripMetadata: 'gps',
@@ -36,14 +36,19 @@ export function countingMedia() {
     timeoutMs: 20_000,
     memoryBytes: 1024 * 1024 * 1024,
     maxQueue: 64,
+    ...opts,
   })
+
+/** The real media pool, counting the variant jobs it is given and keeping the files they read. */
+export function countingMedia() {
+  const pool = testMediaPool()
   const counter = { variantJobs: 0, sources: [] as string[] }
   const media: Media = {
     ...pool,
-    variant(path, spec, dest) {
+    variant(path, spec, dest, owner) {
       counter.variantJobs++
       counter.sources.push(path)
-      return pool.variant(path, spec, dest)
+      return pool.variant(path, spec, dest, owner)
     },
   }
   return { media, counter }

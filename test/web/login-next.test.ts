@@ -1,8 +1,9 @@
 /**
- * The login page's `?next=` (src/web/assets/auth.js) only ever leads to a path of this site (issue 17: after logging
- * in from `/login?next=%2F%09%2Fevil.example` the browser landed on another site, since browsers drop the tab and
- * read `//evil.example`). Each hostile form is logged in with in Chromium; the page must end on this origin, and no
- * request may have left for another host.
+ * The login page's `?next=` (checked by src/http/next-path.ts, followed by src/web/assets/auth.js) only ever leads to
+ * a path of this site (issue 17: after logging in from `/login?next=%2F%09%2Fevil.example` the browser landed on
+ * another site, since browsers drop the tab and read `//evil.example`; issue 33: `/.//evil.example/x` and `/..//x`
+ * resolve to `//evil.example/x` and `//x`). Each hostile form is logged in with in Chromium; the page must end on this
+ * origin, and no request may have left for another host.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser } from 'playwright-core'
@@ -58,6 +59,11 @@ describe('login ?next= stays on this site', () => {
     '%20//evil.example',
     '/%E2%80%A8/evil.example', // a Unicode line separator
     'javascript:alert(1)',
+    '/.//evil.example/x', // dot segments: resolved, it is //evil.example/x
+    '%2F.%2F%2Fevil.example%2Fx',
+    '/..//evil.example/x',
+    '/a/../..//evil.example',
+    '/%2E%2E//evil.example', // percent-encoded dots: decoded once, then resolved like the others
   ]
   for (const next of hostile) {
     test(

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
-import { makeImage, uploadForm } from '../fixtures'
+import { makeFrameBombGif, makeImage, uploadForm } from '../fixtures'
 import { isAlive, startTestServer, storedKeys, type TestServer, whileHealthy } from '../helpers'
 import { nestedUseSvg, oneBitBmp } from '../media/hostile-files'
 
@@ -23,11 +23,11 @@ function mediaWorkers(): number[] {
 
 describe('untrusted bytes are decoded in worker processes, under budgets', () => {
   let t: TestServer
-  /** The same, with a short time budget (the slow SVG would otherwise run for its whole default budget). */
+  /** The same, with a short time budget (the slow file would otherwise run for its whole default budget). */
   let short: TestServer
   beforeAll(async () => {
     t = await startTestServer()
-    short = await startTestServer({ MEDIA_JOB_TIMEOUT_MS: '1500' })
+    short = await startTestServer({ MEDIA_JOB_TIMEOUT_MS: '1000' })
   })
   afterAll(() => Promise.all([t.stop(), short.stop()]))
 
@@ -59,30 +59,39 @@ describe('untrusted bytes are decoded in worker processes, under budgets', () =>
     expect(thumb.status).toBe(200)
   })
 
-  test('a 2 KB SVG that renders for minutes is stopped at its time budget: 400, its process killed, nothing stored', async () => {
+  test('a 26 KB GIF that decodes for seconds is stopped at its time budget: 400, its process killed, nothing stored', async () => {
     const keysBefore = await storedKeys(short)
     const rowsBefore = (await short.json('/api/gallery')).body.images.length
-    const svg = nestedUseSvg(6, 10)
-    expect(svg.length).toBeLessThan(2048)
+    // 1000 frames of 1000x1000: within the frames an upload may decode, but seconds of work for a 1 s budget.
+    const gif = makeFrameBombGif(1000, 1000)
     const seen = new Set<number>()
     const watcher = setInterval(() => {
       for (const pid of mediaWorkers()) seen.add(pid)
     }, 20)
     // /healthz answers within the generous bound throughout (the tight figure is in the bench's hostile group).
     const result = await whileHealthy(short, () =>
-      short.json('/api/upload', {
-        method: 'POST',
-        body: uploadForm([{ bytes: new TextEncoder().encode(svg), name: 'slow.svg' }]),
-      }),
+      short.json('/api/upload', { method: 'POST', body: uploadForm([{ bytes: gif, name: 'slow.gif' }]) }),
     )
     clearInterval(watcher)
-    // The process that was rendering it was killed: its CPU is free again.
+    // The process that was decoding it was killed: its CPU is free again.
     expect([...seen].some((pid) => !isAlive(pid))).toBe(true)
     expect(result.status).toBe(400)
-    expect(result.body.error).toContain('slow.svg')
+    expect(result.body.error).toContain('slow.gif')
     expect(result.body.error).toContain('took too long')
     expect(await storedKeys(short)).toEqual(keysBefore)
     expect((await short.json('/api/gallery')).body.images.length).toBe(rowsBefore)
+  })
+
+  test('a 2 KB SVG that would draw a million blurs is refused from its markup, before it is drawn', async () => {
+    const svg = nestedUseSvg(6, 10)
+    expect(svg.length).toBeLessThan(2048)
+    const result = await t.json('/api/upload', {
+      method: 'POST',
+      body: uploadForm([{ bytes: new TextEncoder().encode(svg), name: 'slow.svg' }]),
+    })
+    expect(result.status).toBe(400)
+    // A million blurred rectangles through the <use>s (the counts themselves: test/media/svg-work.test.ts).
+    expect(result.body.error).toStartWith('slow.svg: SVG too complex: ')
   })
 
   test('after a kill, the next upload is processed by a live worker', async () => {

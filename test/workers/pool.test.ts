@@ -1,7 +1,13 @@
 import { afterEach, describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { BudgetError, createProcessPool, PoolBusyError, WorkerExitedError } from '../../src/workers/pool'
+import {
+  BudgetError,
+  createFairQueue,
+  createProcessPool,
+  PoolBusyError,
+  WorkerExitedError,
+} from '../../src/workers/pool'
 import { isAlive } from '../helpers'
 
 const fixture = fileURLToPath(new URL('./fixture-worker.ts', import.meta.url))
@@ -121,6 +127,50 @@ describe('process pool', () => {
     await p.close()
     for (const pid of pids) expect(isAlive(pid)).toBe(false)
     expect(await rejection(p.run('echo', [3]))).toBeInstanceOf(Error)
+  })
+})
+
+describe('the queue takes turns between owners', () => {
+  test("another owner's job starts before one owner's queued jobs, in the order the pool starts them", async () => {
+    const started: string[] = []
+    const p = pool({ size: 1, onStart: (job) => started.push(job.owner) })
+    // One process: a's first job runs, the rest wait; b's one job arrives last.
+    const jobs = [
+      p.run('spin', [100], undefined, 'a'),
+      p.run('echo', [1], undefined, 'a'),
+      p.run('echo', [2], undefined, 'a'),
+      p.run('echo', [3], undefined, 'b'),
+    ]
+    await Promise.all(jobs)
+    expect(started).toEqual(['a', 'b', 'a', 'a'])
+  })
+
+  test('owners with jobs waiting take one start each in turn; jobs without an owner share one', async () => {
+    const started: string[] = []
+    const p = pool({ size: 1, onStart: (job) => started.push(job.owner || '(none)') })
+    const jobs = [
+      ...['a', 'a', 'a', 'a'].map((owner) => p.run('echo', [0], undefined, owner)),
+      ...['b', 'b', 'b'].map((owner) => p.run('echo', [0], undefined, owner)),
+      p.run('echo', [0]),
+      p.run('echo', [0]),
+    ]
+    await Promise.all(jobs)
+    expect(started).toEqual(['a', 'b', '(none)', 'a', 'b', '(none)', 'a', 'b', 'a'])
+  })
+
+  test('an owner gains no credit by idling: a newcomer joins the current turn', () => {
+    const queue = createFairQueue<{ owner: string; tag: number; name: string }>()
+    const add = (owner: string, name: string) => queue.add({ owner, tag: 0, name })
+    const take = () => queue.take()?.name
+    for (const name of ['a1', 'a2', 'a3']) add('a', name)
+    expect([take(), take()]).toEqual(['a1', 'a2'])
+    // b was idle while a ran twice: it starts next, ahead of a's backlog, then they alternate; its idle time buys it
+    // no second start in a row.
+    add('b', 'b1')
+    add('b', 'b2')
+    add('a', 'a4')
+    expect([take(), take(), take(), take(), take()]).toEqual(['b1', 'a3', 'b2', 'a4', undefined])
+    expect(queue.size).toBe(0)
   })
 })
 

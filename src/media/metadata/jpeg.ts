@@ -1,156 +1,126 @@
-import { concat, startsWith, u16be, u32be } from '../bytes'
-import { type Cost, find, findSeq, unsafe } from './cost'
-import { keepsOrientation, orientationOnlyTiff, readOrientation, scrubTiff } from './tiff'
-import { hasGpsName, scrubXmp } from './xmp'
+import { concat, startsWith, u16be } from '../bytes'
+import { type Cost, find, unsafe } from './cost'
+import { cleanExif } from './tiff'
 
+const APP0 = 0xe0
 const APP1 = 0xe1
-const APP13 = 0xed
-const COM = 0xfe
+const APP2 = 0xe2
+const APP14 = 0xee
+const SOS = 0xda
 const EOI = 0xd9
-const SOI = [0xff, 0xd8, 0xff]
-const EXIF = [0x45, 0x78, 0x69, 0x66, 0] // "Exif\0" (then a pad byte, normally 0)
 const codes = (s: string) => [...s].map((c) => c.charCodeAt(0))
-const XMP = codes('http://ns.adobe.com/xap/1.0/\0')
-const XMP_EXTENSION = codes('http://ns.adobe.com/xmp/extension/\0')
-/** Extended XMP: namespace, 32-character GUID, full length and this part's offset (both 32-bit), then the part. */
-const EXTENSION_HEADER = XMP_EXTENSION.length + 32 + 8
+const EXIF = codes('Exif\0\0')
+const JFIF = codes('JFIF\0')
+const ICC = codes('ICC_PROFILE\0')
+const ADOBE = codes('Adobe')
+/** JFIF's header without its thumbnail: version, density unit, X and Y density, then a 0x0 thumbnail. */
+const JFIF_LENGTH = 14
+/** Adobe's APP14: version, two flag words and the colour transform the decoder needs. */
+const ADOBE_LENGTH = 12
 
-interface Segment {
-  marker: number
-  /** The segment's first byte (its FF) and the end of its payload. */
-  start: number
-  end: number
-  payload: Uint8Array
+/** Markers whose segments make the picture: frame headers (SOF0-15), tables (DHT, DAC, DQT), DRI, DNL, DHP, EXP. */
+const isImageMarker = (m: number) => (m >= 0xc0 && m <= 0xcf && m !== 0xc8) || (m >= 0xdb && m <= 0xdf)
+const isFrameHeader = (m: number) => m >= 0xc0 && m <= 0xcf && m !== 0xc4 && m !== 0xc8 && m !== 0xcc
+
+function segment(marker: number, payload: Uint8Array): Uint8Array {
+  const length = payload.length + 2
+  return concat([new Uint8Array([0xff, marker, length >> 8, length & 0xff]), payload])
 }
 
-/**
- * Walks one JPEG from its SOI at `start` as libjpeg does: a marker is an FF (fill FFs skipped) followed by a byte
- * that is not 00; anything else between segments (padding, a stray byte) and the entropy-coded data of scans is
- * passed over. Every marker segment before EOI is visited, those between and after scans included. Returns where
- * the image ends (after EOI, or the end of the data).
- */
-function walk(b: Uint8Array, start: number, cost: Cost, visit: (s: Segment) => void): number {
-  let pos = start + 2
+/** Where the entropy-coded data starting at `from` ends: at the first marker that is not a stuffed 00 or a restart. */
+function scanEnd(b: Uint8Array, from: number, cost: Cost): number {
+  let at = from
   for (;;) {
-    const ff = find(b, 0xff, pos, cost)
+    const ff = find(b, 0xff, at, cost)
     if (ff < 0) return b.length
-    let m = ff + 1
-    while (b[m] === 0xff) m++
-    cost.add(m - ff)
-    if (m >= b.length) return b.length
-    const marker = b[m]!
-    pos = m + 1
-    if (marker === EOI) return pos
-    // A stuffed 00 in scan data, restart markers, TEM and SOI carry no length.
-    if (marker === 0 || marker === 0x01 || marker === 0xd8 || (marker >= 0xd0 && marker <= 0xd7)) continue
-    if (pos + 2 > b.length) return b.length
-    const length = u16be(b, pos)
-    if (length < 2) continue
-    const end = Math.min(pos + length, b.length)
-    cost.add(4)
-    visit({ marker, start: m - 1, end, payload: b.subarray(pos + 2, end) })
-    pos = end
+    const next = b[ff + 1]
+    if (next === 0 || next === 0xff || (next !== undefined && next >= 0xd0 && next <= 0xd7)) at = ff + 1
+    else return ff
   }
 }
 
-interface ExtendedPart {
-  offset: number
-  data: Uint8Array
-}
-
 /**
- * Removes GPS from one JPEG's metadata in place: the Exif GPS directory, GPS properties of the XMP packet and of the
- * extended XMP (reassembled from its parts, since a property may straddle two), and of anything else in APP1 and
- * APP13 (Photoshop resources), read as text. Returns where the image ends and whether it changed.
+ * What becomes of one marker segment: kept as it is (true), replaced (bytes), or dropped (null). Kept: the segments
+ * that make the picture, JFIF (without its thumbnail), the ICC profile, Adobe's colour transform, and the first
+ * `Exif\0\0` APP1 rebuilt by cleanExif. Everything else is dropped: XMP, extended XMP, IPTC and Photoshop resources
+ * (APP13), comments, MPF, other Exif segments (a continuation, `EXIF`/`exif`, bytes before `Exif`), any other APPn
+ * and unknown markers.
  */
-function scrubJpegAt(b: Uint8Array, start: number, cost: Cost): { end: number; changed: boolean } {
-  let changed = false
-  const extended = new Map<string, ExtendedPart[]>()
-  const end = walk(b, start, cost, ({ marker, payload }) => {
-    if (marker === APP13) changed = scrubXmp(payload, cost) || changed
-    if (marker !== APP1) return
-    if (startsWith(payload, EXIF)) changed = scrubTiff(payload.subarray(6), 'gps', cost) || changed
-    else if (startsWith(payload, XMP)) changed = scrubXmp(payload.subarray(XMP.length), cost) || changed
-    else if (startsWith(payload, XMP_EXTENSION) && payload.length >= EXTENSION_HEADER) {
-      const guid = String.fromCharCode(...payload.subarray(XMP_EXTENSION.length, XMP_EXTENSION.length + 32))
-      const parts = extended.get(guid) ?? []
-      parts.push({ offset: u32be(payload, EXTENSION_HEADER - 4), data: payload.subarray(EXTENSION_HEADER) })
-      extended.set(guid, parts)
-    } else changed = scrubXmp(payload, cost) || changed
-  })
-  for (const parts of extended.values()) changed = scrubExtendedXmp(parts, cost) || changed
-  return { end, changed }
-}
-
-/**
- * Extended XMP is one packet cut into parts at byte offsets: put together, cleaned as one, and written back part by
- * part (same length). Parts that do not tile the packet exactly are not one any reader can assemble; they are only
- * checked, as one text, for GPS names left.
- */
-function scrubExtendedXmp(parts: ExtendedPart[], cost: Cost): boolean {
-  cost.add(parts.length * Math.ceil(Math.log2(parts.length + 1)))
-  parts.sort((a, b) => a.offset - b.offset)
-  const whole = concat(parts.map((p) => p.data))
-  cost.add(whole.length)
-  let next = 0
-  for (const p of parts) {
-    if (p.offset !== next) {
-      if (hasGpsName(whole, cost)) throw unsafe('a GPS property in extended XMP parts that do not fit together')
-      return false
-    }
-    next += p.data.length
+function keep(marker: number, payload: Uint8Array, state: { exif: boolean; mode: 'gps' | 'all'; cost: Cost }) {
+  if (isImageMarker(marker)) return true
+  if (marker === APP0 && startsWith(payload, JFIF) && payload.length >= JFIF_LENGTH) {
+    if (payload.length === JFIF_LENGTH && payload[12] === 0 && payload[13] === 0) return true
+    const header = payload.slice(0, JFIF_LENGTH)
+    header.fill(0, 12)
+    return segment(APP0, header)
   }
-  if (!scrubXmp(whole, cost)) return false
-  for (const p of parts) p.data.set(whole.subarray(p.offset, p.offset + p.data.length))
-  cost.add(whole.length)
-  return true
-}
-
-/**
- * Images appended after the first one's EOI (Multi-Picture Format: phones store gain maps, depth maps and previews
- * so, each a JPEG with metadata of its own) are cleaned in place too; nothing moves, so the MPF offsets stay right.
- */
-function scrubAppended(b: Uint8Array, from: number, cost: Cost): boolean {
-  let changed = false
-  for (let at = findSeq(b, SOI, from, cost); at >= 0; at = findSeq(b, SOI, at, cost)) {
-    const r = scrubJpegAt(b, at, cost)
-    changed = r.changed || changed
-    at = Math.max(r.end, at + 2)
+  if (marker === APP2 && startsWith(payload, ICC)) return true
+  if (marker === APP14 && startsWith(payload, ADOBE) && payload.length >= ADOBE_LENGTH) {
+    return payload.length === ADOBE_LENGTH ? true : segment(APP14, payload.subarray(0, ADOBE_LENGTH))
   }
-  return changed
+  if (marker === APP1 && startsWith(payload, EXIF) && !state.exif) {
+    state.exif = true
+    const tiff = payload.subarray(EXIF.length)
+    const clean = cleanExif(tiff, state.mode, state.cost)
+    return clean === tiff ? true : clean && segment(APP1, concat([new Uint8Array(EXIF), clean]))
+  }
+  return null
 }
 
 /**
- * 'gps': the edits are made in place on `b` (same length, pixels untouched). 'all': APP1 (Exif, XMP), APP13 (IPTC)
- * and comments of the main image are dropped, a non-default orientation is kept in a minimal Exif, and appended
- * images lose their location as under 'gps'. Returns the bytes to store, or null when the file stays as it is.
+ * A JPEG rebuilt from what `keep` keeps, walked as libjpeg reads it: marker segments, and after each SOS the
+ * entropy-coded data up to the next marker, copied byte for byte (so are the tables and frame headers: the picture is
+ * never decoded or encoded). Fill and stray bytes between segments, and everything after EOI (Multi-Picture Format
+ * images, trailers) are dropped. Returns null when nothing was dropped. Throws the refusal when the picture itself
+ * cannot be walked: a segment running past the end, no frame header or no scan.
  */
 export function stripJpeg(b: Uint8Array, mode: 'gps' | 'all', cost: Cost): Uint8Array | null {
-  if (mode === 'gps') {
-    const { end, changed } = scrubJpegAt(b, 0, cost)
-    return scrubAppended(b, end, cost) || changed ? b : null
-  }
-  const parts: Uint8Array[] = []
-  let kept = 0
-  let orientation: number | undefined
-  let exifSlot = -1
-  const end = walk(b, 0, cost, ({ marker, start, end, payload }) => {
-    if (marker !== APP1 && marker !== APP13 && marker !== COM) return
-    if (marker === APP1 && startsWith(payload, EXIF)) {
-      orientation ??= readOrientation(payload.subarray(6), cost)
-      if (exifSlot < 0) exifSlot = parts.length + 1
+  if (!startsWith(b, [0xff, 0xd8])) throw unsafe('not a JPEG')
+  const parts: Uint8Array[] = [b.subarray(0, 2)]
+  const state = { exif: false, mode, cost }
+  let changed = false
+  let frame = false
+  let scan = false
+  let pos = 2
+  while (pos < b.length) {
+    if (b[pos] !== 0xff || b[pos + 1] === 0xff) {
+      // Bytes that are not a marker (padding, fill bytes before one): libjpeg skips them, so they are dropped.
+      changed = true
+      pos = b[pos] === 0xff ? pos + 1 : find(b, 0xff, pos, cost)
+      if (pos < 0) break
+      continue
     }
-    parts.push(b.subarray(kept, start))
-    kept = end
-  })
-  const appendedChanged = scrubAppended(b, end, cost)
-  if (parts.length === 0) return appendedChanged ? b : null
-  parts.push(b.subarray(kept))
-  if (keepsOrientation(orientation)) {
-    const exif = concat([new Uint8Array([...EXIF, 0]), orientationOnlyTiff(orientation)])
-    const length = exif.length + 2
-    parts.splice(exifSlot, 0, concat([new Uint8Array([0xff, APP1, length >> 8, length & 0xff]), exif]))
+    const marker = b[pos + 1]
+    cost.add(4)
+    if (marker === undefined) break
+    if (marker === EOI) {
+      parts.push(b.subarray(pos, pos + 2))
+      pos += 2
+      break
+    }
+    if (marker === 0 || marker === 0x01 || marker === 0xd8 || (marker >= 0xd0 && marker <= 0xd7)) {
+      changed = true // a marker without a segment outside a scan: nothing a decoder uses
+      pos += 2
+      continue
+    }
+    const end = pos + 2 + (pos + 4 <= b.length ? u16be(b, pos + 2) : 0)
+    if (end < pos + 4 || end > b.length) throw unsafe('a JPEG segment that runs past the end of the file')
+    frame ||= isFrameHeader(marker)
+    if (marker === SOS) {
+      scan = true
+      const data = scanEnd(b, end, cost)
+      parts.push(b.subarray(pos, data))
+      pos = data
+      continue
+    }
+    const kept = keep(marker, b.subarray(pos + 4, end), state)
+    if (kept === true) parts.push(b.subarray(pos, end))
+    else if (kept) parts.push(kept)
+    changed ||= kept !== true
+    pos = end
   }
+  if (!frame || !scan) throw unsafe('a JPEG without a frame header or scan')
+  if (!changed && pos === b.length) return null
   const out = concat(parts)
   cost.add(out.length)
   return out

@@ -4,6 +4,7 @@ import { type Config, isLoopbackUrl } from '../../config'
 import { type Db, run } from '../../db/client'
 import type { User } from '../../db/schema'
 import { DomainError } from '../../errors'
+import { sameSitePath } from '../../http/next-path'
 import { randomToken } from '../../lib/crypto'
 import { log } from '../../log'
 import { USERNAME_LENGTH } from './model'
@@ -16,7 +17,6 @@ export const OIDC_FLOW_TTL_MS = 10 * 60_000
 const MAX_PENDING = 10_000
 /** The provider's discovery, token and userinfo requests, each. */
 const PROVIDER_TIMEOUT_SECONDS = 10
-const NEXT_MAX = 2000
 
 interface Pending {
   nonce: string
@@ -121,9 +121,8 @@ export function createOidcService(opts: {
       const state = client.randomState()
       const nonce = client.randomNonce()
       const verifier = client.randomPKCECodeVerifier()
-      const safeNext = next && next.length <= NEXT_MAX && /^\/(?![/\\])/.test(next) ? next : ''
       // In the database: the provider's redirect may reach another instance.
-      const data: Pending = { nonce, verifier, next: safeNext }
+      const data: Pending = { nonce, verifier, next: sameSitePath(next) ?? '' }
       await saveFlow(db, { key: state, kind: 'oidc', data, expiresAt: new Date(at + OIDC_FLOW_TTL_MS) }, MAX_PENDING)
       const url = client.buildAuthorizationUrl(config, {
         redirect_uri: oidc.redirectUri,

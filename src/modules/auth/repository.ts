@@ -1,5 +1,5 @@
 import { and, count, desc, eq, gt, isNotNull, isNull, lt, lte, ne, or, type SQL, sql } from 'drizzle-orm'
-import { type Db, q, type Step, type Tx, transaction } from '../../db/client'
+import { type Db, prepared, q, type Step, type Tx, transaction } from '../../db/client'
 import {
   type ApiKey,
   apiKeys,
@@ -54,6 +54,22 @@ export function* findUserByLogin(db: Db | Tx, login: string): Step<User | undefi
       .from(users)
       .where(sql`lower(${users.username}) = lower(${login}) OR lower(${users.email}) = lower(${login})`),
   ))[0]
+}
+
+/**
+ * findUserByLogin prepared once, for the login route: every attempt looks its account up before it is counted, so a
+ * burst of guesses costs no query building (`await findLogin(login)`).
+ */
+export function prepareFindUserByLogin(db: Db) {
+  const login = sql.placeholder('login')
+  const statement = prepared(
+    'find_user_by_login',
+    db
+      .select()
+      .from(users)
+      .where(sql`lower(${users.username}) = lower(${login}) OR lower(${users.email}) = lower(${login})`),
+  )
+  return async (value: string): Promise<User | undefined> => (await statement.execute({ login: value }))[0]
 }
 
 /** The account with this email, in any case. */

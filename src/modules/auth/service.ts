@@ -25,7 +25,6 @@ import {
   findTaken,
   findUserByEmail,
   findUserById,
-  findUserByLogin,
   findVerification,
   hasSession,
   insertKey,
@@ -34,6 +33,7 @@ import {
   insertVerification,
   keysOf,
   onSessionDeleted,
+  prepareFindUserByLogin,
   sessionsOf,
   setUserFields,
   updateUser,
@@ -110,8 +110,14 @@ const hashPassword = (password: string) => Bun.password.hash(password, { algorit
 /** No account answers to a longer name (emails end at 254 characters): longer ones share one throttle key. */
 const LOGIN_KEY_LENGTH = 254
 
-/** The throttle key of a login name: the name as typed, so an unknown name throttles exactly like a known one. */
-const loginKey = (login: string) => `login:${login.toLowerCase().slice(0, LOGIN_KEY_LENGTH)}`
+/**
+ * The throttle key of failed logins: the account's, whichever of its names (username, email) is typed, so guesses
+ * under both count together; a name no account answers to is counted as typed (lower-cased), so probing unknown names
+ * is throttled too. The prefixes differ: no typed name can take an account's key.
+ */
+const loginKey = (login: string, user: User | undefined) =>
+  user ? accountLoginKey(user) : `login:${login.toLowerCase().slice(0, LOGIN_KEY_LENGTH)}`
+const accountLoginKey = (user: User) => `login-account:${user.id}`
 
 /** The account, unless it is banned (403): every way of signing in ends here. */
 export function assertActive(user: User) {
@@ -143,7 +149,7 @@ export function createAuthService(db: Db, mailer: Mailer, opts: AuthOptions, now
   // Bun's thread pool: half a second of argon2id the start does not spend on the event loop.
   const dummyHash = Bun.password.hash(randomToken(), { algorithm: 'argon2id' })
 
-  const findByLogin = (login: string) => run(findUserByLogin(db, login))
+  const findByLogin = prepareFindUserByLogin(db)
 
   const findById = (id: number) => run(findUserById(db, id))
 
@@ -300,7 +306,7 @@ export function createAuthService(db: Db, mailer: Mailer, opts: AuthOptions, now
       checkPassword(input.newPassword, 'newPassword')
       const window = guessWindow(
         guesses,
-        loginKey(user.username),
+        accountLoginKey(user),
         guesses.loginPerAccount,
         'Too many failed logins for this account',
       )
@@ -378,20 +384,22 @@ export function createAuthService(db: Db, mailer: Mailer, opts: AuthOptions, now
     },
 
     /**
-     * Failed logins are throttled per login name (across addresses) and per address, checked before the password
-     * hash is verified, so a refused guess costs no hashing; a successful login starts its account's count over.
+     * Failed logins are throttled per account (its username and email together; an unknown name per name, across
+     * addresses) and per address, checked before the password hash is verified, so a refused guess costs no hashing;
+     * a successful login starts its account's count over.
      */
     async login(login: string, password: string, ip: string) {
       const window = (key: string, limit: number, message: string) => guessWindow(guesses, key, limit, message)
-      const account = window(loginKey(login), guesses.loginPerAccount, 'Too many failed logins for this account')
+      // Looked up first: the account's window is the one counted, whichever of its names was typed.
+      const user = await findByLogin(login)
+      const account = window(loginKey(login, user), guesses.loginPerAccount, 'Too many failed logins for this account')
       const address = window(`login-ip:${ipKey(ip)}`, guesses.loginPerIp, 'Too many failed logins from this address')
       const at = now()
       await takeAttempt(db, [account, address], at)
-      const user = await findByLogin(login)
       const ok = await Bun.password.verify(password, user?.passwordHash ?? (await dummyHash))
       if (!user || !ok) throw unauthorized('Invalid username or password')
-      // Under both names the account answers to; the address gets its attempt back (it was not a failure).
-      await clearWindows(db, [loginKey(user.username), loginKey(user.email)])
+      // The address gets its attempt back (it was not a failure).
+      await clearWindows(db, [account.key])
       await refundAttempt(db, [address], at)
       return assertActive(user)
     },

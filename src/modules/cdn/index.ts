@@ -1,6 +1,7 @@
 import type { Server } from 'bun'
 import { Elysia, t } from 'elysia'
 import { NOT_FOUND, StorageUnavailable } from '../../errors'
+import { ipKey, resolveClientIp } from '../../http/client-ip'
 import { httpErrorOf, jsonResponse } from '../../http/errors'
 import { type FastHandler, type FastRouteObserver, fastRoute } from '../../http/fast-route'
 import type { GlobalRateLimit } from '../../http/rate-limit'
@@ -212,8 +213,10 @@ interface Deliveries {
 export function cdnModule(deps: {
   images: ImageService
   variants: VariantService
-  /** Signed sizes made (not served from storage) per client IP: a 429 past it. */
+  /** Presets and signed sizes made (not served from storage) per client IP: a 429 past it. */
   variantsMade: Pick<GlobalRateLimit, 'admit'>
+  /** Whether the client IP comes from X-Forwarded-For (TRUST_PROXY): the turn a variant's job takes is its client's. */
+  trustProxy: boolean
   storage: Storage
   /** Where the fast path (see `routes`) records its requests. */
   observe: FastRouteObserver
@@ -288,8 +291,8 @@ export function cdnModule(deps: {
 
   /**
    * A preset or signed size: served from storage once made; the first request has it made (once, however many ask:
-   * variants.ensure), and a signed size made counts against the client's cap. A 304 needs no variant: its ETag says
-   * which it is.
+   * variants.ensure, which answers 422 at once for a size that will not be made), and a size made counts against the
+   * client's cap. A 304 needs no variant: its ETag says which it is.
    */
   const variant = (request: Request, preset: Preset | typeof CUSTOM, file: string, server: Server<unknown> | null) => {
     const match = VARIANT.exec(file)
@@ -326,13 +329,12 @@ export function cdnModule(deps: {
     // A key known to be stored is answered at once; otherwise the database is asked first.
     const stored = variants.stored(key)
     const answer = (stored: boolean) =>
-      serveVariantFile(request, preset, server, image, format, all, spec, signedUrl, key, stored)
+      serveVariantFile(request, server, image, format, all, spec, signedUrl, key, stored)
     return typeof stored === 'boolean' ? answer(stored) : stored.then(answer)
   }
 
   function serveVariantFile(
     request: Request,
-    preset: Preset | typeof CUSTOM,
     server: Server<unknown> | null,
     image: LiveImage,
     format: VariantSpec['format'],
@@ -358,8 +360,10 @@ export function cdnModule(deps: {
     if (stored) return serve(request, storage, hot, d)
     const cached = notModified(request, d)
     if (cached) return cached
-    const starting = preset === CUSTOM ? () => deps.variantsMade.admit(request, server) : undefined
-    return variants.ensure(image, spec, key, starting).then(() => serve(request, storage, hot, d))
+    // The job takes its turn in the media pool as this client's work (src/workers/pool.ts).
+    const owner = `ip:${ipKey(resolveClientIp(request, server, deps.trustProxy))}`
+    const starting = () => deps.variantsMade.admit(request, server)
+    return variants.ensure(image, spec, key, { owner, starting }).then(() => serve(request, storage, hot, d))
   }
 
   // The same handlers as Bun routes, ahead of the Elysia app and its global hooks (src/http/fast-route.ts): /cdn is

@@ -6,8 +6,9 @@ import { ipKey } from '../../http/client-ip'
 import { sizeText } from '../../lib/size'
 import { HOUR_MS } from '../../lib/time'
 import { log } from '../../log'
+import { findUserById } from '../auth/repository'
 import { ownerTotals } from './counts'
-import { deleteWindows, deleteWindowsStartedBefore, findWindow, saveWindow } from './repository'
+import { anyImage, deleteWindows, deleteWindowsStartedBefore, findWindow, saveWindow } from './repository'
 
 /** A fixed upload window: it starts at the first upload after the previous one ended. */
 export interface WindowRule {
@@ -220,6 +221,51 @@ export function* checkQuota(db: Db | Tx, policy: UploadPolicy, incomingBytes: nu
   if (used !== null) refuseOverQuota(policy, used, incomingBytes, held)
 }
 
+/**
+ * The refused-work windows of a sender: its address (when known: rows older than the column have none) and its
+ * account. Admins are trusted like the operator: their refused work counts against nothing.
+ */
+function refusedRules(config: Config, owner: User | null, ip: string | null): WindowRule[] {
+  if (owner?.role === 'admin') return []
+  const { perWindow, windowSeconds } = config.limits.refused
+  const rule = (key: string, who: string): WindowRule => ({
+    key,
+    limit: perWindow,
+    durationMs: windowSeconds * 1000,
+    enforce: true,
+    message: `Too many refused uploads from this ${who} (files that were not images the service could accept)`,
+  })
+  const rules = ip === null ? [] : [rule(`refused:ip:${ipKey(ip)}`, 'address')]
+  if (owner) rules.push(rule(`refused:user:${owner.id}`, 'account'))
+  return rules
+}
+
+/**
+ * Counts work refused once it began against its sender's address and account: an upload whose files were refused
+ * after processing began (or were blocked), or a size of a stored image that could not be made (src/modules/variants).
+ */
+export async function countRefused(
+  db: Db,
+  config: Config,
+  sender: { owner: User | null; ip: string | null },
+  now: number,
+) {
+  await tally(db, refusedRules(config, sender.owner, sender.ip), 1, now)
+}
+
+/**
+ * Charges a size of a stored image that could not be made to the image's sender, as a refused upload: the address it
+ * was uploaded from and its account.
+ */
+export function imageSenderCharge(db: Db, config: Config, now: () => number) {
+  return async (imageId: string) => {
+    const image = await run(anyImage(db, imageId))
+    if (!image) return
+    const owner = image.userId === null ? null : ((await run(findUserById(db, image.userId))) ?? null)
+    await countRefused(db, config, { owner, ip: image.uploaderIp }, now())
+  }
+}
+
 /** How long a client refused by the in-flight cap should wait: an upload takes about a second to process. */
 const IN_FLIGHT_RETRY_SECONDS = 2
 
@@ -261,22 +307,6 @@ export function createUploadAdmission(db: Db, config: Config, now: () => number)
 
   const isAdmin = (policy: UploadPolicy) => policy.owner?.role === 'admin'
 
-  /** Admins are trusted like the operator: their refused files count against nothing. */
-  function refusedRules(policy: UploadPolicy, ip: string): WindowRule[] {
-    if (isAdmin(policy)) return []
-    const { perWindow, windowSeconds } = config.limits.refused
-    const rule = (key: string, who: string): WindowRule => ({
-      key,
-      limit: perWindow,
-      durationMs: windowSeconds * 1000,
-      enforce: true,
-      message: `Too many refused uploads from this ${who} (files that were not images the service could accept)`,
-    })
-    const rules = [rule(`refused:ip:${ipKey(ip)}`, 'address')]
-    if (policy.owner) rules.push(rule(`refused:user:${policy.owner.id}`, 'account'))
-    return rules
-  }
-
   function slotsOf(policy: UploadPolicy, ip: string) {
     const { perIp, perAccount } = config.limits.inFlight
     const slots = [{ key: `ip:${ipKey(ip)}`, cap: perIp, per: 'from one address' }]
@@ -294,7 +324,7 @@ export function createUploadAdmission(db: Db, config: Config, now: () => number)
    */
   function* countsOf(policy: UploadPolicy, ip: string, at: number, quota: boolean) {
     const refused: [WindowRule, WindowState][] = []
-    for (const rule of refusedRules(policy, ip)) refused.push([rule, yield* windowState(db, rule, at)])
+    for (const rule of refusedRules(config, policy.owner, ip)) refused.push([rule, yield* windowState(db, rule, at)])
     const window = yield* windowState(db, policy.window, at)
     const used = quota ? yield* quotaUsed(db, policy) : null
     return { refused, window, used }
@@ -369,8 +399,6 @@ export function createUploadAdmission(db: Db, config: Config, now: () => number)
     },
 
     /** Counts a request whose files were refused after processing began (or were blocked), against its IP and account. */
-    async refused(policy: UploadPolicy, ip: string) {
-      await tally(db, refusedRules(policy, ip), 1, now())
-    },
+    refused: (policy: UploadPolicy, ip: string) => countRefused(db, config, { owner: policy.owner, ip }, now()),
   }
 }

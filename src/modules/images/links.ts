@@ -1,6 +1,7 @@
+import type { Config } from '../../config'
 import { FORMATS, type ImageFormat } from '../../media/formats'
 import { fitWithin } from '../../media/thumbnail'
-import { PRESETS, type Preset } from '../variants/model'
+import { PRESETS, type Preset, presetMade } from '../variants/model'
 
 /** A viewer page's path prefix: `/i/<id>`. */
 export const VIEWER_PATH = '/i/'
@@ -11,6 +12,29 @@ export const DELETE_PAGE_PATH = '/delete/'
 /** An upload's delete page link: it carries the image's delete token, so whoever holds it may delete the image. */
 export const deletePageUrl = (publicUrl: string, id: string, token: string) =>
   `${publicUrl}${DELETE_PAGE_PATH}${id}/${token}`
+
+/**
+ * What a page's pictures need of the configuration: where /cdn links point (CDN_URL, else the public URL), and the
+ * pixel limit that sets what a size may cost (a size past it is never linked: src/media/work.ts).
+ */
+export interface PictureSite {
+  cdnBase: string
+  maxPixels: number
+}
+export const pictureSite = (config: Pick<Config, 'cdnUrl' | 'limits'>): PictureSite => ({
+  cdnBase: config.cdnUrl,
+  maxPixels: config.limits.maxPixels,
+})
+
+/** What a page knows of an image to show it: its size, type and what its sizes cost (the row's `frames`, `filterPasses`). */
+export interface PictureImage {
+  id: string
+  mime: string
+  width: number
+  height: number
+  frames: number
+  filterPasses: number
+}
 
 /** A preset's link, `/cdn/<preset>/<id>.<format>` (src/modules/variants/model.ts lists presets and formats). */
 export const presetUrl = (cdnBase: string, id: string, preset: Preset, format: 'webp' | 'avif' | 'jpg' | 'png') =>
@@ -52,15 +76,13 @@ export const browserPictureRule = (cdnBase: string) => ({
 
 /**
  * The one rule for which file stands for an image where only a plain link fits (an `<img>` src, og:image, oEmbed):
- * the original when `reader` reads its format, else the `large` JPEG preset, with the size and type of what it names.
+ * the original when `reader` reads its format, else the `large` JPEG preset (the `medium` one when the large would
+ * cost too much to make: an SVG of many filters), with the size and type of what it names.
  */
-export function readableImage(
-  cdnBase: string,
-  image: { id: string; ext: string; mime: string; width: number; height: number },
-  reader: keyof typeof READABLE,
-) {
+export function readableImage(site: PictureSite, image: PictureImage & { ext: string }, reader: keyof typeof READABLE) {
   if (READABLE[reader].has(image.mime))
-    return { url: originalUrl(cdnBase, image), mime: image.mime, width: image.width, height: image.height }
-  const size = fitWithin(PRESETS.large, image.width, image.height)
-  return { url: presetUrl(cdnBase, image.id, 'large', 'jpg'), mime: 'image/jpeg', ...size }
+    return { url: originalUrl(site.cdnBase, image), mime: image.mime, width: image.width, height: image.height }
+  const preset = presetMade(image, 'large', 'jpg', site.maxPixels) ? 'large' : 'medium'
+  const size = fitWithin(PRESETS[preset], image.width, image.height)
+  return { url: presetUrl(site.cdnBase, image.id, preset, 'jpg'), mime: 'image/jpeg', ...size }
 }

@@ -2,7 +2,10 @@ import type { Image } from '../../db/schema'
 
 /** A live image as the hot read routes show it (/cdn, GET /api/v1/image/:id), with the rowid its invalidation keys on. */
 export interface LiveImage
-  extends Pick<Image, 'id' | 'ext' | 'mime' | 'size' | 'width' | 'height' | 'views' | 'visibility' | 'nsfw'> {
+  extends Pick<
+    Image,
+    'id' | 'ext' | 'mime' | 'size' | 'width' | 'height' | 'views' | 'visibility' | 'nsfw' | 'frames' | 'filterPasses'
+  > {
   /** SQLite's rowid of the image's row: what the update hook reports. */
   rowid: number
   /** Milliseconds. */

@@ -99,6 +99,8 @@ export function prepareFindLiveRow(db: Db) {
       views: images.views,
       visibility: images.visibility,
       nsfw: images.nsfw,
+      frames: images.frames,
+      filterPasses: images.filterPasses,
       // Epoch milliseconds as stored (a bigint, which PostgreSQL's client reads as a string).
       createdAt: sql<number>`${images.createdAt}`.mapWith(Number),
       expiresAt: sql<number | null>`${images.expiresAt}`.mapWith(Number),
@@ -215,10 +217,13 @@ export const imagePageRow = async (
       .where(and(eq(images.id, id), liveImage(now)))
   )[0]
 
-/** Original filenames by image id. */
-export async function filenamesOf(db: Db, ids: string[]): Promise<Map<string, string>> {
-  const rows = await db.select({ id: images.id, filename: images.filename }).from(images).where(inArray(images.id, ids))
-  return new Map(rows.map((r) => [r.id, r.filename]))
+/** Original filenames, and what their sizes cost (src/media/work.ts), by image id. */
+export async function tileFactsOf(db: Db, ids: string[]) {
+  const rows = await db
+    .select({ id: images.id, filename: images.filename, frames: images.frames, filterPasses: images.filterPasses })
+    .from(images)
+    .where(inArray(images.id, ids))
+  return new Map(rows.map(({ id, ...facts }) => [id, facts]))
 }
 
 /** Images expired by `at`, the earliest first, at most `limit`. */

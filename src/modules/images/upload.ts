@@ -5,6 +5,7 @@ import type { Config } from '../../config'
 import { type Db, retryBusy, run, transaction } from '../../db/client'
 import type { Image, User } from '../../db/schema'
 import { badRequest, faultOf, Invalid, PoolBusy, StorageUnwritable } from '../../errors'
+import { ipKey } from '../../http/client-ip'
 import {
   discardFiles,
   type MultipartLimits,
@@ -128,7 +129,8 @@ export function createUploadPipeline(deps: {
     }
   }
 
-  async function prepare(file: ReceivedFile, userNsfw: boolean, scan: boolean): Promise<Prepared> {
+  /** `owner`: whose turn the job takes in the media pool (the account, else the address: src/workers/pool.ts). */
+  async function prepare(file: ReceivedFile, userNsfw: boolean, scan: boolean, owner: string): Promise<Prepared> {
     const thumbPath = `${file.path}.thumb.webp`
     try {
       // One job in a media worker, under its time and memory budget. A user's own nsfw=true stands without a scan;
@@ -138,6 +140,7 @@ export function createUploadPipeline(deps: {
       let scanning: ReturnType<typeof classify> | undefined
       const { info, size, phash } = await media.ingest(file.path, {
         thumbPath,
+        owner,
         classifierInput: scanned
           ? (input) => {
               scanning = classify(input)
@@ -169,7 +172,9 @@ export function createUploadPipeline(deps: {
     }
   }
 
-  async function prepareAll(files: ReceivedFile[], userNsfw: boolean, scan: boolean) {
+  async function prepareAll(files: ReceivedFile[], userNsfw: boolean, opts: UploadOptions) {
+    const { policy, ip, scan } = opts
+    const owner = policy.owner ? `user:${policy.owner.id}` : `ip:${ipKey(ip)}`
     const results: Prepared[] = new Array(files.length)
     let next = 0
     let failure: Error | null = null
@@ -177,7 +182,7 @@ export function createUploadPipeline(deps: {
       while (failure === null && next < files.length) {
         const i = next++
         try {
-          results[i] = await prepare(files[i], userNsfw, scan)
+          results[i] = await prepare(files[i], userNsfw, scan, owner)
         } catch (error) {
           failure ??= error as Error
         }
@@ -267,7 +272,7 @@ export function createUploadPipeline(deps: {
       )
 
       const prepared = await refusable(opts, async () => {
-        const prepared = await prepareAll(files, options.nsfw, opts.scan)
+        const prepared = await prepareAll(files, options.nsfw, opts)
         // By the decoded picture: resized, re-encoded, slightly cropped or brightened copies of a blocked one too.
         await deps.blocks.refusePictures(prepared.map((p) => p.phash))
         return prepared
@@ -308,6 +313,8 @@ export function createUploadPipeline(deps: {
               ext: FORMATS[p.info.format].ext,
               width: p.info.width,
               height: p.info.height,
+              frames: p.info.frames,
+              filterPasses: p.info.filterPasses,
               size: p.size,
               sha256: p.file.sha256,
               phash: p.phash,

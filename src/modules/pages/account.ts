@@ -1,5 +1,6 @@
 import type { Config } from '../../config'
 import { FILENAME_MAX } from '../../http/multipart'
+import { sameSitePath } from '../../http/next-path'
 import { html, type SafeHtml } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
 import { DESCRIPTION_MAX, PASSWORD_MAX, TITLE_MAX } from '../albums/model'
@@ -40,17 +41,23 @@ function authPage(
   })
 }
 
-export function renderLogin(renderer: PageRenderer, config: Config): Response {
+/**
+ * The login page. `next` (its `?next=`) is checked here (sameSitePath) and handed on only as a path of this site: in
+ * `data-next`, where auth.js goes after signing in, and in the single sign-on link, which brings it back.
+ */
+export function renderLogin(renderer: PageRenderer, config: Config, next: string | undefined): Response {
+  const path = sameSitePath(next) ?? ''
+  const start = `/api/auth/oidc/start${path ? `?next=${encodeURIComponent(path)}` : ''}`
   const sso =
     config.oidc &&
-    html`<p class="actions"><a class="button secondary" id="sso-start" href="/api/auth/oidc/start">Sign in with ${config.oidc.name}</a></p>`
+    html`<p class="actions"><a class="button secondary" id="sso-start" href="${start}">Sign in with ${config.oidc.name}</a></p>`
   // With OIDC_ONLY the provider is the only way in: no password form to fill in vain.
   if (config.oidc?.only)
     return authPage(
       renderer,
       config,
       'Log in',
-      html`<section class="auth-form card" id="login-sso">
+      html`<section class="auth-form card" id="login-sso" data-next="${path}">
 <h1>Log in</h1>
 <p class="error" data-sso-error role="alert" hidden></p>
 ${sso}
@@ -60,7 +67,7 @@ ${sso}
     renderer,
     config,
     'Log in',
-    html`<form class="auth-form card" id="login-form" data-auth-form="login">
+    html`<form class="auth-form card" id="login-form" data-auth-form="login" data-next="${path}">
 <h1>Log in</h1>
 <label for="login-username">Username or email</label>
 <input id="login-username" name="username" type="text" autocomplete="username" required autofocus>

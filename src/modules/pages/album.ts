@@ -6,7 +6,7 @@ import { html } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
 import { albumPath } from '../albums/model'
 import { profilePath } from '../gallery/model'
-import { readableImage } from '../images/links'
+import { pictureSite, readableImage } from '../images/links'
 import type { ImageService } from '../images/service'
 import { thumbGrid } from './grid'
 
@@ -47,7 +47,7 @@ export function renderAlbum(
   // Mature images, and those still waiting for a scan verdict, are blurred here and never used as the preview.
   const hidden = (image: Image) => image.nsfw || image.scanStatus === 'pending'
   const preview = items.find((image) => !hidden(image))
-  const previewImage = preview ? readableImage(config.cdnUrl, preview, 'unfurler') : null
+  const previewImage = preview ? readableImage(pictureSite(config), preview, 'unfurler') : null
   const description = album.description || `${items.length} image${items.length === 1 ? '' : 's'}`
 
   const head = html`<meta name="description" content="${description}">
@@ -69,7 +69,7 @@ ${
 
   const grid = items.length
     ? thumbGrid(
-        config.cdnUrl,
+        pictureSite(config),
         items.map((image) => {
           const links = images.links(image)
           return {

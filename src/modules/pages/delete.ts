@@ -4,7 +4,7 @@ import { humanSize } from '../../lib/size'
 import { thumbnailSize } from '../../media/thumbnail'
 import { html } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
-import { DELETE_PAGE_PATH } from '../images/links'
+import { DELETE_PAGE_PATH, pictureSite } from '../images/links'
 import type { ImageService } from '../images/service'
 import { tilePicture } from './picture'
 
@@ -48,7 +48,7 @@ function refusal(pages: PageRenderer, kind: keyof typeof REFUSALS) {
  */
 function figure(config: Config, images: ImageService, image: Image) {
   if (!image.nsfw)
-    return html`<figure class="viewer">${tilePicture(config.cdnUrl, image, image.filename, false)}</figure>`
+    return html`<figure class="viewer">${tilePicture(pictureSite(config), image, image.filename, false)}</figure>`
   const { thumbnail } = images.links(image)
   const size = thumbnailSize(image.width, image.height)
   return html`<figure class="viewer nsfw is-hidden">

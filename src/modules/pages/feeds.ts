@@ -3,6 +3,7 @@ import { html } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
 import { MAX_QUERY_LENGTH, profilePath } from '../gallery/model'
 import type { GalleryService } from '../gallery/service'
+import { pictureSite } from '../images/links'
 import { pager, type Tile, thumbGrid } from './grid'
 import type { PageService } from './service'
 
@@ -15,12 +16,13 @@ const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
 const dateText = (iso: string) => iso.slice(0, 10)
 
 async function tiles(pages: PageService, items: FeedImage[], opts: { byline: boolean }): Promise<Tile[]> {
-  const names = await pages.filenames(items.map((i) => i.id))
+  const facts = await pages.tileFacts(items.map((i) => i.id))
+  // An image gone since the feed was read keeps the feed's own fields: its links answer 404 whatever they are.
   return items.map((image) => ({
-    image,
+    image: { frames: 1, filterPasses: 0, ...image, ...facts.get(image.id) },
     viewer: image.viewer,
     thumbnail: image.thumbnail,
-    alt: names.get(image.id) ?? `Image ${image.id}`,
+    alt: facts.get(image.id)?.filename ?? `Image ${image.id}`,
     hidden: image.nsfw,
     caption: opts.byline
       ? html`<p class="tile-meta">${image.username ? html`<a href="${profilePath(image.username)}">${image.username}</a>` : html`<span>anonymous</span>`}<span>${plural(image.views, 'view')}</span></p>`
@@ -77,7 +79,7 @@ export async function renderGallery(
 ${searchError ? html`<p class="error" role="alert">${searchError}</p>` : ''}
 ${
   result?.images.length
-    ? html`${thumbGrid(config.cdnUrl, shown)}
+    ? html`${thumbGrid(pictureSite(config), shown)}
 ${pager(result.page, result.totalPages, href)}`
     : result
       ? html`<section class="notice"><p class="muted">${opts.q ? 'Nothing matches this search.' : 'No public images yet.'}</p><p><a class="button" href="/">Upload the first one</a></p></section>`
@@ -130,7 +132,7 @@ export async function renderProfile(
 </section>
 ${
   result.images.length
-    ? html`${thumbGrid(config.cdnUrl, shown)}
+    ? html`${thumbGrid(pictureSite(config), shown)}
 ${pager(result.page, result.totalPages, href)}`
     : html`<p class="muted">No public images yet.</p>`
 }`

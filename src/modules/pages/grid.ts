@@ -1,5 +1,6 @@
 import { thumbnailSize } from '../../media/thumbnail'
 import { html, type SafeHtml } from '../../web/html'
+import type { PictureSite } from '../images/links'
 import { type PictureImage, tilePicture } from './picture'
 
 /** Tiles loaded at once: the first rows, in view on arrival (2 to 5 a row); the others load as they scroll in. */
@@ -22,11 +23,11 @@ export interface Tile {
  * A grid of thumbnails linking to their viewer pages. A hidden tile's thumbnail is not in the markup (site.js loads it
  * from data-preview, blurred by CSS) so link unfurlers never pick it; its Show button unblurs it.
  */
-export function thumbGrid(cdnBase: string, tiles: Tile[]): SafeHtml {
+export function thumbGrid(site: PictureSite, tiles: Tile[]): SafeHtml {
   return html`<ul class="grid">
 ${tiles.map((tile, index) => {
   if (!tile.hidden) {
-    return html`<li class="tile"><a class="thumb" href="${tile.viewer}">${tilePicture(cdnBase, tile.image, tile.alt, index >= EAGER_TILES)}</a>${tile.caption ?? ''}</li>
+    return html`<li class="tile"><a class="thumb" href="${tile.viewer}">${tilePicture(site, tile.image, tile.alt, index >= EAGER_TILES)}</a>${tile.caption ?? ''}</li>
 `
   }
   const size = thumbnailSize(tile.image.width, tile.image.height)

@@ -128,7 +128,10 @@ export function pagesModule(deps: {
         ...hidden,
       },
     )
-    .get('/login', () => renderLogin(renderer, config), hidden)
+    .get('/login', ({ query }) => renderLogin(renderer, config, query.next), {
+      query: t.Object({ next: t.Optional(t.String()) }),
+      ...hidden,
+    })
     .get('/register', () => renderRegister(renderer, config), hidden)
     .get('/verify', () => renderVerify(renderer, config), hidden)
     .get('/forgot', () => renderForgot(renderer, config), hidden)

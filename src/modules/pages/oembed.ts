@@ -1,7 +1,7 @@
 import { t } from 'elysia'
 import type { Config } from '../../config'
 import { thumbnailSize } from '../../media/thumbnail'
-import { presetUrl, readableImage } from '../images/links'
+import { pictureSite, presetUrl, readableImage } from '../images/links'
 import type { ImagePageData } from './service'
 
 const common = {
@@ -48,7 +48,7 @@ export const OEmbedQuery = t.Object({
 /** The oEmbed answer of a viewer link; its title, author and provider match the page's head. */
 export function oembedFor(config: Config, data: ImagePageData) {
   const { image, embed } = data
-  const photo = readableImage(config.cdnUrl, image, 'unfurler')
+  const photo = readableImage(pictureSite(config), image, 'unfurler')
   const base = {
     version: '1.0' as const,
     title: embed.title,

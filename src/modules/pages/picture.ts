@@ -1,18 +1,12 @@
 import { FORMATS } from '../../media/formats'
 import { fitWithin, thumbnailSize } from '../../media/thumbnail'
 import { html, type SafeHtml } from '../../web/html'
-import { presetUrl, readableImage } from '../images/links'
-import { FORMAT_MIME, PRESETS, type Preset } from '../variants/model'
+import { type PictureImage, type PictureSite, presetUrl, readableImage } from '../images/links'
+import { FORMAT_MIME, PRESETS, type Preset, presetMade } from '../variants/model'
 
-/** What a page knows of an image to show it. */
-export interface PictureImage {
-  id: string
-  mime: string
-  width: number
-  height: number
-}
+export type { PictureImage } from '../images/links'
 
-/** GIF and WebP originals may be animated (the row does not record it): only WebP presets keep the frames. */
+/** GIF and WebP originals may be animated (rows from before 0013 do not record it): only WebP presets keep the frames. */
 const MAY_BE_ANIMATED = new Set([FORMATS.gif.mime, FORMATS.webp.mime])
 
 /** The viewer's widest image box (main is at most 1100 px wide, less its padding) and a grid tile's width (site.css). */
@@ -44,11 +38,15 @@ function presetWidths(image: { width: number; height: number }) {
   return widths
 }
 
-/** One `<source>` per format, each listing the presets by width; the browser takes the first type it reads. */
-function sources(cdnBase: string, image: PictureImage, formats: ('avif' | 'webp')[], sizes: string): SafeHtml {
+/**
+ * One `<source>` per format, each listing the presets by width; the browser takes the first type it reads. A preset
+ * that would cost too much to make (a long animation's WebP: src/media/work.ts) is left out.
+ */
+function sources(site: PictureSite, image: PictureImage, formats: ('avif' | 'webp')[], sizes: string): SafeHtml {
   const widths = presetWidths(image)
   return html`${formats.map((format) => {
-    const srcset = widths.map((w) => `${presetUrl(cdnBase, image.id, w.preset, format)} ${w.width}w`).join(', ')
+    const made = widths.filter((w) => presetMade(image, w.preset, format, site.maxPixels))
+    const srcset = made.map((w) => `${presetUrl(site.cdnBase, image.id, w.preset, format)} ${w.width}w`).join(', ')
     return html`<source type="${FORMAT_MIME[format]}" srcset="${srcset}" sizes="${sizes}">`
   })}`
 }
@@ -59,11 +57,11 @@ function sources(cdnBase: string, image: PictureImage, formats: ('avif' | 'webp'
  * showing the original (only it and the WebP presets have the frames, and the page's point is to show it whole); an
  * SVG scales by itself.
  */
-export function viewerPicture(cdnBase: string, image: PictureImage & { ext: string }, alt: string): SafeHtml {
-  const shown = readableImage(cdnBase, image, 'browser')
+export function viewerPicture(site: PictureSite, image: PictureImage & { ext: string }, alt: string): SafeHtml {
+  const shown = readableImage(site, image, 'browser')
   const img = html`<img src="${shown.url}" width="${image.width}" height="${image.height}" loading="eager" fetchpriority="high" alt="${alt}">`
   if (MAY_BE_ANIMATED.has(image.mime) || image.mime === FORMATS.svg.mime) return img
-  return html`<picture>${sources(cdnBase, image, ['avif', 'webp'], viewerSizes(image.width))}${img}</picture>`
+  return html`<picture>${sources(site, image, ['avif', 'webp'], viewerSizes(image.width))}${img}</picture>`
 }
 
 /**
@@ -71,8 +69,8 @@ export function viewerPicture(cdnBase: string, image: PictureImage & { ext: stri
  * loads. Animations get WebP presets only (AVIF presets are their first frame); the medium JPEG is the fallback.
  * Tiles below the first rows load lazily.
  */
-export function tilePicture(cdnBase: string, image: PictureImage, alt: string, lazy: boolean): SafeHtml {
+export function tilePicture(site: PictureSite, image: PictureImage, alt: string, lazy: boolean): SafeHtml {
   const size = thumbnailSize(image.width, image.height)
   const formats: ('avif' | 'webp')[] = MAY_BE_ANIMATED.has(image.mime) ? ['webp'] : ['avif', 'webp']
-  return html`<picture>${sources(cdnBase, image, formats, TILE_SIZES)}<img src="${presetUrl(cdnBase, image.id, 'medium', 'jpg')}" width="${size.width}" height="${size.height}" loading="${lazy ? 'lazy' : 'eager'}" decoding="async" alt="${alt}"></picture>`
+  return html`<picture>${sources(site, image, formats, TILE_SIZES)}<img src="${presetUrl(site.cdnBase, image.id, 'medium', 'jpg')}" width="${size.width}" height="${size.height}" loading="${lazy ? 'lazy' : 'eager'}" decoding="async" alt="${alt}"></picture>`
 }

@@ -5,7 +5,7 @@ import { findAccountName } from '../auth/repository'
 import { type ResolvedEmbed, resolveEmbed } from '../embeds/service'
 import { VIEWER_PATH } from '../images/links'
 import { IMAGE_ID, isImageId } from '../images/model'
-import { filenamesOf, imagePageRow } from '../images/repository'
+import { imagePageRow, tileFactsOf } from '../images/repository'
 import type { ImageService } from '../images/service'
 
 /** Everything a viewer page or an oEmbed answer needs, read in one query. */
@@ -78,11 +78,14 @@ export function createPageService(deps: { db: Db; config: Config; images: ImageS
     return owner && !owner.banned ? owner.username : null
   }
 
-  /** Original filenames by image id, for the alt text of feed thumbnails (the feed elements do not carry them). */
-  async function filenames(ids: string[]): Promise<Map<string, string>> {
+  /**
+   * What feed tiles need beyond the feed elements, by image id: the original filename (their alt text) and what the
+   * image's sizes cost (which presets a tile may link).
+   */
+  async function tileFacts(ids: string[]): Promise<Awaited<ReturnType<typeof tileFactsOf>>> {
     if (ids.length === 0) return new Map()
-    return filenamesOf(db, ids)
+    return tileFactsOf(db, ids)
   }
 
-  return { imagePage, viewerLinkId, ownerName, filenames }
+  return { imagePage, viewerLinkId, ownerName, tileFacts }
 }

@@ -3,17 +3,17 @@ import { humanSize } from '../../lib/size'
 import { html } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
 import { profilePath } from '../gallery/model'
-import { readableImage } from '../images/links'
+import { type PictureSite, pictureSite, readableImage } from '../images/links'
 import { viewerPicture } from './picture'
 import { reportForm } from './report-form'
 import type { ImagePageData } from './service'
 import { fillShareCode, SHARE_CODES } from './share-codes'
 
 /** The share codes offered on the viewer page; each is plain text (the page escapes it when it renders it). */
-export function shareCodes(cdnBase: string, data: Pick<ImagePageData, 'image' | 'links'>) {
+export function shareCodes(site: PictureSite, data: Pick<ImagePageData, 'image' | 'links'>) {
   const values = {
     url: data.links.url,
-    img: readableImage(cdnBase, data.image, 'browser').url,
+    img: readableImage(site, data.image, 'browser').url,
     viewer: data.links.viewer,
     alt: data.image.filename,
   }
@@ -32,7 +32,7 @@ const dateText = (date: Date) => `${date.toISOString().slice(0, 16).replace('T',
  */
 function viewerHead(config: Config, data: ImagePageData) {
   const { image, embed, links } = data
-  const preview = readableImage(config.cdnUrl, image, 'unfurler')
+  const preview = readableImage(pictureSite(config), image, 'unfurler')
   const oembed = `${config.publicUrl}/api/oembed?url=${encodeURIComponent(links.viewer)}`
   return html`<meta name="description" content="${embed.description}">
 <meta property="og:type" content="website">
@@ -57,7 +57,7 @@ ${
 
 export function renderViewer(pages: PageRenderer, config: Config, data: ImagePageData): Response {
   const { image, links, username } = data
-  const shown = readableImage(config.cdnUrl, image, 'browser')
+  const shown = readableImage(pictureSite(config), image, 'browser')
   // A mature image is not in the markup at all: unfurlers that fall back to the first <img> find nothing to show.
   // site.js loads the thumbnail (blurred by CSS) behind the warning, and the image (its JPEG preset where browsers cannot
   // show the original) once the visitor reveals it.
@@ -66,7 +66,7 @@ export function renderViewer(pages: PageRenderer, config: Config, data: ImagePag
 <a href="${links.url}"><img data-preview="${links.thumbnail}" data-src="${shown.url}" width="${image.width}" height="${image.height}" alt="${image.filename}"></a>
 <div class="nsfw-warning"><p>This image is marked as mature content (NSFW).</p><button type="button" data-reveal>Show image</button><noscript><a href="${links.url}">Open the image</a></noscript></div>
 </figure>`
-    : html`<figure class="viewer"><a href="${links.url}">${viewerPicture(config.cdnUrl, image, image.filename)}</a></figure>`
+    : html`<figure class="viewer"><a href="${links.url}">${viewerPicture(pictureSite(config), image, image.filename)}</a></figure>`
 
   const body = html`<article class="image-page">
 ${figure}
@@ -80,7 +80,7 @@ ${figure}
 ${username ? html`<div><dt>By</dt><dd><a class="uploader" href="${profilePath(username)}">${username}</a></dd></div>` : ''}
 </dl>
 <section class="share" aria-label="Share">
-${shareCodes(config.cdnUrl, data).map(
+${shareCodes(pictureSite(config), data).map(
   (
     code,
   ) => html`<div class="field"><label for="${code.id}">${code.label}</label><div class="copy-row"><input id="${code.id}" type="text" readonly value="${code.value}"><button type="button" class="secondary" data-copy="${code.id}">Copy</button></div></div>

@@ -1,5 +1,5 @@
 import { Elysia } from 'elysia'
-import { notFound } from '../../errors'
+import { notFound, Unprocessable } from '../../errors'
 import type { authGuard } from '../../http/auth'
 import { errors } from '../../http/errors'
 import type { VariantSpec } from '../../media'
@@ -30,20 +30,24 @@ export function variantsModule(deps: {
         fit: (body.fit ?? 'inside') as VariantSpec['fit'],
         format: body.format as VariantSpec['format'],
       }
+      // A URL that could only ever answer 422 is not signed: the size is refused here, with the same reason.
+      const refused = await variants.refusal(image, spec, variants.keyOf(image.id, spec))
+      if (refused) throw new Unprocessable(refused)
       return { url: `${deps.publicUrl}${variants.signedPath(image.id, spec)}` }
     },
     {
       apiKey: true,
       params: ImageIdParams,
       body: VariantRequest,
-      response: { 200: VariantResponse, ...errors(400, 401, 403, 404) },
+      response: { 200: VariantResponse, ...errors(400, 401, 403, 404, 422) },
       detail: {
         tags: ['Images'],
         summary: 'A signed URL of your image resized (made on its first request, then kept)',
         description:
           `width and height ${MIN_SIDE}-${MAX_SIDE} px (height optional: the width alone bounds it); ` +
           `fit one of ${VARIANT_FITS.join(', ')} (default inside); format one of ${VARIANT_FORMATS.join(', ')}. ` +
-          'Never enlarged. Any change to the URL answers 403.',
+          'Never enlarged. Any change to the URL answers 403. A size that would take more than the media budget to make ' +
+          '(a long animation in WebP), or that failed before, is refused with 422 and the reason.',
       },
     },
   )

@@ -1,6 +1,8 @@
 import type { TLiteral, TUnion } from '@sinclair/typebox'
 import { t } from 'elysia'
 import type { VariantSpec } from '../../media'
+import { formatFromMime } from '../../media/formats'
+import { tooCostly, type WorkFacts } from '../../media/work'
 
 /** Preset names and the square each fits within (never enlarged); `medium` is the upload-time thumbnail's size. */
 export const PRESETS = { small: 320, medium: 500, large: 1280 } as const
@@ -59,3 +61,31 @@ export const VariantRequest = t.Object(
 export const VariantResponse = t.Object({
   url: t.String({ description: 'The signed URL of the variant (made on its first request, then kept)' }),
 })
+
+/** What an image's row says of the cost of its sizes (src/media/work.ts). */
+export const workFactsOf = (image: {
+  mime: string
+  width: number
+  height: number
+  frames: number
+  filterPasses: number
+}): WorkFacts => ({
+  format: formatFromMime(image.mime) ?? 'png',
+  width: image.width,
+  height: image.height,
+  frames: image.frames,
+  filterPasses: image.filterPasses,
+})
+
+/**
+ * Whether a preset of this image is served: the medium WebP always (the thumbnail made at upload), any other unless
+ * it would cost too much to make (what pages link, so they never link a size /cdn refuses).
+ */
+export const presetMade = (
+  image: Parameters<typeof workFactsOf>[0],
+  preset: Preset,
+  format: VariantSpec['format'],
+  maxPixels: number,
+) =>
+  (preset === 'medium' && format === 'webp') ||
+  tooCostly(workFactsOf(image), presetSpec(preset, format), maxPixels) === null

@@ -1,9 +1,9 @@
 import { asc, eq, inArray, notInArray, sql } from 'drizzle-orm'
 import { type Db, q, transaction } from '../../db/client'
-import { images, variants } from '../../db/schema'
+import { images, variantFailures, variants } from '../../db/schema'
 import type { StorageKey } from '../../storage'
 
-/** Every query of the variants table. */
+/** Every query of the variants and variant_failures tables. */
 export const isStored = async (db: Db, key: StorageKey) =>
   (await db.select({ key: variants.key }).from(variants).where(eq(variants.key, key))).length > 0
 
@@ -63,3 +63,13 @@ export const variantsAmong = async (db: Db, keys: StorageKey[]): Promise<Storage
 
 /** A backup's copy of the database holds no variants (their files are not backed up). */
 export const forgetAllVariants = async (db: Db) => await db.delete(variants)
+
+/** Why a size could not be made, if it failed before (on any instance). */
+export const failureOf = async (db: Db, key: StorageKey) =>
+  (await db.select({ reason: variantFailures.reason }).from(variantFailures).where(eq(variantFailures.key, key)))[0]
+    ?.reason
+
+/** Remembers a size that could not be made (the first reason stays); the row goes with its image. */
+export async function recordFailure(db: Db, row: { key: StorageKey; imageId: string; reason: string }) {
+  await db.insert(variantFailures).values(row).onConflictDoNothing()
+}

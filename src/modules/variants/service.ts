@@ -3,18 +3,23 @@ import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { ChangeFeed } from '../../db/changes'
 import type { Db } from '../../db/client'
-import { notFound } from '../../errors'
+import { notFound, PoolBusy, Unprocessable } from '../../errors'
 import { randomToken } from '../../lib/crypto'
 import { log } from '../../log'
 import type { Media, VariantSpec } from '../../media'
+import { MediaError } from '../../media/errors'
+import { tooCostly } from '../../media/work'
 import { type Storage, type StorageKey, variantKey } from '../../storage'
 import { OriginalMissingError, withLocalOriginal } from '../../storage/local-copy'
+import { PoolBusyError } from '../../workers/pool'
 import type { ImageEvents } from '../images/events'
-import { variantName } from './model'
+import { variantName, workFactsOf } from './model'
 import {
+  failureOf,
   forgetVariant,
   isStored,
   leastRecentlyUsed,
+  recordFailure,
   recordVariant,
   storedBytes,
   variantsOf,
@@ -24,6 +29,22 @@ import { signedVariantPath, verifyVariantQuery } from './signing'
 
 /** Rows read per step of an eviction. */
 const EVICT_BATCH = 100
+/** Images whose failed sizes are remembered in memory (each also in the database, which any instance reads). */
+const KNOWN_FAILURES = 10_000
+
+/** The answer to a size whose job failed, with the job's reason. */
+const couldNotMake = (reason: string) => `This size could not be made from the original: ${reason}`
+
+/** What the service needs of an image to decide on and make its sizes. */
+export interface VariantImage {
+  id: string
+  ext: string
+  mime: string
+  width: number
+  height: number
+  frames: number
+  filterPasses: number
+}
 
 export type VariantService = ReturnType<typeof createVariantService>
 
@@ -33,6 +54,11 @@ export type VariantService = ReturnType<typeof createVariantService>
  * (single flight). Stored variants are held to `storageLimit` bytes, least recently used going first; last uses are
  * kept in memory and written before an eviction reads them (a write per cached request would cost more than the
  * answer).
+ *
+ * Work is paid once: a size predicted past the media budget from the image's row (src/media/work.ts) is refused
+ * without a job, and a size whose job failed (undecodable, past a budget) is remembered in the database with its
+ * reason, so every instance answers it at once (422) and never runs the job again; the failure counts against the
+ * refused-uploads windows of the image's sender (`chargeSender`).
  */
 export function createVariantService(deps: {
   db: Db
@@ -41,6 +67,10 @@ export function createVariantService(deps: {
   tmpDir: string
   secret: string
   storageLimit: number
+  /** The pixel limit, which sets the budget of a size's work (src/media/work.ts). */
+  maxPixels: number
+  /** Counts a size that could not be made against the refused-uploads windows of the image's sender. */
+  chargeSender(imageId: string): Promise<void>
   /** PostgreSQL: variants removed by any instance (its eviction), so this one stops counting them as stored. */
   changes?: ChangeFeed
   now?: () => number
@@ -49,6 +79,14 @@ export function createVariantService(deps: {
   const now = deps.now ?? Date.now
   const making = new Map<StorageKey, Promise<void>>()
   const uses = new Map<StorageKey, number>()
+  /** Failed sizes seen by this instance, by image (so an image's go with it), oldest image first. */
+  const failures = new Map<string, Map<StorageKey, string>>()
+  const rememberFailure = (imageId: string, key: StorageKey, reason: string) => {
+    const known = failures.get(imageId) ?? new Map<StorageKey, string>()
+    failures.delete(imageId)
+    if (failures.size >= KNOWN_FAILURES) failures.delete(failures.keys().next().value!)
+    failures.set(imageId, known.set(key, reason))
+  }
   // Keys known to be stored, so a cached request asks no SQL (it cost ~20x the rest of the answer). Rows leave only
   // through `removeStored` (here, or on PostgreSQL in another instance, which the change feed tells), or (the orphan
   // sweep, `cli check`) with their image, which /cdn no longer finds.
@@ -95,16 +133,41 @@ export function createVariantService(deps: {
     }
   }
 
-  async function make(image: { id: string; ext: string }, spec: VariantSpec, key: StorageKey) {
+  /**
+   * The job failed for a reason of the original's (a MediaError: undecodable, past a budget): remembered for every
+   * instance and charged to the image's sender. Remembering is bookkeeping: a database that cannot take it still
+   * answers the reason.
+   */
+  async function failed(image: VariantImage, key: StorageKey, error: MediaError): Promise<Unprocessable> {
+    const reason = error.message
+    rememberFailure(image.id, key, reason)
+    try {
+      await recordFailure(db, { key, imageId: image.id, reason })
+      await deps.chargeSender(image.id)
+    } catch (cause) {
+      log.warn('variant failure not recorded', { key, error: String(cause) })
+    }
+    return new Unprocessable(couldNotMake(reason))
+  }
+
+  /** Runs the job; what the original causes is a 422 (remembered), a full queue a 503 (tried again later). */
+  async function render(image: VariantImage, spec: VariantSpec, key: StorageKey, target: string, owner: string) {
+    try {
+      await withLocalOriginal(storage, tmpDir, image, (source) => media.variant(source, spec, target, owner))
+    } catch (error) {
+      // Gone meanwhile (deleted) or lost: nothing to make it from.
+      if (error instanceof OriginalMissingError) throw notFound()
+      if (error instanceof MediaError) throw await failed(image, key, error)
+      if (error instanceof PoolBusyError) throw new PoolBusy()
+      throw error
+    }
+  }
+
+  async function make(image: VariantImage, spec: VariantSpec, key: StorageKey, owner: string) {
     mkdirSync(tmpDir, { recursive: true })
     const target = join(tmpDir, `variant-${randomToken(9)}.${spec.format}`)
     try {
-      try {
-        await withLocalOriginal(storage, tmpDir, image, (source) => media.variant(source, spec, target))
-      } catch (error) {
-        // Gone meanwhile (deleted) or lost: nothing to make it from.
-        throw error instanceof OriginalMissingError ? notFound() : error
-      }
+      await render(image, spec, key, target, owner)
       // A file without a row (a crash before the insert) is an orphan: replaced here, or removed by the sweep.
       await storage.put(key, target, { replace: true })
       // An image deleted while this ran leaves a row of a missing image: the orphan sweep drops it and its file.
@@ -116,9 +179,26 @@ export function createVariantService(deps: {
     await evict(key)
   }
 
-  /** Removes every variant of an image (it was deleted or expired). */
+  /** Removes every variant of an image (it was deleted or expired); its failures' rows go with its row. */
   async function removeFor(imageId: string) {
+    failures.delete(imageId)
     for (const { key } of await variantsOf(db, imageId)) await removeStored(key)
+  }
+
+  /**
+   * Why `spec` of `image` will not be made: predicted past the budget from the row, or failed before (known here, else
+   * asked of the database); null when it may be made.
+   */
+  function refusal(image: VariantImage, spec: VariantSpec, key: StorageKey): string | null | Promise<string | null> {
+    const costly = tooCostly(workFactsOf(image), spec, deps.maxPixels)
+    if (costly) return costly
+    const known = failures.get(image.id)?.get(key)
+    if (known) return couldNotMake(known)
+    return failureOf(db, key).then((reason) => {
+      if (!reason) return null
+      rememberFailure(image.id, key, reason)
+      return couldNotMake(reason)
+    })
   }
 
   return {
@@ -142,15 +222,23 @@ export function createVariantService(deps: {
       })
     },
 
+    refusal,
+
     /**
-     * Makes and stores the variant unless a request for it is already making it (then waits for that one).
-     * `starting` runs only when this call starts the job (the per-IP cap counts variants made, not requests).
+     * Makes and stores the variant unless a request for it is already making it (then waits for that one); a size that
+     * will not be made (`refusal`) is a 422 with the reason, without a job. `starting` runs only when this call starts
+     * the job (the per-IP cap counts variants made, not requests); `owner` is whose turn the job takes in the pool.
      */
-    ensure(image: { id: string; ext: string }, spec: VariantSpec, key: StorageKey, starting?: () => void) {
+    async ensure(image: VariantImage, spec: VariantSpec, key: StorageKey, opts: { owner: string; starting?(): void }) {
       const running = making.get(key)
       if (running) return running
-      starting?.()
-      const job = make(image, spec, key).finally(() => making.delete(key))
+      const refused = await refusal(image, spec, key)
+      if (refused) throw new Unprocessable(refused)
+      // Another request may have started it while the database was asked.
+      const started = making.get(key)
+      if (started) return started
+      opts.starting?.()
+      const job = make(image, spec, key, opts.owner).finally(() => making.delete(key))
       making.set(key, job)
       return job
     },

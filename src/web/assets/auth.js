@@ -6,17 +6,13 @@
   const { api, setToken, passkeys } = window.imghost
 
   /**
-   * Where to go after logging in: a path of this site from ?next= (already percent-decoded), else the dashboard. Browsers
-   * drop tabs and newlines from URLs and read `\` as `/`, so `/\t/evil.example` or `/\evil.example` would leave the
-   * site: control characters, whitespace and a second leading slash or backslash are refused, and what is left must
-   * resolve to this origin.
+   * Where to go after logging in: the page's `data-next`, the server's check of ?next= (src/http/next-path.ts: a path of
+   * this site, never another host), else the dashboard. Prefixed with this origin, so even a path that began `//` could
+   * not name another host.
    */
   function nextPath() {
-    const next = new URLSearchParams(location.search).get('next') || ''
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what this refuses
-    if (!/^\/(?![/\\])/.test(next) || /[\u0000-\u001f\u007f-\u009f\s]/.test(next)) return '/dashboard'
-    const target = new URL(next, location.origin)
-    return target.origin === location.origin ? target.pathname + target.search + target.hash : '/dashboard'
+    const next = document.querySelector('[data-next]')?.dataset.next || '/dashboard'
+    return location.origin + next
   }
 
   function showError(form, message) {
@@ -118,12 +114,11 @@
     })
   }
 
-  // Single sign-on: the button keeps ?next=, and the provider's sign-in comes back here with the session token (or
-  // why it was refused) in the fragment, which no server sees; it leaves the address bar (and the history) at once.
+  // Single sign-on: the button keeps the checked next path (the server writes it into its link), and the provider's
+  // sign-in comes back here with the session token (or why it was refused) in the fragment, which no server sees; it
+  // leaves the address bar (and the history) at once.
   const sso = document.getElementById('sso-start')
   if (sso) {
-    const next = new URLSearchParams(location.search).get('next')
-    if (next) sso.href = `${sso.pathname}?next=${encodeURIComponent(next)}`
     const handed = new URLSearchParams(location.hash.slice(1))
     if (handed.has('token') || handed.has('error')) {
       history.replaceState(null, '', location.pathname + location.search)
