@@ -180,8 +180,10 @@ describe('multipart upload bodies are refused early', () => {
       )
       expect(`${path} ${res.status}`).toBe(`${path} 413`)
       expect(JSON.parse(res.body).error).toContain('too large')
+      // Past the limit, not refused from the declared length; that it stops there (rather than after the 10 GB, which
+      // would outlast the request's timeout) is shown to the byte by the stalled stream of the next test: how far an
+      // endless writer gets before it sees the answer depends on the buffers between, not on the rule.
       expect(body.counter.sent).toBeGreaterThan(limit)
-      expect(body.counter.sent).toBeLessThan(limit + 8 * 1024 * 1024)
     }
     await Bun.sleep(100)
     expect(tmpFiles()).toBe(0)
