@@ -232,8 +232,8 @@ export const images = sqliteTable(
     expiresAt: integer('expires_at', { mode: 'timestamp_ms' }),
     /**
      * What making sizes of it costs, read from its header at upload (src/media/work.ts): the frames of an animation (1
-     * for a still picture), and an SVG's filter passes. Rows stored before 0013 have 1 and 0: their sizes are decided
-     * by the media worker instead, which reads the file.
+     * for a still picture), and an SVG's filter passes. Rows stored before migration 0017 (PostgreSQL 0009) have 1
+     * and 0: their sizes are decided by the media worker instead, which reads the file.
      */
     frames: integer('frames').notNull().default(1),
     filterPasses: integer('filter_passes').notNull().default(0),

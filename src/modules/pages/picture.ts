@@ -6,7 +6,10 @@ import { FORMAT_MIME, PRESETS, type Preset, presetMade } from '../variants/model
 
 export type { PictureImage } from '../images/links'
 
-/** GIF and WebP originals may be animated (rows from before 0013 do not record it): only WebP presets keep the frames. */
+/**
+ * GIF and WebP originals may be animated (rows from before migration 0017 do not record it): only WebP presets keep
+ * the frames.
+ */
 const MAY_BE_ANIMATED = new Set([FORMATS.gif.mime, FORMATS.webp.mime])
 
 /** The viewer's widest image box (main is at most 1100 px wide, less its padding) and a grid tile's width (site.css). */
