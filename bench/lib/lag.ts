@@ -10,20 +10,20 @@ export interface Gap {
 /** Now as the probe stamps its gaps: epoch milliseconds, sub-millisecond. */
 export const epochNow = () => performance.timeOrigin + performance.now()
 
-export function readGaps(file: string): Gap[] {
-  let text = ''
+/** The lines a probe has written to `file` so far (none while it has written nothing). */
+export function probeLines(file: string): string[] {
   try {
-    text = readFileSync(file, 'utf8')
+    return readFileSync(file, 'utf8').split('\n').filter(Boolean)
   } catch {
     return []
   }
-  return text
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => {
-      const [end, gapMs, cpuMs] = line.split(' ').map(Number)
-      return { end, gapMs, cpuMs }
-    })
+}
+
+export function readGaps(file: string): Gap[] {
+  return probeLines(file).map((line) => {
+    const [end, gapMs, cpuMs] = line.split(' ').map(Number)
+    return { end, gapMs, cpuMs }
+  })
 }
 
 /**

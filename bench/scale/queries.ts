@@ -1,5 +1,6 @@
 import { Database } from 'bun:sqlite'
 import { readFileSync } from 'node:fs'
+import { probeLines } from '../lib/lag'
 import type { ReadResult } from './reads'
 
 /** A statement the server probe timed (bench/lib/server-probe.ts, BENCH_SQL_FILE). */
@@ -12,16 +13,7 @@ interface Timed {
 }
 
 function readTimed(file: string): Timed[] {
-  let text = ''
-  try {
-    text = readFileSync(file, 'utf8')
-  } catch {
-    return []
-  }
-  return text
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => JSON.parse(line) as Timed)
+  return probeLines(file).map((line) => JSON.parse(line) as Timed)
 }
 
 /** SQLite's EXPLAIN QUERY PLAN of a statement, as an indented tree. */
