@@ -23,7 +23,8 @@ import { originalKey, type Storage, thumbnailKey } from '../storage'
  * - spread evenly over the three years before now, inserted in that order (so insertion order is time order).
  * - filenames of two words of WORDS and the row number (`sunset-harbour-123.jpg`): `sunset` is in about 3% of them.
  * - 1% expired (i % 200 = 7 or 8: still there for the expiry sweep), 1% expiring in 30 days (i % 100 = 3).
- * - every 20th row (all the owner's) in one of the owner's albums of 1,000 images, public and private in turn.
+ * - the owner's albums: ALBUMS of ALBUM_SIZE images whatever the library's size (album reads then compare like with
+ *   like between libraries), public and private in turn, their images spread evenly over the owner's rows.
  * - an open report about every 2,000th row.
  *
  * Files: the source's original and thumbnail are hard-linked under every new id (`files: 'link'`, local storage only),
@@ -69,7 +70,11 @@ const WORDS = [
 const YEAR_MS = 365 * 24 * 3600 * 1000
 const SPAN_MS = 3 * YEAR_MS
 const ROWS_PER_ACCOUNT = 1000
-const ALBUM_SIZE = 1000
+const ALBUMS = 10
+const ALBUM_SIZE = 100
+
+/** Every `stride`-th row (an even number: the owner's) is in an album, until the albums are full. */
+const albumStride = (n: number) => 2 * Math.max(1, Math.floor(n / (2 * ALBUMS * ALBUM_SIZE)))
 const CHUNK = 50_000
 
 interface SeedRow {
@@ -440,7 +445,8 @@ export async function seed(
   // Seeded accounts get one hash of a password nobody is told: they exist to own rows, not to sign in.
   const passwordHash = await Bun.password.hash(randomToken(), { algorithm: 'argon2id' })
   const names = Array.from({ length: Math.max(4, Math.ceil(n / ROWS_PER_ACCOUNT)) }, (_, k) => `seed-${k}`)
-  const albumCount = Math.ceil(Math.ceil(n / 20) / ALBUM_SIZE)
+  const stride = albumStride(n)
+  const albumCount = Math.min(ALBUMS, Math.ceil(Math.ceil(n / stride) / ALBUM_SIZE))
   const albumIds = Array.from({ length: albumCount }, () => newPublicId())
   return inTransaction(db, async (writer) => {
     await writer.pauseSearch()
@@ -451,7 +457,7 @@ export async function seed(
         userId: owner,
         title: `${WORDS[(k * 7) % WORDS.length]} trip ${k + 1}`,
         isPublic: k % 2 === 0,
-        createdAt: now - SPAN_MS + Math.floor((k * ALBUM_SIZE * 20 * SPAN_MS) / Math.max(n, 1)),
+        createdAt: now - SPAN_MS + Math.floor((k * ALBUM_SIZE * stride * SPAN_MS) / Math.max(n, 1)),
       })),
     )
     const report: SeedReport = {
@@ -483,8 +489,8 @@ export async function seed(
       rows.forEach((r, k) => {
         const i = start + k
         if (!inserted.has(r.id)) return
-        if (i % 20 === 0)
-          members.push({ albumId: albumIds[Math.floor(i / 20 / ALBUM_SIZE)], imageId: r.id, addedAt: r.createdAt })
+        const album = albumIds[Math.floor(i / stride / ALBUM_SIZE)]
+        if (i % stride === 0 && album) members.push({ albumId: album, imageId: r.id, addedAt: r.createdAt })
         if (i % 2000 === 1)
           reported.push({
             imageId: r.id,

@@ -1,4 +1,4 @@
-import { asc, eq, inArray, notInArray, sql } from 'drizzle-orm'
+import { and, asc, eq, gt, inArray, notExists, sql } from 'drizzle-orm'
 import { type Db, q, transaction } from '../../db/client'
 import { images, variantFailures, variants } from '../../db/schema'
 import type { StorageKey } from '../../storage'
@@ -43,16 +43,36 @@ export const leastRecentlyUsed = async (db: Db, limit: number) =>
 export const variantsOf = async (db: Db, imageId: string) =>
   await db.select({ key: variants.key }).from(variants).where(eq(variants.imageId, imageId))
 
+/** Variant rows forgetOrphanVariants looks at per statement. */
+const ORPHAN_BATCH = 500
+
 /** Removes the row; true when there was one (whoever removes it deletes its file). */
 export const forgetVariant = async (db: Db, key: StorageKey) =>
   (await db.delete(variants).where(eq(variants.key, key)).returning({ key: variants.key })).length > 0
 
 /**
  * Drops the rows of variants whose image is gone without them (a crash between the two, an account's images going
- * with it), so their files count as strays for the orphan sweep and `cli check`. One probe of images per variant row.
+ * with it), so their files count as strays for the orphan sweep and `cli check`. The table is walked by key a batch
+ * at a time, with one probe of images per variant row (`NOT IN (SELECT id FROM images)` gathered every image id
+ * first: 0.8 s of the event loop at a million images), the event loop given back between batches.
  */
 export async function forgetOrphanVariants(db: Db) {
-  await db.delete(variants).where(notInArray(variants.imageId, db.select({ id: images.id }).from(images)))
+  let after = ''
+  for (;;) {
+    const keys = (
+      await db
+        .select({ key: variants.key })
+        .from(variants)
+        .where(gt(variants.key, after))
+        .orderBy(asc(variants.key))
+        .limit(ORPHAN_BATCH)
+    ).map((r) => r.key)
+    if (keys.length === 0) return
+    const imageOf = db.select({ id: images.id }).from(images).where(eq(images.id, variants.imageId))
+    await db.delete(variants).where(and(inArray(variants.key, keys), notExists(imageOf)))
+    after = keys.at(-1)!
+    await new Promise((resolve) => setImmediate(resolve))
+  }
 }
 
 /** Which of `keys` are stored variants' (the orphan sweep's question about a batch of stored files). */
