@@ -7,8 +7,9 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { asc } from 'drizzle-orm'
 import { variants } from '../../src/db/schema'
 import { forgetOrphanVariants } from '../../src/modules/variants/repository'
-import { makeImage, uploadForm } from '../fixtures'
+import { makeImage } from '../fixtures'
 import { startTestServer, type TestServer, userWithKey } from '../helpers'
+import { upload } from './support'
 
 let t: TestServer
 beforeAll(async () => {
@@ -18,17 +19,12 @@ afterAll(() => t.stop())
 
 test('rows of gone images go, across several batches; rows of a live image stay', async () => {
   const owner = await userWithKey(t)
-  const up = await t.json('/api/v1/upload', {
-    method: 'POST',
-    headers: owner.keyHeader,
-    body: uploadForm([{ bytes: await makeImage('png', 16, 16, 3), name: 'kept.png' }]),
-  })
-  expect(up.status).toBe(201)
+  const kept = await upload(t, owner.keyHeader, await makeImage('png', 16, 16, 3), 'kept.png')
   const { db } = t.server.deps
   // Keys interleave live and gone images, so every batch of the walk holds both.
   const rows = Array.from({ length: 1300 }, (_, i) => ({
-    key: `variants/${String(i).padStart(5, '0')}-${i % 3 === 0 ? up.body.id : `Gone${i}`}.webp`,
-    imageId: i % 3 === 0 ? up.body.id : `Gone${i}`,
+    key: `variants/${String(i).padStart(5, '0')}-${i % 3 === 0 ? kept.id : `Gone${i}`}.webp`,
+    imageId: i % 3 === 0 ? kept.id : `Gone${i}`,
     bytes: 10,
     lastUsedAt: new Date(),
   }))
@@ -37,7 +33,7 @@ test('rows of gone images go, across several batches; rows of a live image stay'
   await forgetOrphanVariants(db)
 
   const left = await db.select({ key: variants.key }).from(variants).orderBy(asc(variants.key))
-  const live = rows.filter((r) => r.imageId === up.body.id).map((r) => r.key)
+  const live = rows.filter((r) => r.imageId === kept.id).map((r) => r.key)
   expect(live.length).toBe(434)
   expect(left.map((r) => r.key)).toEqual(live)
 })
