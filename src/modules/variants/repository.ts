@@ -53,8 +53,8 @@ export const forgetVariant = async (db: Db, key: StorageKey) =>
 /**
  * Drops the rows of variants whose image is gone without them (a crash between the two, an account's images going
  * with it), so their files count as strays for the orphan sweep and `cli check`. The table is walked by key a batch
- * at a time, with one probe of images per variant row (`NOT IN (SELECT id FROM images)` gathered every image id
- * first: 0.8 s of the event loop at a million images), the event loop given back between batches.
+ * at a time, with one probe of images per variant row (`NOT IN (SELECT id FROM images)` gathers every image id
+ * first, a cost that grows with the library whatever the variants), the event loop given back between batches.
  */
 export async function forgetOrphanVariants(db: Db) {
   let after = ''
