@@ -71,8 +71,9 @@ function keep(marker: number, payload: Uint8Array, state: { exif: boolean; mode:
  * A JPEG rebuilt from what `keep` keeps, walked as libjpeg reads it: marker segments, and after each SOS the
  * entropy-coded data up to the next marker, copied byte for byte (so are the tables and frame headers: the picture is
  * never decoded or encoded). Fill and stray bytes between segments, and everything after EOI (Multi-Picture Format
- * images, trailers) are dropped. Returns null when nothing was dropped. Throws the refusal when the picture itself
- * cannot be walked: a segment running past the end, no frame header or no scan.
+ * images, trailers) are dropped; a file that ends without EOI gets one (what a decoder reads at a cut-off end is the
+ * same, and strict decoders refuse a file without it). Returns null when nothing was dropped. Throws the refusal when
+ * the picture itself cannot be walked: a segment running past the end, no frame header or no scan.
  */
 export function stripJpeg(b: Uint8Array, mode: 'gps' | 'all', cost: Cost): Uint8Array | null {
   if (!startsWith(b, [0xff, 0xd8])) throw unsafe('not a JPEG')
@@ -82,6 +83,7 @@ export function stripJpeg(b: Uint8Array, mode: 'gps' | 'all', cost: Cost): Uint8
   let frame = false
   let scan = false
   let pos = 2
+  let ended = false
   while (pos < b.length) {
     if (b[pos] !== 0xff || b[pos + 1] === 0xff) {
       // Bytes that are not a marker (padding, fill bytes before one): libjpeg skips them, so they are dropped.
@@ -96,6 +98,7 @@ export function stripJpeg(b: Uint8Array, mode: 'gps' | 'all', cost: Cost): Uint8
     if (marker === EOI) {
       parts.push(b.subarray(pos, pos + 2))
       pos += 2
+      ended = true
       break
     }
     if (marker === 0 || marker === 0x01 || marker === 0xd8 || (marker >= 0xd0 && marker <= 0xd7)) {
@@ -120,7 +123,8 @@ export function stripJpeg(b: Uint8Array, mode: 'gps' | 'all', cost: Cost): Uint8
     pos = end
   }
   if (!frame || !scan) throw unsafe('a JPEG without a frame header or scan')
-  if (!changed && pos === b.length) return null
+  if (!changed && ended && pos === b.length) return null
+  if (!ended) parts.push(new Uint8Array([0xff, EOI]))
   const out = concat(parts)
   cost.add(out.length)
   return out

@@ -97,6 +97,9 @@ const CDATA_END = [0x5d, 0x5d, 0x3e] // ]]>
 const DOCTYPE = [0x21, 0x44, 0x4f, 0x43, 0x54, 0x59, 0x50, 0x45] // !DOCTYPE
 const XML_DECL = [0x3c, 0x3f, 0x78, 0x6d, 0x6c] // <?xml
 const BOM = [0xef, 0xbb, 0xbf]
+/** The XML declaration as XML 1.x writes it: version, then optionally encoding and standalone; nothing else kept. */
+const XML_DECL_FORM =
+  /^<\?xml[ \t\r\n]+version[ \t\r\n]*=[ \t\r\n]*("1\.[0-9]+"|'1\.[0-9]+')([ \t\r\n]+encoding[ \t\r\n]*=[ \t\r\n]*("[A-Za-z][\w.-]*"|'[A-Za-z][\w.-]*'))?([ \t\r\n]+standalone[ \t\r\n]*=[ \t\r\n]*("(yes|no)"|'(yes|no)'))?[ \t\r\n]*\?>$/
 
 const malformed = () => unsafe('an SVG that is not well-formed XML')
 
@@ -268,7 +271,7 @@ export function stripSvg(b: Uint8Array, mode: 'gps' | 'all', cost: Cost, inner: 
   keep(0, pos)
   if (startsAt(b, pos, XML_DECL) && isSpace(b[pos + 5])) {
     const end = findSeq(b, PI_END, pos + 5, cost)
-    if (end < 0) throw malformed()
+    if (end < 0 || end - pos > 200 || !XML_DECL_FORM.test(text(b, pos, end + 2))) throw malformed()
     keep(pos, end + 2)
     pos = end + 2
   }

@@ -72,6 +72,18 @@ describe('JPEG', () => {
     expect(Buffer.from(out!).subarray(2, 20)).toEqual(Buffer.from([0xff, 0xe0, 0, 16, ...thumb.subarray(0, 12), 0, 0]))
   })
 
+  test('a file that ends without EOI gets one: a strict decoder reads what a lenient one read from the original', async () => {
+    const file = Buffer.from(await base())
+    const eoi = file.length - 2
+    const decode = (b: Uint8Array, failOn: 'error' | 'none') => sharp(b, { failOn }).raw().toBuffer()
+    // Cut inside the scan (the rest reads as grey), and the EOI marker turned into a stray one (TEM, 0xFF01).
+    for (const ending of [file.subarray(0, eoi - 40), concat([file.subarray(0, eoi), [0xff, 0x01]])]) {
+      const { out } = strip(ending, 'jpeg', 'gps')
+      expect(Buffer.from(out!).subarray(-2)).toEqual(Buffer.from([0xff, 0xd9]))
+      expect(await decode(out!, 'error')).toEqual(await decode(ending, 'none'))
+    }
+  })
+
   test('a JPEG whose picture cannot be walked is refused: no SOI, no scan, a segment past the end', async () => {
     const file = await base()
     expect(refusal(file.subarray(2), 'jpeg')).toBe(`${LOCATION_UNSAFE} (not a JPEG)`)

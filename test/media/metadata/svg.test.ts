@@ -131,6 +131,10 @@ describe('SVG metadata', () => {
 </svg>
 `)
     for (const mode of ['gps', 'all'] as const) expect(strip(clean, 'svg', mode).out).toBeNull()
+    const standalone = bytes(
+      `<?xml version='1.1' encoding='utf-8' standalone='no' ?>\n<svg xmlns="http://www.w3.org/2000/svg"/>`,
+    )
+    expect(strip(standalone, 'svg', 'all').out).toBeNull()
   })
 
   test('what cannot be vouched for is refused: a DOCTYPE declaring more than entities, CSS with an image, broken XML', () => {
@@ -142,6 +146,10 @@ describe('SVG metadata', () => {
       `<svg xmlns="http://www.w3.org/2000/svg"><g><rect/></svg>`,
       `<svg xmlns="http://www.w3.org/2000/svg"><rect width=4/></svg>`,
       `<svg xmlns="http://example.com/not-svg"><rect/></svg>`,
+      // An XML declaration must be one: a version, then only encoding and standalone.
+      `<?xml version="1\x81\x81.0"?><svg xmlns="http://www.w3.org/2000/svg"/>`,
+      `<?xml version="1.0" gps="51.5"?><svg xmlns="http://www.w3.org/2000/svg"/>`,
+      `<?xml encoding="UTF-8"?><svg xmlns="http://www.w3.org/2000/svg"/>`,
     ]
     for (const svg of cases) expect([svg, refusal(bytes(svg), 'svg')]).toEqual([svg, expect.any(String)])
     // A font in CSS is not an image: kept.
