@@ -34,6 +34,18 @@ export function createPrivateFile(path: string) {
   closeSync(openSync(path, 'a', 0o600))
 }
 
+/**
+ * How a connection reads a large database: pages straight from the OS's page cache through a memory map (no copy, no
+ * read call per page) up to 1 GiB of file, and 16 MiB of SQLite's own cache (its default, 2 MiB, holds little more than
+ * the upper levels of one index at a million rows). Measured at 1M rows: the 8-visitor read rate of the scale bench
+ * went from 115-135 to 195-240 reads/s. A read error under the map (a failing disk) ends the process instead of
+ * failing one query.
+ */
+export function tuneReads(sqlite: Database) {
+  sqlite.exec('PRAGMA mmap_size = 1073741824')
+  sqlite.exec('PRAGMA cache_size = -16384')
+}
+
 /** Opens (creating if needed) the SQLite file, sets the pragmas the service relies on and applies migrations. */
 export function openDatabase(path: string, opts: { busyTimeoutMs?: number } = {}) {
   createPrivateFile(path)
@@ -43,6 +55,7 @@ export function openDatabase(path: string, opts: { busyTimeoutMs?: number } = {}
   sqlite.exec(`PRAGMA busy_timeout = ${opts.busyTimeoutMs ?? TOOL_BUSY_TIMEOUT_MS}`)
   // WAL makes NORMAL durable against application crashes; only an OS crash can lose the last commits.
   sqlite.exec('PRAGMA synchronous = NORMAL')
+  tuneReads(sqlite)
   const db = drizzle(sqlite, { schema })
   migrate(db, { migrationsFolder })
   return db

@@ -26,6 +26,17 @@ describe.skipIf(engine === 'pg')('the SQLite database', () => {
     }
   })
 
+  test('reads through a memory map of up to 1 GiB and a 16 MiB page cache', () => {
+    const db = openDatabase(join(dir, 'reads.sqlite'))
+    try {
+      const pragma = (name: string) => Object.values(db.$client.query(`PRAGMA ${name}`).get() as object)[0]
+      expect(pragma('mmap_size')).toBe(2 ** 30)
+      expect(pragma('cache_size')).toBe(-16384)
+    } finally {
+      db.$client.close()
+    }
+  })
+
   test('the committed migrations match src/db/schema-sqlite.ts (drizzle-kit finds nothing to generate)', () => {
     const run = generateOverCopy({
       dialect: 'sqlite',

@@ -2,7 +2,7 @@
 // (reads.ts starts it and sends it each read).
 import { Database } from 'bun:sqlite'
 import { drizzle } from 'drizzle-orm/bun-sqlite'
-import type { Db } from '../../db/client'
+import { type Db, tuneReads } from '../../db/client'
 import * as schema from '../../db/schema-sqlite'
 import { type ListReads, listReads } from './list-reads'
 import type { ReadReply, ReadRequest } from './reads'
@@ -17,6 +17,7 @@ self.onmessage = async (event: MessageEvent<ReadRequest>) => {
     const sqlite = new Database(msg.path, { readonly: true })
     // A reader waits out a writer's WAL recovery or a checkpoint's brief lock, here, off the event loop.
     sqlite.exec('PRAGMA busy_timeout = 5000')
+    tuneReads(sqlite)
     reads = listReads(drizzle(sqlite, { schema }) as unknown as Db)
     return
   }
