@@ -62,10 +62,12 @@ export async function buildBinary(outfile = join(root, 'dist/imghost')) {
       join(src, 'moderation/worker.ts'),
       join(src, 'db/checkpoint-worker.ts'),
       join(src, 'modules/images/read-worker.ts'),
+      join(src, 'storage/walk-worker.ts'),
     ],
     // Every chunk at the root of the embedded file system, so `new URL('./worker.ts', import.meta.url)` in the
-    // bundled classifier (and './checkpoint-worker.ts' in the checkpointer, './read-worker.ts' in the list reads)
-    // names the worker's chunk, as it names the worker's source when run from the sources.
+    // bundled classifier (and './checkpoint-worker.ts' in the checkpointer, './read-worker.ts' in the list reads,
+    // './walk-worker.ts' in the local store's walk) names the worker's chunk, as it names the worker's source when run
+    // from the sources.
     naming: { entry: '[name].[ext]' },
     compile: {
       outfile,

@@ -1,7 +1,8 @@
 import { mkdirSync, statSync } from 'node:fs'
-import { copyFile, link, opendir, rename, rm, stat } from 'node:fs/promises'
+import { copyFile, link, rename, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { checkKey, type Storage, StorageKeyTakenError } from './index'
+import { walkInWorker } from './walk'
 
 const PARTIAL = '.partial'
 const DIRS = ['originals', 'thumbs', 'variants'] as const
@@ -63,12 +64,11 @@ export function createLocalStorage(root: string): Storage {
     async delete(key) {
       await rm(pathOf(key), { force: true })
     },
-    // Directories are read as streams (opendir): a million names are never held at once, and each chunk of them is
-    // read asynchronously, so walking them never holds the event loop.
+    // Directories are read by a Worker a batch at a time (walk.ts): a million names are never held at once, and
+    // reading them never holds the event loop.
     async *list() {
-      for (const dir of DIRS) {
-        for await (const { name } of await opendir(join(root, dir))) {
-          const key = `${dir}/${name}`
+      for await (const names of walkInWorker(root, DIRS)) {
+        for (const key of names) {
           try {
             yield checkKey(key)
           } catch {
@@ -79,10 +79,10 @@ export function createLocalStorage(root: string): Storage {
     },
     async removeLeftovers(writtenBefore) {
       let removed = 0
-      for (const dir of DIRS) {
-        for await (const { name } of await opendir(join(root, dir))) {
-          if (!isPartial(`${dir}/${name}`)) continue
-          const path = join(root, dir, name)
+      for await (const names of walkInWorker(root, DIRS)) {
+        for (const name of names) {
+          if (!isPartial(name)) continue
+          const path = join(root, name)
           // A copy still being written is a put in progress.
           if (((await stat(path).catch(() => null))?.mtimeMs ?? 0) >= writtenBefore) continue
           await rm(path, { force: true })

@@ -20,8 +20,8 @@ export interface SweepOptions {
   now?: number
 }
 
-/** Keys listed per lookup of which are kept: bounds the memory and each query, whatever the store holds. */
-const LIST_BATCH = 500
+/** Keys listed per lookup of which are kept: bounds the memory and each query (a few ms cold at 1M rows), whatever the store holds. */
+const LIST_BATCH = 100
 
 /**
  * Removes stored keys that `keptAmong` does not keep (asked a batch of listed keys at a time) and leftover temp files,
