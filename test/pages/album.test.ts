@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { parse } from 'node-html-parser'
 import ogs from 'open-graph-scraper'
+import { ALBUM_PAGE_SIZE } from '../../src/modules/pages/album'
 import { type TestServer, userWithKey } from '../helpers'
 import { send, startServer, uploadImage } from './support'
 
@@ -165,6 +166,58 @@ describe('album page /a/<id>', () => {
     const postedMultipart = new FormData()
     postedMultipart.append('password', 'hunter2 hunter2')
     expect((await t.fetch(`/a/${album.id}`, { method: 'POST', body: postedMultipart })).status).toBe(200)
+  })
+
+  test('an album longer than a page: the most recently added first, the rest on later pages, the API whole', async () => {
+    const album = await createAlbum({ title: 'Big Trip', isPublic: true })
+    const uploaded: { id: string; viewer: string }[] = []
+    for (let i = 0; i < ALBUM_PAGE_SIZE + 3; i++)
+      uploaded.push(await uploadImage(t, owner.keyHeader, {}, { width: 8, height: 8 }))
+    await addImages(
+      album.id,
+      uploaded.map((u) => u.id),
+    )
+    const newestFirst = uploaded.map((u) => u.viewer).toReversed()
+    const shown = (p: Awaited<ReturnType<typeof page>>) =>
+      p.doc.querySelectorAll('.grid a.thumb').map((a) => a.getAttribute('href'))
+
+    const first = await page(`/a/${album.id}`)
+    expect(first.doc.querySelector('main')!.text).toContain(`${uploaded.length} images`)
+    expect(shown(first)).toEqual(newestFirst.slice(0, ALBUM_PAGE_SIZE))
+    const next = first.doc.querySelector('.pager a[rel="next"]')!.getAttribute('href')!
+    expect(next).toBe(`/a/${album.id}?page=2`)
+    const second = await page(next)
+    expect(second.res.status).toBe(200)
+    expect(shown(second)).toEqual(newestFirst.slice(ALBUM_PAGE_SIZE))
+    expect(second.doc.querySelector('.pager a[rel="prev"]')!.getAttribute('href')).toBe(`/a/${album.id}`)
+    expect(second.doc.querySelector('.pager a[rel="next"]')).toBeNull()
+    for (const bad of ['3', '0', 'x', '-1'])
+      expect([bad, (await t.fetch(`/a/${album.id}?page=${bad}`)).status]).toEqual([bad, 404])
+
+    // The API answers the whole album, as the contract says.
+    const api = await t.json(`/api/albums/${album.id}`)
+    expect(api.body.images.map((i: { id: string }) => i.id)).toEqual(uploaded.map((u) => u.id).toReversed())
+
+    // A protected album pages by posting the password again: it never goes into a link.
+    const password = 'open "sesame" <now>'
+    await t.json(`/api/albums/${album.id}`, send('PUT', { password }, owner.bearer))
+    const form = (body: Record<string, string>) => ({
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(body).toString(),
+    })
+    const locked = await page(`/a/${album.id}`, form({ password }))
+    expect(shown(locked)).toEqual(newestFirst.slice(0, ALBUM_PAGE_SIZE))
+    expect(locked.doc.querySelector('.pager a')).toBeNull()
+    const older = locked.doc.querySelector('.pager form')!
+    expect(older.getAttribute('method')).toBe('post')
+    expect(older.getAttribute('action')).toBe(`/a/${album.id}?page=2`)
+    // Escaped in the markup, the same text once read.
+    expect(older.querySelector('input[type="hidden"][name="password"]')!.getAttribute('value')).toBe(password)
+    expect(locked.text).not.toContain(password)
+    const lockedSecond = await page(`/a/${album.id}?page=2`, form({ password }))
+    expect(shown(lockedSecond)).toEqual(newestFirst.slice(ALBUM_PAGE_SIZE))
+    expect((await t.fetch(`/a/${album.id}?page=2`, form({ password: 'wrong' }))).status).toBe(403)
   })
 
   test('a hostile album title and description come out escaped', async () => {

@@ -39,7 +39,7 @@ type Audience = 'owner' | 'public'
 
 /** The outcome of opening an album as someone; the API turns it into statuses, the album page into HTML. */
 export type AlbumAccess =
-  | { kind: 'ok'; album: Album; audience: Audience; images: Image[] }
+  | { kind: 'ok'; album: Album; audience: Audience }
   | { kind: 'not-found' }
   | { kind: 'password'; album: Album; wrong: boolean }
   /** Too many wrong passwords for this album or from this address: the 429 to answer, with its headers. */
@@ -87,9 +87,9 @@ export function createAlbumService(deps: {
     return album
   }
 
-  /** Images of an album, the most recently added first. */
-  function imagesOf(album: Album, audience: Audience): Promise<Image[]> {
-    return reads.album(album.id, audience, imageService.now())
+  /** Images of an album the audience sees, the most recently added first: all of them, or one page. */
+  function imagesOf(album: Album, audience: Audience, page?: { limit: number; offset: number }): Promise<Image[]> {
+    return reads.album(album.id, audience, imageService.now(), page)
   }
 
   /** How many images of each album the audience sees, and its cover's thumbnail link. */
@@ -153,8 +153,7 @@ export function createAlbumService(deps: {
   ): Promise<AlbumAccess> {
     const album = await findLive(id)
     if (!album) return { kind: 'not-found' }
-    if (caller && caller.id === album.userId)
-      return { kind: 'ok', album, audience: 'owner', images: await imagesOf(album, 'owner') }
+    if (caller && caller.id === album.userId) return { kind: 'ok', album, audience: 'owner' }
     if (!album.isPublic) return { kind: 'not-found' }
     if (album.passwordHash !== null) {
       if (!password) return { kind: 'password', album, wrong: false }
@@ -170,7 +169,7 @@ export function createAlbumService(deps: {
       if (!ok) return { kind: 'password', album, wrong: true }
       await refundAttempt(db, windows, at)
     }
-    return { kind: 'ok', album, audience: 'public', images: await imagesOf(album, 'public') }
+    return { kind: 'ok', album, audience: 'public' }
   }
 
   const touch = (tx: Tx, id: string) => setAlbumFields(tx, id, { updatedAt: new Date() })
@@ -216,10 +215,11 @@ export function createAlbumService(deps: {
           result.wrong ? 'Wrong album password' : 'This album is password protected: send X-Album-Password',
         )
       }
+      const images = await imagesOf(result.album, result.audience)
       return {
         success: true as const,
-        album: await present(result.album, result.audience, result.images),
-        images: result.images.map(imageItem),
+        album: await present(result.album, result.audience, images),
+        images: images.map(imageItem),
       }
     },
 

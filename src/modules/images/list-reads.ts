@@ -56,9 +56,14 @@ export function listReads(db: Db) {
       return { ...(await pinned(page, (tx, asOf) => boundedPage(tx, where, page, now, asOf))), capped }
     },
 
-    /** An album's images the audience sees at `now`, the most recently added first (an album is not paged). */
-    album(albumId: string, audience: 'owner' | 'public', now: number): Promise<Image[]> {
-      return albumImagesOf(db, albumId, audience, now)
+    /** An album's images the audience sees at `now`, the most recently added first: all, or one page. */
+    album(
+      albumId: string,
+      audience: 'owner' | 'public',
+      now: number,
+      page?: { limit: number; offset: number },
+    ): Promise<Image[]> {
+      return albumImagesOf(db, albumId, audience, now, page)
     },
 
     /** How many images of each album the audience sees at `now`, and its cover (the most recently added). */

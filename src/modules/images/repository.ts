@@ -411,19 +411,22 @@ export const deleteWindowsStartedBefore = async (db: Db, startedBefore: number):
 const inAlbum = (albumId: string, audience: 'owner' | 'public', now: number): SQL =>
   and(membership.of(albumId), liveImage(now), audience === 'owner' ? undefined : eq(images.visibility, 'public'))!
 
-/** Images of an album at `now`, the most recently added first. */
+/** Images of an album at `now`, the most recently added first: all of them, or one page. */
 export async function albumImagesOf(
   db: Db,
   albumId: string,
   audience: 'owner' | 'public',
   now: number,
+  page?: { limit: number; offset: number },
 ): Promise<Image[]> {
-  const rows = await db
+  const query = db
     .select({ image: images })
     .from(membership.table)
     .innerJoin(images, eq(images.id, membership.imageId))
     .where(inAlbum(albumId, audience, now))
     .orderBy(...membership.newestAddedFirst)
+    .$dynamic()
+  const rows = await (page ? query.limit(page.limit).offset(page.offset) : query)
   return rows.map((r) => r.image)
 }
 

@@ -2,13 +2,13 @@ import type { Config } from '../../config'
 import type { Album, Image } from '../../db/schema'
 import type { RateLimited } from '../../errors'
 import { httpErrorOf } from '../../http/errors'
-import { html } from '../../web/html'
+import { html, type SafeHtml } from '../../web/html'
 import type { PageRenderer } from '../../web/page'
 import { albumPath } from '../albums/model'
 import { profilePath } from '../gallery/model'
 import { pictureSite, readableImage } from '../images/links'
 import type { ImageService } from '../images/service'
-import { thumbGrid } from './grid'
+import { pager, thumbGrid } from './grid'
 
 /**
  * The form of a password-protected album; the title stays hidden until the password is given. `state`: asking (200),
@@ -36,19 +36,50 @@ ${state === 'wrong' ? html`<p class="error" role="alert">Wrong password, try aga
   })
 }
 
+/** Tiles on one page of an album: divides evenly into rows of 2, 3, 5 and 6. */
+export const ALBUM_PAGE_SIZE = 60
+
+/** One page of an album's images, and where it is among them. */
+export interface AlbumPage {
+  images: Image[]
+  /** Images the visitor may see in the whole album. */
+  total: number
+  page: number
+  totalPages: number
+}
+
+/**
+ * Older and newer pages of an album. A protected album's are buttons that post the password again (as the form did),
+ * so it never lands in a link, the address bar or a Referer.
+ */
+function albumPager(album: Album, at: AlbumPage, password: string | undefined): SafeHtml {
+  const href = (n: number) => `${albumPath(album.id)}${n > 1 ? `?page=${n}` : ''}`
+  if (album.passwordHash === null || password === undefined) return pager(at.page, at.totalPages, href)
+  if (at.totalPages <= 1) return html``
+  const step = (n: number, rel: string, label: string) =>
+    html`<form method="post" action="${href(n)}"><input type="hidden" name="password" value="${password}"><button type="submit" class="secondary" rel="${rel}">${label}</button></form>`
+  return html`<nav class="pager" aria-label="Pages">
+${at.page > 1 ? step(at.page - 1, 'prev', '← Newer') : html`<span></span>`}
+<span class="muted">Page ${at.page} of ${at.totalPages}</span>
+${at.page < at.totalPages ? step(at.page + 1, 'next', 'Older →') : html`<span></span>`}
+</nav>`
+}
+
 export function renderAlbum(
   pages: PageRenderer,
   config: Config,
-  deps: { images: ImageService; albumUrl: string; owner: string | null; protectedView: boolean },
+  deps: { images: ImageService; albumUrl: string; owner: string | null; protectedView: boolean; password?: string },
   album: Album,
-  items: Image[],
+  at: AlbumPage,
 ): Response {
   const { images } = deps
+  const items = at.images
   // Mature images, and those still waiting for a scan verdict, are blurred here and never used as the preview.
   const hidden = (image: Image) => image.nsfw || image.scanStatus === 'pending'
   const preview = items.find((image) => !hidden(image))
   const previewImage = preview ? readableImage(pictureSite(config), preview, 'unfurler') : null
-  const description = album.description || `${items.length} image${items.length === 1 ? '' : 's'}`
+  const count = `${at.total} image${at.total === 1 ? '' : 's'}`
+  const description = album.description || count
 
   const head = html`<meta name="description" content="${description}">
 <meta property="og:type" content="website">
@@ -82,13 +113,15 @@ ${
         }),
       )
     : html`<p class="muted">This album is empty.</p>`
+  const paged = html`${grid}
+${albumPager(album, at, deps.password)}`
 
   const body = html`<section class="album-head">
 <h1>${album.title}</h1>
 ${album.description ? html`<p>${album.description}</p>` : ''}
-<p class="muted">${items.length} image${items.length === 1 ? '' : 's'}${deps.owner ? html` · by <a href="${profilePath(deps.owner)}">${deps.owner}</a>` : ''}</p>
+<p class="muted">${count}${deps.owner ? html` · by <a href="${profilePath(deps.owner)}">${deps.owner}</a>` : ''}</p>
 </section>
-${grid}`
+${paged}`
 
   return pages.respond({
     title: `${album.title} · ${config.siteName}`,

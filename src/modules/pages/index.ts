@@ -20,7 +20,7 @@ import {
 } from './account'
 import { renderAdminBlocks } from './admin-blocks'
 import { renderAdminReports } from './admin-reports'
-import { renderAlbum, renderAlbumPassword } from './album'
+import { ALBUM_PAGE_SIZE, renderAlbum, renderAlbumPassword } from './album'
 import { deleteFromPage, renderDeletePage } from './delete'
 import { renderGallery, renderProfile } from './feeds'
 import { asOfParam, pageParam } from './grid'
@@ -45,22 +45,33 @@ export function pagesModule(deps: {
   const { config, pages, images, albums, gallery } = deps
   const renderer = createPageRenderer(config)
 
-  async function albumPage(id: string, password: string | undefined, ip: string): Promise<Response> {
-    const result = await albums.access(null, id, password, ip)
-    if (result.kind === 'not-found') return renderer.notFound('This album does not exist, is private, or was deleted.')
+  async function albumPage(id: string, at: { page: string | undefined; password: string | undefined; ip: string }) {
+    const pageNumber = pageParam(at.page)
+    const result = await albums.access(null, id, at.password, at.ip)
+    if (result.kind === 'not-found' || pageNumber === null)
+      return renderer.notFound('This album does not exist, is private, or was deleted.')
     if (result.kind === 'password') return renderAlbumPassword(renderer, result.album, result.wrong ? 'wrong' : 'ask')
     if (result.kind === 'throttled') return renderAlbumPassword(renderer, result.album, result.error)
+    const { album, audience } = result
+    const { imageCount } = await albums.present(album, audience)
+    const totalPages = Math.ceil(imageCount / ALBUM_PAGE_SIZE)
+    if (pageNumber > 1 && pageNumber > totalPages) return renderer.notFound('There is no such page of this album.')
+    const shown = await albums.imagesOf(album, audience, {
+      limit: ALBUM_PAGE_SIZE,
+      offset: (pageNumber - 1) * ALBUM_PAGE_SIZE,
+    })
     return renderAlbum(
       renderer,
       config,
       {
         images,
-        albumUrl: albums.albumUrl(result.album.id),
-        owner: await pages.ownerName(result.album.userId),
-        protectedView: result.album.passwordHash !== null,
+        albumUrl: albums.albumUrl(album.id),
+        owner: await pages.ownerName(album.userId),
+        protectedView: album.passwordHash !== null,
+        password: at.password,
       },
-      result.album,
-      result.images,
+      album,
+      { images: shown, total: imageCount, page: pageNumber, totalPages },
     )
   }
 
@@ -152,15 +163,26 @@ export function pagesModule(deps: {
       },
       { params: t.Object({ id: t.String() }), ...hidden },
     )
-    .get('/a/:id', ({ params, query, clientIp }) => albumPage(params.id, query.password || undefined, clientIp), {
-      params: t.Object({ id: t.String() }),
-      query: t.Object({ password: t.Optional(t.String()) }),
-      ...hidden,
-    })
-    .post('/a/:id', ({ params, body, clientIp }) => albumPage(params.id, formField(body, 'password'), clientIp), {
-      params: t.Object({ id: t.String() }),
-      ...hidden,
-    })
+    .get(
+      '/a/:id',
+      ({ params, query, clientIp }) =>
+        albumPage(params.id, { page: query.page, password: query.password || undefined, ip: clientIp }),
+      {
+        params: t.Object({ id: t.String() }),
+        query: t.Object({ password: t.Optional(t.String()), page: t.Optional(t.String()) }),
+        ...hidden,
+      },
+    )
+    .post(
+      '/a/:id',
+      ({ params, query, body, clientIp }) =>
+        albumPage(params.id, { page: query.page, password: formField(body, 'password'), ip: clientIp }),
+      {
+        params: t.Object({ id: t.String() }),
+        query: t.Object({ page: t.Optional(t.String()) }),
+        ...hidden,
+      },
+    )
     .get(
       `${DELETE_PAGE_PATH}:id/:token`,
       ({ params }) => renderDeletePage(renderer, config, images, params.id, params.token),
