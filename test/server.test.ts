@@ -67,3 +67,22 @@ describe('the server process', () => {
       expect({ part, loaded: has(part) }).toEqual({ part, loaded: false })
   }, 60_000)
 })
+
+describe("the list reads' Worker", () => {
+  test('loads the tables and drizzle, not Elysia, TypeBox or the file-type sniffer (each Worker loads its own copy)', async () => {
+    const script = `
+      await import(${JSON.stringify(join(root, 'src/modules/images/read-worker.ts'))})
+      console.log(JSON.stringify(Object.keys(require.cache)))
+      process.exit(0)
+    `
+    const run = Bun.spawn([process.execPath, '-e', script], { cwd: root, stdout: 'pipe', stderr: 'inherit' })
+    const [out, code] = await Promise.all([new Response(run.stdout).text(), run.exited])
+    expect(code).toBe(0)
+    const loaded = JSON.parse(out.trim().split('\n').pop()!) as string[]
+    const has = (part: string) => loaded.some((path) => path.includes(part))
+    expect(has('/node_modules/drizzle-orm/')).toBe(true)
+    expect(has('/src/modules/images/list-reads.ts')).toBe(true)
+    for (const part of ['/node_modules/elysia/', '/node_modules/@sinclair/', '/node_modules/file-type/'])
+      expect({ part, loaded: has(part) }).toEqual({ part, loaded: false })
+  }, 60_000)
+})

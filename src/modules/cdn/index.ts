@@ -11,9 +11,9 @@ import { originalKey, type Storage, type StorageKey, thumbnailKey } from '../../
 import type { LiveImage } from '../images/live-cache'
 import { IMAGE_ID } from '../images/model'
 import type { ImageService } from '../images/service'
-import { FORMAT_MIME, PRESETS, type Preset, presetSpec, VARIANT_FORMATS } from '../variants/model'
 import type { VariantService } from '../variants/service'
 import { CUSTOM } from '../variants/signing'
+import { FORMAT_MIME, PRESETS, type Preset, presetSpec, VARIANT_FORMATS } from '../variants/specs'
 import { createHotFiles, type HotFiles } from './hot-files'
 
 const IMMUTABLE = 'public, max-age=31536000, immutable'

@@ -1,7 +1,7 @@
 import type { Config } from '../../config'
 import { FORMATS, type ImageFormat } from '../../media/formats'
 import { fitWithin } from '../../media/thumbnail'
-import { PRESETS, type Preset, presetMade } from '../variants/model'
+import { PRESETS, type Preset, presetMade } from '../variants/specs'
 
 /** A viewer page's path prefix: `/i/<id>`. */
 export const VIEWER_PATH = '/i/'

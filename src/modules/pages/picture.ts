@@ -2,7 +2,7 @@ import { FORMATS } from '../../media/formats'
 import { fitWithin, thumbnailSize } from '../../media/thumbnail'
 import { html, type SafeHtml } from '../../web/html'
 import { type PictureImage, type PictureSite, presetUrl, readableImage } from '../images/links'
-import { FORMAT_MIME, PRESETS, type Preset, presetMade } from '../variants/model'
+import { FORMAT_MIME, PRESETS, type Preset, presetMade } from '../variants/specs'
 
 export type { PictureImage } from '../images/links'
 

@@ -5,8 +5,9 @@ import { errors } from '../../http/errors'
 import type { VariantSpec } from '../../media'
 import { ImageIdParams } from '../images/model'
 import type { ImageService } from '../images/service'
-import { MAX_SIDE, MIN_SIDE, VARIANT_FITS, VARIANT_FORMATS, VariantRequest, VariantResponse } from './model'
+import { VariantRequest, VariantResponse } from './model'
 import type { VariantService } from './service'
+import { MAX_SIDE, MIN_SIDE, VARIANT_FITS, VARIANT_FORMATS } from './specs'
 
 /** POST /api/v1/image/:id/variants: a signed URL of a custom size of the caller's image (any image for an admin). */
 export function variantsModule(deps: {

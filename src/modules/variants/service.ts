@@ -13,7 +13,6 @@ import { type Storage, type StorageKey, variantKey } from '../../storage'
 import { OriginalMissingError, withLocalOriginal } from '../../storage/local-copy'
 import { PoolBusyError } from '../../workers/pool'
 import type { ImageEvents } from '../images/events'
-import { variantName, workFactsOf } from './model'
 import {
   failureOf,
   forgetVariant,
@@ -26,6 +25,7 @@ import {
   writeUses,
 } from './repository'
 import { signedVariantPath, verifyVariantQuery } from './signing'
+import { variantName, workFactsOf } from './specs'
 
 /** Rows read per step of an eviction. */
 const EVICT_BATCH = 100

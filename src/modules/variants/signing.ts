@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto'
 import { forbidden } from '../../errors'
 import { safeEqual } from '../../lib/crypto'
 import type { VariantSpec } from '../../media'
-import { isVariantFit, MAX_SIDE, MIN_SIDE } from './model'
+import { isVariantFit, MAX_SIDE, MIN_SIDE } from './specs'
 
 /** A signed size's path: /cdn/custom/<id>.<format>?<params>&s=<signature>. */
 export const CUSTOM = 'custom'
