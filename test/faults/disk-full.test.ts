@@ -72,6 +72,8 @@ describe('a full disk', () => {
         body: uploadForm([{ bytes, name: 'before.png' }]),
       })
       expect(first.status).toBe(201)
+      // Views counted by earlier tests are written now, not by the periodic flush in the middle of this one.
+      await t.server.services.images.flushViews()
       const before = await dataState(t)
 
       const filler = join(dataDir, 'filler')
@@ -185,6 +187,8 @@ describe('a full disk', () => {
       if (!t) return console.warn(`skipped: cannot mount a tmpfs (${refused}); this test needs root`)
       // With STORAGE=s3 the file store is the bucket (test/storage/s3.test.ts covers one that fails).
       if (t.server.deps.config.storage.driver !== 'local') return
+      // Views counted by earlier tests are written now, not by the periodic flush in the middle of this one.
+      await t.server.services.images.flushViews()
       const before = await dataState(t)
       const filler = join(filesDir, 'filler')
       fill(filler)
@@ -210,6 +214,8 @@ describe('a full disk', () => {
     async () => {
       if (!t) return console.warn(`skipped: cannot mount a tmpfs (${refused}); this test needs root`)
       const sqlite = t.server.db.$client
+      // Views counted by earlier tests are written now, not by the periodic flush in the middle of this one.
+      await t.server.services.images.flushViews()
       const before = await dataState(t)
       // No page may be added to the database file: the next write that needs one fails with SQLITE_FULL.
       const { page_count } = sqlite.query('PRAGMA page_count').get() as { page_count: number }
