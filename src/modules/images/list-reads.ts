@@ -85,10 +85,10 @@ export function listReads(db: Db) {
       return pinned(page, function* (tx, asOf) {
         if (!filter.name && order.by === 'date')
           return yield* countedPage(tx, ownedList(userId, filter), { ...page, direction: order.direction }, now, asOf)
-        const total = filter.name
+        const { total, among } = filter.name
           ? yield* countNamed(tx, userId, now, filter, asOf)
-          : yield* countedTotal(tx, ownedList(userId, filter), now, asOf)
-        const rows = yield* ownedPage(tx, userId, now, filter, { ...page, asOf }, order)
+          : { total: yield* countedTotal(tx, ownedList(userId, filter), now, asOf), among: undefined }
+        const rows = yield* ownedPage(tx, userId, now, filter, { ...page, asOf }, order, among)
         return { total, rows: rows.map((image) => ({ image, username: null })) }
       })
     },

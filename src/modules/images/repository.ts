@@ -297,10 +297,14 @@ export async function recordScan(db: Db, id: string, mature: boolean) {
     .where(and(eq(images.id, id), eq(images.scanStatus, 'pending')))
 }
 
-/** An owner's images narrowed by `filter`, expiry aside. */
-const ownedWhere = (userId: number, filter: ImageListFilter = {}) =>
+/**
+ * An owner's images narrowed by `filter`, expiry aside. `byRowid`: the rows are picked by rowid (a name filter's few
+ * matches); the owner is then tested on each row (unary +), as SQLite would rather walk the owner's index and test
+ * every row against the matches.
+ */
+const ownedWhere = (userId: number, filter: ImageListFilter = {}, byRowid = false) =>
   and(
-    eq(images.userId, userId),
+    byRowid ? sql`+${images.userId} = ${userId}` : eq(images.userId, userId),
     filter.visibility ? eq(images.visibility, filter.visibility) : undefined,
     filter.nsfw === undefined ? undefined : eq(images.nsfw, filter.nsfw),
     // The text is a literal: LIKE's wildcards and the escape character in it are escaped.
@@ -317,25 +321,78 @@ export const ownedList = (userId: number, filter: ImageListFilter): CountedList 
 })
 
 /**
- * How many live images (as of insertion `asOf`) the user owns whose filename contains `filter.name`: rows counted, as no
- * count keeps names.
+ * Whether the name filter goes through image_names (migrations/0018_image_names.sql): on SQLite, for a name of 3
+ * characters or more (a trigram index finds nothing shorter); otherwise the owner's rows are walked.
  */
-export function* countNamed(db: Db | Tx, userId: number, now: number, filter: ImageListFilter, asOf: number) {
-  return (
-    (yield* q(
+const namesIndexed = (filter: ImageListFilter): boolean => engine === 'sqlite' && [...(filter.name ?? '')].length >= 3
+
+/**
+ * image_names' query for an owner's list: the owner's word, the list's visibility and NSFW words, and the name,
+ * lower-cased as SQLite's lower() does (ASCII letters), as one phrase (a phrase of trigrams is a substring match).
+ */
+function namesQuery(userId: number, filter: ImageListFilter): string {
+  const phrase = (text: string) => `"${text.replaceAll('"', '""')}"`
+  const words = [phrase(`\x01${userId}\x01`)]
+  if (filter.visibility) words.push(phrase(`\x02${filter.visibility}\x02`))
+  if (filter.nsfw !== undefined) words.push(phrase(`\x03${filter.nsfw ? 1 : 0}\x03`))
+  words.push(phrase(filter.name!.replace(/[A-Z]+/g, (letters) => letters.toLowerCase())))
+  return words.join(' AND ')
+}
+
+/**
+ * Matches up to this many are looked up by rowid and sorted (a few ms); past it they are dense enough among the
+ * owner's images that walking the list's index fills a page sooner.
+ */
+const FEW_NAMED = 5000
+
+/**
+ * How many live images (as of insertion `asOf`) the user owns whose filename contains `filter.name`, and, when they
+ * are few, the condition that picks them (ownedPage then looks them up instead of walking the owner's rows). Through
+ * image_names: its count of the owner's matches, less those expired and not swept yet (images_user_expires: few);
+ * else rows counted, as no count keeps names.
+ */
+export function* countNamed(
+  db: Db | Tx,
+  userId: number,
+  now: number,
+  filter: ImageListFilter,
+  asOf: number,
+): Step<{ total: number; among?: SQL }> {
+  if (namesIndexed(filter)) {
+    const match = namesQuery(userId, filter)
+    const [indexed] = yield* q(
+      db.select({ n: count() }).from(sql`image_names`).where(sql`image_names MATCH ${match} AND rowid <= ${asOf}`),
+    )
+    const [expired] = yield* q(
       db
         .select({ n: count() })
-        // The owner's rows in upload order, which is the table's order too: SQLite would as soon walk them by size or
-        // views, reading the table in random order (five times slower at 500,000 rows).
-        .from(engine === 'sqlite' ? sql`${images} INDEXED BY images_user_created` : images)
-        .where(and(ownedWhere(userId, filter), liveImage(now), insertedBy(asOf))),
-    ))[0]?.n ?? 0
+        .from(sql`${images} INDEXED BY images_user_expires`)
+        .where(and(ownedWhere(userId, filter), expiredImage(now), insertedBy(asOf))),
+    )
+    const matches = indexed?.n ?? 0
+    return {
+      total: matches - (expired?.n ?? 0),
+      among:
+        matches <= FEW_NAMED
+          ? sql`${images}.rowid IN (SELECT rowid FROM image_names WHERE image_names MATCH ${match})`
+          : undefined,
+    }
+  }
+  const [counted] = yield* q(
+    db
+      .select({ n: count() })
+      // The owner's rows in upload order, which is the table's order too: SQLite would as soon walk them by size or
+      // views, reading the table in random order (five times slower at 500,000 rows).
+      .from(engine === 'sqlite' ? sql`${images} INDEXED BY images_user_created` : images)
+      .where(and(ownedWhere(userId, filter), liveImage(now), insertedBy(asOf))),
   )
+  return { total: counted?.n ?? 0 }
 }
 
 /**
  * One page of the user's live images (narrowed by `filter`) as of insertion `asOf`, by an order other than the
- * counted date order (size, views) or with a name filter: walked by offset through images_user_size / _views.
+ * counted date order (size, views) or with a name filter: walked by offset through images_user_size / _views, or,
+ * with `among` (a name filter's few matches, countNamed), those looked up and sorted.
  */
 export function* ownedPage(
   db: Db | Tx,
@@ -344,13 +401,14 @@ export function* ownedPage(
   filter: ImageListFilter,
   page: { limit: number; offset: number; asOf: number },
   order: ImageListOrder,
+  among?: SQL,
 ): Step<Image[]> {
   const direction = order.direction === 'asc' ? asc : desc
   return yield* q(
     db
       .select()
       .from(images)
-      .where(and(ownedWhere(userId, filter), liveImage(now), insertedBy(page.asOf)))
+      .where(and(among, ownedWhere(userId, filter, !!among), liveImage(now), insertedBy(page.asOf)))
       // Ties (same size, same views) keep the upload order, so pages never overlap.
       .orderBy(direction(sortColumns[order.by]), direction(insertionOrder(images)))
       .limit(page.limit)
