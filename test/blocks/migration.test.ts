@@ -1,15 +1,11 @@
 /** The blocklist migration carries the SHA-256 blocks of earlier report actions over into blocks and block_sha256s. */
-import { Database } from 'bun:sqlite'
 import { expect, test } from 'bun:test'
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { drizzle } from 'drizzle-orm/bun-sqlite'
-import { migrate } from 'drizzle-orm/bun-sqlite/migrator'
 import { openDatabase } from '../../src/db/client'
 import { engine } from '../../src/db/engine'
-
-const ROOT = join(import.meta.dir, '..', '..')
+import { olderDatabase } from '../db/older-database'
 
 // A SQLite migration (src/db/migrations) on an old SQLite file: PostgreSQL starts from its own migrations.
 test.skipIf(engine === 'pg')(
@@ -18,16 +14,7 @@ test.skipIf(engine === 'pg')(
     const dir = mkdtempSync(join(tmpdir(), 'imghost-blocks-migration-'))
     try {
       // The migrations before this one, applied to a database that then gets the old table's rows.
-      const before = join(dir, 'migrations')
-      cpSync(join(ROOT, 'src/db/migrations'), before, { recursive: true })
-      const journalPath = join(before, 'meta/_journal.json')
-      const journal = JSON.parse(readFileSync(journalPath, 'utf8'))
-      const at = journal.entries.findIndex((e: { tag: string }) => e.tag.endsWith('_blocklist'))
-      journal.entries = journal.entries.slice(0, at)
-      writeFileSync(journalPath, JSON.stringify(journal))
-      const path = join(dir, 'imghost.sqlite')
-      const old = new Database(path, { create: true })
-      migrate(drizzle(old), { migrationsFolder: before })
+      const { path, old } = olderDatabase(dir, '_blocklist')
       old.exec(`INSERT INTO users (id, username, email, password_hash) VALUES (1, 'owner', 'o@example.com', 'x')`)
       old.exec(`INSERT INTO reports (id, image_id, image_owner_id, image_sha256, reason, reporter_ip, status)
       VALUES (7, 'abcdefgh', 1, '${'a'.repeat(64)}', 'spam', '127.0.0.1', 'actioned')`)

@@ -1,15 +1,11 @@
 /** The name filter's index migration (0018_image_names) indexes the owned images an older database already holds. */
-import { Database } from 'bun:sqlite'
 import { expect, test } from 'bun:test'
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { drizzle } from 'drizzle-orm/bun-sqlite'
-import { migrate } from 'drizzle-orm/bun-sqlite/migrator'
 import { openDatabase } from '../../src/db/client'
 import { engine } from '../../src/db/engine'
-
-const ROOT = join(import.meta.dir, '..', '..')
+import { olderDatabase } from '../db/older-database'
 
 // A SQLite migration on an old SQLite file: PostgreSQL has no such index (its name filter walks the owner's rows).
 test.skipIf(engine === 'pg')(
@@ -17,18 +13,7 @@ test.skipIf(engine === 'pg')(
   () => {
     const dir = mkdtempSync(join(tmpdir(), 'imghost-names-migration-'))
     try {
-      const before = join(dir, 'migrations')
-      cpSync(join(ROOT, 'src/db/migrations'), before, { recursive: true })
-      const journalPath = join(before, 'meta/_journal.json')
-      const journal = JSON.parse(readFileSync(journalPath, 'utf8'))
-      journal.entries = journal.entries.slice(
-        0,
-        journal.entries.findIndex((e: { tag: string }) => e.tag.endsWith('_image_names')),
-      )
-      writeFileSync(journalPath, JSON.stringify(journal))
-      const path = join(dir, 'imghost.sqlite')
-      const old = new Database(path, { create: true })
-      migrate(drizzle(old), { migrationsFolder: before })
+      const { path, old } = olderDatabase(dir, '_image_names')
       old.exec(
         `INSERT INTO users (id, username, email, password_hash) VALUES (1, 'a', 'a@example.com', 'x'), (2, 'b', 'b@example.com', 'x')`,
       )
