@@ -55,14 +55,13 @@ export interface AlbumPage {
 function albumPager(album: Album, at: AlbumPage, password: string | undefined): SafeHtml {
   const href = (n: number) => `${albumPath(album.id)}${n > 1 ? `?page=${n}` : ''}`
   if (album.passwordHash === null || password === undefined) return pager(at.page, at.totalPages, href)
-  if (at.totalPages <= 1) return html``
-  const step = (n: number, rel: string, label: string) =>
-    html`<form method="post" action="${href(n)}"><input type="hidden" name="password" value="${password}"><button type="submit" class="secondary" rel="${rel}">${label}</button></form>`
-  return html`<nav class="pager" aria-label="Pages">
-${at.page > 1 ? step(at.page - 1, 'prev', '← Newer') : html`<span></span>`}
-<span class="muted">Page ${at.page} of ${at.totalPages}</span>
-${at.page < at.totalPages ? step(at.page + 1, 'next', 'Older →') : html`<span></span>`}
-</nav>`
+  return pager(
+    at.page,
+    at.totalPages,
+    href,
+    (target, rel, label) =>
+      html`<form method="post" action="${target}"><input type="hidden" name="password" value="${password}"><button type="submit" class="secondary" rel="${rel}">${label}</button></form>`,
+  )
 }
 
 export function renderAlbum(

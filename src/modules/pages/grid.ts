@@ -36,13 +36,23 @@ ${tiles.map((tile, index) => {
 })}</ul>`
 }
 
-/** Previous / next links of a paged list; nothing when everything fits on one page. */
-export function pager(page: number, totalPages: number, href: (page: number) => string): SafeHtml {
+/** How a pager writes one step: a link; a protected album's page posts its password form again (album.ts). */
+export type PagerStep = (href: string, rel: 'prev' | 'next', label: string) => SafeHtml
+const linkStep: PagerStep = (href, rel, label) =>
+  html`<a class="button secondary" rel="${rel}" href="${href}">${label}</a>`
+
+/** Previous / next steps of a paged list; nothing when everything fits on one page. */
+export function pager(
+  page: number,
+  totalPages: number,
+  href: (page: number) => string,
+  step: PagerStep = linkStep,
+): SafeHtml {
   if (totalPages <= 1) return html``
   return html`<nav class="pager" aria-label="Pages">
-${page > 1 ? html`<a class="button secondary" rel="prev" href="${href(page - 1)}">← Newer</a>` : html`<span></span>`}
+${page > 1 ? step(href(page - 1), 'prev', '← Newer') : html`<span></span>`}
 <span class="muted">Page ${page} of ${totalPages}</span>
-${page < totalPages ? html`<a class="button secondary" rel="next" href="${href(page + 1)}">Older →</a>` : html`<span></span>`}
+${page < totalPages ? step(href(page + 1), 'next', 'Older →') : html`<span></span>`}
 </nav>`
 }
 
