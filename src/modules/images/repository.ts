@@ -3,6 +3,7 @@ import type { SQLiteColumn } from 'drizzle-orm/sqlite-core'
 import { type Db, prepared, q, rawRows, type Step, type Tx } from '../../db/client'
 import { engine } from '../../db/engine'
 import { insertionOrder } from '../../db/order'
+import { inValues } from '../../db/values'
 import { type EmbedProfile, type Image, imageCounts, images, listedImage, uploadWindows } from '../../db/schema'
 import { iso } from '../../lib/time'
 import { membership } from '../albums/repository'
@@ -577,7 +578,7 @@ export const feeds = {
     withoutBanned: true,
   }),
   /** The gallery images of a search's scope (searchScope). */
-  search: (ids: string[]) => and(galleryWhere(), inArray(images.id, ids))!,
+  search: (ids: string[]) => and(galleryWhere(), inValues(images.id, ids))!,
   /** A user's public images, NSFW ones included (flagged), pending scans left out. */
   profile: (userId: number): CountedList => ({
     owner: userId,
@@ -589,7 +590,11 @@ export const feeds = {
 /** A feed's image and its owner's name (null for anonymous uploads). */
 export type FeedRow = ListedRow
 
-/** A bounded feed's (a search's) total and one page, newest first, at `now` as of insertion `asOf`. */
+/**
+ * A bounded feed's (a search's) total and one page, newest first, at `now` as of insertion `asOf`. The scope's shown
+ * images are looked up once, by id alone, for the count and the order (each is a random lookup in a large library);
+ * only the page's rows are then read whole.
+ */
 export function* boundedPage(
   db: Db | Tx,
   where: SQL,
@@ -597,19 +602,25 @@ export function* boundedPage(
   now: number,
   asOf: number,
 ): Step<{ total: number; rows: FeedRow[] }> {
-  const shown = and(where, liveImage(now), insertedBy(asOf))
-  const [counted] = yield* q(
-    db.select({ n: count() }).from(images).leftJoin(accounts.table, eq(accounts.id, images.userId)).where(shown),
-  )
-  const rows = yield* q(
+  const newestFirst = [desc(images.createdAt), desc(insertionOrder(images))]
+  const shown = yield* q(
     db
-      .select({ image: images, username: accounts.username })
+      .select({ id: images.id })
       .from(images)
       .leftJoin(accounts.table, eq(accounts.id, images.userId))
-      .where(shown)
-      .orderBy(desc(images.createdAt), desc(insertionOrder(images)))
-      .limit(page.limit)
-      .offset(page.offset),
+      .where(and(where, liveImage(now), insertedBy(asOf)))
+      .orderBy(...newestFirst),
   )
-  return { total: counted?.n ?? 0, rows }
+  const ids = shown.slice(page.offset, page.offset + page.limit).map((row) => row.id)
+  const rows = ids.length
+    ? yield* q(
+        db
+          .select({ image: images, username: accounts.username })
+          .from(images)
+          .leftJoin(accounts.table, eq(accounts.id, images.userId))
+          .where(inArray(images.id, ids))
+          .orderBy(...newestFirst),
+      )
+    : []
+  return { total: shown.length, rows }
 }
