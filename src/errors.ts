@@ -149,6 +149,16 @@ function postgresFault(error: unknown): DomainError | null {
  * anything else.
  */
 export function faultOf(error: unknown): DomainError | null {
+  const fault = classifyFault(error)
+  if (fault) faultSeenAt = Date.now()
+  return fault
+}
+
+/** When a fault was last seen (epoch ms, 0 for never): a health verdict given before it is out of date. */
+let faultSeenAt = 0
+export const lastFaultAt = () => faultSeenAt
+
+function classifyFault(error: unknown): DomainError | null {
   const sqlite = sqliteCode(error)
   if (sqlite === 'SQLITE_FULL') return new StorageFull()
   if (isBusy(error)) return new DatabaseBusy()

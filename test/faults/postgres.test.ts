@@ -137,7 +137,7 @@ describe.skipIf(engine !== 'pg')(
             expect(res.body.error).toContain('cannot be reached')
             expect(res.headers.get('retry-after')).toBeTruthy()
           }
-          // /healthz gives the verdict of its last check for a second: it comes to say so too.
+          // /healthz checks again once a request met the fault: it comes to say so too.
           await eventually(
             async () => String((await t.json('/healthz')).body.error).includes('cannot be reached'),
             10_000,

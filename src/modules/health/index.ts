@@ -1,7 +1,7 @@
 import { statfsSync } from 'node:fs'
 import { Elysia, t } from 'elysia'
 import { type Db, run } from '../../db/client'
-import { notFound, StorageFull, unauthorized } from '../../errors'
+import { lastFaultAt, notFound, StorageFull, unauthorized } from '../../errors'
 import { errors, faultAnswer, HttpError, httpErrorOf } from '../../http/errors'
 import type { Metrics } from '../../http/observability'
 import { safeEqual } from '../../lib/crypto'
@@ -10,8 +10,13 @@ import { VERSION } from '../../version'
 import { bytesStored } from '../images/counts'
 import { writeProbe } from './repository'
 
-/** How long a check's verdict stands: a flood of health checks costs one small write a second at most. */
-const CHECK_TTL_MS = 1000
+/**
+ * How long a check's verdict stands. A write invalidates every SQLite reader's page cache (a busy gallery read ~25%
+ * slower with one a second), so a healthy verdict stands 10 s, unless a request meets a fault meanwhile; a failed one
+ * a second, so recovery shows soon. A flood of health checks costs one small write per verdict at most.
+ */
+const HEALTHY_TTL_MS = 10_000
+const FAILED_TTL_MS = 1000
 /**
  * Below this much free space in DATA_DIR (SQLite's database, every upload's temp files), the service counts as down:
  * uploads would fail, even while the database's write-ahead log still has room to reuse.
@@ -24,7 +29,7 @@ const MIN_FREE_BYTES = 1024 * 1024
  * would pass), and the free space of its file system (statfs). Returns the answer's error, or null when both pass.
  */
 function writeCheck(db: Db, dataDir: string) {
-  let checked = { at: -Infinity, failure: Promise.resolve(null as HttpError | null) }
+  let checked = { at: -Infinity, healthy: false, failure: Promise.resolve(null as HttpError | null) }
   const check = async (now: number): Promise<HttpError | null> => {
     try {
       await writeProbe(db, now)
@@ -34,10 +39,21 @@ function writeCheck(db: Db, dataDir: string) {
     const { bavail, bsize } = statfsSync(dataDir)
     return bavail * bsize < MIN_FREE_BYTES ? httpErrorOf(new StorageFull()) : null
   }
+  const outOfDate = (now: number) =>
+    checked.healthy
+      ? now - checked.at >= HEALTHY_TTL_MS || lastFaultAt() >= checked.at
+      : now - checked.at >= FAILED_TTL_MS
   // Checks that arrive while one runs share its verdict.
   return () => {
     const now = Date.now()
-    if (now - checked.at >= CHECK_TTL_MS) checked = { at: now, failure: check(now) }
+    if (outOfDate(now)) {
+      const current = { ...checked, at: now, healthy: false }
+      current.failure = check(now).then((failure) => {
+        current.healthy = !failure
+        return failure
+      })
+      checked = current
+    }
     return checked.failure
   }
 }
@@ -68,7 +84,7 @@ export function healthModule(deps: {
         detail: {
           tags: ['Operations'],
           summary:
-            'Liveness: the database can be written and its disk has room (checked at most once a second); the running version',
+            'Liveness: the database can be written and its disk has room (checked at most every 10 s while healthy, at once after a fault, every second while failing); the running version',
         },
       },
     )
