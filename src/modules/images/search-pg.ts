@@ -33,10 +33,11 @@ const WALK_SHARE = 0.01
  * The image ids of the newest `limit` search documents matching `words`. A GIN index answers which documents match, not
  * which are newest: for a common word it hands over every match before the newest can be picked (seconds at a
  * million), while walking the documents newest first stops early for common words but reads them all for a rare one.
- * So the newest SAMPLE documents are checked first: enough matches there and it is done; else, from the share found
- * there, walking on (common words) or the GIN index (rare ones, and what a walk leaves short), whichever reads less.
+ * So the newest SAMPLE documents are checked first: enough matches there (or no other documents) and it is done; else,
+ * from the share found there, walking on (common words) or the GIN index (rare ones, and what a walk leaves short),
+ * whichever reads less.
  */
-export async function pgNewestMatches(db: Db, words: string[], limit: number): Promise<string[]> {
+export async function pgNewestMatches(db: Db, words: string[], limit: number, sample = SAMPLE): Promise<string[]> {
   const match = pgDocumentMatch(words)
   const walk = async (span: number) =>
     (
@@ -46,9 +47,12 @@ export async function pgNewestMatches(db: Db, words: string[], limit: number): P
             WHERE ${match} ORDER BY d.docid DESC LIMIT ${limit}`,
       )
     ).map((r) => r.image_id)
-  const sampled = await walk(SAMPLE)
+  const sampled = await walk(sample)
   if (sampled.length >= limit) return sampled
-  const share = sampled.length / SAMPLE
+  // A small library: the sample was every document, so its matches are all there are.
+  const beyond = await rawRows(db, sql`SELECT 1 FROM search_docs ORDER BY docid DESC OFFSET ${sample} LIMIT 1`)
+  if (beyond.length === 0) return sampled
+  const share = sampled.length / sample
   if (share >= WALK_SHARE) {
     const walked = await walk(Math.ceil((limit / share) * 1.5))
     if (walked.length >= limit) return walked
