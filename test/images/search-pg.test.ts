@@ -21,7 +21,7 @@ beforeAll(async () => {
   t = await startTestServer()
   if (engine !== 'pg') return
   for (let i = 0; i < DOCS; i++)
-    await t.server.db.execute(sql`INSERT INTO search_docs (image_id, body) VALUES (${`doc${i}`}, ${bodyOf(i)})`)
+    await rawRows(t.server.db, sql`INSERT INTO search_docs (image_id, body) VALUES (${`doc${i}`}, ${bodyOf(i)})`)
 }, 60_000)
 afterAll(() => t?.stop())
 
