@@ -145,8 +145,9 @@ export function* insertImages(tx: Tx, rows: (typeof images.$inferInsert)[]): Ste
   return yield* q(tx.insert(images).values(rows).returning())
 }
 
-export function* updateImage(db: Db | Tx, id: string, set: Partial<Image>): Step<Image> {
-  return (yield* q(db.update(images).set(set).where(eq(images.id, id)).returning()))[0]!
+/** The image as changed; undefined when it is gone (deleted or swept since it was looked up). */
+export function* updateImage(db: Db | Tx, id: string, set: Partial<Image>): Step<Image | undefined> {
+  return (yield* q(db.update(images).set(set).where(eq(images.id, id)).returning()))[0]
 }
 
 export function* deleteImage(tx: Tx, id: string): Step<Image | undefined> {

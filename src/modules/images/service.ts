@@ -309,6 +309,8 @@ export function createImageService(deps: {
       if (expiresIn !== undefined) set.expiresAt = expiryDate(expiresIn, now())
       if (filename !== undefined) set.filename = filename
       const updated = await run(updateImage(db, image.id, set))
+      // Deleted between the lookup and the update (another request, the expiry sweep): gone, as a later PATCH finds it.
+      if (!updated) throw notFound('Image not found')
       changedHere(image.id)
       return { success: true as const, ...pickImage(fields(updated), IMAGE_SHAPES.patched) }
     },
