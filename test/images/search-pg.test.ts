@@ -18,8 +18,9 @@ const bodyOf = (i: number) =>
 const DOCS = 120
 
 beforeAll(async () => {
-  t = await startTestServer()
+  // Every test is PostgreSQL's: on SQLite no server is started.
   if (engine !== 'pg') return
+  t = await startTestServer()
   for (let i = 0; i < DOCS; i++)
     await rawRows(t.server.db, sql`INSERT INTO search_docs (image_id, body) VALUES (${`doc${i}`}, ${bodyOf(i)})`)
 }, 60_000)
