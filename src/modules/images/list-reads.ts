@@ -32,7 +32,10 @@ export type Feed = { kind: 'gallery' } | { kind: 'profile'; userId: number }
  * pinned to the page's `asOf` (the newest insertion when unset), at the time `now`.
  */
 export function listReads(db: Db) {
-  const pinned = (page: ListPage, read: (tx: Tx, asOf: number) => Step<{ total: number; rows: ListedRow[] }>) =>
+  const pinned = <T extends { total: number; rows: ListedRow[] }>(
+    page: ListPage,
+    read: (tx: Tx, asOf: number) => Step<T>,
+  ): Promise<T & { asOf: number }> =>
     snapshot(db, function* (tx) {
       const asOf = page.asOf ?? (yield* newestInsertion(tx))
       return { ...(yield* read(tx, asOf)), asOf }
@@ -73,7 +76,7 @@ export function listReads(db: Db) {
 
     /**
      * An owner's images, narrowed by `filter`, in `order`: by date (the default) a page is found from the counts; a
-     * name filter or another order walks the rows.
+     * name filter or another order walks the rows. A name filter's pages stop at NAME_SCOPE matches (`capped`).
      */
     owned(
       userId: number,
@@ -81,18 +84,27 @@ export function listReads(db: Db) {
       order: ImageListOrder,
       page: ListPage,
       now: number,
-    ): Promise<ListResult> {
+    ): Promise<ListResult & { capped?: boolean }> {
       return pinned(page, function* (tx, asOf) {
         if (!filter.name && order.by === 'date')
           return yield* countedPage(tx, ownedList(userId, filter), { ...page, direction: order.direction }, now, asOf)
-        const { total, among } = filter.name
-          ? yield* countNamed(tx, userId, now, filter, asOf)
-          : { total: yield* countedTotal(tx, ownedList(userId, filter), now, asOf), among: undefined }
-        const rows = yield* ownedPage(tx, userId, now, filter, { ...page, asOf }, order, among)
-        return { total, rows: rows.map((image) => ({ image, username: null })) }
+        if (!filter.name) {
+          const total = yield* countedTotal(tx, ownedList(userId, filter), now, asOf)
+          const rows = yield* ownedPage(tx, userId, now, filter, { ...page, asOf }, order)
+          return { total, rows: rows.map(unowned) }
+        }
+        const { total, capped, among } = yield* countNamed(tx, userId, now, filter, asOf)
+        // Past the cap a page is cut short, then empty: total and the pages agree.
+        const limit = Math.min(page.limit, Math.max(0, total - page.offset))
+        const rows =
+          limit === 0 ? [] : yield* ownedPage(tx, userId, now, filter, { ...page, limit, asOf }, order, among)
+        return { total, capped, rows: rows.map(unowned) }
       })
     },
   }
 }
+
+/** An owner's row as a list row (the owner's own list names no one). */
+const unowned = (image: Image): ListedRow => ({ image, username: null })
 
 export type ListReads = ReturnType<typeof listReads>

@@ -223,6 +223,14 @@ export const ImageListItem = t.Object({
   created_at: Timestamp,
   expiresAt: ExpiresAt,
 })
+
+/**
+ * A name filter counts its matches up to this many, newest first in the list's order, and its pages stop there
+ * (`capped` says more matched), as search does (SEARCH_SCOPE): a name on most of a million images costs what a rare
+ * one does. Uncapped, the matches are few enough to be looked up by rowid and sorted (a few ms).
+ */
+export const NAME_SCOPE = 1000
+
 export const ImageListResponse = t.Object({
   success: t.Literal(true),
   images: t.Array(ImageListItem),
@@ -231,6 +239,11 @@ export const ImageListResponse = t.Object({
   limit: t.Integer(),
   pages: t.Integer(),
   asOf: AsOf,
+  capped: t.Optional(
+    t.Boolean({
+      description: `With q: more than ${NAME_SCOPE} images matched; total and the pages stop at the first ${NAME_SCOPE} in the list's order (narrow q)`,
+    }),
+  ),
 })
 /** The orders of an owner's list: by upload date, stored size or views (each either way). */
 export const IMAGE_SORTS = ['date', 'size', 'views'] as const

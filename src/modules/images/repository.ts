@@ -12,7 +12,7 @@ import { profiles } from '../embeds/repository'
 import { type CountedList, EVERYONE, insertedBy, type ListedRow, ownedTally } from './counts'
 import { imageLinks, type LinkBase } from './links'
 import { expiredImage, liveImage } from './live'
-import type { IMAGE_SORTS } from './model'
+import { type IMAGE_SORTS, NAME_SCOPE } from './model'
 import { pgNewestMatches } from './search-pg'
 
 /**
@@ -341,17 +341,15 @@ function namesQuery(userId: number, filter: ImageListFilter): string {
   return words.join(' AND ')
 }
 
-/**
- * Matches up to this many are looked up by rowid and sorted (a few ms); past it they are dense enough among the
- * owner's images that walking the list's index fills a page sooner.
- */
-const FEW_NAMED = 5000
+/** Counts the rows `from` picks, stopping past `cap` (a count that never walks more than the cap's rows). */
+const countUpTo = (db: Db | Tx, from: SQL, cap: number) =>
+  q(db.select({ n: count() }).from(sql`(SELECT 1 FROM ${from} LIMIT ${cap + 1}) AS up_to`))
 
 /**
- * How many live images (as of insertion `asOf`) the user owns whose filename contains `filter.name`, and, when they
- * are few, the condition that picks them (ownedPage then looks them up instead of walking the owner's rows). Through
- * image_names: its count of the owner's matches, less those expired and not swept yet (images_user_expires: few);
- * else rows counted, as no count keeps names.
+ * How many live images (as of insertion `asOf`) the user owns whose filename contains `filter.name`, up to
+ * NAME_SCOPE (`capped`: more matched), and, when they are not capped, the condition that picks them (ownedPage then
+ * looks them up instead of walking the owner's rows). Through image_names: its count of the owner's matches, less
+ * those expired and not swept yet (images_user_expires: few); else the matching rows counted.
  */
 export function* countNamed(
   db: Db | Tx,
@@ -359,36 +357,40 @@ export function* countNamed(
   now: number,
   filter: ImageListFilter,
   asOf: number,
-): Step<{ total: number; among?: SQL }> {
+): Step<{ total: number; capped: boolean; among?: SQL }> {
   if (namesIndexed(filter)) {
     const match = namesQuery(userId, filter)
-    const [indexed] = yield* q(
-      db.select({ n: count() }).from(sql`image_names`).where(sql`image_names MATCH ${match} AND rowid <= ${asOf}`),
-    )
     const [expired] = yield* q(
       db
         .select({ n: count() })
         .from(sql`${images} INDEXED BY images_user_expires`)
         .where(and(ownedWhere(userId, filter), expiredImage(now), insertedBy(asOf))),
     )
-    const matches = indexed?.n ?? 0
-    return {
-      total: matches - (expired?.n ?? 0),
-      among:
-        matches <= FEW_NAMED
-          ? sql`${images}.rowid IN (SELECT rowid FROM image_names WHERE image_names MATCH ${match})`
-          : undefined,
-    }
+    const unswept = expired?.n ?? 0
+    const [indexed] = yield* countUpTo(
+      db,
+      sql`image_names WHERE image_names MATCH ${match} AND rowid <= ${asOf}`,
+      NAME_SCOPE + unswept,
+    )
+    const live = (indexed?.n ?? 0) - unswept
+    return live > NAME_SCOPE
+      ? { total: NAME_SCOPE, capped: true }
+      : {
+          total: live,
+          capped: false,
+          among: sql`${images}.rowid IN (SELECT rowid FROM image_names WHERE image_names MATCH ${match})`,
+        }
   }
-  const [counted] = yield* q(
-    db
-      .select({ n: count() })
-      // The owner's rows in upload order, which is the table's order too: SQLite would as soon walk them by size or
-      // views, reading the table in random order (five times slower at 500,000 rows).
-      .from(engine === 'sqlite' ? sql`${images} INDEXED BY images_user_created` : images)
-      .where(and(ownedWhere(userId, filter), liveImage(now), insertedBy(asOf))),
+  // The owner's rows in upload order, which is the table's order too: SQLite would as soon walk them by size or
+  // views, reading the table in random order (five times slower at 500,000 rows).
+  const table = engine === 'sqlite' ? sql`${images} INDEXED BY images_user_created` : sql`${images}`
+  const [counted] = yield* countUpTo(
+    db,
+    sql`${table} WHERE ${and(ownedWhere(userId, filter), liveImage(now), insertedBy(asOf))}`,
+    NAME_SCOPE,
   )
-  return { total: counted?.n ?? 0 }
+  const n = counted?.n ?? 0
+  return { total: Math.min(n, NAME_SCOPE), capped: n > NAME_SCOPE }
 }
 
 /**

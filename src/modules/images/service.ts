@@ -336,7 +336,7 @@ export function createImageService(deps: {
       if (filter.name !== undefined && filter.name.length > FILENAME_MAX) {
         throw badRequest(`q must be at most ${FILENAME_MAX} characters`)
       }
-      const { total, rows, asOf } = await reads.owned(user.id, filter, order, page, now())
+      const { total, rows, asOf, capped } = await reads.owned(user.id, filter, order, page, now())
       return {
         success: true as const,
         images: rows.map(({ image }) =>
@@ -347,6 +347,7 @@ export function createImageService(deps: {
         limit: page.limit,
         pages: pageCount(total, page.limit),
         asOf,
+        ...(filter.name === undefined ? {} : { capped: capped ?? false }),
       }
     },
 

@@ -31,6 +31,7 @@
     img.items = res.data.images
     img.pages = res.data.pages
     img.total = res.data.total
+    img.capped = res.data.capped === true
     // A reload keeps what is still listed selected: a box ticked while the list was loading stays ticked.
     state.selected = new Set(img.items.map((i) => i.id).filter((id) => state.selected.has(id)))
     renderImages()
@@ -106,7 +107,11 @@
         ),
       )
     }
-    say('images-status', img.total ? `${plural(img.total, 'image')}${filtered ? ' match' : ''}` : '')
+    // A name matching more than the server counts says so (the API's capped): narrow it to reach the others.
+    const counted = img.capped
+      ? `More than ${plural(img.total, 'image')} match: the first ${img.total.toLocaleString('en')} are listed; narrow the name to reach the others`
+      : `${plural(img.total, 'image')}${filtered ? ' match' : ''}`
+    say('images-status', img.total ? counted : '')
     const pager = $('image-pager')
     pager.replaceChildren()
     if (img.pages > 1) {
