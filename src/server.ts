@@ -113,7 +113,7 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
   const sweepStrays = () => {
     orphanSweep = exclusive('orphan-sweep', async () => {
       const started = performance.now()
-      const removed = await sweepOrphans(db, deps.storage, tmpDir, overrides.orphanSweep)
+      const removed = await sweepOrphans(db, deps.storage, tmpDir, overrides.orphanSweep, reads.storedAmong)
       // How long a walk of every stored file took, and what it found: an operator (and the bench) can see it end.
       log.info('orphan sweep done', { removed, ms: Math.round(performance.now() - started) })
     }).catch((error) => log.error('orphan sweep failed', { error: String(error) }))

@@ -18,6 +18,7 @@ import { createNsfwClassifier } from '../../src/moderation'
 import { createRescanner } from '../../src/moderation/rescan'
 import { sweepOrphans } from '../../src/modules/images/orphans'
 import { createPhashBackfill } from '../../src/modules/images/phash-backfill'
+import { localReads, workerReads } from '../../src/modules/images/reads'
 import { pendingScans, recordScan } from '../../src/modules/images/repository'
 import { createImageService } from '../../src/modules/images/service'
 import { originalKey, thumbnailKey } from '../../src/storage'
@@ -75,8 +76,15 @@ async function expiredCopies(n: number, now: number) {
 async function prepare(n: number): Promise<() => Promise<unknown>> {
   const now = Date.now()
   switch (job) {
-    case 'orphan-sweep':
-      return () => sweepOrphans(db, storage, tmpDir)
+    case 'orphan-sweep': {
+      // Its rows looked up as the server looks them up: through the list reads (Workers on SQLite).
+      const reads = config.databaseUrl ? localReads(db) : workerReads(join(config.dataDir, 'imghost.sqlite'))
+      return async () => {
+        const removed = await sweepOrphans(db, storage, tmpDir, {}, reads.storedAmong)
+        await reads.close()
+        return removed
+      }
+    }
     case 'expiry-sweep': {
       await expiredCopies(n, now)
       const service = createImageService({ db, config, storage })

@@ -20,8 +20,12 @@ export interface SweepOptions {
   now?: number
 }
 
-/** Keys listed per lookup of which are kept: bounds the memory and each query (a few ms cold at 1M rows), whatever the store holds. */
-const LIST_BATCH = 100
+/**
+ * Keys listed per lookup of which are kept: bounds the memory and each query, whatever the store holds. The lookups
+ * run beside the event loop (the server's read Workers on SQLite), so a larger batch costs it nothing and saves trips
+ * (at 1M rows: 100 a batch 36-40 s, 250 29-30 s, each loop turn under 15 ms).
+ */
+const LIST_BATCH = 250
 
 /**
  * Removes stored keys that `keptAmong` does not keep (asked a batch of listed keys at a time) and leftover temp files,

@@ -5,12 +5,13 @@
  */
 import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openDatabase } from '../../src/db/client'
 import { engine } from '../../src/db/engine'
 import { workerReads } from '../../src/modules/images/reads'
+import { SWEEP_GRACE_MS } from '../../src/storage/sweep'
 import { makeImage, uploadForm } from '../fixtures'
 import { eventually, startTestServer, type TestServer, userWithKey } from '../helpers'
 
@@ -81,7 +82,40 @@ describe.skipIf(engine === 'pg')('list reads off the event loop (SQLite)', () =>
     // The thread that serves requests read no image and no count for them.
     expect(statements.filter((s) => /image_counts|image_search|from "images"|from "album_images"/i.test(s))).toEqual([])
   })
+
+  test("the orphan sweep asks which stored files have a row on the Workers' connections", async () => {
+    // A server sweeping every 200 ms: a stray file older than the grace goes, the upload's files stay.
+    const sweeping = await startTestServer({}, { orphanSweep: { intervalMs: 200 } })
+    try {
+      const uploader = await userWithKey(sweeping)
+      const up = await sweepingUpload(sweeping, uploader)
+      const stray = join(sweeping.dataDir, 'files', 'originals', 'strayfil.png')
+      mkdirSync(join(sweeping.dataDir, 'files', 'originals'), { recursive: true })
+      writeFileSync(stray, 'not an image')
+      const old = new Date(Date.now() - 2 * SWEEP_GRACE_MS)
+      utimesSync(stray, old, old)
+      statements.length = 0
+      recording = true
+      await eventually(() => !existsSync(stray), 10_000, 'the sweep removed the stray file')
+      recording = false
+      expect((await sweeping.fetch(`/cdn/${up.id}.png`)).status).toBe(200)
+      expect(statements.filter((s) => /from "images"/i.test(s))).toEqual([])
+    } finally {
+      recording = false
+      await sweeping.stop()
+    }
+  })
 })
+
+async function sweepingUpload(server: TestServer, uploader: Awaited<ReturnType<typeof userWithKey>>) {
+  const up = await server.json('/api/v1/upload', {
+    method: 'POST',
+    headers: uploader.keyHeader,
+    body: uploadForm([{ bytes: await makeImage('png', 16, 16, 7), name: 'kept.png' }]),
+  })
+  expect(up.status).toBe(201)
+  return up.body as { id: string }
+}
 
 describe.skipIf(engine === 'pg')('the reading Workers', () => {
   const dir = mkdtempSync(join(tmpdir(), 'imghost-reads-'))

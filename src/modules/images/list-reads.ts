@@ -11,6 +11,7 @@ import {
   feeds,
   type ImageListFilter,
   type ImageListOrder,
+  imagesAmong,
   ownedList,
   ownedPage,
   searchScope,
@@ -67,6 +68,14 @@ export function listReads(db: Db) {
       page?: { limit: number; offset: number },
     ): Promise<Image[]> {
       return albumImagesOf(db, albumId, audience, now, page)
+    },
+
+    /**
+     * The ids and extensions of the rows among `ids` (the orphan sweep asks about each batch of stored files: random
+     * rows, a few ms cold at a million, so on SQLite they are looked up beside the event loop too).
+     */
+    storedAmong(ids: string[]) {
+      return imagesAmong(db, ids)
     },
 
     /** How many images of each album the audience sees at `now`, and its cover (the most recently added). */

@@ -95,6 +95,7 @@ export function workerReads(path: string, opts: { size?: number; idleMs?: number
     owned: send('owned'),
     album: send('album'),
     albumStats: send('albumStats'),
+    storedAmong: send('storedAmong'),
     running: () => slots.filter((slot) => slot.worker).length,
     async close() {
       for (const slot of slots) end(slot)

@@ -255,7 +255,11 @@ export const imagesAfter = async (db: Db, afterId: string, limit: number) =>
 export const imagesAmong = async (db: Db, ids: string[]) =>
   ids.length === 0
     ? []
-    : await db.select({ id: images.id, ext: images.ext }).from(images).where(inArray(images.id, ids))
+    : await db
+        .select({ id: images.id, ext: images.ext })
+        .from(images)
+        .where(inValues(images.id, ids))
+        .then((rows) => rows)
 
 /** Pending scans a rescan pass takes at most: the oldest, so a long backlog is worked through a pass at a time. */
 const PENDING_BATCH = 500
