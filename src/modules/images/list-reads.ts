@@ -85,7 +85,7 @@ export function listReads(db: Db) {
 
     /**
      * An owner's images, narrowed by `filter`, in `order`: by date (the default) a page is found from the counts; a
-     * name filter or another order walks the rows. A name filter's pages stop at NAME_SCOPE matches (`capped`).
+     * name filter or another order walks the rows. A name filter's pages stop at `scope` matches (`capped`).
      */
     owned(
       userId: number,
@@ -93,6 +93,7 @@ export function listReads(db: Db) {
       order: ImageListOrder,
       page: ListPage,
       now: number,
+      scope: number,
     ): Promise<ListResult & { capped?: boolean }> {
       return pinned(page, function* (tx, asOf) {
         if (!filter.name && order.by === 'date')
@@ -102,7 +103,7 @@ export function listReads(db: Db) {
           const rows = yield* ownedPage(tx, userId, now, filter, { ...page, asOf }, order)
           return { total, rows: rows.map(unowned) }
         }
-        const { total, capped, among } = yield* countNamed(tx, userId, now, filter, asOf)
+        const { total, capped, among } = yield* countNamed(tx, userId, now, filter, asOf, scope)
         // Past the cap a page is cut short, then empty: total and the pages agree.
         const limit = Math.min(page.limit, Math.max(0, total - page.offset))
         const rows =

@@ -12,7 +12,7 @@ import { profiles } from '../embeds/repository'
 import { type CountedList, EVERYONE, insertedBy, type ListedRow, ownedTally } from './counts'
 import { imageLinks, type LinkBase } from './links'
 import { expiredImage, liveImage } from './live'
-import { type IMAGE_SORTS, NAME_SCOPE } from './model'
+import type { IMAGE_SORTS } from './model'
 import { pgNewestMatches } from './search-pg'
 
 /**
@@ -351,7 +351,7 @@ const countUpTo = (db: Db | Tx, from: SQL, cap: number) =>
 
 /**
  * How many live images (as of insertion `asOf`) the user owns whose filename contains `filter.name`, up to
- * NAME_SCOPE (`capped`: more matched), and, when they are not capped, the condition that picks them (ownedPage then
+ * `scope` (NAME_SCOPE; `capped`: more matched), and, when they are not capped, the condition that picks them (ownedPage then
  * looks them up instead of walking the owner's rows). Through image_names: its count of the owner's matches, less
  * those expired and not swept yet (images_user_expires: few); else the matching rows counted.
  */
@@ -361,6 +361,7 @@ export function* countNamed(
   now: number,
   filter: ImageListFilter,
   asOf: number,
+  scope: number,
 ): Step<{ total: number; capped: boolean; among?: SQL }> {
   if (namesIndexed(filter)) {
     const match = namesQuery(userId, filter)
@@ -374,11 +375,11 @@ export function* countNamed(
     const [indexed] = yield* countUpTo(
       db,
       sql`image_names WHERE image_names MATCH ${match} AND rowid <= ${asOf}`,
-      NAME_SCOPE + unswept,
+      scope + unswept,
     )
     const live = (indexed?.n ?? 0) - unswept
-    return live > NAME_SCOPE
-      ? { total: NAME_SCOPE, capped: true }
+    return live > scope
+      ? { total: scope, capped: true }
       : {
           total: live,
           capped: false,
@@ -391,10 +392,10 @@ export function* countNamed(
   const [counted] = yield* countUpTo(
     db,
     sql`${table} WHERE ${and(ownedWhere(userId, filter), liveImage(now), insertedBy(asOf))}`,
-    NAME_SCOPE,
+    scope,
   )
   const n = counted?.n ?? 0
-  return { total: Math.min(n, NAME_SCOPE), capped: n > NAME_SCOPE }
+  return { total: Math.min(n, scope), capped: n > scope }
 }
 
 /**

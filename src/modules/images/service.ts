@@ -17,7 +17,7 @@ import { accountPolicy, windowState } from './limits'
 import { deletePageUrl, imageLinks, type LinkBase } from './links'
 import { type ListReads, listReads } from './list-reads'
 import { createLiveImageCache, type LiveImage } from './live-cache'
-import { IMAGE_SHAPES, isImageId } from './model'
+import { IMAGE_SHAPES, isImageId, NAME_SCOPE } from './model'
 import {
   deleteImage,
   dueToExpire,
@@ -339,7 +339,7 @@ export function createImageService(deps: {
       if (filter.name !== undefined && filter.name.length > FILENAME_MAX) {
         throw badRequest(`q must be at most ${FILENAME_MAX} characters`)
       }
-      const { total, rows, asOf, capped } = await reads.owned(user.id, filter, order, page, now())
+      const { total, rows, asOf, capped } = await reads.owned(user.id, filter, order, page, now(), NAME_SCOPE)
       return {
         success: true as const,
         images: rows.map(({ image }) =>
