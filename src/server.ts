@@ -61,6 +61,7 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
     databaseUrl: config.databaseUrl,
     sqlitePath,
     busyTimeoutMs: SERVER_BUSY_TIMEOUT_MS,
+    serving: true,
   })
   // SQLite's WAL is checkpointed off the event loop; PostgreSQL checkpoints by itself, and tells every instance's
   // caches what any instance changed.

@@ -33,6 +33,7 @@ const db: Db = await openServiceDatabase({
   databaseUrl: config.databaseUrl,
   sqlitePath: join(config.dataDir, 'imghost.sqlite'),
   busyTimeoutMs: SERVER_BUSY_TIMEOUT_MS,
+  serving: true,
 })
 // As the server runs SQLite: its WAL checkpointed on a Worker, not inside the job's commits.
 const checkpointer = config.databaseUrl ? null : startCheckpointer(db, join(config.dataDir, 'imghost.sqlite'))

@@ -46,8 +46,13 @@ export function tuneReads(sqlite: Database) {
   sqlite.exec('PRAGMA cache_size = -16384')
 }
 
-/** Opens (creating if needed) the SQLite file, sets the pragmas the service relies on and applies migrations. */
-export function openDatabase(path: string, opts: { busyTimeoutMs?: number } = {}) {
+/**
+ * Opens (creating if needed) the SQLite file, sets the pragmas the service relies on and applies migrations.
+ * `serving`: a server's connection, tuned for reads (tuneReads). A tool's (check, backup, restore, migrate-db) is not:
+ * it walks the whole file once, and through the map every page it touched counts in its resident memory (`cli check`
+ * at a million images peaked at 840 MB against 201 at 10,000), so it reads through SQLite's own small cache instead.
+ */
+export function openDatabase(path: string, opts: { busyTimeoutMs?: number; serving?: boolean } = {}) {
   createPrivateFile(path)
   const sqlite = new Database(path, { create: true, strict: true })
   sqlite.exec('PRAGMA journal_mode = WAL')
@@ -55,7 +60,7 @@ export function openDatabase(path: string, opts: { busyTimeoutMs?: number } = {}
   sqlite.exec(`PRAGMA busy_timeout = ${opts.busyTimeoutMs ?? TOOL_BUSY_TIMEOUT_MS}`)
   // WAL makes NORMAL durable against application crashes; only an OS crash can lose the last commits.
   sqlite.exec('PRAGMA synchronous = NORMAL')
-  tuneReads(sqlite)
+  if (opts.serving) tuneReads(sqlite)
   const db = drizzle(sqlite, { schema })
   migrate(db, { migrationsFolder })
   return db
@@ -76,10 +81,16 @@ const asPg = (db: Db) => db as unknown as PgDb
  * The service's database: PostgreSQL at `databaseUrl` when set (migrated under an advisory lock), else the SQLite file
  * `sqlitePath` (with the server's short busy timeout).
  */
-export async function openServiceDatabase(opts: { databaseUrl: string; sqlitePath: string; busyTimeoutMs?: number }) {
+export async function openServiceDatabase(opts: {
+  databaseUrl: string
+  sqlitePath: string
+  busyTimeoutMs?: number
+  serving?: boolean
+}) {
   // The tables were chosen when the process started (src/db/engine.ts): a configuration must not say otherwise.
   if (!opts.databaseUrl && engine === 'pg') throw new Error('This process runs on PostgreSQL: DATABASE_URL is required')
-  if (!opts.databaseUrl) return openDatabase(opts.sqlitePath, { busyTimeoutMs: opts.busyTimeoutMs })
+  if (!opts.databaseUrl)
+    return openDatabase(opts.sqlitePath, { busyTimeoutMs: opts.busyTimeoutMs, serving: opts.serving })
   if (engine !== 'pg') throw new Error('DATABASE_URL must be set in the environment the process starts with')
   // Loaded only on PostgreSQL: drizzle's PostgreSQL dialect and driver stay out of a SQLite process.
   const { openPgDatabase } = await import('./pg')

@@ -26,15 +26,19 @@ describe.skipIf(engine === 'pg')('the SQLite database', () => {
     }
   })
 
-  test('reads through a memory map of up to 1 GiB and a 16 MiB page cache', () => {
-    const db = openDatabase(join(dir, 'reads.sqlite'))
-    try {
-      const pragma = (name: string) => Object.values(db.$client.query(`PRAGMA ${name}`).get() as object)[0]
-      expect(pragma('mmap_size')).toBe(2 ** 30)
-      expect(pragma('cache_size')).toBe(-16384)
-    } finally {
-      db.$client.close()
+  test("a server's connection reads through a memory map of up to 1 GiB and a 16 MiB page cache; a tool's maps none", () => {
+    const pragmas = (serving: boolean) => {
+      const db = openDatabase(join(dir, 'reads.sqlite'), { serving })
+      try {
+        const pragma = (name: string) => Object.values(db.$client.query(`PRAGMA ${name}`).get() as object)[0]
+        return { mmap: pragma('mmap_size'), cache: pragma('cache_size') }
+      } finally {
+        db.$client.close()
+      }
     }
+    expect(pragmas(true)).toEqual({ mmap: 2 ** 30, cache: -16384 })
+    // SQLite's defaults: no map, 2 MiB of cache (a walk of the whole file keeps little resident).
+    expect(pragmas(false)).toEqual({ mmap: 0, cache: -2000 })
   })
 
   test('the committed migrations match src/db/schema-sqlite.ts (drizzle-kit finds nothing to generate)', () => {

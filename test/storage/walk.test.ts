@@ -35,6 +35,17 @@ describe('walkInWorker', () => {
     expect(sizes.length).toBe(Math.ceil(planted.length / 100))
   })
 
+  test('names as they are (spaces, a newline, a leading dash, other scripts); a directory inside is named, not entered', async () => {
+    const odd = join(root, 'odd')
+    mkdirSync(join(odd, 'sub'), { recursive: true })
+    writeFileSync(join(odd, 'sub', 'inner'), '')
+    const names = ['with space.png', 'line\nbreak', '-dash', 'été 写真', '.hidden']
+    for (const name of names) writeFileSync(join(odd, name), '')
+    const seen: string[] = []
+    for await (const batch of walkInWorker(root, ['odd'], 2)) seen.push(...batch)
+    expect(seen.toSorted()).toEqual([...names, 'sub'].map((n) => `odd/${n}`).toSorted())
+  })
+
   test('a directory that cannot be read fails the walk with its reason', async () => {
     const walk = async () => {
       for await (const _ of walkInWorker(root, ['c', 'missing'])) {
