@@ -73,54 +73,25 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
     log.warn('STORAGE=local with DATABASE_URL: every instance must see the same files directory (a shared volume)', {
       files: join(config.dataDir, 'files'),
     })
-  const now = overrides.now ?? Date.now
-  const deps: AppDeps = {
-    config,
-    db,
-    mailer:
-      overrides.mailer ??
-      createMailer({
-        smtpUrl: config.smtp.url,
-        from: config.smtp.from,
-        publicUrl: config.publicUrl,
-        siteName: config.siteName,
-      }),
-    jwtSecret: overrides.jwtSecret ?? loadJwtSecret(config),
-    variantSecret: overrides.variantSecret ?? loadVariantSecret(config),
-    totpKey: loadTotpKey(config),
-    storage: overrides.storage ?? createConfiguredStorage(config),
-    media: overrides.media ?? mediaPoolFor(config),
-    classifier:
-      overrides.classifier ??
-      createNsfwClassifier({
-        timeoutMs: config.nsfw.timeoutMs,
-        maxQueue: config.nsfw.maxQueue,
-        backend: config.nsfw.backend,
-        idleUnloadMs: config.nsfw.idleUnloadMs,
-      }),
-    webhookOptions: overrides.webhookOptions,
-    tusOptions: overrides.tusOptions,
-    changes,
-    reads,
-    now,
-  }
+  const deps = appDeps(config, overrides, { db, reads, changes })
+  const now = deps.now ?? Date.now
   const tmpDir = join(config.dataDir, 'tmp')
   // Background jobs that instances sharing a database run one at a time (each instance still has them scheduled).
   const exclusive = exclusiveJobs(db)
   // Files without a row: from startup on, in the background (it walks every stored file, which the start must not
   // wait for), then on an interval (the grace period spares those of uploads in progress, in any instance: it is
   // longer than any upload lasts).
-  let orphanSweep: Promise<unknown> = Promise.resolve()
-  const sweepStrays = () => {
-    orphanSweep = exclusive('orphan-sweep', async () => {
+  const orphanSweep = periodic(
+    exclusive,
+    'orphan-sweep',
+    overrides.orphanSweep?.intervalMs ?? SWEEP_INTERVAL_MS,
+    async () => {
       const started = performance.now()
       const removed = await sweepOrphans(db, deps.storage, tmpDir, overrides.orphanSweep, reads.storedAmong)
       // How long a walk of every stored file took, and what it found: an operator (and the bench) can see it end.
       log.info('orphan sweep done', { removed, ms: Math.round(performance.now() - started) })
-    }).catch((error) => log.error('orphan sweep failed', { error: String(error) }))
-  }
-  sweepStrays()
-  const sweepTimer = setInterval(sweepStrays, overrides.orphanSweep?.intervalMs ?? SWEEP_INTERVAL_MS)
+    },
+  )
   const { app, services, rateLimit } = createApp(deps)
   // PostgreSQL: the global per-IP counts are added up across instances a few times a second.
   const rateSyncTimer = changes
@@ -165,28 +136,23 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
   phashBackfill.start()
   // Removes expired images' files and rows, rate windows that have ended, expired sessions and emailed tokens: once at
   // startup (what expired while stopped), then on an interval.
-  let expirySweep: Promise<unknown> = Promise.resolve()
-  const sweepExpired = () => {
-    expirySweep = exclusive('expiry-sweep', async () => {
+  const expirySweep = periodic(
+    exclusive,
+    'expiry-sweep',
+    overrides.expirySweep?.intervalMs ?? EXPIRY_SWEEP_MS,
+    async () => {
       const started = performance.now()
       const removed = await services.images.sweepExpired()
       // A backlog (expired while stopped) is worked through here, each read taking off what is left of it till then.
       if (removed > 0) log.info('expired images removed', { removed, ms: Math.round(performance.now() - started) })
       await sweepEndedWindows(db, config, now())
       await services.auth.sweepExpired()
-    }).catch((error) => log.error('expiry sweep failed', { error: String(error) }))
-  }
-  sweepExpired()
-  const expiryTimer = setInterval(sweepExpired, overrides.expirySweep?.intervalMs ?? EXPIRY_SWEEP_MS)
+    },
+  )
   // Resumable uploads past their expiry go with their data: at startup, then on an interval.
-  let tusSweep: Promise<unknown> = Promise.resolve()
-  const sweepTus = () => {
-    tusSweep = exclusive('tus-sweep', () => services.tus.sweep()).catch((error) =>
-      log.error('tus sweep failed', { error: String(error) }),
-    )
-  }
-  sweepTus()
-  const tusTimer = setInterval(sweepTus, overrides.tusSweep?.intervalMs ?? TUS_SWEEP_MS)
+  const tusSweep = periodic(exclusive, 'tus-sweep', overrides.tusSweep?.intervalMs ?? TUS_SWEEP_MS, () =>
+    services.tus.sweep(),
+  )
   // Upload bodies are streamed and limited by the pipeline itself, per file and per request.
   app.listen({ port: config.port, hostname: '0.0.0.0', maxRequestBodySize: Number.MAX_SAFE_INTEGER })
 
@@ -204,12 +170,9 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
       await app.stop(false)
       clearInterval(flushTimer)
       clearInterval(rateSyncTimer)
-      clearInterval(expiryTimer)
-      await expirySweep
-      clearInterval(tusTimer)
-      await tusSweep
-      clearInterval(sweepTimer)
-      await orphanSweep
+      await expirySweep.stop()
+      await tusSweep.stop()
+      await orphanSweep.stop()
       // Webhook retries live in memory: those still waiting are dropped (see the README).
       await services.webhooks.stop()
       await rescanner.stop()
@@ -230,5 +193,67 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
       await closeDatabase(db)
       dataDirLock.release()
     },
+  }
+}
+
+/**
+ * A background job run once now and then every `intervalMs`, one instance at a time (`exclusive`); a failure is logged
+ * and the next run tries again. `stop` ends the interval and waits for a run under way.
+ */
+function periodic(
+  exclusive: ReturnType<typeof exclusiveJobs>,
+  name: string,
+  intervalMs: number,
+  run: () => Promise<unknown>,
+) {
+  let running: Promise<unknown> = Promise.resolve()
+  const tick = () => {
+    running = exclusive(name, run).catch((error) =>
+      log.error(`${name.replace('-', ' ')} failed`, { error: String(error) }),
+    )
+  }
+  tick()
+  const timer = setInterval(tick, intervalMs)
+  return {
+    async stop() {
+      clearInterval(timer)
+      await running
+    },
+  }
+}
+
+/** What the app is built from: the overrides a test gives, else the configured mailer, secrets, storage and workers. */
+function appDeps(
+  config: Config,
+  overrides: ServerOverrides,
+  opened: Pick<AppDeps, 'db' | 'reads' | 'changes'>,
+): AppDeps {
+  return {
+    config,
+    ...opened,
+    mailer:
+      overrides.mailer ??
+      createMailer({
+        smtpUrl: config.smtp.url,
+        from: config.smtp.from,
+        publicUrl: config.publicUrl,
+        siteName: config.siteName,
+      }),
+    jwtSecret: overrides.jwtSecret ?? loadJwtSecret(config),
+    variantSecret: overrides.variantSecret ?? loadVariantSecret(config),
+    totpKey: loadTotpKey(config),
+    storage: overrides.storage ?? createConfiguredStorage(config),
+    media: overrides.media ?? mediaPoolFor(config),
+    classifier:
+      overrides.classifier ??
+      createNsfwClassifier({
+        timeoutMs: config.nsfw.timeoutMs,
+        maxQueue: config.nsfw.maxQueue,
+        backend: config.nsfw.backend,
+        idleUnloadMs: config.nsfw.idleUnloadMs,
+      }),
+    webhookOptions: overrides.webhookOptions,
+    tusOptions: overrides.tusOptions,
+    now: overrides.now ?? Date.now,
   }
 }
