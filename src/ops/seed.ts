@@ -34,8 +34,10 @@ import { originalKey, type Storage, thumbnailKey } from '../storage'
  * image.
  *
  * One transaction: chunks of CHUNK rows, each one bulk statement (SQLite: one prepared insert per row). The search
- * triggers are paused meanwhile and each chunk's search documents written by one statement; every other trigger (the
- * image counts) runs per row, so the counts are true when it commits.
+ * triggers are paused meanwhile and each chunk's search documents written by one statement. The image counts: SQLite's
+ * triggers run per row; PostgreSQL's insert trigger is paused too and each chunk counted by one statement (per row,
+ * each day's count row would gain a version per image inside the one transaction, and every update walk them all:
+ * 10M rows did not finish in 40 minutes). Either way the counts are true when it commits.
  */
 export interface SeedOptions {
   rows: number
@@ -135,12 +137,12 @@ interface Writer {
   images(rows: SeedRow[], source: Image): Promise<Set<string>>
   albumImages(rows: { albumId: string; imageId: string; addedAt: number }[]): Promise<void>
   reports(rows: Reported[]): Promise<void>
-  /** Stops the search triggers (they write one row's documents at a time): `indexSearch` writes them in bulk. */
-  pauseSearch(): Promise<void>
-  /** The search documents of the images and album entries inserted since the last call, in insertion order. */
-  indexSearch(): Promise<void>
-  /** The search triggers as they were. */
-  resumeSearch(): Promise<void>
+  /** Stops the triggers that write one row at a time what `catchUp` writes in bulk (search; PostgreSQL's counts). */
+  pauseTriggers(): Promise<void>
+  /** What the paused triggers would have written for the rows inserted since the last call, in insertion order. */
+  catchUp(): Promise<void>
+  /** The paused triggers as they were. */
+  resumeTriggers(): Promise<void>
 }
 
 /**
@@ -232,14 +234,14 @@ function sqliteWriter(sqlite: Database): Writer {
     async reports(rows) {
       for (const r of rows) insertReport.run(r.imageId, r.ownerId, r.sha256, r.phash, r.createdAt)
     },
-    async pauseSearch() {
+    async pauseTriggers() {
       indexed = newest()
       triggers = sqlite
         .query("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name LIKE '%search%'")
         .all() as { name: string; sql: string }[]
       for (const t of triggers) sqlite.exec(`DROP TRIGGER "${t.name}"`)
     },
-    async indexSearch() {
+    async catchUp() {
       // The rows inserted since the last call: rowids past the newest then.
       imageDocs.run(indexed.images)
       albumDocs.run(indexed.members)
@@ -249,11 +251,31 @@ function sqliteWriter(sqlite: Database): Writer {
         .run(indexed.docs)
       indexed = newest()
     },
-    async resumeSearch() {
+    async resumeTriggers() {
       for (const t of triggers) sqlite.exec(t.sql)
     },
   }
 }
+
+/**
+ * What image_counts_ai (migrations-pg/0006_image_counts_triggers.sql) adds for each inserted row, for the rows `$1`
+ * at once: each owner's (0: anonymous) and everyone's (-1) counts per day, in key order as the trigger's.
+ */
+const COUNT_NEW_IMAGES = `
+  INSERT INTO image_counts (owner_id, day, images, bytes, public, nsfw, public_nsfw, shown, listed)
+  SELECT o.id, r.created_at / 86400000, count(*), sum(r.size),
+         count(*) FILTER (WHERE r.visibility = 'public'), count(*) FILTER (WHERE r.nsfw),
+         count(*) FILTER (WHERE r.visibility = 'public' AND r.nsfw),
+         count(*) FILTER (WHERE r.visibility = 'public' AND r.scan_status <> 'pending'),
+         count(*) FILTER (WHERE r.visibility = 'public' AND NOT r.nsfw AND r.scan_status <> 'pending')
+  FROM images r CROSS JOIN LATERAL (VALUES (coalesce(r.user_id, 0)), (-1)) AS o(id)
+  WHERE r.id = ANY($1::text[])
+  GROUP BY 1, 2 ORDER BY 1, 2
+  ON CONFLICT (owner_id, day) DO UPDATE SET
+    images = image_counts.images + excluded.images, bytes = image_counts.bytes + excluded.bytes,
+    public = image_counts.public + excluded.public, nsfw = image_counts.nsfw + excluded.nsfw,
+    public_nsfw = image_counts.public_nsfw + excluded.public_nsfw, shown = image_counts.shown + excluded.shown,
+    listed = image_counts.listed + excluded.listed`
 
 /** PostgreSQL: each batch is one statement over arrays (unnest), inside the transaction `tx`. */
 function pgWriter(tx: BunSQL): Writer {
@@ -350,20 +372,22 @@ function pgWriter(tx: BunSQL): Writer {
         ],
       )
     },
-    async pauseSearch() {
+    async pauseTriggers() {
       // Transactional: a seed that fails leaves them enabled (its ALTERs roll back with it).
       triggers = await tx.unsafe(
         `SELECT t.tgname AS name, c.relname AS table FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
-         WHERE NOT t.tgisinternal AND c.relname IN ('images', 'album_images') AND t.tgname LIKE '%search%'`,
+         WHERE NOT t.tgisinternal AND c.relname IN ('images', 'album_images')
+           AND (t.tgname LIKE '%search%' OR t.tgname = 'image_counts_ai')`,
       )
       for (const t of triggers) await tx.unsafe(`ALTER TABLE "${t.table}" DISABLE TRIGGER "${t.name}"`)
     },
-    async indexSearch() {
+    async catchUp() {
       // search_docs' own trigger (the words of each document) still runs.
       await tx.unsafe(imageDocs, [newImages])
       await tx.unsafe(albumDocs, [newMembers])
+      await tx.unsafe(COUNT_NEW_IMAGES, [newImages])
     },
-    async resumeSearch() {
+    async resumeTriggers() {
       for (const t of triggers) await tx.unsafe(`ALTER TABLE "${t.table}" ENABLE TRIGGER "${t.name}"`)
     },
   }
@@ -449,7 +473,7 @@ export async function seed(
   const albumCount = Math.min(ALBUMS, Math.ceil(Math.ceil(n / stride) / ALBUM_SIZE))
   const albumIds = Array.from({ length: albumCount }, () => newPublicId())
   return inTransaction(db, async (writer) => {
-    await writer.pauseSearch()
+    await writer.pauseTriggers()
     const accounts = await writer.accounts(names, passwordHash, now - SPAN_MS)
     await writer.albums(
       albumIds.map((id, k) => ({
@@ -501,13 +525,13 @@ export async function seed(
           })
       })
       await writer.albumImages(members)
-      await writer.indexSearch()
+      await writer.catchUp()
       await writer.reports(reported)
       report.albumImages += members.length
       report.reports += reported.length
       progress(Math.min(n, start + CHUNK), n)
     }
-    await writer.resumeSearch()
+    await writer.resumeTriggers()
     report.ms = Math.round(performance.now() - started)
     return report
   })

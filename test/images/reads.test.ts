@@ -83,28 +83,33 @@ describe.skipIf(engine === 'pg')('list reads off the event loop (SQLite)', () =>
     expect(statements.filter((s) => /image_counts|image_search|from "images"|from "album_images"/i.test(s))).toEqual([])
   })
 
-  test("the orphan sweep asks which stored files have a row on the Workers' connections", async () => {
-    // A server sweeping every 200 ms: a stray file older than the grace goes, the upload's files stay.
-    const sweeping = await startTestServer({}, { orphanSweep: { intervalMs: 200 } })
-    try {
-      const uploader = await userWithKey(sweeping)
-      const up = await sweepingUpload(sweeping, uploader)
-      const stray = join(sweeping.dataDir, 'files', 'originals', 'strayfil.png')
-      mkdirSync(join(sweeping.dataDir, 'files', 'originals'), { recursive: true })
-      writeFileSync(stray, 'not an image')
-      const old = new Date(Date.now() - 2 * SWEEP_GRACE_MS)
-      utimesSync(stray, old, old)
-      statements.length = 0
-      recording = true
-      await eventually(() => !existsSync(stray), 10_000, 'the sweep removed the stray file')
-      recording = false
-      expect((await sweeping.fetch(`/cdn/${up.id}.png`)).status).toBe(200)
-      expect(statements.filter((s) => /from "images"/i.test(s))).toEqual([])
-    } finally {
-      recording = false
-      await sweeping.stop()
-    }
-  })
+  // The stray file is planted on the local disk, backdated past the grace (an object's time cannot be set): the
+  // lookups this is about are the same whatever the store.
+  test.skipIf(process.env.STORAGE === 's3')(
+    "the orphan sweep asks which stored files have a row on the Workers' connections",
+    async () => {
+      // A server sweeping every 200 ms: a stray file older than the grace goes, the upload's files stay.
+      const sweeping = await startTestServer({}, { orphanSweep: { intervalMs: 200 } })
+      try {
+        const uploader = await userWithKey(sweeping)
+        const up = await sweepingUpload(sweeping, uploader)
+        const stray = join(sweeping.dataDir, 'files', 'originals', 'strayfil.png')
+        mkdirSync(join(sweeping.dataDir, 'files', 'originals'), { recursive: true })
+        writeFileSync(stray, 'not an image')
+        const old = new Date(Date.now() - 2 * SWEEP_GRACE_MS)
+        utimesSync(stray, old, old)
+        statements.length = 0
+        recording = true
+        await eventually(() => !existsSync(stray), 10_000, 'the sweep removed the stray file')
+        recording = false
+        expect((await sweeping.fetch(`/cdn/${up.id}.png`)).status).toBe(200)
+        expect(statements.filter((s) => /from "images"/i.test(s))).toEqual([])
+      } finally {
+        recording = false
+        await sweeping.stop()
+      }
+    },
+  )
 })
 
 async function sweepingUpload(server: TestServer, uploader: Awaited<ReturnType<typeof userWithKey>>) {

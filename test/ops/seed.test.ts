@@ -85,7 +85,13 @@ describe('cli seed', () => {
       expect(new Uint8Array(await original.arrayBuffer())).toEqual(new Uint8Array(await stored.arrayBuffer()))
       const check = await cli('check')
       expect(check.code).toBe(0)
-      expect(JSON.parse(check.out)).toMatchObject({ images: ROWS + 1, missingOriginals: [], missingThumbnails: [] })
+      expect(JSON.parse(check.out)).toMatchObject({
+        images: ROWS + 1,
+        missingOriginals: [],
+        missingThumbnails: [],
+        wrongCountDays: 0,
+        wrongAlbumCounts: 0,
+      })
     },
   )
 
@@ -124,7 +130,13 @@ describe('cli seed', () => {
     expect(profile.body.total).toBeGreaterThan(0)
   })
 
-  test('the search triggers are back: an upload after the seed is found by its name', async () => {
+  test('the paused triggers are back: an upload after the seed is found by its name and counted', async () => {
+    const usage = async () => (await t.json('/api/account/usage', { headers: owner.bearer })).body.totalImages
+    const before = await usage()
+    // The owner's rows not yet expired, counted by SQL: the counts the seed wrote, less the expired the read subtracts.
+    expect(before).toBe(
+      await count(`WHERE user_id = ${owner.user.id} AND (expires_at IS NULL OR expires_at > ${Date.now()})`),
+    )
     const up = await t.json('/api/v1/upload', {
       method: 'POST',
       headers: owner.keyHeader,
@@ -133,6 +145,7 @@ describe('cli seed', () => {
     expect(up.status).toBe(201)
     const found = await t.json('/api/search?q=zebracrossing')
     expect(found.body.images.map((i: { id: string }) => i.id)).toEqual([up.body.id])
+    expect(await usage()).toBe(before + 1)
   })
 
   test('refuses a bad row count or source', async () => {
