@@ -47,6 +47,15 @@ export function tuneReads(sqlite: Database) {
 }
 
 /**
+ * A reader of SQLite's `data_version`: it changes when another connection (another process: the CLI; the server's,
+ * for a read Worker's) commits. A connection's own commits leave it as it was.
+ */
+export function dataVersion(db: Db): () => number {
+  const statement = db.$client.prepare<{ data_version: number }, []>('PRAGMA data_version')
+  return () => statement.get()!.data_version
+}
+
+/**
  * Opens (creating if needed) the SQLite file, sets the pragmas the service relies on and applies migrations.
  * `serving`: a server's connection, tuned for reads (tuneReads). A tool's (check, backup, restore, migrate-db) is not:
  * it walks the whole file once, and through the map every page it touched counts in its resident memory (`cli check`

@@ -380,12 +380,6 @@ export function onSessionDeleted(db: Db, listener: () => void) {
   }
 }
 
-/** A reader of SQLite's `data_version`: it changes when another connection (another process: the CLI) commits. */
-export function dataVersion(db: Db): () => number {
-  const statement = db.$client.prepare<{ data_version: number }, []>('PRAGMA data_version')
-  return () => statement.get()!.data_version
-}
-
 /** The user's sessions not yet expired, most recently started first. */
 export const sessionsOf = async (db: Db, userId: number, now: Date): Promise<Session[]> =>
   await db

@@ -1,6 +1,6 @@
 import type { Config } from '../../config'
 import type { ChangeFeed } from '../../db/changes'
-import { type Db, run, transaction } from '../../db/client'
+import { type Db, dataVersion, run, transaction } from '../../db/client'
 import { engine } from '../../db/engine'
 import type { ApiKey, Session, User } from '../../db/schema'
 import { badRequest, conflict, forbidden, notFound, unauthorized } from '../../errors'
@@ -14,7 +14,6 @@ import { PASSWORD_LENGTH, USERNAME_LENGTH, USERNAME_PATTERN } from './model'
 import {
   claimInvite,
   claimVerification,
-  dataVersion,
   deleteExpiredFlows,
   deleteExpiredSessions,
   deleteExpiredVerifications,

@@ -27,12 +27,41 @@ export interface ListResult {
 /** The public feeds, named by plain values (a list read may run in another thread: src/modules/images/reads.ts). */
 export type Feed = { kind: 'gallery' } | { kind: 'profile'; userId: number }
 
+/** Search scopes kept (a few hundred KB at most: SEARCH_SCOPE ids each). */
+const SCOPES_KEPT = 64
+
+/**
+ * A search's scope (searchScope), kept while `version` stays the same: the full-text lookup was half a search's cost
+ * at a million images, and a visitor paging through results, or many asking for the same words, ask for the same
+ * scope. `version` must change with every commit that could change a scope: SQLite's data_version on a connection that
+ * never writes (a read Worker's) does. Least recently used first out.
+ */
+function keptScopes(db: Db, version: () => number) {
+  const kept = new Map<string, { version: number; scope: Awaited<ReturnType<typeof searchScope>> }>()
+  return async (words: string[], scope: number) => {
+    const key = JSON.stringify([words, scope])
+    const now = version()
+    const hit = kept.get(key)
+    kept.delete(key)
+    if (hit?.version === now) {
+      kept.set(key, hit)
+      return hit.scope
+    }
+    const found = await searchScope(db, words, scope)
+    kept.set(key, { version: now, scope: found })
+    if (kept.size > SCOPES_KEPT) kept.delete(kept.keys().next().value!)
+    return found
+  }
+}
+
 /**
  * The list reads (the gallery, profiles, search, an owner's list, albums), with plain arguments and results, so they
  * can run on a read-only connection in a Worker (reads.ts). A paged list reads its counts and rows on one snapshot,
- * pinned to the page's `asOf` (the newest insertion when unset), at the time `now`.
+ * pinned to the page's `asOf` (the newest insertion when unset), at the time `now`. `version`: see keptScopes (only
+ * for a connection that never writes); without it every search looks its scope up.
  */
-export function listReads(db: Db) {
+export function listReads(db: Db, version?: () => number) {
+  const scopeOf = version ? keptScopes(db, version) : (words: string[], scope: number) => searchScope(db, words, scope)
   const pinned = <T extends { total: number; rows: ListedRow[] }>(
     page: ListPage,
     read: (tx: Tx, asOf: number) => Step<T>,
@@ -55,7 +84,7 @@ export function listReads(db: Db) {
       page: ListPage,
       now: number,
     ): Promise<ListResult & { capped: boolean }> {
-      const { ids, capped } = await searchScope(db, words, scope)
+      const { ids, capped } = await scopeOf(words, scope)
       const where = feeds.search(ids)
       return { ...(await pinned(page, (tx, asOf) => boundedPage(tx, where, page, now, asOf))), capped }
     },
