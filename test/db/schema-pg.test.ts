@@ -241,6 +241,23 @@ describe('values on PostgreSQL', () => {
   })
 })
 
+describe('GIN indexes', () => {
+  // With PostgreSQL's default (fastupdate on) new entries wait in a pending list until vacuum merges them, and every
+  // search through the index reads the whole list: reads would slow down between vacuums (migrations-pg/0012).
+  test('search and the name filter have theirs, and each takes new entries into the index itself', async () => {
+    const gin = await db.$client.unsafe<{ name: string; options: string[] | null }[]>(
+      `SELECT c.relname AS name, c.reloptions AS options FROM pg_class c JOIN pg_am a ON a.oid = c.relam
+       WHERE a.amname = 'gin' AND c.relkind = 'i' ORDER BY 1`,
+    )
+    expect(gin.map((g) => g.name)).toEqual(expect.arrayContaining(['images_user_filename_trgm', 'search_docs_words']))
+    for (const g of gin)
+      expect({ name: g.name, options: g.options ?? [] }).toEqual({
+        name: g.name,
+        options: expect.arrayContaining(['fastupdate=off']),
+      })
+  })
+})
+
 describe('test databases', () => {
   test('databaseEnv gives each caller a migrated copy of the template of its own, several at once', async () => {
     const template = `tpl_${crypto.randomUUID().replaceAll('-', '')}`
