@@ -1,7 +1,6 @@
 import type { Config } from '../../config'
 import type { ChangeFeed } from '../../db/changes'
-import { type Db, dataVersion, run, transaction } from '../../db/client'
-import { engine } from '../../db/engine'
+import { type Db, run, transaction } from '../../db/client'
 import type { ApiKey, Session, User } from '../../db/schema'
 import { badRequest, conflict, forbidden, notFound, unauthorized } from '../../errors'
 import type { SessionTokens } from '../../http/auth'
@@ -9,6 +8,7 @@ import { ipKey } from '../../http/client-ip'
 import { randomAlphanumeric, randomToken, sha256Hex } from '../../lib/crypto'
 import { DAY_MS, HOUR_MS, iso } from '../../lib/time'
 import { clearWindows, guessWindow, refundAttempt, takeAttempt } from '../images/limits'
+import { liveSessions } from './live-sessions'
 import type { Mailer } from './mailer'
 import { PASSWORD_LENGTH, USERNAME_LENGTH, USERNAME_PATTERN } from './model'
 import {
@@ -25,13 +25,11 @@ import {
   findUserByEmail,
   findUserById,
   findVerification,
-  hasSession,
   insertKey,
   insertSession,
   insertUser,
   insertVerification,
   keysOf,
-  onSessionDeleted,
   prepareFindUserByLogin,
   sessionsOf,
   setUserFields,
@@ -44,8 +42,6 @@ const VERIFICATION_TTL_MS = 2 * DAY_MS
 const RESET_TTL_MS = HOUR_MS
 /** What a session keeps of the browser's User-Agent header: enough to tell devices apart. */
 const USER_AGENT_MAX = 256
-/** Live sessions remembered at most (an entry is a few dozen bytes); past it the memory starts over. */
-const LIVE_SESSIONS_MAX = 100_000
 const KEY_PREFIX = 'ihk_'
 const KEY_RANDOM_LENGTH = 40
 const USERNAME = new RegExp(`^${USERNAME_PATTERN}$`)
@@ -158,49 +154,7 @@ export function createAuthService(db: Db, mailer: Mailer, opts: AuthOptions, now
   // Session uses (session id -> time of the last use), buffered the same way.
   const sessionUses = new Map<string, number>()
 
-  // Sessions known to be live (session id -> user id), so a request needs no session lookup; the account is still read
-  // on every request, so a ban or a deleted account applies at once. Every DELETE of a sessions row (logout, ending
-  // one, password change or reset, ban, sweep, cascade) empties it: on SQLite through this connection's update hook,
-  // inside the statement, and a commit by another process (the CLI's `ban`) changes `data_version`, which empties it
-  // too; on PostgreSQL through the change feed, from any instance (within its staleness bound, src/db/changes.ts).
-  // Without a feed (a tool's connection) nothing is remembered. `forgotten` counts the emptyings: a lookup that an
-  // emptying overtook (its session may be the one deleted) is not remembered.
-  const liveSessions = new Map<string, number>()
-  let forgotten = 0
-  const forgetLiveSessions = () => {
-    liveSessions.clear()
-    forgotten++
-  }
-  const cacheSessions = engine === 'sqlite' || opts.changes !== undefined
-  let noticeOtherCommits = () => {}
-  if (engine === 'pg') opts.changes?.on('sessions', forgetLiveSessions)
-  else {
-    onSessionDeleted(db, forgetLiveSessions)
-    const readDataVersion = dataVersion(db)
-    let seenDataVersion = readDataVersion()
-    noticeOtherCommits = () => {
-      const version = readDataVersion()
-      if (version === seenDataVersion) return
-      forgetLiveSessions()
-      seenDataVersion = version
-    }
-  }
-
-  /** Whether the session is known to be live without a lookup. */
-  function knownLive(userId: number, sessionId: string) {
-    noticeOtherCommits()
-    return liveSessions.get(sessionId) === userId
-  }
-
-  /** Looks the session up (401 when it has ended) and remembers it as live. */
-  async function checkSession(userId: number, sessionId: string) {
-    const seen = forgotten
-    if (!(await hasSession(db, userId, sessionId))) throw unauthorized('Invalid or expired token')
-    // A session deleted while the lookup was under way may be this one: not remembered (the next request looks again).
-    if (forgotten !== seen || !cacheSessions) return
-    if (liveSessions.size >= LIVE_SESSIONS_MAX) forgetLiveSessions()
-    liveSessions.set(sessionId, userId)
-  }
+  const live = liveSessions(db, opts.changes)
 
   async function issueVerification(user: User) {
     const token = randomToken()
@@ -413,7 +367,7 @@ export function createAuthService(db: Db, mailer: Mailer, opts: AuthOptions, now
       // A ban first: a banned account's tokens answer 403 (DECISIONS.md), though the ban has ended their sessions
       // (so they stay dead after an unban: 401 then).
       assertActive(user)
-      if (!knownLive(userId, sessionId)) await checkSession(userId, sessionId)
+      if (!live.known(userId, sessionId)) await live.check(userId, sessionId)
       sessionUses.set(sessionId, Date.now())
       return user
     },
