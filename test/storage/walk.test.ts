@@ -2,26 +2,32 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { walkInWorker } from '../../src/storage/walk'
+import { walkInWorker as walk } from '../../src/storage/walk'
 
-// The local store's directory walk, read by a Worker (src/storage/walk.ts): every name once, in bounded batches.
+// The local store's directory walk, read by a Worker (src/storage/walk.ts): every name once, in bounded batches,
+// whichever way a directory is read (Bun whole, or find as a stream: STREAM_ABOVE picks by the directory's size).
 
 const root = mkdtempSync(join(tmpdir(), 'imghost-walk-'))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
 
-describe('walkInWorker', () => {
-  const planted: string[] = []
-  for (const [dir, n] of [
-    ['a', 1234],
-    ['b', 0],
-    ['c', 7],
-  ] as const) {
-    mkdirSync(join(root, dir))
-    for (let i = 0; i < n; i++) {
-      writeFileSync(join(root, dir, `f${i}`), '')
-      planted.push(`${dir}/f${i}`)
-    }
+const planted: string[] = []
+for (const [dir, n] of [
+  ['a', 1234],
+  ['b', 0],
+  ['c', 7],
+] as const) {
+  mkdirSync(join(root, dir))
+  for (let i = 0; i < n; i++) {
+    writeFileSync(join(root, dir, `f${i}`), '')
+    planted.push(`${dir}/f${i}`)
   }
+}
+
+describe.each([
+  ['read by Bun', Number.POSITIVE_INFINITY],
+  ['streamed by find', 0],
+])('walkInWorker, every directory %s', (_how, streamAbove) => {
+  const walkInWorker = (at: string, dirs: string[], batch?: number) => walk(at, dirs, batch, streamAbove)
 
   test('yields every name of every directory once, as <dir>/<name>, never more than a batch at a time', async () => {
     const seen: string[] = []
