@@ -3,6 +3,7 @@ import type { Db } from '../../db/client'
 import type { Passkey, User } from '../../db/schema'
 import { badRequest, type DomainError, notFound, unauthorized } from '../../errors'
 import { iso } from '../../lib/time'
+import { assertActive } from './active'
 import { MAX_PASSKEYS } from './model'
 import {
   deletePasskey,
@@ -13,7 +14,6 @@ import {
   saveFlow,
   takeFlow,
 } from './repository'
-import { assertActive } from './service'
 
 // Loaded with the first passkey ceremony: most servers never run one, and the library and its crypto dependencies
 // are ~20 MB resident.

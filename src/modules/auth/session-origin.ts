@@ -1,4 +1,4 @@
-import type { SessionOrigin } from './service'
+import type { SessionOrigin } from './sessions'
 
 /**
  * Where a sign-in came from, for the session list: every way in (password, two-factor, passkey, single sign-on) starts
