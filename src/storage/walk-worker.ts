@@ -9,11 +9,12 @@ declare const self: Worker
 let walk: AsyncGenerator<string[]> | undefined
 
 /**
- * The names in the large directory `path`, as `find` reads them. Bun's own directory reads (opendir, readdir, Glob) take in
- * the whole directory before the first name: at a million files ~160 MB held while the walk lasts, so the sweep and
- * `cli check` grew with the library. find hands names out as it reads them and waits while the pipe is full, so memory
- * stays flat. `-prune` keeps it to the directory itself; NUL ends each name (a name may hold a newline); both are in
- * GNU, BSD and BusyBox find. A small directory is read by Bun (namesOf): starting find costs a few milliseconds.
+ * The names in the large directory `path`, as `find` reads them. Bun's own directory reads (opendir, readdir, Glob)
+ * take in the whole directory before the first name: at a million files ~160 MB held while the walk lasts, so the
+ * sweep and `cli check` grew with the library. find hands names out as it reads them and waits while the pipe is
+ * full, so memory stays flat. `-prune` keeps it to the directory itself; NUL ends each name (a name may hold a
+ * newline); both are in GNU, BSD and BusyBox find. A small directory is read by Bun (namesOf): starting find costs a
+ * few milliseconds.
  */
 async function* streamedNames(path: string): AsyncGenerator<string> {
   const find = Bun.spawn(['find', `${path}/.`, '!', '-name', '.', '-prune', '-print0'], {
