@@ -205,14 +205,31 @@ describe("the owner's name filter", () => {
     }
   }, 120_000)
 
-  // PostgreSQL's index of the filter: the owner and the name's trigrams in one (migrations-pg/0011), the index over
-  // every owner's names gone. The Debian cluster of the tests has both extensions.
-  test.skipIf(engine !== 'pg')('PostgreSQL looks names up in one index of the owner and the trigrams', async () => {
+  // PostgreSQL's indexes of the filter: keys of the owner and one trigram each, which the count goes through
+  // (migrations-pg/0013), and the owner and the name's trigrams in one (0011), whose estimates plan the pages; the
+  // index over every owner's names gone. The Debian cluster of the tests has both extensions.
+  test.skipIf(engine !== 'pg')("PostgreSQL counts a name's matches through the owner's trigram keys", async () => {
     const rows = await rawRows<{ indexname: string; indexdef: string }>(
       t.server.db,
-      sql`SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'images' AND indexdef LIKE '%gin_trgm_ops%'`,
+      sql`SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'images' AND indexdef LIKE '%USING gin%'
+          ORDER BY indexname`,
     )
-    expect(rows.map((r) => r.indexname)).toEqual(['images_user_filename_trgm'])
-    expect(rows[0]!.indexdef).toContain('USING gin (user_id, lower(filename) gin_trgm_ops)')
+    expect(rows.map((r) => r.indexname)).toEqual(['images_name_keys', 'images_user_filename_trgm'])
+    expect(rows[1]!.indexdef).toContain('USING gin (user_id, lower(filename) gin_trgm_ops)')
+    const keys = async (owner: number, name: string) =>
+      (
+        await rawRows<{ keys: string[] }>(
+          t.server.db,
+          sql`SELECT image_name_keys(${owner}::integer, ${name}::text) AS keys`,
+        )
+      )[0]!.keys.sort()
+    expect(await keys(7, 'SunSet')).toEqual(['7:nse', '7:set', '7:sun', '7:uns'])
+    expect(await keys(7, 'ab')).toEqual([])
+    const [plan] = await rawRows<{ 'QUERY PLAN': string }>(
+      t.server.db,
+      sql`EXPLAIN (FORMAT JSON) SELECT count(*) FROM images
+          WHERE image_name_keys(user_id, filename) @> image_name_keys(${owner.user.id}::integer, 'shot-1'::text)`,
+    )
+    expect(JSON.stringify(plan)).toContain('"Index Name":"images_name_keys"')
   })
 })
