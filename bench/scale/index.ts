@@ -4,6 +4,8 @@
  * (median of 7, interleaved), the longest event-loop block of each read on the large one (a probe timer inside the
  * server process), /healthz while 8 visitors read, start to healthy, and background work. See bench/README.md.
  */
+
+import { Database } from 'bun:sqlite'
 import { existsSync, mkdirSync, rmSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
@@ -150,8 +152,10 @@ async function startSite(ctx: ScaleContext, lib: Library, label: string): Promis
   })
   const rss = memoryOf(app.pid).rss
   // Reads are measured once the start-up work behind /healthz is done (the sweeps of what expired or was left while
-  // stopped, a migration's counting): what it takes is a figure of its own, printed here.
-  const busyMs = await untilIdle(app.pid)
+  // stopped, a migration's counting): what it takes is a figure of its own, printed here. The seed's expired images
+  // (1%) are swept by then too: until they are, every total takes off what is left of them, and on PostgreSQL the
+  // sweep waits on the database more than it works, so the process may look idle while it runs.
+  const busyMs = (await untilIdle(app.pid)) + (await untilSwept(lib))
   console.log(
     `  ${label}: healthy in ${Math.round(app.startMs)} ms (first start on it), RSS ${(rss / 2 ** 20).toFixed(0)} MB; ` +
       `its start-up work in the background took ${(busyMs / 1000).toFixed(0)} s more`,
@@ -169,6 +173,26 @@ async function untilIdle(pid: number, maxMs = 900_000): Promise<number> {
     const before = cpuMs(pid).self
     await sleep(2000)
     if (cpuMs(pid).self - before < 200 || performance.now() - since > maxMs) return performance.now() - since
+  }
+}
+
+/** Waits until the library holds no expired image (the server's sweep removes them), at most 15 min; the time it took. */
+async function untilSwept(lib: Library, maxMs = 900_000): Promise<number> {
+  const since = performance.now()
+  const expired = 'SELECT count(*) AS n FROM images WHERE expires_at IS NOT NULL AND expires_at <= '
+  for (;;) {
+    let n: number
+    if (lib.engine === 'pg') {
+      const db = new SQL(lib.env.DATABASE_URL!)
+      n = Number((await db.unsafe(`${expired}${Date.now()}`))[0].n)
+      await db.close()
+    } else {
+      const db = new Database(sqlitePath(lib), { readonly: true })
+      n = (db.query(`${expired}${Date.now()}`).get() as { n: number }).n
+      db.close()
+    }
+    if (n === 0 || performance.now() - since > maxMs) return performance.now() - since
+    await sleep(1000)
   }
 }
 
