@@ -179,20 +179,18 @@ async function untilIdle(pid: number, maxMs = 900_000): Promise<number> {
 /** Waits until the library holds no expired image (the server's sweep removes them), at most 15 min; the time it took. */
 async function untilSwept(lib: Library, maxMs = 900_000): Promise<number> {
   const since = performance.now()
-  const expired = 'SELECT count(*) AS n FROM images WHERE expires_at IS NOT NULL AND expires_at <= '
-  for (;;) {
-    let n: number
-    if (lib.engine === 'pg') {
-      const db = new SQL(lib.env.DATABASE_URL!)
-      n = Number((await db.unsafe(`${expired}${Date.now()}`))[0].n)
-      await db.close()
-    } else {
-      const db = new Database(sqlitePath(lib), { readonly: true })
-      n = (db.query(`${expired}${Date.now()}`).get() as { n: number }).n
-      db.close()
+  const expired = () => `SELECT count(*) AS n FROM images WHERE expires_at IS NOT NULL AND expires_at <= ${Date.now()}`
+  const pg = lib.engine === 'pg' ? new SQL(lib.env.DATABASE_URL!, { max: 1 }) : null
+  const sqlite = pg ? null : new Database(sqlitePath(lib), { readonly: true })
+  try {
+    for (;;) {
+      const n = pg ? Number((await pg.unsafe(expired()))[0].n) : (sqlite!.query(expired()).get() as { n: number }).n
+      if (n === 0 || performance.now() - since > maxMs) return performance.now() - since
+      await sleep(1000)
     }
-    if (n === 0 || performance.now() - since > maxMs) return performance.now() - since
-    await sleep(1000)
+  } finally {
+    await pg?.close()
+    sqlite?.close()
   }
 }
 
