@@ -260,6 +260,24 @@ describe('GIN indexes', () => {
   })
 })
 
+describe('vacuum', () => {
+  // An owner's totals read images_user_expires, whose bitmap scan visits dead row versions until a vacuum: after an
+  // expiry sweep at a million images they took 20x as long until one ran (migrations-pg/0014). PostgreSQL's default
+  // waits for a fifth of the table to be dead.
+  test('at a million images, autovacuum cleans images before 10,000 rows are dead', async () => {
+    const [{ threshold }] = await db.$client.unsafe<{ threshold: number }[]>(
+      `SELECT coalesce(o.base, current_setting('autovacuum_vacuum_threshold')::float8)
+            + coalesce(o.scale, current_setting('autovacuum_vacuum_scale_factor')::float8) * 1e6 AS threshold
+       FROM (SELECT (SELECT split_part(x, '=', 2)::float8 FROM unnest(c.reloptions) x
+                     WHERE x LIKE 'autovacuum_vacuum_threshold=%') AS base,
+                    (SELECT split_part(x, '=', 2)::float8 FROM unnest(c.reloptions) x
+                     WHERE x LIKE 'autovacuum_vacuum_scale_factor=%') AS scale
+             FROM pg_class c WHERE c.oid = 'images'::regclass) o`,
+    )
+    expect(Number(threshold)).toBeLessThan(10_000)
+  })
+})
+
 describe('plans', () => {
   // PostgreSQL itself says how it planned each prepared statement (pg_prepared_statements): after five runs it would
   // switch to a plan made without the values (generic), which at a million images sorted an owner's every match.
