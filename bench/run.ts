@@ -11,7 +11,7 @@
  *          --seconds=N (default 3) --rounds=N (default 3)                       per throughput figure
  *          --ingest-seconds=N (default 4)   --variant-count=N (default 8: first requests per round, 4 rounds)
  *          --readme   rewrite the table in bench/README.md   --keep   keep temp dirs
- *          --from=bench/results/latest.json   only rewrite the tables (latest.md, and README with --readme) from a saved run
+ *          --from=bench/results/latest.json   only rewrite the tables (latest.md, and with --readme bench/README.md and docs/performance.md) from a saved run
  */
 import { Database } from 'bun:sqlite'
 import { copyFileSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -1128,7 +1128,7 @@ async function scanMetrics(app: AppProcess): Promise<{ sum: number; count: numbe
   return { sum: num('nsfw_scan_duration_seconds_sum'), count: num('nsfw_scan_duration_seconds_count') }
 }
 
-/** Rewrites a README (bench/README.md) between its `<!-- <name>:start -->` and `<!-- <name>:end -->` markers. */
+/** Rewrites a Markdown file (bench/README.md, docs/performance.md) between its `<!-- <name>:start -->` and `<!-- <name>:end -->` markers. */
 function writeBetween(name: string, content: string, file = 'bench/README.md') {
   const readme = join(ROOT, file)
   const text = readFileSync(readme, 'utf8')
@@ -1177,7 +1177,7 @@ function finish(
       // A run above a million rows (PostgreSQL at 10M) has tables of its own beside the 10k/1M ones.
       const markers = largestSeeded(raw) > 1_000_000 ? 'scale-large' : 'scale'
       writeBetween(markers, `${measuredOn(meta)}.\n\n${scale}`)
-      writeBetween(markers, `${measuredOn(meta)}.\n\n${performanceTable(raw, figures)}`, 'README.md')
+      writeBetween(markers, `${measuredOn(meta)}.\n\n${performanceTable(raw, figures)}`, 'docs/performance.md')
     }
   }
   const missed = figures.filter((f) => f.met === false)

@@ -52,7 +52,7 @@ const variables = {
   MAX_EXPIRY: { schema: Int(1), default: String(365 * 24 * 3600) },
   ANON_DEFAULT_EXPIRY: { schema: Int(0), default: '0' },
   REPORTS_PER_HOUR: { schema: Int(1), default: '5' },
-  // 10: the copies in test/blocks reach 10, distinct pictures come no closer than 14 (README, "Blocked pictures").
+  // 10: the copies in test/blocks reach 10, distinct pictures come no closer than 14 (docs/api.md, "Blocked pictures").
   BLOCK_HAMMING_DISTANCE: { schema: T.Integer({ minimum: 0, maximum: MAX_MATCH_DISTANCE }), default: '10' },
   REFUSED_UPLOADS_PER_WINDOW: { schema: Int(1), default: '20' },
   REFUSED_UPLOADS_WINDOW_SECONDS: { schema: Int(1), default: '3600' },
@@ -335,5 +335,5 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 
 export type Config = ReturnType<typeof loadConfig>
 
-/** Names and defaults, for the README and the CLI's help. */
+/** Names and defaults, for docs/configuration.md (test/ops/readme.test.ts holds it to them) and the CLI's help. */
 export const configVariables = Object.fromEntries(Object.entries(variables).map(([k, v]) => [k, v.default]))

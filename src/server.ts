@@ -173,7 +173,7 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
       await expirySweep.stop()
       await tusSweep.stop()
       await orphanSweep.stop()
-      // Webhook retries live in memory: those still waiting are dropped (see the README).
+      // Webhook retries live in memory: those still waiting are dropped (see docs/clients.md, Webhooks).
       await services.webhooks.stop()
       await rescanner.stop()
       await phashBackfill.stop()

@@ -1,6 +1,6 @@
 /**
  * What the server process loads (src/server.ts): the heavy packages only where they run, so an idle server holds none
- * of them (README: "The server process loads only what it runs"; bench/README.md "Idle RSS" has what each costs).
+ * of them (docs/api.md: "The server process loads only what it runs"; bench/README.md "Idle RSS" has what each costs).
  */
 import { describe, expect, test } from 'bun:test'
 import { join } from 'node:path'

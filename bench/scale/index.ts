@@ -246,7 +246,7 @@ function readFigures(ctx: ScaleContext, engine: Engine, results: ReadResult[], s
   }
 }
 
-/** The reads side by side as Markdown (bench/results/scale-<engine>.md; README's Performance table is made from it). */
+/** The reads side by side as Markdown (bench/results/scale-<engine>.md; docs/performance.md's table is made from it). */
 function readTable(results: ReadResult[], small: string, large: string) {
   const ms = (n: number) => (n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2))
   const lines = [
@@ -579,7 +579,7 @@ async function onEngine(outer: ScaleContext, engine: Engine) {
 }
 
 /**
- * The reads of every engine of a run side by side (README.md's Performance table): each read's median on each library,
+ * The reads of every engine of a run side by side (docs/performance.md's table): each read's median on each library,
  * then the load, start and block figures at the large size.
  */
 export function performanceTable(raw: Record<string, unknown>, figures: Figure[]) {

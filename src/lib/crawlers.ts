@@ -1,6 +1,6 @@
 /**
  * User agents of link unfurlers (chat apps fetching a preview) and search crawlers: their fetches are not views, so
- * they are not counted (README: Views). A name matches anywhere in the User-Agent header, case-insensitively.
+ * they are not counted (docs/api.md: Reading, views). A name matches anywhere in the User-Agent header, case-insensitively.
  */
 export const CRAWLER_AGENTS = [
   // Chat and social unfurlers

@@ -22,7 +22,7 @@ export { Cost, LOCATION_UNSAFE } from './metadata/cost'
  * whitelist without any location (cleanExif in metadata/tiff.ts); 'all' keeps only pixels, colour, orientation and
  * animation. A file with nothing to drop is kept byte for byte. A file whose picture cannot be walked whole is
  * refused (a MediaError). The cost of every step is linear in the file's size (see Cost), so no file can stall the
- * server. BMP, which carries no metadata, is stored as sent. README: Location privacy.
+ * server. BMP, which carries no metadata, is stored as sent. docs/security.md: Location privacy.
  */
 export type StripMode = 'gps' | 'all' | 'none'
 

@@ -1,6 +1,6 @@
 /**
  * What making a picture from an original costs, predicted from its header before any pixel is decoded, so a size that
- * would run past the media workers' budgets is never started (README: Sizes and formats). Pure: the server reads it
+ * would run past the media workers' budgets is never started (docs/api.md: Sizes and formats). Pure: the server reads it
  * from an image's row (its pages and /cdn decide without a job), the worker from the file.
  *
  * The unit is one pixel of one frame decoded, resized or encoded: a few nanoseconds of one core (a 1000-frame

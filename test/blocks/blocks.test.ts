@@ -1,7 +1,8 @@
 /**
  * The perceptual blocklist (src/modules/blocks): copies of a blocked picture are refused on every upload door, 50
  * other pictures are not, lifting a block lets the picture in, hash lists import, and an upload says `duplicateOf`.
- * Every picture is made here (test/blocks/pictures.ts); the distances are printed for the README's threshold.
+ * Every picture is made here (test/blocks/pictures.ts); the distances are printed for the threshold in
+ * docs/api.md (Blocked pictures).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'

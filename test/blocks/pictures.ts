@@ -58,7 +58,7 @@ export async function picture(seed: number, width = 640, height = 480): Promise<
   )
 }
 
-/** The copies of a picture an abuser would try after its removal (the crops centred: the README says why). */
+/** The copies of a picture an abuser would try after its removal (the crops centred: docs/api.md, Blocked pictures, says why). */
 export async function copies(original: Bytes): Promise<Record<string, Bytes>> {
   const { width, height } = await sharp(original).metadata()
   const w = width!

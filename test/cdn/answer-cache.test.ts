@@ -56,7 +56,7 @@ describe('/cdn answer cache: invalidation', () => {
   test('a cached image is served from the cache (a second request reads no row)', async () => {
     const up = await uploaded()
     await servedAndCached(up)
-    // A write through another connection is the one change the cache is not told of (README: the CLI works on a stopped
+    // A write through another connection is the one change the cache is not told of (docs/operations.md: the CLI works on a stopped
     // server): had the request read the row, it would answer with the new type.
     await writeBehindCaches(t, 'UPDATE images SET mime = $1 WHERE id = $2', ['image/x-elsewhere', up.id])
     expect((await t.fetch(path(up.url))).headers.get('content-type')).toBe('image/png')

@@ -12,7 +12,7 @@ import { type Bytes, makeImage, uploadForm } from '../fixtures'
 import { runCli, startTestServer, type TestServer, userWithKey } from '../helpers'
 
 const ROWS = 400
-/** Files are hard-linked on local storage only; in a bucket the rows have none (README: Operations CLI, seed). */
+/** Files are hard-linked on local storage only; in a bucket the rows have none (docs/operations.md: Operations CLI, seed). */
 const local = process.env.STORAGE !== 's3'
 
 let t: TestServer

@@ -188,7 +188,7 @@ export function filler(
 const VOLATILE_COLUMNS: Record<string, string[]> = { api_keys: ['last_used_at'], sessions: ['last_used_at'] }
 
 /**
- * The counters a refusal is meant to change (see Attempts and abuse limits in the README): refused uploads and failed
+ * The counters a refusal is meant to change (see Attempts and abuse limits in docs/security.md): refused uploads and failed
  * password attempts, and on PostgreSQL the global per-IP counts every request adds to (`api:`, shared by instances).
  * The upload windows themselves (`ip:`, `user:`) and the report windows stay in the snapshot.
  */
