@@ -1,7 +1,8 @@
 /**
- * The tables of this process's engine (src/db/engine.ts), under the SQLite schema's types: the repositories are written
- * once, and src/db/schema-pg.ts gives the same JS values for the same columns (test/db/schema-pg.test.ts holds it to
- * that). Queries use only what both dialects of drizzle share (src/db/client.ts).
+ * The tables of this process's engine (src/db/engine.ts), under the SQLite schema's types: the tables are written once
+ * (src/db/tables.ts) and the repositories too, and src/db/schema-pg.ts gives the same JS values for the same columns
+ * (test/db/schema-pg.test.ts holds it to that). Queries use only what both dialects of drizzle share
+ * (src/db/client.ts).
  */
 import { engine } from './engine'
 import type * as sqlite from './schema-sqlite'
