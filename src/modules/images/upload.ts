@@ -4,7 +4,8 @@ import { join } from 'node:path'
 import type { Config } from '../../config'
 import { type Db, retryBusy, run, transaction } from '../../db/client'
 import type { Image, User } from '../../db/schema'
-import { badRequest, faultOf, Invalid, PoolBusy, StorageUnwritable } from '../../errors'
+import { badRequest, Invalid, PoolBusy, StorageUnwritable } from '../../errors'
+import { faultOf } from '../../faults'
 import { ipKey } from '../../http/client-ip'
 import {
   discardFiles,
