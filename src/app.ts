@@ -1,4 +1,3 @@
-import { join } from 'node:path'
 import { Elysia } from 'elysia'
 import type { Config } from './config'
 import type { ChangeFeed } from './db/changes'
@@ -43,6 +42,7 @@ import { addToSharedWindows } from './modules/images/repository'
 import { createImageService } from './modules/images/service'
 import { createUploadPipeline } from './modules/images/upload'
 import { legacyLinksModule } from './modules/import'
+import { legacyRedirectsFrom } from './modules/import/model'
 import { pagesModule } from './modules/pages'
 import { createPageService } from './modules/pages/service'
 import { reportsModule } from './modules/reports'
@@ -112,7 +112,7 @@ export function createApp(deps: AppDeps) {
     db,
     storage,
     media: deps.media,
-    tmpDir: join(config.dataDir, 'tmp'),
+    tmpDir: config.tmpDir,
     secret: deps.variantSecret,
     storageLimit: config.variants.storageLimit,
     maxPixels: config.limits.maxPixels,
@@ -248,9 +248,10 @@ export function createApp(deps: AppDeps) {
     .use(albumsModule(albums, guard))
     .use(embedsModule(embeds, guard))
     .use(pagesModule({ config, pages, images, albums, gallery }))
-  if (config.legacyRedirects) {
+  const legacyRedirects = legacyRedirectsFrom(config.legacyRedirectsFile)
+  if (legacyRedirects) {
     const base = { publicUrl: config.publicUrl, cdnBase: config.cdnUrl }
-    app.use(legacyLinksModule({ redirects: config.legacyRedirects, images, base }))
+    app.use(legacyLinksModule({ redirects: legacyRedirects, images, base }))
   }
 
   app.store.allowedMethods = allowedMethods(app.routes)

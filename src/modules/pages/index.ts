@@ -44,6 +44,7 @@ export function pagesModule(deps: {
 }) {
   const { config, pages, images, albums, gallery } = deps
   const renderer = createPageRenderer(config)
+  const robotsTxt = robotsTxtFrom(config.robotsTxtFile)
 
   async function albumPage(id: string, at: { page: string | undefined; password: string | undefined; ip: string }) {
     const pageNumber = pageParam(at.page)
@@ -106,7 +107,7 @@ export function pagesModule(deps: {
     .get(
       '/robots.txt',
       () =>
-        new Response(config.robotsTxt, {
+        new Response(robotsTxt, {
           headers: { 'content-type': 'text/plain; charset=utf-8', ...NOSNIFF },
         }),
       hidden,
