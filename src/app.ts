@@ -10,6 +10,7 @@ import { errorModel } from './http/errors'
 import { allowedMethods } from './http/methods'
 import { createMetrics, requestLog } from './http/observability'
 import { apiDocs } from './http/openapi'
+import type { PathId } from './http/openapi-document'
 import { globalRateLimit } from './http/rate-limit'
 import type { Media } from './media'
 import type { Classifier } from './moderation'
@@ -18,6 +19,7 @@ import { createAdminService } from './modules/admin/service'
 import { albumsModule } from './modules/albums'
 import { createAlbumService } from './modules/albums/service'
 import { authModule } from './modules/auth'
+import { USERNAME_PATTERN } from './modules/auth/model'
 import type { Mailer } from './modules/auth/mailer'
 import { createOidcService } from './modules/auth/oidc'
 import { passkeysModule } from './modules/auth/passkey-routes'
@@ -38,6 +40,7 @@ import { imageDetailsRoutes, imagesModule } from './modules/images'
 import type { ImageEvents } from './modules/images/events'
 import { imageSenderCharge } from './modules/images/limits'
 import { type ListReads, listReads } from './modules/images/list-reads'
+import { ImageId } from './modules/images/model'
 import { addToSharedWindows } from './modules/images/repository'
 import { createImageService } from './modules/images/service'
 import { createUploadPipeline } from './modules/images/upload'
@@ -48,6 +51,7 @@ import { createPageService } from './modules/pages/service'
 import { reportsModule } from './modules/reports'
 import { createReportService } from './modules/reports/service'
 import { tusModule } from './modules/tus'
+import { TUS_ID_PATTERN } from './modules/tus/model'
 import { createTusService, type TusOptions } from './modules/tus/service'
 import { variantsModule } from './modules/variants'
 import { createVariantService } from './modules/variants/service'
@@ -82,6 +86,38 @@ export interface AppDeps {
    */
   now?: () => number
 }
+
+/** The image id schema as plain JSON (album ids have the same form). */
+const IMAGE_ID_SCHEMA = JSON.parse(JSON.stringify(ImageId))
+/** The real form of the ids the routes take as plain strings, for the OpenAPI document (src/http/openapi-document.ts). */
+const PATH_IDS: PathId[] = [
+  {
+    path: /^\/api\/(v1\/image|images|admin\/images|albums)\/\{id\}/,
+    name: 'id',
+    schema: { ...IMAGE_ID_SCHEMA, description: '8-character image or album id' },
+  },
+  { path: /^\/api\/albums\/\{id\}\/images\/\{imageId\}$/, name: 'imageId', schema: IMAGE_ID_SCHEMA },
+  {
+    path: /^\/api\/users\/\{username\}$/,
+    name: 'username',
+    schema: {
+      type: 'string',
+      pattern: `^${USERNAME_PATTERN}$`,
+      description: 'A username, in any case',
+      examples: ['ada'],
+    },
+  },
+  {
+    path: /^\/api\/(v1\/)?tus\/\{id\}$/,
+    name: 'id',
+    schema: {
+      type: 'string',
+      pattern: `^${TUS_ID_PATTERN}$`,
+      description: 'Upload id (from the Location of the creation)',
+      examples: ['Ab3dE5gHAb3dE5gHAb3dE5gHAb3dE5gH'],
+    },
+  },
+]
 
 /** Composes every feature into one Elysia app; tests build the app through this too. */
 export function createApp(deps: AppDeps) {
@@ -223,7 +259,7 @@ export function createApp(deps: AppDeps) {
     .use(htmlCompression)
     .use(bodyLimit)
     .use(rateLimit.plugin)
-    .use(apiDocs({ siteName: config.siteName, publicUrl: config.publicUrl }))
+    .use(apiDocs({ siteName: config.siteName, publicUrl: config.publicUrl, pathIds: PATH_IDS }))
     .use(healthModule({ db, dataDir: config.dataDir, metrics, metricsToken: config.metricsToken, classifier }))
     .use(
       authModule(auth, guard, {
