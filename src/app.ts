@@ -50,7 +50,7 @@ import { pagesModule } from './modules/pages'
 import { createPageService } from './modules/pages/service'
 import { reportsModule } from './modules/reports'
 import { createReportService } from './modules/reports/service'
-import { tusModule } from './modules/tus'
+import { finishedAnswer, tusModule } from './modules/tus'
 import { TUS_ID_PATTERN } from './modules/tus/model'
 import { createTusService, type TusOptions } from './modules/tus/service'
 import { variantsModule } from './modules/variants'
@@ -184,7 +184,7 @@ export function createApp(deps: AppDeps) {
     events: imageEvents,
     now,
   })
-  const tus = createTusService({ db, config, pipeline, options: deps.tusOptions })
+  const tus = createTusService({ db, config, pipeline, answer: finishedAnswer, options: deps.tusOptions })
   const gallery = createGalleryService({ db, config, reads, now: images.now })
   const albums = createAlbumService({
     db,
