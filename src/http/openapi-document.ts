@@ -238,7 +238,8 @@ export function publishDocument(generated: OpenApiDocument, publicUrl: string, i
   doc.servers = [{ url: publicUrl, description: 'This server (PUBLIC_URL)' }]
   doc.info.license = { name: 'MIT', identifier: 'MIT' }
   for (const [path, item] of Object.entries(doc.paths)) {
-    for (const [method, op] of Object.entries(item)) if (METHODS.has(method)) finishOperation(path, method, op, schemas, ids)
+    for (const [method, op] of Object.entries(item))
+      if (METHODS.has(method)) finishOperation(path, method, op, schemas, ids)
   }
   return doc
 }

@@ -51,7 +51,8 @@ const anyOf =
 
 /** A feature's controller files: its routes (index.ts, *-routes.ts) and their schemas (model.ts). */
 const isController = (file: string) => /^src\/modules\/[^/]+\/(index|model|[a-z-]+-routes)\.ts$/.test(file)
-const isElysia = (target: string) => target === 'elysia' || target.startsWith('elysia/') || target.startsWith('@elysiajs/')
+const isElysia = (target: string) =>
+  target === 'elysia' || target.startsWith('elysia/') || target.startsWith('@elysiajs/')
 
 describe('layers', () => {
   test('the rules read imports (the scan found the files and their imports)', () => {

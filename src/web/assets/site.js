@@ -153,7 +153,20 @@ window.imghost = (() => {
     )
   }
 
-  return { token, setToken, api, NETWORK_ERROR, size, utcMinute, say, showSignedOut, formError, duration, el, shareFields }
+  return {
+    token,
+    setToken,
+    api,
+    NETWORK_ERROR,
+    size,
+    utcMinute,
+    say,
+    showSignedOut,
+    formError,
+    duration,
+    el,
+    shareFields,
+  }
 })()
 
 ;(() => {
