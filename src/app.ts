@@ -1,4 +1,3 @@
-import { join } from 'node:path'
 import { Elysia } from 'elysia'
 import type { Config } from './config'
 import type { ChangeFeed } from './db/changes'
@@ -11,6 +10,7 @@ import { errorModel } from './http/errors'
 import { allowedMethods } from './http/methods'
 import { createMetrics, requestLog } from './http/observability'
 import { apiDocs } from './http/openapi'
+import type { PathId } from './http/openapi-document'
 import { globalRateLimit } from './http/rate-limit'
 import type { Media } from './media'
 import type { Classifier } from './moderation'
@@ -20,6 +20,7 @@ import { albumsModule } from './modules/albums'
 import { createAlbumService } from './modules/albums/service'
 import { authModule } from './modules/auth'
 import type { Mailer } from './modules/auth/mailer'
+import { USERNAME_PATTERN } from './modules/auth/model'
 import { createOidcService } from './modules/auth/oidc'
 import { passkeysModule } from './modules/auth/passkey-routes'
 import { createPasskeyService } from './modules/auth/passkeys'
@@ -39,15 +40,18 @@ import { imageDetailsRoutes, imagesModule } from './modules/images'
 import type { ImageEvents } from './modules/images/events'
 import { imageSenderCharge } from './modules/images/limits'
 import { type ListReads, listReads } from './modules/images/list-reads'
+import { ImageId } from './modules/images/model'
 import { addToSharedWindows } from './modules/images/repository'
 import { createImageService } from './modules/images/service'
 import { createUploadPipeline } from './modules/images/upload'
 import { legacyLinksModule } from './modules/import'
+import { legacyRedirectsFrom } from './modules/import/model'
 import { pagesModule } from './modules/pages'
 import { createPageService } from './modules/pages/service'
 import { reportsModule } from './modules/reports'
 import { createReportService } from './modules/reports/service'
-import { tusModule } from './modules/tus'
+import { finishedAnswer, tusModule } from './modules/tus'
+import { TUS_ID_PATTERN } from './modules/tus/model'
 import { createTusService, type TusOptions } from './modules/tus/service'
 import { variantsModule } from './modules/variants'
 import { createVariantService } from './modules/variants/service'
@@ -83,6 +87,38 @@ export interface AppDeps {
   now?: () => number
 }
 
+/** The image id schema as plain JSON (album ids have the same form). */
+const IMAGE_ID_SCHEMA = JSON.parse(JSON.stringify(ImageId))
+/** The real form of the ids the routes take as plain strings, for the OpenAPI document (src/http/openapi-document.ts). */
+const PATH_IDS: PathId[] = [
+  {
+    path: /^\/api\/(v1\/image|images|admin\/images|albums)\/\{id\}/,
+    name: 'id',
+    schema: { ...IMAGE_ID_SCHEMA, description: '8-character image or album id' },
+  },
+  { path: /^\/api\/albums\/\{id\}\/images\/\{imageId\}$/, name: 'imageId', schema: IMAGE_ID_SCHEMA },
+  {
+    path: /^\/api\/users\/\{username\}$/,
+    name: 'username',
+    schema: {
+      type: 'string',
+      pattern: `^${USERNAME_PATTERN}$`,
+      description: 'A username, in any case',
+      examples: ['ada'],
+    },
+  },
+  {
+    path: /^\/api\/(v1\/)?tus\/\{id\}$/,
+    name: 'id',
+    schema: {
+      type: 'string',
+      pattern: `^${TUS_ID_PATTERN}$`,
+      description: 'Upload id (from the Location of the creation)',
+      examples: ['Ab3dE5gHAb3dE5gHAb3dE5gHAb3dE5gH'],
+    },
+  },
+]
+
 /** Composes every feature into one Elysia app; tests build the app through this too. */
 export function createApp(deps: AppDeps) {
   const { config, db, storage, now } = deps
@@ -112,7 +148,7 @@ export function createApp(deps: AppDeps) {
     db,
     storage,
     media: deps.media,
-    tmpDir: join(config.dataDir, 'tmp'),
+    tmpDir: config.tmpDir,
     secret: deps.variantSecret,
     storageLimit: config.variants.storageLimit,
     maxPixels: config.limits.maxPixels,
@@ -148,7 +184,7 @@ export function createApp(deps: AppDeps) {
     events: imageEvents,
     now,
   })
-  const tus = createTusService({ db, config, pipeline, options: deps.tusOptions })
+  const tus = createTusService({ db, config, pipeline, answer: finishedAnswer, options: deps.tusOptions })
   const gallery = createGalleryService({ db, config, reads, now: images.now })
   const albums = createAlbumService({
     db,
@@ -223,7 +259,7 @@ export function createApp(deps: AppDeps) {
     .use(htmlCompression)
     .use(bodyLimit)
     .use(rateLimit.plugin)
-    .use(apiDocs({ siteName: config.siteName, publicUrl: config.publicUrl }))
+    .use(apiDocs({ siteName: config.siteName, publicUrl: config.publicUrl, pathIds: PATH_IDS }))
     .use(healthModule({ db, dataDir: config.dataDir, metrics, metricsToken: config.metricsToken, classifier }))
     .use(
       authModule(auth, guard, {
@@ -248,9 +284,10 @@ export function createApp(deps: AppDeps) {
     .use(albumsModule(albums, guard))
     .use(embedsModule(embeds, guard))
     .use(pagesModule({ config, pages, images, albums, gallery }))
-  if (config.legacyRedirects) {
+  const legacyRedirects = legacyRedirectsFrom(config.legacyRedirectsFile)
+  if (legacyRedirects) {
     const base = { publicUrl: config.publicUrl, cdnBase: config.cdnUrl }
-    app.use(legacyLinksModule({ redirects: config.legacyRedirects, images, base }))
+    app.use(legacyLinksModule({ redirects: legacyRedirects, images, base }))
   }
 
   app.store.allowedMethods = allowedMethods(app.routes)

@@ -282,7 +282,7 @@ async function main(argv: string[]) {
             blocks: blocklist(),
             images,
           })
-          const importFolder = createImporter({ db, pipeline, tmpDir: join(config.dataDir, 'tmp') })
+          const importFolder = createImporter({ db, pipeline, tmpDir: config.tmpDir })
           const tty = process.stderr.isTTY
           const summary = await importFolder(
             {
@@ -359,7 +359,7 @@ async function main(argv: string[]) {
         if (args.length !== 0) fail(USAGE)
         const media = mediaPoolFor(config)
         try {
-          const backfill = createPhashBackfill({ db, storage: storage(), media, tmpDir: join(config.dataDir, 'tmp') })
+          const backfill = createPhashBackfill({ db, storage: storage(), media, tmpDir: config.tmpDir })
           const counts = await backfill.runToEnd()
           console.log(
             `${counts.hashed} images hashed, ${counts.plain} too plain to hash, ${counts.failed} could not be read`,

@@ -2,9 +2,6 @@ import { availableParallelism } from 'node:os'
 import { join, resolve } from 'node:path'
 import { type Static, Type as T, type TSchema } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
-import { MAX_MATCH_DISTANCE } from './modules/blocks/matcher'
-import { loadLegacyMap } from './modules/import/model'
-import { DEFAULT_ROBOTS_TXT, loadRobotsTxt } from './modules/pages/robots'
 
 const MB = 1024 * 1024
 const GB = 1024 * MB
@@ -13,6 +10,11 @@ const Bool = T.Union([T.Literal('1'), T.Literal('0'), T.Literal('true'), T.Liter
 const Int = (min = 0) => T.Integer({ minimum: min })
 const Ratio = T.Number({ minimum: 0, maximum: 1 })
 const MIN_JWT_SECRET_BYTES = 32
+/**
+ * The largest BLOCK_HAMMING_DISTANCE: the blocked pictures' index (src/modules/blocks/matcher.ts) probes 4 bits a block,
+ * at most 2,517 probes a block (C(16, <=4)).
+ */
+export const MAX_MATCH_DISTANCE = 16
 
 /** Every environment variable the service reads, with its default. Sizes are bytes, durations seconds. */
 const variables = {
@@ -129,23 +131,16 @@ export function isLoopbackUrl(url: string): boolean {
   return host === 'localhost' || host.endsWith('.localhost') || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host)
 }
 
-/** The LEGACY_REDIRECTS file, read once here: a missing or malformed file stops the start with its first bad line. */
-function legacyRedirects(file: string) {
+/**
+ * A file the operator names, read once at startup by the feature that knows its format: a missing or malformed one
+ * stops the start, naming the variable and the file ('' is no file: null).
+ */
+export function readConfigFile<T>(name: string, file: string, read: (path: string) => T): T | null {
   if (!file) return null
   try {
-    return loadLegacyMap(resolve(file))
+    return read(resolve(file))
   } catch (error) {
-    throw new ConfigError(`Invalid LEGACY_REDIRECTS file ${file}: ${(error as Error).message}`)
-  }
-}
-
-/** The text /robots.txt answers: the ROBOTS_TXT file's, read once here (missing or too large stops the start). */
-function robotsTxt(file: string) {
-  if (!file) return DEFAULT_ROBOTS_TXT
-  try {
-    return loadRobotsTxt(resolve(file))
-  } catch (error) {
-    throw new ConfigError(`Invalid ROBOTS_TXT file ${file}: ${(error as Error).message}`)
+    throw new ConfigError(`Invalid ${name} file ${file}: ${(error as Error).message}`)
   }
 }
 
@@ -197,12 +192,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError('Invalid value for OIDC_ONLY: true needs OIDC_ISSUER (nobody could log in)')
   }
   const publicUrl = (raw.PUBLIC_URL || `http://localhost:${raw.PORT}`).replace(/\/+$/, '')
+  const dataDir = resolve(raw.DATA_DIR)
   return deepFreeze({
     port: raw.PORT,
     publicUrl,
     /** Base of direct and thumbnail links: a CDN or bucket domain when set, else the service itself. */
     cdnUrl: (raw.CDN_URL || publicUrl).replace(/\/+$/, ''),
-    dataDir: resolve(raw.DATA_DIR),
+    dataDir,
+    /** Temp files of uploads, URL fetches, media jobs and copies of stored originals: `DATA_DIR/tmp`. */
+    tmpDir: join(dataDir, 'tmp'),
     /** Where partial tus uploads' bytes live (`DATA_DIR/tus` by default): one directory shared by every instance. */
     tusDir: resolve(raw.TUS_DIR || join(raw.DATA_DIR, 'tus')),
     /** PostgreSQL's URL, or '' for SQLite in DATA_DIR (src/db/engine.ts). */
@@ -327,9 +325,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           redirectUri: `${publicUrl}/api/auth/oidc/callback`,
         })
       : null,
-    /** Old path (percent-decoded) to the image it now is, or null: no legacy links (src/modules/import/model.ts). */
-    legacyRedirects: legacyRedirects(raw.LEGACY_REDIRECTS),
-    robotsTxt: robotsTxt(raw.ROBOTS_TXT),
+    /** The legacy link map's file, or '': no legacy links (read by src/modules/import/model.ts). */
+    legacyRedirectsFile: raw.LEGACY_REDIRECTS,
+    /** The file /robots.txt answers, or '': the default (read by src/modules/pages/robots.ts). */
+    robotsTxtFile: raw.ROBOTS_TXT,
   })
 }
 

@@ -19,7 +19,8 @@ async function start() {
   try {
     return await startServer(config)
   } catch (error) {
-    if (error instanceof DataDirLockedError) {
+    // A file the configuration names (LEGACY_REDIRECTS, ROBOTS_TXT) is read by its feature as the app is built.
+    if (error instanceof DataDirLockedError || error instanceof ConfigError) {
       console.error(error.message)
       process.exit(1)
     }

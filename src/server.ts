@@ -75,7 +75,7 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
     })
   const deps = appDeps(config, overrides, { db, reads, changes })
   const now = deps.now ?? Date.now
-  const tmpDir = join(config.dataDir, 'tmp')
+  const { tmpDir } = config
   // Background jobs that instances sharing a database run one at a time (each instance still has them scheduled).
   const exclusive = exclusiveJobs(db)
   // Files without a row: from startup on, in the background (it walks every stored file, which the start must not

@@ -6,7 +6,6 @@ import {
   DatabaseUnavailable,
   DomainError,
   Forbidden,
-  faultOf,
   Gone,
   Invalid,
   Locked,
@@ -23,6 +22,7 @@ import {
   Unauthorized,
   Unprocessable,
 } from '../errors'
+import { faultOf } from '../faults'
 import { log } from '../log'
 import { noRoutes } from './methods'
 import { rateLimitHeaders } from './rate-limit'

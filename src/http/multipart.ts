@@ -1,24 +1,15 @@
 import { type FileHandle, open, rm } from 'node:fs/promises'
-import { join } from 'node:path'
 import Busboy, { type BusboyInstance } from '@fastify/busboy'
 import { badRequest, DomainError, tooLarge } from '../errors'
-import { newPublicId } from '../lib/crypto'
+import { type ReceivedFile, tempUploadPath } from '../lib/received-file'
 import { sizeText } from '../lib/size'
 import { writeAll } from '../lib/write-all'
 
+// The files every door hands the pipeline, declared in src/lib so a URL fetch (src/net) needs no HTTP code.
+export { type ReceivedFile, tempUploadPath } from '../lib/received-file'
+
 /** The longest file name kept (longer client names are cut; a rename is held to it too). */
 export const FILENAME_MAX = 255
-
-export interface ReceivedFile {
-  /** Temporary file holding the uploaded bytes. */
-  path: string
-  /** Client-supplied name, untrusted: only ever shown escaped. */
-  filename: string
-  size: number
-  sha256: string
-  /** A text part received like a file (MultipartOptions.textAsFile): its bytes are text for the door to read. */
-  text?: boolean
-}
 
 export interface ReceivedUpload {
   files: ReceivedFile[]
@@ -57,9 +48,6 @@ export interface MultipartOptions {
 
 const MAX_FIELD_BYTES = 4096
 const MAX_FIELDS = 32
-
-/** A fresh temp file name in `tmpDir` for one received file, whichever way it came (a multipart part, a URL). */
-export const tempUploadPath = (tmpDir: string) => join(tmpDir, `upload-${newPublicId()}${newPublicId()}`)
 
 export const tooManyFiles = (maxFiles: number) => badRequest(`Too many files: at most ${maxFiles} per upload`)
 /** The refusal of a file past the per-file limit of its policy (413), for every way files arrive. */

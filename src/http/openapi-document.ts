@@ -1,6 +1,3 @@
-import { USERNAME_PATTERN } from '../modules/auth/model'
-import { ImageId } from '../modules/images/model'
-import { TUS_ID_PATTERN } from '../modules/tus/model'
 import { API_PREFIX } from './rate-limit'
 
 /**
@@ -70,37 +67,15 @@ const RATE_LIMIT_HEADERS = {
   'RateLimit-Reset': header('Seconds until the window ends'),
 }
 
-/** The image id schema as plain JSON (album ids have the same form). */
-const IMAGE_ID_SCHEMA: Json = JSON.parse(JSON.stringify(ImageId))
-/** Path parameters taken as plain strings (a malformed one answers 404 like an unknown one), with their real form. */
-const PATH_IDS: { path: RegExp; name: string; schema: Json }[] = [
-  {
-    path: /^\/api\/(v1\/image|images|admin\/images|albums)\/\{id\}/,
-    name: 'id',
-    schema: { ...IMAGE_ID_SCHEMA, description: '8-character image or album id' },
-  },
-  { path: /^\/api\/albums\/\{id\}\/images\/\{imageId\}$/, name: 'imageId', schema: IMAGE_ID_SCHEMA },
-  {
-    path: /^\/api\/users\/\{username\}$/,
-    name: 'username',
-    schema: {
-      type: 'string',
-      pattern: `^${USERNAME_PATTERN}$`,
-      description: 'A username, in any case',
-      examples: ['ada'],
-    },
-  },
-  {
-    path: /^\/api\/(v1\/)?tus\/\{id\}$/,
-    name: 'id',
-    schema: {
-      type: 'string',
-      pattern: `^${TUS_ID_PATTERN}$`,
-      description: 'Upload id (from the Location of the creation)',
-      examples: ['Ab3dE5gHAb3dE5gHAb3dE5gHAb3dE5gH'],
-    },
-  },
-]
+/**
+ * A path parameter taken as a plain string (a malformed one answers 404 like an unknown one), with its real form: the
+ * features' id patterns, handed in by src/app.ts (http/ knows no feature).
+ */
+export interface PathId {
+  path: RegExp
+  name: string
+  schema: Json
+}
 
 const isObject = (value: unknown): value is Json => !!value && typeof value === 'object' && !Array.isArray(value)
 
@@ -223,13 +198,13 @@ function addResponse(op: Operation, code: number, extra: Partial<Response> = {})
   responses[code] = { description: STATUS_DESCRIPTIONS[code], content: errorContent(op), ...extra }
 }
 
-function finishOperation(path: string, method: string, op: Operation, schemas: Record<string, Json>) {
+function finishOperation(path: string, method: string, op: Operation, schemas: Record<string, Json>, ids: PathId[]) {
   // An operation with no requirement is public: said explicitly, not left to a document-wide default.
   if (!op.security || op.security.length === 0) op.security = []
 
   for (const parameter of op.parameters ?? []) {
     if (parameter.in !== 'path') continue
-    const id = PATH_IDS.find((p) => p.name === parameter.name && p.path.test(path))
+    const id = ids.find((p) => p.name === parameter.name && p.path.test(path))
     if (id && !parameter.schema?.pattern) parameter.schema = id.schema
     parameter.example ??= exampleOf(parameter.schema, schemas)
   }
@@ -256,14 +231,15 @@ function finishOperation(path: string, method: string, op: Operation, schemas: R
 }
 
 /** The document as published, from the plugin's (left untouched: it holds the routes' live schemas). */
-export function publishDocument(generated: OpenApiDocument, publicUrl: string): OpenApiDocument {
+export function publishDocument(generated: OpenApiDocument, publicUrl: string, ids: PathId[]): OpenApiDocument {
   const schemas: Record<string, Json> = {}
   const doc = finishSchemas(generated, schemas) as OpenApiDocument
   doc.components = { ...doc.components, schemas: { ...doc.components?.schemas, ...schemas } }
   doc.servers = [{ url: publicUrl, description: 'This server (PUBLIC_URL)' }]
   doc.info.license = { name: 'MIT', identifier: 'MIT' }
   for (const [path, item] of Object.entries(doc.paths)) {
-    for (const [method, op] of Object.entries(item)) if (METHODS.has(method)) finishOperation(path, method, op, schemas)
+    for (const [method, op] of Object.entries(item))
+      if (METHODS.has(method)) finishOperation(path, method, op, schemas, ids)
   }
   return doc
 }

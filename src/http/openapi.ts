@@ -7,7 +7,7 @@ import swaggerUiBundle from 'swagger-ui-dist/swagger-ui-bundle.js' with { type: 
 import { notFound } from '../errors'
 import { VERSION } from '../version'
 import { encodeStatic, type Negotiable, negotiatedResponse } from './compression'
-import { type OpenApiDocument, publishDocument } from './openapi-document'
+import { type OpenApiDocument, type PathId, publishDocument } from './openapi-document'
 
 const ASSETS = '/swagger/assets'
 const SPEC_PATH = '/swagger/json'
@@ -94,7 +94,7 @@ async function withUiSecurityHeaders(response: Response): Promise<Response> {
 }
 
 /** OpenAPI document at /swagger/json and Swagger UI at /swagger, its assets served from the installed package. */
-export function apiDocs({ siteName, publicUrl }: { siteName: string; publicUrl: string }) {
+export function apiDocs({ siteName, publicUrl, pathIds }: { siteName: string; publicUrl: string; pathIds: PathId[] }) {
   const docs = new Elysia({ name: 'api-docs' })
   // Elysia points a plugin's (protected) getGlobalRoutes at the root app's routes once it is used, as the plugin relies on too.
   const globalRoutes = () =>
@@ -108,7 +108,7 @@ export function apiDocs({ siteName, publicUrl }: { siteName: string; publicUrl: 
         let doc = published.get(generated)
         if (!doc) {
           documentJsonBodies(generated as OpenApiDoc, globalRoutes())
-          doc = publishDocument(generated, publicUrl)
+          doc = publishDocument(generated, publicUrl, pathIds)
           published.set(generated, doc)
         }
         return doc

@@ -1,6 +1,5 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import type { Config } from '../config'
 import { randomToken } from './crypto'
 
 /** `given`, or a secret generated on first start and kept in the data directory (owner only) so restarts keep it. */
@@ -14,13 +13,13 @@ function loadSecret(given: string, dataDir: string, file: string): string {
 }
 
 /** JWT_SECRET, or the generated one: restarts keep sessions. */
-export const loadJwtSecret = (config: Pick<Config, 'jwtSecret' | 'dataDir'>) =>
+export const loadJwtSecret = (config: { jwtSecret: string; dataDir: string }) =>
   loadSecret(config.jwtSecret, config.dataDir, 'jwt-secret')
 
 /** VARIANT_SECRET, or the generated one: restarts keep signed variant URLs valid. */
-export const loadVariantSecret = (config: Pick<Config, 'variants' | 'dataDir'>) =>
+export const loadVariantSecret = (config: { variants: { secret: string }; dataDir: string }) =>
   loadSecret(config.variants.secret, config.dataDir, 'variant-secret')
 
 /** TOTP_KEY, or the generated one: the key TOTP secrets are sealed with at rest (a database copy alone reveals none). */
-export const loadTotpKey = (config: Pick<Config, 'totpKey' | 'dataDir'>) =>
+export const loadTotpKey = (config: { totpKey: string; dataDir: string }) =>
   loadSecret(config.totpKey, config.dataDir, 'totp-key')

@@ -1,7 +1,6 @@
 import sharp, { type Sharp, type SharpOptions } from 'sharp'
-// The classifier's input size is the classifier's rule; media only cuts the pixels to it.
-import { IMAGE_SIDE } from '../moderation/protocol'
 import { BMP_HEAD_BYTES, decodeBmp, readBmpSize } from './bmp'
+import { IMAGE_BYTES, IMAGE_SIDE } from './classifier-input'
 import { DETECT_HEAD_BYTES, detectFormat } from './detect'
 import { exceedsMessage, MediaError } from './errors'
 import type { ImageFormat } from './formats'
@@ -93,7 +92,7 @@ async function toClassifierPixels(image: Sharp): Promise<Uint8Array> {
     .toColourspace('srgb')
     .raw()
     .toBuffer({ resolveWithObject: true })
-  if (info.channels !== 3 || data.length !== IMAGE_SIDE * IMAGE_SIDE * 3) throw undecodable()
+  if (info.channels !== 3 || data.length !== IMAGE_BYTES) throw undecodable()
   return new Uint8Array(data.buffer, data.byteOffset, data.length)
 }
 

@@ -1,8 +1,7 @@
 /** Messages exchanged between the classifier (main thread) and its model worker. */
 import type { BackendChoice, BackendName } from './backend'
 
-export const IMAGE_SIDE = 224
-export const IMAGE_BYTES = IMAGE_SIDE * IMAGE_SIDE * 3
+export { IMAGE_BYTES, IMAGE_SIDE } from '../media/classifier-input'
 
 export interface NsfwScores {
   Porn: number

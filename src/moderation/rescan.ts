@@ -1,4 +1,3 @@
-import type { Exclusive } from '../db/jobs'
 import { log } from '../log'
 import type { Media } from '../media'
 import type { Storage } from '../storage'
@@ -32,8 +31,11 @@ export interface RescanDeps {
   thresholds: NsfwThresholds
   /** Where originals are copied for decoding. */
   tmpDir: string
-  /** Passes run by one instance at a time (src/db/jobs.ts); unset: every pass runs. */
-  exclusive?: Exclusive
+  /**
+   * Runs a pass unless another instance is running one (then: undefined), as src/db/jobs.ts does; unset: every pass
+   * runs. This module knows no table.
+   */
+  exclusive?: <T>(job: string, work: () => Promise<T>) => Promise<T | undefined>
 }
 
 /**

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { extname, join } from 'node:path'
 import type { Config } from '../config'
 import { sha256Hex } from '../lib/crypto'
+import { humanSize } from '../lib/size'
 import { html, raw, type SafeHtml } from './html'
 
 /**
@@ -39,11 +40,20 @@ export interface Asset {
 
 const COMPRESSIBLE = new Set(['.css', '.js', '.svg'])
 
+/**
+ * The server's own code that page scripts use, served ahead of an asset's text so the scripts repeat none of it:
+ * site.js writes sizes with humanSize (src/lib/size.ts), as the server's messages and pages do.
+ */
+const SERVED_AHEAD: Record<string, string> = {
+  'site.js': `window.imghostHumanSize = ${humanSize.toString()}\n`,
+}
+
 function loadAssets(): Map<string, Asset> {
   const assets = new Map<string, Asset>()
   for (const name of readdirSync(ASSET_DIR)) {
     if (!ASSET_NAME.test(name)) continue
-    const bytes = new Uint8Array(readFileSync(join(ASSET_DIR, name))) as Uint8Array<ArrayBuffer>
+    const own = readFileSync(join(ASSET_DIR, name))
+    const bytes = new Uint8Array(Buffer.concat([Buffer.from(SERVED_AHEAD[name] ?? ''), own])) as Uint8Array<ArrayBuffer>
     const gzip = COMPRESSIBLE.has(extname(name))
       ? (new Uint8Array(Bun.gzipSync(bytes, { level: 9 })) as Uint8Array<ArrayBuffer>)
       : null

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { ConfigError, loadConfig } from '../../src/config'
-import { LEGACY_MAX_BYTES, LEGACY_MAX_LINES } from '../../src/modules/import/model'
+import { ConfigError } from '../../src/config'
+import { LEGACY_MAX_BYTES, LEGACY_MAX_LINES, legacyRedirectsFrom } from '../../src/modules/import/model'
 import { makeImage, uploadForm } from '../fixtures'
 import { startTestServer, type TestServer, userWithKey } from '../helpers'
 
@@ -20,7 +20,7 @@ const mapFile = (name: string, text: string) => {
 }
 const refusal = (text: string) => {
   try {
-    loadConfig({ LEGACY_REDIRECTS: mapFile('bad.csv', text) })
+    legacyRedirectsFrom(mapFile('bad.csv', text))
   } catch (error) {
     expect(error).toBeInstanceOf(ConfigError)
     return (error as Error).message
@@ -120,13 +120,9 @@ describe('a malformed LEGACY_REDIRECTS file is refused at startup', () => {
     expect(refusal('/a.png,abcdEFGH\n/a.png,abcdEFGI\n')).toContain('line 2: /a.png is already mapped to abcdEFGH')
     expect(refusal('\n'.repeat(LEGACY_MAX_LINES))).toContain(`more than ${LEGACY_MAX_LINES} lines`)
     expect(refusal('#'.repeat(LEGACY_MAX_BYTES + 1))).toContain(`larger than ${LEGACY_MAX_BYTES} bytes`)
-    expect(() => loadConfig({ LEGACY_REDIRECTS: join(scratch, 'missing.csv') })).toThrow(
-      /Invalid LEGACY_REDIRECTS file/,
-    )
+    expect(() => legacyRedirectsFrom(join(scratch, 'missing.csv'))).toThrow(/Invalid LEGACY_REDIRECTS file/)
     // The same line twice with the same target is harmless.
-    expect(
-      loadConfig({ LEGACY_REDIRECTS: mapFile('ok.csv', '/a.png,abcdEFGH\n/a.png,abcdEFGH\n') }).legacyRedirects?.size,
-    ).toBe(1)
+    expect(legacyRedirectsFrom(mapFile('ok.csv', '/a.png,abcdEFGH\n/a.png,abcdEFGH\n'))?.size).toBe(1)
   })
 
   test('the server does not start, and says why', () => {

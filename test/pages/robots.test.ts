@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { ConfigError, loadConfig } from '../../src/config'
-import { ROBOTS_TXT_MAX_BYTES } from '../../src/modules/pages/robots'
+import { ConfigError } from '../../src/config'
+import { ROBOTS_TXT_MAX_BYTES, robotsTxtFrom } from '../../src/modules/pages/robots'
 import { startTestServer, type TestServer } from '../helpers'
 
 /** RFC 9309 for the `*` group: the longest matching rule wins, Allow on a tie; no rule: allowed. */
@@ -64,11 +64,11 @@ describe('/robots.txt', () => {
     writeFileSync(large, `User-agent: *\n${'#'.repeat(ROBOTS_TXT_MAX_BYTES)}\n`)
     const fits = join(scratch, 'fits.txt')
     writeFileSync(fits, 'x'.repeat(ROBOTS_TXT_MAX_BYTES))
-    expect(loadConfig({ ROBOTS_TXT: fits }).robotsTxt).toHaveLength(ROBOTS_TXT_MAX_BYTES)
+    expect(robotsTxtFrom(fits)).toHaveLength(ROBOTS_TXT_MAX_BYTES)
     for (const file of [large, join(scratch, 'missing.txt')]) {
       let error: unknown
       try {
-        loadConfig({ ROBOTS_TXT: file })
+        robotsTxtFrom(file)
       } catch (caught) {
         error = caught
       }

@@ -1,7 +1,5 @@
+import { MAX_MATCH_DISTANCE } from '../../config'
 import { hashHalves, popcount32 } from '../../media/phash'
-
-/** The largest distance the index answers for: 4 bits a block, so at most 2,517 probes a block (C(16, <=4)). */
-export const MAX_MATCH_DISTANCE = 16
 
 /** Every 16-bit value with at most `radius` bits set: what is XORed onto a block to probe its neighbours. */
 function flipMasks(radius: number): number[] {

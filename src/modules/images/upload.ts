@@ -1,10 +1,10 @@
 import { mkdirSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
-import { join } from 'node:path'
 import type { Config } from '../../config'
 import { type Db, retryBusy, run, transaction } from '../../db/client'
 import type { Image, User } from '../../db/schema'
-import { badRequest, faultOf, Invalid, PoolBusy, StorageUnwritable } from '../../errors'
+import { badRequest, Invalid, PoolBusy, StorageUnwritable } from '../../errors'
+import { faultOf } from '../../faults'
 import { ipKey } from '../../http/client-ip'
 import {
   discardFiles,
@@ -106,7 +106,7 @@ export function createUploadPipeline(deps: {
   const { db, config, storage, media, classifier } = deps
   const events = deps.events ?? noImageEvents
   const clock = deps.now ?? Date.now
-  const tmpDir = join(config.dataDir, 'tmp')
+  const { tmpDir } = config
   mkdirSync(tmpDir, { recursive: true })
   const admission = createUploadAdmission(db, config, clock)
 

@@ -1,5 +1,6 @@
 import { readFileSync, statSync } from 'node:fs'
 import { sep } from 'node:path'
+import { readConfigFile } from '../../config'
 import { isImageId } from '../images/model'
 
 /**
@@ -94,7 +95,13 @@ export function parseLegacyMap(text: string): Map<string, LegacyRedirect> {
 }
 
 /** Reads and checks a legacy link map file, refusing one past the size bound before reading it. */
-export function loadLegacyMap(path: string): ReadonlyMap<string, LegacyRedirect> {
+function loadLegacyMap(path: string): ReadonlyMap<string, LegacyRedirect> {
   if (statSync(path).size > LEGACY_MAX_BYTES) throw new LegacyMapError(`larger than ${LEGACY_MAX_BYTES} bytes`)
   return parseLegacyMap(readFileSync(path, 'utf8'))
 }
+
+/**
+ * The LEGACY_REDIRECTS map (old path, percent-decoded, to the image it now is), read once at startup: a missing or
+ * malformed file stops it with its first bad line; null when none is set.
+ */
+export const legacyRedirectsFrom = (file: string) => readConfigFile('LEGACY_REDIRECTS', file, loadLegacyMap)

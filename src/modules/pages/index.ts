@@ -24,7 +24,9 @@ import { ALBUM_PAGE_SIZE, renderAlbum, renderAlbumPassword } from './album'
 import { deleteFromPage, renderDeletePage } from './delete'
 import { renderGallery, renderProfile } from './feeds'
 import { asOfParam, pageParam } from './grid'
-import { OEmbedQuery, OEmbedResponse, oembedFor } from './oembed'
+import { OEmbedQuery, OEmbedResponse } from './model'
+import { oembedFor } from './oembed'
+import { robotsTxtFrom } from './robots'
 import type { PageService } from './service'
 import { renderUploadPage } from './upload'
 import { renderViewer } from './viewer'
@@ -44,6 +46,7 @@ export function pagesModule(deps: {
 }) {
   const { config, pages, images, albums, gallery } = deps
   const renderer = createPageRenderer(config)
+  const robotsTxt = robotsTxtFrom(config.robotsTxtFile)
 
   async function albumPage(id: string, at: { page: string | undefined; password: string | undefined; ip: string }) {
     const pageNumber = pageParam(at.page)
@@ -106,7 +109,7 @@ export function pagesModule(deps: {
     .get(
       '/robots.txt',
       () =>
-        new Response(config.robotsTxt, {
+        new Response(robotsTxt, {
           headers: { 'content-type': 'text/plain; charset=utf-8', ...NOSNIFF },
         }),
       hidden,

@@ -3,9 +3,11 @@ import type { Config } from '../../config'
 import type { TusUpload, User } from '../../db/schema'
 import { badRequest } from '../../errors'
 import type { authGuard } from '../../http/auth'
-import { HttpError, jsonResponse } from '../../http/errors'
+import { HttpError, INTERNAL_ERROR, jsonResponse, knownAnswer } from '../../http/errors'
+import { rateLimitHeaders } from '../../http/rate-limit'
+import { log } from '../../log'
 import { TUS_EXTENSIONS, TUS_VERSION, TusIdParams, tusDocs } from './model'
-import type { TusCaller, TusEndpoint, TusService } from './service'
+import type { TusAnswer, TusCaller, TusEndpoint, TusService } from './service'
 
 const OFFSET_STREAM = 'application/offset+octet-stream'
 const DIGITS = /^\d+$/
@@ -43,6 +45,21 @@ function stateHeaders(upload: TusUpload): Record<string, string> {
     'Upload-Offset': String(upload.offset),
     ...(upload.finishedAt ? {} : { 'Upload-Expires': httpDate(upload.expiresAt) }),
   }
+}
+
+/**
+ * A finished upload's answer, kept for the last PATCH and GET: the pipeline's body with its window's headers, or the
+ * refusal or fault as the error model would answer it; anything else a 500.
+ */
+export const finishedAnswer: TusAnswer = (id, outcome) => {
+  if ('stored' in outcome) {
+    return { status: 200, body: outcome.stored.body, headers: rateLimitHeaders(outcome.stored.window) }
+  }
+  const known = knownAnswer(outcome.error)
+  if (known) return { status: known.status, body: { error: known.message, ...known.extra }, headers: known.headers }
+  const { error } = outcome
+  log.error('tus: finishing an upload failed', { id, error: String((error as Error)?.stack ?? error) })
+  return { status: 500, body: { ...INTERNAL_ERROR }, headers: {} }
 }
 
 /**

@@ -16,9 +16,7 @@ import {
   tooLarge,
 } from '../../errors'
 import { ipKey } from '../../http/client-ip'
-import { INTERNAL_ERROR, knownAnswer } from '../../http/errors'
 import { FILENAME_MAX, fileTooLarge, type ReceivedFile } from '../../http/multipart'
-import { rateLimitHeaders } from '../../http/rate-limit'
 import { randomAlphanumeric } from '../../lib/crypto'
 import { DAY_MS, HOUR_MS } from '../../lib/time'
 import { writeAll } from '../../lib/write-all'
@@ -70,6 +68,14 @@ export interface TusResult {
   headers: Record<string, string>
 }
 
+/** How a finished upload ended: stored (the pipeline's result), or refused or failed (what it threw). */
+export type TusOutcome = { stored: Awaited<ReturnType<UploadPipeline['store']>> } | { error: unknown }
+/**
+ * The answer an outcome gets, kept with the upload for a client that lost it: the controller's (src/modules/tus),
+ * wired in by app.ts, since this service knows no HTTP.
+ */
+export type TusAnswer = (id: string, outcome: TusOutcome) => TusResult
+
 const ID = new RegExp(`^${TUS_ID_PATTERN}$`)
 /** Files in the tus folder with no row, older than this, are leftovers (a crash between file and row). */
 const ORPHAN_AGE_MS = HOUR_MS
@@ -95,7 +101,13 @@ export type TusService = ReturnType<typeof createTusService>
  * same pipeline as a multipart upload (`pipeline.store`), with the same limits, scan and answer.
  * Partial uploads count against no limit; creation only checks that the finished file could be accepted.
  */
-export function createTusService(deps: { db: Db; config: Config; pipeline: UploadPipeline; options?: TusOptions }) {
+export function createTusService(deps: {
+  db: Db
+  config: Config
+  pipeline: UploadPipeline
+  answer: TusAnswer
+  options?: TusOptions
+}) {
   const { db, config, pipeline } = deps
   const ttlMs = deps.options?.ttlMs ?? DAY_MS
   const maxOpen = deps.options?.maxOpen ?? 10
@@ -209,20 +221,11 @@ export function createTusService(deps: { db: Db; config: Config; pipeline: Uploa
       size: row.length,
       sha256: await hashFile(pathOf(row.id)),
     }
-    let result: TusResult
-    try {
-      const stored = await pipeline.store([file], fields, options, admitted)
-      result = { status: 200, body: stored.body, headers: rateLimitHeaders(stored.window) }
-    } catch (error) {
-      // Kept as the error model would answer it: a refusal or a fault with its status, anything else a 500.
-      const known = knownAnswer(error)
-      if (known) {
-        result = { status: known.status, body: { error: known.message, ...known.extra }, headers: known.headers }
-      } else {
-        log.error('tus: finishing an upload failed', { id: row.id, error: String((error as Error)?.stack ?? error) })
-        result = { status: 500, body: { ...INTERNAL_ERROR }, headers: {} }
-      }
-    }
+    const outcome = await pipeline.store([file], fields, options, admitted).then(
+      (stored): TusOutcome => ({ stored }),
+      (error: unknown): TusOutcome => ({ error }),
+    )
+    const result = deps.answer(row.id, outcome)
     // The pipeline consumed the file (stored or removed); the answer stays until the upload expires, for a client that
     // lost it, without the delete token and the delete page link that carries it: only their hash is ever stored.
     const { deletePage, deleteToken, ...kept } = result.body

@@ -4,7 +4,7 @@
   'use strict'
   const root = document.querySelector('[data-admin-blocks]')
   if (!root || !window.imghost) return
-  const { token, el, api } = window.imghost
+  const { token, el, api, utcMinute: when } = window.imghost
   const LIMIT = 20
   const app = root.querySelector('[data-blocks-app]')
   const signedOut = root.querySelector('[data-blocks-signed-out]')
@@ -15,17 +15,11 @@
   const pageLabel = root.querySelector('[data-page-label]')
   const state = { page: 1, pages: 0 }
 
-  const when = (iso) => `${new Date(iso).toISOString().slice(0, 16).replace('T', ' ')} UTC`
-
   function say(text, isError) {
-    message.textContent = text
-    message.classList.toggle('error', !!isError)
+    window.imghost.say(message, text, isError)
   }
-
-  function signOut(text) {
-    app.hidden = true
-    signedOut.hidden = false
-    if (text) signedOut.firstChild.textContent = `${text} `
+  function signOut(why) {
+    window.imghost.showSignedOut(app, signedOut, why)
   }
 
   /** A kept thumbnail needs the session's token: fetched, then shown as a data: URL (the pages' CSP allows those). */

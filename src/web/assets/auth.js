@@ -3,7 +3,7 @@
 ;(() => {
   'use strict'
   if (!window.imghost) return
-  const { api, setToken, passkeys } = window.imghost
+  const { api, setToken, passkeys, formError } = window.imghost
 
   /**
    * Where to go after logging in: the page's `data-next`, the server's check of ?next= (src/http/next-path.ts: a path of
@@ -15,19 +15,13 @@
     return location.origin + next
   }
 
-  function showError(form, message) {
-    const box = form.querySelector('[data-form-error]')
-    box.textContent = message
-    box.hidden = !message
-  }
-
   function wire(form, submit) {
     const button = form.querySelector('button[type="submit"]')
     button.disabled = false
     const label = button.textContent
     form.addEventListener('submit', async (event) => {
       event.preventDefault()
-      showError(form, '')
+      formError(form, '')
       button.disabled = true
       button.textContent = 'Please wait…'
       try {
@@ -51,7 +45,7 @@
         setToken(res.data.token)
         return location.assign(nextPath())
       }
-      if (res.data.twoFactor !== 'totp') return showError(login, res.data.error)
+      if (res.data.twoFactor !== 'totp') return formError(login, res.data.error)
       // The password was right: the account asks for its second factor next.
       const asked = totpStep.hidden
       totpStep.hidden = false
@@ -61,7 +55,7 @@
       login.elements.code.value = ''
       login.elements.code.focus()
       const prompt = `Enter the code from your authenticator app${secondPasskey.hidden ? '' : ', or use a passkey'}.`
-      return showError(login, asked ? prompt : res.data.error)
+      return formError(login, asked ? prompt : res.data.error)
     }
     const credentials = () => ({ username: login.elements.username.value, password: login.elements.password.value })
     wire(login, async (data) => {
@@ -71,14 +65,14 @@
       answer(await api('/api/auth/login', { method: 'POST', auth: false, body }))
     })
     secondPasskey.addEventListener('click', async () => {
-      showError(login, '')
+      formError(login, '')
       secondPasskey.disabled = true
       try {
         let passkey
         try {
           passkey = await passkeys.get(passkeyOptions)
         } catch (error) {
-          return showError(login, passkeys.failure(error))
+          return formError(login, passkeys.failure(error))
         }
         answer(await api('/api/auth/login', { method: 'POST', auth: false, body: { ...credentials(), passkey } }))
       } finally {
@@ -93,19 +87,19 @@
     passkeyLogin.hidden = false
     const button = document.getElementById('passkey-button')
     button.addEventListener('click', async () => {
-      showError(login, '')
+      formError(login, '')
       button.disabled = true
       try {
         const options = await api('/api/auth/passkeys/login/options', { method: 'POST', auth: false })
-        if (!options.ok) return showError(login, options.data.error)
+        if (!options.ok) return formError(login, options.data.error)
         let response
         try {
           response = await passkeys.get(options.data.options)
         } catch (error) {
-          return showError(login, passkeys.failure(error))
+          return formError(login, passkeys.failure(error))
         }
         const res = await api('/api/auth/passkeys/login', { method: 'POST', auth: false, body: { response } })
-        if (!res.ok) return showError(login, res.data.error)
+        if (!res.ok) return formError(login, res.data.error)
         setToken(res.data.token)
         location.assign(nextPath())
       } finally {
@@ -143,7 +137,7 @@
       const body = { username: data.get('username'), email: data.get('email'), password: data.get('password') }
       if (inviteField) body.invite = String(data.get('invite') || '').trim()
       const res = await api('/api/auth/register', { method: 'POST', auth: false, body })
-      if (!res.ok) return showError(register, res.data.error)
+      if (!res.ok) return formError(register, res.data.error)
       setToken(res.data.token)
       location.assign('/dashboard?welcome=1')
     })
@@ -163,7 +157,7 @@
         return true
       }
       status.textContent = 'This token did not work.'
-      showError(
+      formError(
         verify,
         `${res.data.error}. It may be mistyped, used already, or older than 48 hours: request a new one from your dashboard.`,
       )
@@ -183,7 +177,7 @@
   if (forgot) {
     wire(forgot, async (data) => {
       const res = await api('/api/auth/forgot', { method: 'POST', auth: false, body: { email: data.get('email') } })
-      if (!res.ok) return showError(forgot, res.data.error)
+      if (!res.ok) return formError(forgot, res.data.error)
       forgot.hidden = true
       document.getElementById('forgot-sent').hidden = false
     })
@@ -203,7 +197,7 @@
       const res = await api('/api/auth/reset', { method: 'POST', auth: false, body })
       if (!res.ok) {
         const hint = res.status === 400 && /token/i.test(res.data.error) ? ': ask for a new link' : ''
-        return showError(reset, `${res.data.error}${hint}.`)
+        return formError(reset, `${res.data.error}${hint}.`)
       }
       // Every session ended, this browser's too.
       setToken(null)

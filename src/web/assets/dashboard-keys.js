@@ -4,7 +4,7 @@
   'use strict'
   const d = window.imghost?.dashboard
   if (!d) return
-  const { el } = window.imghost
+  const { el, NETWORK_ERROR } = window.imghost
   const { $, call, dateText, say, formError } = d
 
   let newSecret = null // the new key's secret: only until "Done"
@@ -37,7 +37,7 @@
         headers: { 'x-api-key': secret },
       })
     } catch {
-      return say(status, 'Network error: check your connection and try again.', true)
+      return say(status, NETWORK_ERROR, true)
     }
     if (!res.ok) {
       const data = await res.json().catch(() => null)

@@ -5,7 +5,7 @@
   'use strict'
   const root = document.getElementById('dashboard')
   if (!root || !window.imghost) return
-  const { api, token, el } = window.imghost
+  const { api, token, el, formError } = window.imghost
 
   if (!token()) {
     location.replace(`/login?next=${encodeURIComponent(`/dashboard${location.hash}`)}`)
@@ -61,14 +61,7 @@
 
   /** Shows a status message in the element (or the element with that id). */
   function say(target, text, isError = false) {
-    const box = typeof target === 'string' ? $(target) : target
-    box.textContent = text
-    box.classList.toggle('error', isError)
-  }
-  function formError(form, message) {
-    const box = form.querySelector('[data-form-error]')
-    box.textContent = message || ''
-    box.hidden = !message
+    window.imghost.say(typeof target === 'string' ? $(target) : target, text, isError)
   }
 
   // ---------------------------------------------------------------------------------------------------------------

@@ -22,6 +22,8 @@ window.imghost = (() => {
     }
   }
 
+  const NETWORK_ERROR = 'Network error: check your connection and try again.'
+
   /** fetch for the JSON API: sends the JWT, parses the answer; never throws for HTTP errors. */
   async function api(path, opts = {}) {
     const headers = { accept: 'application/json', ...(opts.headers || {}) }
@@ -39,7 +41,7 @@ window.imghost = (() => {
       return {
         ok: false,
         status: 0,
-        data: { error: 'Network error: check your connection and try again.' },
+        data: { error: NETWORK_ERROR },
         headers: new Headers(),
       }
     }
@@ -54,17 +56,30 @@ window.imghost = (() => {
     return { ok: res.ok, status: res.status, data, headers: res.headers }
   }
 
-  /** Binary sizes, as the server counts them. */
-  function size(bytes) {
-    if (bytes === null || bytes === undefined) return 'unlimited'
-    const units = ['B', 'KB', 'MB', 'GB', 'TB']
-    let value = bytes
-    let unit = 0
-    while (value >= 1024 && unit < units.length - 1) {
-      value /= 1024
-      unit++
-    }
-    return `${unit === 0 ? value : value.toFixed(1).replace(/\.0$/, '')} ${units[unit]}`
+  /** Binary sizes, as the server writes them: its own humanSize (src/lib/size.ts), which it serves ahead of this file. */
+  const size = (bytes) => (bytes === null || bytes === undefined ? 'unlimited' : window.imghostHumanSize(bytes))
+
+  /** A moment to the minute, in UTC ("2026-01-02 03:04 UTC"); '' for none. */
+  const utcMinute = (iso) => (iso ? `${new Date(iso).toISOString().slice(0, 16).replace('T', ' ')} UTC` : '')
+
+  /** Shows a status message in `box`, marked as an error or not. */
+  function say(box, text, isError = false) {
+    box.textContent = text
+    box.classList.toggle('error', !!isError)
+  }
+
+  /** A page for signed-in admins without a session: its app hidden, its sign-in notice shown, saying why if told. */
+  function showSignedOut(app, notice, why) {
+    app.hidden = true
+    notice.hidden = false
+    if (why) notice.firstChild.textContent = `${why} `
+  }
+
+  /** Shows (or, with no message, hides) a form's error box, its `[data-form-error]`. */
+  function formError(form, message) {
+    const box = form.querySelector('[data-form-error]')
+    box.textContent = message || ''
+    box.hidden = !message
   }
 
   /** "1 h 5 min", "9 min 12 s", "40 s". */
@@ -138,7 +153,20 @@ window.imghost = (() => {
     )
   }
 
-  return { token, setToken, api, size, duration, el, shareFields }
+  return {
+    token,
+    setToken,
+    api,
+    NETWORK_ERROR,
+    size,
+    utcMinute,
+    say,
+    showSignedOut,
+    formError,
+    duration,
+    el,
+    shareFields,
+  }
 })()
 
 ;(() => {

@@ -6,7 +6,7 @@
   'use strict'
   const root = document.getElementById('upload')
   if (!root || !window.imghost) return
-  const { api, token, setToken, size, duration, el, shareFields } = window.imghost
+  const { api, token, setToken, size, say, duration, el, shareFields } = window.imghost
 
   const $ = (id) => document.getElementById(id)
   const input = $('file-input')
@@ -161,8 +161,7 @@
   }
 
   function announce(text, isError = false) {
-    status.textContent = text
-    status.classList.toggle('error', isError)
+    say(status, text, isError)
   }
 
   function updateControls() {
