@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs'
 import { dirname, join, relative } from 'node:path'
 
 /**
- * The layering rules of README's Design section, read from the import statements of src/**\/*.ts (type-only imports
+ * The layering rules of docs/design.md, read from the import statements of src/**\/*.ts (type-only imports
  * and `import()` included): each rule lists the imports that break it, and passes when there are none.
  */
 
