@@ -2,7 +2,7 @@ import { Elysia } from 'elysia'
 import type { Config } from './config'
 import type { ChangeFeed } from './db/changes'
 import type { Db } from './db/client'
-import { engine } from './db/engine'
+import { sharedDatabase } from './db/dialect'
 import { authGuard, sessionTokens } from './http/auth'
 import { bodyLimit } from './http/body-limit'
 import { htmlCompression } from './http/compression'
@@ -75,8 +75,8 @@ export interface AppDeps {
   webhookOptions?: WebhookOptions
   /** Resumable upload expiry and limits (tests shorten them). */
   tusOptions?: TusOptions
-  /** PostgreSQL: rows changed by any instance, for the caches (src/db/changes.ts); SQLite's come from its hooks. */
-  changes?: ChangeFeed
+  /** Rows changed (by any instance on PostgreSQL), for the caches (src/db/changes.ts). */
+  changes: ChangeFeed
   /** Where the list reads run (SQLite: a Worker of the server, images/reads.ts); the app's connection by default. */
   reads?: ListReads
   /**
@@ -220,18 +220,17 @@ export function createApp(deps: AppDeps) {
     limit: config.limits.globalPerMinute,
     trustProxy: config.trustProxy,
     now,
-    shared:
-      engine === 'pg'
-        ? async (batch, at, windowMs) =>
-            (
-              await addToSharedWindows(
-                db,
-                batch.map((b) => ({ key: `api:${b.key}`, count: b.count })),
-                at,
-                windowMs,
-              )
-            ).map((t) => ({ ...t, key: t.key.slice('api:'.length) }))
-        : undefined,
+    shared: sharedDatabase
+      ? async (batch, at, windowMs) =>
+          (
+            await addToSharedWindows(
+              db,
+              batch.map((b) => ({ key: `api:${b.key}`, count: b.count })),
+              at,
+              windowMs,
+            )
+          ).map((t) => ({ ...t, key: t.key.slice('api:'.length) }))
+      : undefined,
   })
   const services = {
     reports,

@@ -3,7 +3,9 @@ import { basename, join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { Value } from '@sinclair/typebox/value'
 import { type Config, ConfigError, loadConfig } from './config'
+import { localChangeFeed } from './db/changes'
 import { closeDatabase, openDatabase, openServiceDatabase, run } from './db/client'
+import { copyDatabase } from './db/copy'
 import { DataDirLockedError, lockDataDir } from './db/lock'
 import { closePgDatabase, openPgDatabase } from './db/pg'
 import type { User } from './db/schema'
@@ -25,7 +27,6 @@ import { VariantRequest } from './modules/variants/model'
 import { signedVariantPath } from './modules/variants/signing'
 import { backup, restore } from './ops/backup'
 import { checkIntegrity } from './ops/check'
-import { copyDatabase } from './ops/copy-db'
 import { migrateToBucket } from './ops/migrate'
 import { seed } from './ops/seed'
 import { createConfiguredStorage } from './storage/configured'
@@ -271,7 +272,7 @@ async function main(argv: string[]) {
         })
         try {
           const store = storage()
-          const images = createImageService({ db, config, storage: store })
+          const images = createImageService({ db, config, storage: store, changes: localChangeFeed(db) })
           const pipeline = createUploadPipeline({
             db,
             config,

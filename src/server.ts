@@ -1,11 +1,11 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import type { SQL } from 'bun'
 import { type AppDeps, createApp } from './app'
 import type { Config } from './config'
-import { startChangeFeed } from './db/changes'
+import { openChangeFeed } from './db/changes'
 import { startCheckpointer } from './db/checkpointer'
 import { closeDatabase, openServiceDatabase, SERVER_BUSY_TIMEOUT_MS } from './db/client'
+import { sharedDatabase } from './db/dialect'
 import { exclusiveJobs } from './db/jobs'
 import { lockDataDir } from './db/lock'
 import { SHARED_SYNC_MS } from './http/rate-limit'
@@ -63,12 +63,12 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
     busyTimeoutMs: SERVER_BUSY_TIMEOUT_MS,
     serving: true,
   })
-  // SQLite's WAL is checkpointed off the event loop; PostgreSQL checkpoints by itself, and tells every instance's
-  // caches what any instance changed.
+  // SQLite's WAL is checkpointed off the event loop; PostgreSQL checkpoints by itself.
   const checkpointer = config.databaseUrl ? null : startCheckpointer(db, sqlitePath)
   // SQLite's list reads run on a Worker's read-only connection; PostgreSQL's queries wait off the event loop already.
   const reads = config.databaseUrl ? localReads(db) : workerReads(sqlitePath)
-  const changes = config.databaseUrl ? await startChangeFeed(db.$client as unknown as SQL) : undefined
+  // What changed in the database, for the caches: on PostgreSQL what any instance changed.
+  const changes = await openChangeFeed(db)
   if (config.databaseUrl && config.storage.driver === 'local')
     log.warn('STORAGE=local with DATABASE_URL: every instance must see the same files directory (a shared volume)', {
       files: join(config.dataDir, 'files'),
@@ -94,7 +94,7 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
   )
   const { app, services, rateLimit } = createApp(deps)
   // PostgreSQL: the global per-IP counts are added up across instances a few times a second.
-  const rateSyncTimer = changes
+  const rateSyncTimer = sharedDatabase
     ? setInterval(() => {
         rateLimit.sync().catch((error) => log.warn('rate count sync failed', { error: String(error) }))
       }, SHARED_SYNC_MS)
@@ -189,7 +189,7 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
       await deps.media.close()
       await reads.close()
       await checkpointer?.stop()
-      await changes?.close()
+      await changes.close()
       await closeDatabase(db)
       dataDirLock.release()
     },

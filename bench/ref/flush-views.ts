@@ -4,6 +4,7 @@
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { loadConfig } from '../../src/config'
+import { localChangeFeed } from '../../src/db/changes'
 import { startCheckpointer } from '../../src/db/checkpointer'
 import { closeDatabase, openDatabase } from '../../src/db/client'
 import { images } from '../../src/db/schema'
@@ -38,7 +39,12 @@ try {
       )
       .run()
   }
-  const service = createImageService({ db, config, storage: createConfiguredStorage(config) })
+  const service = createImageService({
+    db,
+    config,
+    storage: createConfiguredStorage(config),
+    changes: localChangeFeed(db),
+  })
   // The server's timer runs flushViewsGradually (one chunk per event-loop turn) when the service has it.
   const flush =
     (service as { flushViewsGradually?: () => Promise<void> }).flushViewsGradually ?? (async () => service.flushViews())

@@ -10,6 +10,7 @@ import { link } from 'node:fs/promises'
 import { join } from 'node:path'
 import { asc, inArray, ne } from 'drizzle-orm'
 import { loadConfig } from '../../src/config'
+import { localChangeFeed } from '../../src/db/changes'
 import { startCheckpointer } from '../../src/db/checkpointer'
 import { closeDatabase, type Db, openServiceDatabase, SERVER_BUSY_TIMEOUT_MS } from '../../src/db/client'
 import { images } from '../../src/db/schema'
@@ -88,7 +89,7 @@ async function prepare(n: number): Promise<() => Promise<unknown>> {
     }
     case 'expiry-sweep': {
       await expiredCopies(n, now)
-      const service = createImageService({ db, config, storage })
+      const service = createImageService({ db, config, storage, changes: localChangeFeed(db) })
       return () => service.sweepExpired()
     }
     case 'phash-backfill': {
@@ -134,7 +135,7 @@ async function prepare(n: number): Promise<() => Promise<unknown>> {
       }
     }
     case 'view-flush': {
-      const service = createImageService({ db, config, storage })
+      const service = createImageService({ db, config, storage, changes: localChangeFeed(db) })
       for (const id of await someRows(n)) service.countView(id, 'Mozilla/5.0 (bench)')
       return () => service.flushViewsGradually()
     }

@@ -47,15 +47,6 @@ export function tuneReads(sqlite: Database) {
 }
 
 /**
- * A reader of SQLite's `data_version`: it changes when another connection (another process: the CLI; the server's,
- * for a read Worker's) commits. A connection's own commits leave it as it was.
- */
-export function dataVersion(db: Db): () => number {
-  const statement = db.$client.prepare<{ data_version: number }, []>('PRAGMA data_version')
-  return () => statement.get()!.data_version
-}
-
-/**
  * Opens (creating if needed) the SQLite file, sets the pragmas the service relies on and applies migrations.
  * `serving`: a server's connection, tuned for reads (tuneReads). A tool's (check, backup, restore, migrate-db) is not:
  * it walks the whole file once, and through the map every page it touched counts in its resident memory (`cli check`
@@ -75,16 +66,31 @@ export function openDatabase(path: string, opts: { busyTimeoutMs?: number; servi
   return db
 }
 
+/** SQLite's database as drizzle types it. */
+export type SqliteDb = ReturnType<typeof openDatabase>
+
 /**
- * The database the repositories query: typed as drizzle's SQLite database, whichever engine runs (src/db/schema.ts).
- * Repository code uses only what both dialects share: awaited query builders, steps and `transaction` below.
+ * The database the repositories query, whichever engine runs, typed as SQLite's (src/db/schema.ts types the tables the
+ * same way). Repository code uses only what both dialects share: awaited query builders, steps and `transaction` below.
+ * PostgreSQL's database gets this type by one cast, asShared, and its own back by the other, asPg (through byEngine
+ * outside this file): a union of the two drizzle types would make every query a union whose builders cannot be called
+ * without a cast in each repository.
  */
-export type Db = ReturnType<typeof openDatabase>
+export type Db = SqliteDb
 /** The handle a transaction's body gets: writes that must commit together take it. */
 export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
 
-/** PostgreSQL's database under the shared type (see Db). */
+/** PostgreSQL's database under the shared type, and back (see Db): the two casts between them. */
+const asShared = (db: PgDb) => db as unknown as Db
 const asPg = (db: Db) => db as unknown as PgDb
+
+/**
+ * The running engine's branch, with the database under its own engine's type: for what is written differently by
+ * engine (a tool's bulk work on the raw client, a query only one dialect has).
+ */
+export function byEngine<T>(db: Db, branches: { sqlite(db: SqliteDb): T; pg(db: PgDb): T }): T {
+  return engine === 'pg' ? branches.pg(asPg(db)) : branches.sqlite(db)
+}
 
 /**
  * The service's database: PostgreSQL at `databaseUrl` when set (migrated under an advisory lock), else the SQLite file
@@ -103,7 +109,7 @@ export async function openServiceDatabase(opts: {
   if (engine !== 'pg') throw new Error('DATABASE_URL must be set in the environment the process starts with')
   // Loaded only on PostgreSQL: drizzle's PostgreSQL dialect and driver stay out of a SQLite process.
   const { openPgDatabase } = await import('./pg')
-  return (await openPgDatabase(opts.databaseUrl, { lockTimeoutMs: SERVER_PG_LOCK_TIMEOUT_MS })) as unknown as Db
+  return asShared(await openPgDatabase(opts.databaseUrl, { lockTimeoutMs: SERVER_PG_LOCK_TIMEOUT_MS }))
 }
 
 export async function closeDatabase(db: Db) {

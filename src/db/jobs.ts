@@ -1,6 +1,5 @@
 import type { SQL } from 'bun'
-import type { Db } from './client'
-import { engine } from './engine'
+import { byEngine, type Db } from './client'
 
 /** Runs `work` unless another instance is running the same job now; undefined when it was. */
 export type Exclusive = <T>(job: string, work: () => Promise<T>) => Promise<T | undefined>
@@ -12,8 +11,10 @@ export type Exclusive = <T>(job: string, work: () => Promise<T>) => Promise<T | 
  * (the data directory's lock), so every run just runs.
  */
 export function exclusiveJobs(db: Db): Exclusive {
-  if (engine !== 'pg') return (_job, work) => work()
-  const client = db.$client as unknown as SQL
+  return byEngine<Exclusive>(db, { sqlite: () => (_job, work) => work(), pg: (pg) => advisoryJobs(pg.$client) })
+}
+
+function advisoryJobs(client: SQL): Exclusive {
   return async (job, work) => {
     const name = `imghost:${job}`
     const connection = await client.reserve()

@@ -3,15 +3,14 @@ import { copyFile, cp, mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promise
 import { tmpdir } from 'node:os'
 import { basename, dirname, join } from 'node:path'
 import { drizzle } from 'drizzle-orm/bun-sqlite'
-import { type Db, openDatabase } from '../db/client'
-import { engine } from '../db/engine'
+import { byEngine, type Db, openDatabase } from '../db/client'
+import { copyDatabase } from '../db/copy'
 import { lockDataDir } from '../db/lock'
 import type { PgDb } from '../db/pg'
 import * as schema from '../db/schema-sqlite'
 import { imagesAfter } from '../modules/images/repository'
 import { forgetAllVariants } from '../modules/variants/repository'
 import { checkKey, originalKey, type Storage, thumbnailKey } from '../storage'
-import { copyDatabase } from './copy-db'
 import { tarWriter } from './tar'
 
 const DB_FILE = 'imghost.sqlite'
@@ -69,7 +68,7 @@ async function run(cmd: string[]) {
 /**
  * An online backup, the same on both engines: a SQLite file `imghost.sqlite` and the files of its images. On SQLite,
  * `VACUUM INTO` snapshots the database while the server runs, then the files of every image in that snapshot are
- * copied. On PostgreSQL, every row is copied into a new SQLite file (a logical copy, src/ops/copy-db.ts: no pg_dump),
+ * copied. On PostgreSQL, every row is copied into a new SQLite file (a logical copy, src/db/copy.ts: no pg_dump),
  * then the files of the images the database holds. `target` is a directory, or a `.tar` file.
  */
 export async function backup(opts: { db: Db; storage: Storage; dataDir: string; target: string }) {
@@ -81,35 +80,8 @@ export async function backup(opts: { db: Db; storage: Storage; dataDir: string; 
   if (asTar) await mkdir(dirname(opts.target), { recursive: true })
   const out = asTar ? tarOut(opts.target) : directoryOut(dir)
 
-  // Variants are not copied (made again on request): nor are their rows, or a restore would point at missing files.
   // The files copied are those of `source`'s rows, read a batch at a time through the images module.
-  let source: Db
-  let close = () => {}
-  if (engine === 'pg') {
-    const snapshot = openDatabase(join(dir, DB_FILE))
-    try {
-      await copyDatabase(
-        { engine: 'pg', db: opts.db as unknown as PgDb },
-        { engine: 'sqlite', db: snapshot },
-        { except: ['variants'] },
-      )
-      // One self-contained file, as VACUUM INTO makes: the write-ahead log goes back into it (a `.tar` holds only it).
-      snapshot.$client.exec('PRAGMA wal_checkpoint(TRUNCATE)')
-      snapshot.$client.exec('PRAGMA journal_mode = DELETE')
-    } finally {
-      snapshot.$client.close()
-    }
-    // Images stored after the copy add files the backup's rows do not name (swept after a restore); images deleted
-    // meanwhile are reported missing.
-    source = opts.db
-  } else {
-    opts.db.$client.run('VACUUM INTO ?', [join(dir, DB_FILE)])
-    const snapshot = new Database(join(dir, DB_FILE))
-    source = drizzle(snapshot, { schema })
-    await forgetAllVariants(source)
-    close = () => snapshot.close()
-  }
-
+  const { source, close } = await snapshotInto(opts.db, join(dir, DB_FILE))
   const missing: string[] = []
   let images = 0
   try {
@@ -131,6 +103,37 @@ export async function backup(opts: { db: Db; storage: Storage; dataDir: string; 
   await out.end()
   if (asTar) await rm(dir, { recursive: true, force: true })
   return { images, missing }
+}
+
+/**
+ * Writes the backup's database to `file`, and gives the rows whose files the backup copies (`source`, ended by
+ * `close`). Variants are not kept (made again on request): nor are their rows, or a restore would point at missing
+ * files.
+ */
+function snapshotInto(db: Db, file: string): Promise<{ source: Db; close(): void }> {
+  return byEngine(db, {
+    async sqlite(sqlite) {
+      sqlite.$client.run('VACUUM INTO ?', [file])
+      const snapshot = new Database(file)
+      const source = drizzle(snapshot, { schema })
+      await forgetAllVariants(source)
+      return { source, close: () => snapshot.close() }
+    },
+    async pg(pg) {
+      const snapshot = openDatabase(file)
+      try {
+        await copyDatabase({ engine: 'pg', db: pg }, { engine: 'sqlite', db: snapshot }, { except: ['variants'] })
+        // One self-contained file, as VACUUM INTO makes: the write-ahead log goes back into it (a `.tar` holds only it).
+        snapshot.$client.exec('PRAGMA wal_checkpoint(TRUNCATE)')
+        snapshot.$client.exec('PRAGMA journal_mode = DELETE')
+      } finally {
+        snapshot.$client.close()
+      }
+      // Images stored after the copy add files the backup's rows do not name (swept after a restore); images deleted
+      // meanwhile are reported missing.
+      return { source: db, close: () => {} }
+    },
+  })
 }
 
 /**

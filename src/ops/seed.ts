@@ -2,9 +2,7 @@ import type { Database } from 'bun:sqlite'
 import { copyFileSync, linkSync } from 'node:fs'
 import type { SQL as BunSQL } from 'bun'
 import { desc, isNotNull } from 'drizzle-orm'
-import { type Db, run, WRITER_LOCK } from '../db/client'
-import { engine } from '../db/engine'
-import type { PgDb } from '../db/pg'
+import { byEngine, type Db, run, WRITER_LOCK } from '../db/client'
 import { type Image, images } from '../db/schema'
 import { newPublicId, randomToken } from '../lib/crypto'
 import { anyImage } from '../modules/images/repository'
@@ -416,29 +414,31 @@ function fileLinker(source: string) {
 
 /** Runs `body` in one transaction of the engine's: SQLite's BEGIN IMMEDIATE, PostgreSQL's with the writer lock. */
 async function inTransaction<T>(db: Db, body: (writer: Writer) => Promise<T>): Promise<T> {
-  if (engine === 'pg') {
-    return (db as unknown as PgDb).$client.begin(async (tx) => {
-      await tx.unsafe(`SELECT pg_advisory_xact_lock(${WRITER_LOCK})`)
-      const result = await body(pgWriter(tx))
-      // The planner's statistics, as autovacuum would gather them some minutes after a bulk load (until then it
-      // plans for the tables it saw before: empty). SQLite keeps none unless told (ANALYZE), and the service never
-      // tells it, so a seeded SQLite database is planned as a grown one is.
-      await tx.unsafe('ANALYZE')
-      return result
-    })
-  }
-  const sqlite = db.$client
-  // A bigger page cache for this connection: ids are random, so the primary key's pages are written all over.
-  sqlite.exec('PRAGMA cache_size = -262144')
-  sqlite.exec('BEGIN IMMEDIATE')
-  try {
-    const result = await body(sqliteWriter(sqlite))
-    sqlite.exec('COMMIT')
-    return result
-  } catch (error) {
-    sqlite.exec('ROLLBACK')
-    throw error
-  }
+  return byEngine(db, {
+    pg: (pg) =>
+      pg.$client.begin(async (tx) => {
+        await tx.unsafe(`SELECT pg_advisory_xact_lock(${WRITER_LOCK})`)
+        const result = await body(pgWriter(tx))
+        // The planner's statistics, as autovacuum would gather them some minutes after a bulk load (until then it
+        // plans for the tables it saw before: empty). SQLite keeps none unless told (ANALYZE), and the service never
+        // tells it, so a seeded SQLite database is planned as a grown one is.
+        await tx.unsafe('ANALYZE')
+        return result
+      }),
+    async sqlite({ $client: sqlite }) {
+      // A bigger page cache for this connection: ids are random, so the primary key's pages are written all over.
+      sqlite.exec('PRAGMA cache_size = -262144')
+      sqlite.exec('BEGIN IMMEDIATE')
+      try {
+        const result = await body(sqliteWriter(sqlite))
+        sqlite.exec('COMMIT')
+        return result
+      } catch (error) {
+        sqlite.exec('ROLLBACK')
+        throw error
+      }
+    },
+  })
 }
 
 async function sourceImage(db: Db, from: string | undefined): Promise<Image> {

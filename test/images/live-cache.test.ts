@@ -5,7 +5,7 @@ import { createLiveImageCache, type LiveImage } from '../../src/modules/images/l
 // metadata tests in api.test.ts.
 
 describe('createLiveImageCache', () => {
-  /** A stand-in database: rows by id, and the row-change hook the image service drives from SQLite. */
+  /** A stand-in database: rows by id, and the change feed of its rows, keyed by rowid as SQLite's update hook tells. */
   function fakeImages(ids: string[]) {
     const row = (id: string, i: number): LiveImage => ({
       rowid: i + 1,
@@ -24,7 +24,7 @@ describe('createLiveImageCache', () => {
       expiresAt: null,
     })
     const rows = new Map(ids.map((id, i) => [id, row(id, i)]))
-    const listeners: ((rowid: number) => void)[] = []
+    const listeners: ((key: string | null) => void)[] = []
     const lookups: string[] = []
     // A copy, as a query answers: a row changed later is not the one a lookup returned.
     const service = {
@@ -33,14 +33,15 @@ describe('createLiveImageCache', () => {
         const found = rows.get(id)
         return found && { ...found }
       },
-      onRowChange: (listener: (rowid: number) => void) => void listeners.push(listener),
+      onChange: (listener: (key: string | null) => void) => void listeners.push(listener),
+      keyOf: (image: LiveImage) => String(image.rowid),
     }
     return {
       service,
       rows,
       lookups,
-      change: (rowid: number) => {
-        for (const l of listeners) l(rowid)
+      change: (rowid: number | null) => {
+        for (const l of listeners) l(rowid === null ? null : String(rowid))
       },
     }
   }
@@ -73,6 +74,18 @@ describe('createLiveImageCache', () => {
     expect(c.has(ids[1])).toBe(true)
     expect((await c.get(ids[0]))!.size).toBe(99)
     expect(fake.lookups).toEqual([ids[0], ids[1], ids[0]])
+  })
+
+  test('a change of any row (missed notices): every entry goes, and a lookup in flight keeps its row out', async () => {
+    const ids = ['GGGGGGG1', 'GGGGGGG2']
+    const fake = fakeImages(ids)
+    const c = createLiveImageCache(fake.service)
+    await c.get(ids[0])
+    const looking = c.get(ids[1])
+    fake.change(null)
+    expect(c.size).toBe(0)
+    await looking
+    expect(c.has(ids[1])).toBe(false)
   })
 
   test('a hit is answered at once; a miss is one lookup however many ask meanwhile', async () => {

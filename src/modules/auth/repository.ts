@@ -367,19 +367,6 @@ export const hasSession = async (db: Db, userId: number, sessionId: string): Pro
       .where(and(eq(sessions.id, sessionId), eq(sessions.userId, userId)))
   ).length > 0
 
-/**
- * Calls `listener` whenever a sessions row is deleted through this connection, by any code path (SQLite's update hook,
- * chained after any hook already set), synchronously inside the statement.
- */
-export function onSessionDeleted(db: Db, listener: () => void) {
-  const client = db.$client
-  const previous = client.onDelete
-  client.onDelete = function (connection, table, rowid, schema) {
-    previous?.call(this, connection, table, rowid, schema)
-    if (table === 'sessions') listener()
-  }
-}
-
 /** The user's sessions not yet expired, most recently started first. */
 export const sessionsOf = async (db: Db, userId: number, now: Date): Promise<Session[]> =>
   await db

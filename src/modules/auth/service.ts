@@ -72,7 +72,7 @@ export interface AuthOptions {
   registration: Config['registration']
   /** Signs the JWT of a new session. */
   tokens: Pick<SessionTokens, 'sign' | 'ttlMs'>
-  /** PostgreSQL: rows changed by any instance, for the live-sessions cache (none: nothing is cached). */
+  /** Rows changed (by any instance on PostgreSQL), for the live-sessions cache (none: nothing is cached). */
   changes?: ChangeFeed
 }
 

@@ -43,7 +43,7 @@ async function hashOf(file: Blob): Promise<string> {
  */
 export function createBlockService(deps: {
   db: Db
-  /** PostgreSQL: blocks lifted by any instance leave the index (SQLite: one process lifts, this one). */
+  /** Blocks lifted by any instance (PostgreSQL) leave the index (SQLite: one process lifts, this one). */
   changes?: ChangeFeed
   storage: Storage
   maxDistance: number

@@ -1,6 +1,6 @@
 import { and, asc, desc, eq, gt, gte, inArray, lt, type SQL, sql } from 'drizzle-orm'
 import { type Db, q, type Step, type Tx, transaction } from '../../db/client'
-import { engine } from '../../db/engine'
+import { notIndexed, sqlTrue } from '../../db/dialect'
 import { insertionOrder } from '../../db/order'
 import { type Image, imageCounts, images } from '../../db/schema'
 import { albumTallies, membership } from '../albums/repository'
@@ -66,7 +66,7 @@ function* rowsPerDay(db: Db | Tx, where: SQL, byInsertion = false): Step<Map<num
   const rows = yield* q(
     db
       .select({ day: dayOf, n: sql<number>`count(*)`.mapWith(Number) })
-      .from(byInsertion && engine === 'sqlite' ? sql`${images} NOT INDEXED` : images)
+      .from(byInsertion ? notIndexed(images) : images)
       .leftJoin(accounts.table, eq(accounts.id, images.userId))
       .where(where)
       .groupBy(dayOf),
@@ -98,7 +98,7 @@ function* listDays(db: Db | Tx, list: CountedList, now: number, asOf: number): S
         .select({ day: imageCounts.day, n: sql<number>`sum(${list.tally})`.mapWith(Number) })
         .from(imageCounts)
         .innerJoin(accounts.table, eq(accounts.id, imageCounts.ownerId))
-        .where(sql`${accounts.banned} = ${sql.raw(engine === 'pg' ? 'true' : '1')}`)
+        .where(sql`${accounts.banned} = ${sqlTrue}`)
         .groupBy(imageCounts.day),
     ))
       add(r.day, -r.n)
@@ -232,7 +232,7 @@ export function liveTotalsOf(ownerId: SQL, now: number) {
 const tallies = () => {
   const count = (condition: SQL) => sql<number>`sum(CASE WHEN ${condition} THEN 1 ELSE 0 END)`.mapWith(Number)
   const isPublic = sql`${images.visibility} = 'public'`
-  const nsfw = sql`${images.nsfw} = ${sql.raw(engine === 'pg' ? 'true' : '1')}`
+  const nsfw = sql`${images.nsfw} = ${sqlTrue}`
   const shown = sql`${isPublic} AND ${images.scanStatus} <> 'pending'`
   return {
     images: sql<number>`count(*)`.mapWith(Number),

@@ -1,3 +1,4 @@
+import type { ChangeFeed } from '../../db/changes'
 import { type Db, type Step, snapshot, type Tx } from '../../db/client'
 import type { Image } from '../../db/schema'
 import type { ListPage } from '../../http/pagination'
@@ -31,24 +32,28 @@ export type Feed = { kind: 'gallery' } | { kind: 'profile'; userId: number }
 const SCOPES_KEPT = 64
 
 /**
- * A search's scope (searchScope), kept while `version` stays the same: the full-text lookup was half a search's cost
- * at a million images, and a visitor paging through results, or many asking for the same words, ask for the same
- * scope. `version` must change with every commit that could change a scope: SQLite's data_version on a connection that
- * never writes (a read Worker's) does. Least recently used first out.
+ * A search's scope (searchScope), kept until the images change: the full-text lookup was half a search's cost at a
+ * million images, and a visitor paging through results, or many asking for the same words, ask for the same scope.
+ * `changes` must tell every commit that could change a scope, inserts too: the feed of a connection that never writes
+ * (a read Worker's: every commit it sees is another connection's, told at catchUp) does. Least recently used first out.
  */
-function keptScopes(db: Db, version: () => number) {
-  const kept = new Map<string, { version: number; scope: Awaited<ReturnType<typeof searchScope>> }>()
+function keptScopes(db: Db, changes: ChangeFeed) {
+  const kept = new Map<string, { generation: number; scope: Awaited<ReturnType<typeof searchScope>> }>()
+  /** Moved by every change told: a scope looked up before it is not used after it. */
+  let generation = 0
+  changes.on('images', () => generation++)
   return async (words: string[], scope: number) => {
     const key = JSON.stringify([words, scope])
-    const now = version()
+    changes.catchUp('images')
+    const now = generation
     const hit = kept.get(key)
     kept.delete(key)
-    if (hit?.version === now) {
+    if (hit?.generation === now) {
       kept.set(key, hit)
       return hit.scope
     }
     const found = await searchScope(db, words, scope)
-    kept.set(key, { version: now, scope: found })
+    kept.set(key, { generation: now, scope: found })
     if (kept.size > SCOPES_KEPT) kept.delete(kept.keys().next().value!)
     return found
   }
@@ -57,11 +62,11 @@ function keptScopes(db: Db, version: () => number) {
 /**
  * The list reads (the gallery, profiles, search, an owner's list, albums), with plain arguments and results, so they
  * can run on a read-only connection in a Worker (reads.ts). A paged list reads its counts and rows on one snapshot,
- * pinned to the page's `asOf` (the newest insertion when unset), at the time `now`. `version`: see keptScopes (only
+ * pinned to the page's `asOf` (the newest insertion when unset), at the time `now`. `changes`: see keptScopes (only
  * for a connection that never writes); without it every search looks its scope up.
  */
-export function listReads(db: Db, version?: () => number) {
-  const scopeOf = version ? keptScopes(db, version) : (words: string[], scope: number) => searchScope(db, words, scope)
+export function listReads(db: Db, changes?: ChangeFeed) {
+  const scopeOf = changes ? keptScopes(db, changes) : (words: string[], scope: number) => searchScope(db, words, scope)
   const pinned = <T extends { total: number; rows: ListedRow[] }>(
     page: ListPage,
     read: (tx: Tx, asOf: number) => Step<T>,

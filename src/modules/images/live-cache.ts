@@ -1,12 +1,13 @@
+import type { ChangeListener } from '../../db/changes'
 import type { Image } from '../../db/schema'
 
-/** A live image as the hot read routes show it (/cdn, GET /api/v1/image/:id), with the rowid its invalidation keys on. */
+/** A live image as the hot read routes show it (/cdn, GET /api/v1/image/:id), with its rowid (its change key on SQLite). */
 export interface LiveImage
   extends Pick<
     Image,
     'id' | 'ext' | 'mime' | 'size' | 'width' | 'height' | 'views' | 'visibility' | 'nsfw' | 'frames' | 'filterPasses'
   > {
-  /** SQLite's rowid of the image's row: what the update hook reports. */
+  /** The row's insertion order: SQLite's rowid, what its update hook reports (src/db/changes.ts changeKey). */
   rowid: number
   /** Milliseconds. */
   createdAt: number
@@ -22,9 +23,11 @@ const DEFAULT_CACHE_SIZE = 10_000
  * request) was most of a /cdn request's cost and half of a metadata request's (bench/README.md). A hit is answered
  * synchronously (no await, no promise); only a miss waits for the database.
  *
- * Correctness: SQLite's update hook (`onRowChange`) drops an entry while any UPDATE or DELETE of its row runs, through
- * any code path: owner, delete token, admin, report, expiry sweep, patch, writes by hand. The one exception is the
- * view-count flush, whose UPDATEs change only the count, which it adds to the entry itself (`viewsWritten`).
+ * Correctness: the change feed (`onChange`, src/db/changes.ts) drops an entry when any UPDATE or DELETE of its row
+ * commits, through any code path: owner, delete token, admin, report, expiry sweep, patch, writes by hand; on SQLite
+ * while the statement runs (the update hook), on PostgreSQL at once for this instance's writes and at the notice for
+ * another's. The one exception is the view-count flush, whose UPDATEs change only the count, which it adds to the
+ * entry itself (`viewsWritten`).
  * JavaScript is single-threaded, so no request that starts after such a write returns can see the old entry. A lookup
  * is asynchronous, so a write can land while one is in flight: every row change (and every view flush) moves a
  * generation counter, and a lookup adds its row only if no change came between its start and its answer; a lookup in
@@ -32,37 +35,46 @@ const DEFAULT_CACHE_SIZE = 10_000
  * before a write and is still waiting (the database, object stores) never puts its entry back. A changed row is a new
  * entry object, so whatever a route derives from an entry and keeps with it (the /cdn answers) goes with it. Expiry
  * needs no write: the entry carries `expiresAt`, checked on every read. Lookups that find nothing are not cached (a
- * new upload needs no invalidation, so neither do the rows `cli import` inserts beside a running server). Not seen:
- * updates and deletes by another process (the CLI commands that make them work on a stopped server). Bounded: the
- * least recently used entry goes first.
+ * new upload needs no invalidation, so neither do the rows `cli import` inserts beside a running server). Not seen on
+ * SQLite: updates and deletes by another process (the CLI commands that make them work on a stopped server). Bounded:
+ * the least recently used entry goes first.
  */
 export function createLiveImageCache(
   source: {
     /** The live image with this id from the database, or undefined; malformed ids must never reach it. */
     lookup(id: string): Promise<LiveImage | undefined>
-    onRowChange(listener: (rowid: number) => void): void
+    /** Registers the listener of the images' change feed. */
+    onChange(listener: ChangeListener): void
+    /** The change key the feed tells for this image's row. */
+    keyOf(image: LiveImage): string
   },
   max = DEFAULT_CACHE_SIZE,
   /** The clock expiry is checked against (the image service's; tests move it). */
   now: () => number = Date.now,
 ) {
   const entries = new Map<string, LiveImage>()
-  const idOfRow = new Map<number, string>()
+  const idOfKey = new Map<string, string>()
   /** Lookups in flight by id, shared by the requests that miss meanwhile; only those started since the last change. */
   const inFlight = new Map<string, Promise<LiveImage | undefined>>()
   /** Moved by every row change and view flush: a lookup that saw it move keeps its row out of the cache. */
   let generation = 0
   const drop = (entry: LiveImage) => {
     entries.delete(entry.id)
-    idOfRow.delete(entry.rowid)
+    idOfKey.delete(source.keyOf(entry))
   }
   const changed = () => {
     generation++
     inFlight.clear()
   }
-  source.onRowChange((rowid) => {
+  // A changed row (null: maybe any row): its entry (every entry) goes, and lookups in flight keep their rows out.
+  source.onChange((key) => {
     changed()
-    const id = idOfRow.get(rowid)
+    if (key === null) {
+      entries.clear()
+      idOfKey.clear()
+      return
+    }
+    const id = idOfKey.get(key)
     if (id !== undefined) drop(entries.get(id)!)
   })
 
@@ -76,7 +88,7 @@ export function createLiveImageCache(
     if (generation !== started) return added
     if (entries.size >= max) drop(entries.values().next().value!)
     entries.set(id, added)
-    idOfRow.set(added.rowid, id)
+    idOfKey.set(source.keyOf(added), id)
     return added
   }
 
@@ -111,20 +123,6 @@ export function createLiveImageCache(
       changed()
       const entry = entries.get(id)
       if (entry) entry.views += n
-    },
-    /**
-     * Another instance changed or removed the image with this id (PostgreSQL's change feed), or, with null, changes
-     * may have been missed: the entry (every entry) goes, and lookups in flight keep their rows out.
-     */
-    forget(id: string | null) {
-      changed()
-      if (id === null) {
-        entries.clear()
-        idOfRow.clear()
-      } else {
-        const entry = entries.get(id)
-        if (entry) drop(entry)
-      }
     },
     has: (id: string) => entries.has(id),
     get size() {

@@ -2,7 +2,8 @@
 // (reads.ts starts it and sends it each read).
 import { Database } from 'bun:sqlite'
 import { drizzle } from 'drizzle-orm/bun-sqlite'
-import { type Db, dataVersion, tuneReads } from '../../db/client'
+import { sqliteChangeFeed } from '../../db/changes'
+import { tuneReads } from '../../db/client'
 import * as schema from '../../db/schema-sqlite'
 import { type ListReads, listReads } from './list-reads'
 import type { ReadReply, ReadRequest } from './reads'
@@ -18,9 +19,9 @@ self.onmessage = async (event: MessageEvent<ReadRequest>) => {
     // A reader waits out a writer's WAL recovery or a checkpoint's brief lock, here, off the event loop.
     sqlite.exec('PRAGMA busy_timeout = 5000')
     tuneReads(sqlite)
-    const db = drizzle(sqlite, { schema }) as unknown as Db
-    // The connection never writes: its data_version moves with every commit of the server's (list-reads.ts keptScopes).
-    reads = listReads(db, dataVersion(db))
+    const db = drizzle(sqlite, { schema })
+    // The connection never writes: its feed tells every commit of the server's (list-reads.ts keptScopes).
+    reads = listReads(db, sqliteChangeFeed(db))
     return
   }
   let reply: ReadReply

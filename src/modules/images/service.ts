@@ -1,7 +1,6 @@
 import type { Config } from '../../config'
-import type { ChangeFeed } from '../../db/changes'
+import { type ChangeFeed, changeKey } from '../../db/changes'
 import { type Db, run, type Step, type Tx, transaction } from '../../db/client'
-import { engine } from '../../db/engine'
 import type { Image, User } from '../../db/schema'
 import { badRequest, notFound } from '../../errors'
 import { FILENAME_MAX } from '../../http/multipart'
@@ -45,8 +44,8 @@ export function createImageService(deps: {
   config: Config
   storage: Storage
   events?: ImageEvents
-  /** PostgreSQL: images changed by any instance, for the live-image cache (SQLite's update hook tells it instead). */
-  changes?: ChangeFeed
+  /** Images changed (by this process, or by any instance on PostgreSQL), for the live-image cache. */
+  changes: ChangeFeed
   /** Where owners' lists are read (images/reads.ts: a Worker on SQLite); the service's connection by default. */
   reads?: ListReads
   now?: () => number
@@ -71,42 +70,21 @@ export function createImageService(deps: {
   // Only read on a cache miss (and by details() of an image the cache dropped).
   const findLiveRow = prepareFindLiveRow(db)
 
-  // Row listeners, told synchronously by SQLite itself (the connection's update hook) of every UPDATE and DELETE of an
-  // images row made through this connection, whoever makes it (this service, the sweeper, embeds, the rescanner,
-  // tests), inside the statement, before any other JavaScript runs. Inserts need no telling: nothing caches a miss.
-  // PostgreSQL: the change feed tells the cache of every instance by id instead (its trigger leaves view counts out).
-  const rowListeners: ((rowid: number) => void)[] = []
-  // Set while the view flush writes counts: those UPDATEs change nothing a cached entry shows but the count, which
-  // the flush adds to the entry itself, so hot images keep their entries (and /cdn its ready answers) across flushes.
-  let writingViews = false
-  if (engine === 'sqlite') {
-    const client = db.$client
-    for (const hook of ['onUpdate', 'onDelete'] as const) {
-      const previous = client[hook]
-      client[hook] = function (connection, table, rowid, schema) {
-        previous?.call(this, connection, table, rowid, schema)
-        if (table === 'images' && !writingViews) for (const listener of rowListeners) listener(Number(rowid))
-      }
-    }
-  }
-
-  // Malformed ids are refused before any lookup.
+  // The feed tells the cache of every UPDATE and DELETE of an images row, whoever makes it (this service, the sweeper,
+  // embeds, the rescanner, tests): on SQLite synchronously, inside the statement, before any other JavaScript runs; on
+  // PostgreSQL by id, from every instance (its trigger leaves view counts out). Inserts need no telling: nothing caches a
+  // miss. Malformed ids are refused before any lookup.
   const liveCache = createLiveImageCache(
     {
       lookup: async (id) => (isImageId(id) ? await findLiveRow({ id, now: now() }) : undefined),
-      onRowChange: (listener) => rowListeners.push(listener),
+      onChange: (listener) => deps.changes.on('images', listener),
+      keyOf: (image) => changeKey(image.id, image.rowid),
     },
     undefined,
     now,
   )
-  deps.changes?.on('images', (id) => liveCache.forget(id))
-  /**
-   * An images row this instance changed: on PostgreSQL its cache entry goes at once, not a notice's round trip later
-   * (a read right after the write answers the new row); SQLite's update hook dropped it inside the statement.
-   */
-  const changedHere = (id: string) => {
-    if (engine === 'pg') liveCache.forget(id)
-  }
+  /** An images row this process changed: its cache entry goes at once (PostgreSQL: not a notice's round trip later). */
+  const changedHere = (id: string) => deps.changes.changedHere('images', id)
 
   function detailsOf(image: LiveImage | undefined) {
     if (!image) throw notFound('Image not found')
@@ -193,13 +171,9 @@ export function createImageService(deps: {
         const n = pendingViews.get(id)
         if (n) batch.push([id, n])
       }
-      writingViews = true
-      try {
-        // SQLite writes inside this call, before it returns: the update hook sees the flag set.
-        await addViews(batch)
-      } finally {
-        writingViews = false
-      }
+      // The counts change nothing a cached entry shows but the count, which it adds below: hot images keep their
+      // entries (and /cdn its ready answers) across flushes.
+      await deps.changes.quietly('images', () => addViews(batch))
       // Committed: the written counts leave the buffer, and the cached entries count them too.
       for (const [id, n] of batch) {
         const left = (pendingViews.get(id) ?? 0) - n

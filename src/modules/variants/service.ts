@@ -71,7 +71,7 @@ export function createVariantService(deps: {
   maxPixels: number
   /** Counts a size that could not be made against the refused-uploads windows of the image's sender. */
   chargeSender(imageId: string): Promise<void>
-  /** PostgreSQL: variants removed by any instance (its eviction), so this one stops counting them as stored. */
+  /** Variants removed by any instance (PostgreSQL: its eviction), so this one stops counting them as stored. */
   changes?: ChangeFeed
   now?: () => number
 }) {

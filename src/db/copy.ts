@@ -1,11 +1,10 @@
-import type { SQL as BunSQL } from 'bun'
 import { asc, count, getTableColumns, type SQL, sql } from 'drizzle-orm'
 import { getTableConfig } from 'drizzle-orm/pg-core'
-import type { Db } from '../db/client'
-import { INSERTION_SEQ_TABLES } from '../db/order'
-import type { PgDb } from '../db/pg'
-import * as pgSchema from '../db/schema-pg'
-import * as sqliteSchema from '../db/schema-sqlite'
+import type { SqliteDb } from './client'
+import { INSERTION_SEQ_TABLES } from './order'
+import type { PgDb } from './pg'
+import * as pgSchema from './schema-pg'
+import * as sqliteSchema from './schema-sqlite'
 
 /** Every table, parents before the tables whose foreign keys point at them (schema-sqlite's order). */
 const TABLES = [
@@ -39,7 +38,7 @@ export type TableName = (typeof TABLES)[number]
 const BATCH = 500
 
 /** One side of a copy: a database of either engine. */
-export type Side = { engine: 'sqlite'; db: Db } | { engine: 'pg'; db: PgDb }
+export type Side = { engine: 'sqlite'; db: SqliteDb } | { engine: 'pg'; db: PgDb }
 
 // The two engines' drizzle types differ; the copy only selects, counts and inserts whole rows, which both share.
 // biome-ignore lint/suspicious/noExplicitAny: see above
@@ -138,7 +137,7 @@ export async function copyDatabase(
     copied[name] = done
   }
   if (to.engine === 'pg') {
-    const client = to.db.$client as unknown as BunSQL
+    const client = to.db.$client
     for (const { table, column } of pgSchema.identityColumns) {
       await client.unsafe(
         `SELECT setval(pg_get_serial_sequence('"${table}"', '${column}'), coalesce(max("${column}"), 1), max("${column}") IS NOT NULL) FROM "${table}"`,
