@@ -8,8 +8,9 @@ import { iso } from '../../lib/time'
 import { guessWindow, refundAttempt, takeAttempt, type WindowRule } from '../../limits/windows'
 import type { ListReads } from '../images/list-reads'
 import { IMAGE_SHAPES, isImageId } from '../images/model'
-import { ownedLiveIds, pickImage } from '../images/repository'
+import { ownedLiveIds } from '../images/repository'
 import type { ImageService } from '../images/service'
+import { pickImage } from '../images/view'
 import { albumPath, DESCRIPTION_MAX, isAlbumId, PASSWORD_MAX, TITLE_MAX } from './model'
 import {
   addAlbumImage,

@@ -24,13 +24,12 @@ import {
   dueToExpire,
   type ImageListFilter,
   type ImageListOrder,
-  imageFields,
-  pickImage,
   prepareAddViews,
   prepareFindLive,
   prepareFindLiveRow,
   updateImage,
 } from './repository'
+import { imageFields, pickImage } from './view'
 
 export type ImageService = ReturnType<typeof createImageService>
 

@@ -9,8 +9,9 @@ import { checkWindow, consumeWindow, type WindowRule } from '../../limits/window
 import { deleteSessionsOf, setUserFields } from '../auth/repository'
 import type { BlockService } from '../blocks/service'
 import { IMAGE_SHAPES } from '../images/model'
-import { anyImage, pickImage } from '../images/repository'
+import { anyImage } from '../images/repository'
 import type { ImageService } from '../images/service'
+import { pickImage } from '../images/view'
 import type { REPORT_REASONS, REPORT_STATUSES } from './model'
 import {
   actionReports,
