@@ -8,19 +8,13 @@ import { join } from 'node:path'
 
 const src = join(import.meta.dir, '..', '..', 'src')
 
-/**
- * Files still allowed to ask, each with the reason. images/repository.ts: its functions are being moved to other
- * modules; its four sites go to the src/db helpers when that move is merged.
- */
-const ALLOWED = new Set(['modules/images/repository.ts'])
-
 const ASKS = /\bengine\s*[!=]==/
 
-/** Each line under src/ (outside src/db/ and the allowed files) that compares `engine`, with its place. */
+/** Each line under src/ (outside src/db/) that compares `engine`, with its place. */
 async function engineChecks() {
   const found: string[] = []
   for await (const path of new Bun.Glob('**/*.ts').scan(src)) {
-    if (path.startsWith('db/') || ALLOWED.has(path)) continue
+    if (path.startsWith('db/')) continue
     const lines = (await Bun.file(join(src, path)).text()).split('\n')
     for (const [i, line] of lines.entries()) if (ASKS.test(line)) found.push(`src/${path}:${i + 1}: ${line.trim()}`)
   }
@@ -30,9 +24,5 @@ async function engineChecks() {
 describe('the engine is asked in src/db/ only', () => {
   test('no `engine ===` or `engine !==` outside src/db/', async () => {
     expect(await engineChecks()).toEqual([])
-  })
-
-  test('each file allowed to ask still does (an exception goes with its last site)', async () => {
-    for (const path of ALLOWED) expect(ASKS.test(await Bun.file(join(src, path)).text())).toBe(true)
   })
 })

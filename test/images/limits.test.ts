@@ -1,7 +1,4 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { inArray } from 'drizzle-orm'
-import { uploadWindows } from '../../src/db/schema'
-import { sweepEndedWindows } from '../../src/modules/images/limits'
 import { makeImage, makeNoisePng, type UploadPart, uploadForm } from '../fixtures'
 import { makeAdmin, startTestServer, storedKeys, type TestServer, testClock, userWithKey } from '../helpers'
 import { countingMedia } from '../security/support'
@@ -245,33 +242,5 @@ describe('parallel uploads beyond the window or the quota are refused before dec
     expect(counted.calls.ingest).toBe(count)
     expect((await usage(user)).storage.used).toBe(count * file.length)
     expect((await uploadTo(user, [{ bytes: await makeImage('png', 8, 8) }])).status).toBe(201)
-  })
-})
-
-describe('ended windows are swept', () => {
-  test('a window row older than the longest window goes; one still running stays, and keeps counting', async () => {
-    const now = Date.now()
-    const HOUR = 3_600_000
-    const rows = [
-      { key: 'ip:203.0.113.7', windowStart: new Date(now - 2 * HOUR), used: 10 },
-      { key: 'refused:ip:203.0.113.7', windowStart: new Date(now - HOUR - 1000), used: 20 },
-      { key: 'login:someone', windowStart: new Date(now - 60_000), used: 3 },
-      { key: 'user:999999', windowStart: new Date(now - HOUR / 2), used: 4 },
-    ]
-    await t.server.db.insert(uploadWindows).values(rows)
-    expect(await sweepEndedWindows(t.server.db, t.server.deps.config, now)).toBe(2)
-    const left = await t.server.db
-      .select()
-      .from(uploadWindows)
-      .where(
-        inArray(
-          uploadWindows.key,
-          rows.map((r) => r.key),
-        ),
-      )
-    expect(left.map((r) => [r.key, r.used]).sort()).toEqual([
-      ['login:someone', 3],
-      ['user:999999', 4],
-    ])
   })
 })

@@ -5,7 +5,7 @@ import { badRequest } from '../../errors'
 import { ipKey } from '../../http/client-ip'
 import { randomToken, sha256Hex } from '../../lib/crypto'
 import { HOUR_MS } from '../../lib/time'
-import { guessWindow, refundAttempt, takeAttempt } from '../images/limits'
+import { guessWindow, refundAttempt, takeAttempt } from '../../limits/windows'
 import type { Mailer } from './mailer'
 import { PASSWORD_LENGTH } from './model'
 import {

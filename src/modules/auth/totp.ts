@@ -6,8 +6,8 @@ import { type Db, run } from '../../db/client'
 import type { TotpSecret, User } from '../../db/schema'
 import { badRequest, conflict, Unauthorized } from '../../errors'
 import { seal, sha256Hex, unseal } from '../../lib/crypto'
+import { clearWindows, guessWindow, takeAttempt } from '../../limits/windows'
 import { log } from '../../log'
-import { clearWindows, guessWindow, takeAttempt } from '../images/limits'
 import type { PasskeyService } from './passkeys'
 import {
   claimRecoveryCode,

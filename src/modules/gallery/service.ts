@@ -8,8 +8,9 @@ import { isUsername } from '../auth/service'
 import type { LinkBase } from '../images/links'
 import type { Feed, ListReads, ListResult } from '../images/list-reads'
 import { IMAGE_SHAPES } from '../images/model'
-import { type FeedRow, imageFields, pickImage } from '../images/repository'
+import { imageFields, pickImage } from '../images/view'
 import { MAX_QUERY_LENGTH, MAX_QUERY_WORDS, SEARCH_SCOPE } from './model'
+import type { FeedRow } from './repository'
 
 /**
  * A word is a run of letters and digits, as the FTS5 unicode61 tokenizer sees it (categories L*, N*, Co; combining

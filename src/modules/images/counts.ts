@@ -1,9 +1,8 @@
-import { and, asc, desc, eq, gt, gte, inArray, lt, type SQL, sql } from 'drizzle-orm'
+import { and, asc, desc, eq, gt, gte, lt, type SQL, sql } from 'drizzle-orm'
 import { type Db, q, type Step, type Tx, transaction } from '../../db/client'
 import { notIndexed, sqlTrue } from '../../db/dialect'
 import { insertionOrder } from '../../db/order'
 import { type Image, imageCounts, images } from '../../db/schema'
-import { albumTallies, membership } from '../albums/repository'
 import { accounts } from '../auth/repository'
 import { expiredImage, liveImage } from './live'
 
@@ -56,6 +55,12 @@ export function ownedTally(filter: { visibility?: Image['visibility']; nsfw?: bo
   } as const
   const key = `${filter.visibility ?? 'any'},${filter.nsfw ?? 'any'}` as keyof typeof cell
   return cell[key] as SQL<number>
+}
+
+/** What the gallery shows of each day's images (listed, before bans) and what a profile shows (shown). */
+export const feedTally = {
+  gallery: (): SQL<number> => sql`${imageCounts.listed}`,
+  profile: (): SQL<number> => sql`${imageCounts.shown}`,
 }
 
 /**
@@ -389,61 +394,4 @@ export async function recountImageCounts(
   await settleDays(EVERYONE, undefined, sumOfOwners)
   checked++
   return { owners: checked, wrongDays }
-}
-
-/** Albums recounted per transaction. */
-const ALBUM_BATCH = 200
-
-/**
- * Recounts every album's image counts (albums.image_count and public_count, kept by triggers) from its memberships,
- * a batch of albums at a time by id; with `repair`, what differs is rewritten. Returns how many albums were wrong.
- */
-export async function recountAlbumCounts(db: Db, opts: { repair: boolean }): Promise<number> {
-  let wrong = 0
-  for (let after = ''; ; ) {
-    const batch = await transaction(db, function* (tx) {
-      const albums = yield* q(
-        tx
-          .select({ id: albumTallies.id, images: albumTallies.imageCount, public: albumTallies.publicCount })
-          .from(albumTallies.table)
-          .where(gt(albumTallies.id, after))
-          .orderBy(asc(albumTallies.id))
-          .limit(ALBUM_BATCH),
-      )
-      if (albums.length === 0) return albums
-      const counted = yield* q(
-        tx
-          .select({
-            id: membership.albumId,
-            images: sql<number>`count(*)`.mapWith(Number),
-            public: sql<number>`sum(CASE WHEN ${images.visibility} = 'public' THEN 1 ELSE 0 END)`.mapWith(Number),
-          })
-          .from(membership.table)
-          .innerJoin(images, eq(images.id, membership.imageId))
-          .where(
-            inArray(
-              membership.albumId,
-              albums.map((a) => a.id),
-            ),
-          )
-          .groupBy(membership.albumId),
-      )
-      const truth = new Map(counted.map((c) => [c.id, c]))
-      for (const album of albums) {
-        const want = truth.get(album.id) ?? { images: 0, public: 0 }
-        if (album.images === want.images && album.public === want.public) continue
-        wrong++
-        if (opts.repair)
-          yield* q(
-            tx
-              .update(albumTallies.table)
-              .set({ imageCount: want.images, publicCount: want.public })
-              .where(eq(albumTallies.id, album.id)),
-          )
-      }
-      return albums
-    })
-    if (batch.length < ALBUM_BATCH) return wrong
-    after = batch.at(-1)!.id
-  }
 }

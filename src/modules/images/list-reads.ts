@@ -2,21 +2,10 @@ import type { ChangeFeed } from '../../db/changes'
 import { type Db, type Step, snapshot, type Tx } from '../../db/client'
 import type { Image } from '../../db/schema'
 import type { ListPage } from '../../http/pagination'
+import { albumImagesOf, albumStats, type CountedAlbum } from '../albums/repository'
+import { boundedPage, feeds, searchScope } from '../gallery/repository'
 import { countedPage, countedTotal, type ListedRow, newestInsertion } from './counts'
-import {
-  albumImagesOf,
-  albumStats,
-  boundedPage,
-  type CountedAlbum,
-  countNamed,
-  feeds,
-  type ImageListFilter,
-  type ImageListOrder,
-  imagesAmong,
-  ownedList,
-  ownedPage,
-  searchScope,
-} from './repository'
+import { countNamed, type ImageListFilter, type ImageListOrder, imagesAmong, ownedList, ownedPage } from './repository'
 
 /** A page of a list: its rows, its total and the insertion it is pinned to (the answer's `asOf`). */
 export interface ListResult {

@@ -1,63 +1,20 @@
-import { and, asc, count, desc, eq, gt, inArray, isNotNull, isNull, lte, or, type SQL, sql } from 'drizzle-orm'
+import { and, asc, count, desc, eq, gt, inArray, isNotNull, isNull, lte, type SQL, sql } from 'drizzle-orm'
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core'
-import { type Db, prepared, q, rawRows, type Step, type Tx } from '../../db/client'
-import { engine } from '../../db/engine'
+import { byEngine, type Db, prepared, q, rawRows, type Step, type Tx } from '../../db/client'
+import { dialect, indexedBy } from '../../db/dialect'
 import { insertionOrder } from '../../db/order'
-import { type EmbedProfile, type Image, imageCounts, images, listedImage, uploadWindows } from '../../db/schema'
+import { type EmbedProfile, type Image, images, listedImage } from '../../db/schema'
 import { inValues } from '../../db/values'
-import { iso } from '../../lib/time'
-import { membership } from '../albums/repository'
 import { accounts } from '../auth/repository'
 import { profiles } from '../embeds/repository'
-import { type CountedList, EVERYONE, insertedBy, type ListedRow, ownedTally } from './counts'
-import { imageLinks, type LinkBase } from './links'
+import { type CountedList, insertedBy, ownedTally } from './counts'
 import { expiredImage, liveImage } from './live'
 import type { IMAGE_SORTS } from './model'
-import { pgNewestMatches } from './search-pg'
 
 /**
- * Every query of the images table (and of the upload windows, which images owns). Other features call these and never
- * the table; the few queries of theirs that join an image take its columns from here.
+ * Every query of the images table. Other features call these and never the table; the few queries of theirs that
+ * join an image take its columns from here (imageJoin).
  */
-
-/** What a response may show of an image: a row, or a cached live image (which carries no filename). */
-type ShownImage = Pick<Image, 'id' | 'ext' | 'mime' | 'size' | 'width' | 'height' | 'views' | 'visibility' | 'nsfw'> & {
-  filename?: string
-  createdAt: Date | number
-  expiresAt: Date | number | null
-}
-
-/**
- * An image under every name the API's image shapes give its fields (INTERFACE.md), mapped once: each response picks
- * its own with pickImage. `views` is the count to show (with views still buffered in memory, where the answer has them).
- */
-export function imageFields<I extends ShownImage>(base: LinkBase, image: I, views = image.views) {
-  const uploaded = iso(image.createdAt)
-  return {
-    id: image.id,
-    ...imageLinks(base, image),
-    filename: image.filename as I['filename'],
-    width: image.width,
-    height: image.height,
-    size: image.size,
-    mime: image.mime,
-    views,
-    visibility: image.visibility,
-    nsfw: image.nsfw,
-    created_at: uploaded,
-    createdAt: uploaded,
-    uploadedAt: uploaded,
-    /** ISO 8601, or null when it never expires. */
-    expiresAt: image.expiresAt === null ? null : iso(image.expiresAt),
-  }
-}
-
-/** The fields `keys` of an image, in that order. */
-export function pickImage<F extends object, K extends keyof F>(fields: F, keys: readonly K[]) {
-  const picked = {} as Pick<F, K>
-  for (const key of keys) picked[key] = fields[key]
-  return picked
-}
 
 export interface ImageListFilter {
   visibility?: Image['visibility']
@@ -118,8 +75,8 @@ export function prepareFindLiveRow(db: Db) {
  * (the update hook sees these writes before it returns); PostgreSQL: one UPDATE joined to the batch (one round trip).
  */
 export function prepareAddViews(db: Db): (batch: [id: string, n: number][]) => Promise<void> {
-  if (engine === 'pg')
-    return async (batch) => {
+  return byEngine<(batch: [id: string, n: number][]) => Promise<void>>(db, {
+    pg: () => async (batch) => {
       if (batch.length === 0) return
       await rawRows(
         db,
@@ -128,12 +85,15 @@ export function prepareAddViews(db: Db): (batch: [id: string, n: number][]) => P
             FROM json_to_recordset(${JSON.stringify(batch.map(([id, n]) => ({ id, n })))}::text::json) AS v(id text, n bigint)
             WHERE images.id = v.id`,
       )
-    }
-  const add = db.$client.prepare('UPDATE images SET views = views + ?1 WHERE id = ?2')
-  const write = db.$client.transaction((batch: [string, number][]) => {
-    for (const [id, n] of batch) add.run(n, id)
+    },
+    sqlite: ({ $client }) => {
+      const add = $client.prepare('UPDATE images SET views = views + ?1 WHERE id = ?2')
+      const write = $client.transaction((batch: [string, number][]) => {
+        for (const [id, n] of batch) add.run(n, id)
+      })
+      return async (batch) => write(batch)
+    },
   })
-  return async (batch) => write(batch)
 }
 
 /** Any row with this id, live or expired-but-not-yet-swept. */
@@ -154,12 +114,27 @@ export function* deleteImage(tx: Tx, id: string): Step<Image | undefined> {
   return (yield* q(tx.delete(images).where(eq(images.id, id)).returning()))[0]
 }
 
-/** What the reports repository joins of an image: the image while live, by id, and its owner's id. */
-export const liveImageJoin = {
+/**
+ * What other features' queries join of images (a report's image, an album's images, the gallery's feeds): the table
+ * and the columns they name. They take these from here, never the schema.
+ */
+export const imageJoin = {
   table: images,
+  id: images.id,
+  ext: images.ext,
   userId: images.userId,
-  on: (imageId: SQLiteColumn) => and(eq(images.id, imageId), liveImage()),
+  visibility: images.visibility,
+  scanStatus: images.scanStatus,
+  createdAt: images.createdAt,
+  /** Public, not NSFW, scanned or exempt from scanning: a literal, so the partial index images_listed serves it. */
+  listed: listedImage,
+  /** The image while live, by id (`imageId`: the joining table's column). */
+  onLive: (imageId: SQLiteColumn) => and(eq(images.id, imageId), liveImage()),
 }
+
+/** The row of the image whose id is in `imageId` (another table's column): what a NOT EXISTS of a gone image asks. */
+export const imageWithId = (db: Db, imageId: SQLiteColumn) =>
+  db.select({ id: images.id }).from(images).where(eq(images.id, imageId))
 
 /** Which of `ids` are live images of the user. */
 export function* ownedLiveIds(db: Db | Tx, userId: number, ids: string[]): Step<string[]> {
@@ -368,12 +343,12 @@ export function* countNamed(
   asOf: number,
   scope: number,
 ): Step<{ total: number; capped: boolean; among?: SQL }> {
-  if (engine === 'sqlite' && namesIndexed(filter)) {
+  if (dialect({ sqlite: namesIndexed(filter), pg: false })) {
     const match = namesQuery(userId, filter)
     const [expired] = yield* q(
       db
         .select({ n: count() })
-        .from(sql`${images} INDEXED BY images_user_expires`)
+        .from(indexedBy(images, 'images_user_expires'))
         .where(and(ownedWhere(userId, filter), expiredImage(now), insertedBy(asOf))),
     )
     const unswept = expired?.n ?? 0
@@ -395,7 +370,7 @@ export function* countNamed(
   // which is the table's order too: SQLite would as soon walk them by size or views, reading the table in random
   // order (five times slower at 500,000 rows).
   const among = namesIndexed(filter) ? keyedName(userId, filter.name!) : undefined
-  const table = engine === 'sqlite' ? sql`${images} INDEXED BY images_user_created` : sql`${images}`
+  const table = indexedBy(images, 'images_user_created')
   const [counted] = yield* countUpTo(
     db,
     sql`${table} WHERE ${and(among, ownedWhere(userId, filter), liveImage(now), insertedBy(asOf))}`,
@@ -432,212 +407,4 @@ export function* ownedPage(
       .limit(page.limit)
       .offset(page.offset),
   )
-}
-
-/** An upload window's row. */
-export function* findWindow(db: Db | Tx, key: string) {
-  return (yield* q(db.select().from(uploadWindows).where(eq(uploadWindows.key, key))))[0]
-}
-
-export function* saveWindow(db: Db | Tx, key: string, windowStart: Date, used: number): Step<void> {
-  yield* q(
-    db
-      .insert(uploadWindows)
-      .values({ key, windowStart, used })
-      .onConflictDoUpdate({ target: uploadWindows.key, set: { windowStart, used } }),
-  )
-}
-
-/**
- * Adds requests to windows shared by the instances on one PostgreSQL database (the global per-IP limit, keyed
- * `api:<ip>`): one statement for the batch; a window that ended restarts at `now` with the new count. Answers each
- * window's start and total.
- */
-export async function addToSharedWindows(
-  db: Db,
-  batch: { key: string; count: number }[],
-  now: number,
-  windowMs: number,
-): Promise<{ key: string; start: number; used: number }[]> {
-  const rows = await rawRows<{ key: string; window_start: string | number; used: string | number }>(
-    db,
-    sql`INSERT INTO upload_windows (key, window_start, used)
-        SELECT v.key, ${now}, v.n FROM json_to_recordset(${JSON.stringify(batch.map((b) => ({ key: b.key, n: b.count })))}::text::json) AS v(key text, n integer)
-        ON CONFLICT (key) DO UPDATE SET
-          window_start = CASE WHEN upload_windows.window_start + ${windowMs} <= ${now} THEN ${now} ELSE upload_windows.window_start END,
-          used = CASE WHEN upload_windows.window_start + ${windowMs} <= ${now} THEN excluded.used ELSE upload_windows.used + excluded.used END
-        RETURNING key, window_start, used`,
-  )
-  return rows.map((r) => ({ key: r.key, start: Number(r.window_start), used: Number(r.used) }))
-}
-
-export const deleteWindows = async (db: Db, keys: string[]) =>
-  await db.delete(uploadWindows).where(inArray(uploadWindows.key, keys))
-
-/** Removes the windows that started before `startedBefore`; returns how many went. */
-export const deleteWindowsStartedBefore = async (db: Db, startedBefore: number): Promise<number> =>
-  (
-    await db
-      .delete(uploadWindows)
-      .where(lte(uploadWindows.windowStart, new Date(startedBefore)))
-      .returning({ key: uploadWindows.key })
-  ).length
-
-/** An album's live images as `audience` may see them (the owner all, others only public ones). */
-const inAlbum = (albumId: string, audience: 'owner' | 'public', now: number): SQL =>
-  and(membership.of(albumId), liveImage(now), audience === 'owner' ? undefined : eq(images.visibility, 'public'))!
-
-/** Images of an album at `now`, the most recently added first: all of them, or one page. */
-export async function albumImagesOf(
-  db: Db,
-  albumId: string,
-  audience: 'owner' | 'public',
-  now: number,
-  page?: { limit: number; offset: number },
-): Promise<Image[]> {
-  const query = db
-    .select({ image: images })
-    .from(membership.table)
-    .innerJoin(images, eq(images.id, membership.imageId))
-    .where(inAlbum(albumId, audience, now))
-    .orderBy(...membership.newestAddedFirst)
-    .$dynamic()
-  const rows = await (page ? query.limit(page.limit).offset(page.offset) : query)
-  return rows.map((r) => r.image)
-}
-
-/** An album as its counts read it (albums.image_count, public_count; its images are its owner's). */
-export type CountedAlbum = { id: string; userId: number; imageCount: number; publicCount: number }
-
-/**
- * How many images of each of one owner's albums the audience sees, and the most recently added one (the cover): the
- * albums' counts (kept by triggers, migrations/0016_album_counts_triggers.sql) less their expired images not swept yet
- * (the owner's, found through images_user_expires, then their memberships: one query for every album), and the newest
- * membership each may see (through album_images_added).
- */
-export async function albumStats(db: Db, albums: CountedAlbum[], audience: 'owner' | 'public', now: number) {
-  const owners = [...new Set(albums.map((a) => a.userId))]
-  if (albums.length === 0) return []
-  const expired = await db
-    .select({ album: membership.albumId, n: count() })
-    .from(images)
-    .innerJoin(membership.table, eq(membership.imageId, images.id))
-    .where(
-      and(
-        inArray(images.userId, owners),
-        expiredImage(now),
-        audience === 'owner' ? undefined : eq(images.visibility, 'public'),
-        inArray(
-          membership.albumId,
-          albums.map((a) => a.id),
-        ),
-      ),
-    )
-    .groupBy(membership.albumId)
-  const gone = new Map(expired.map((e) => [e.album, e.n]))
-  return await Promise.all(
-    albums.map(async (album) => {
-      const [cover] = await db
-        .select({ id: images.id, ext: images.ext })
-        .from(membership.table)
-        .innerJoin(images, eq(images.id, membership.imageId))
-        .where(inAlbum(album.id, audience, now))
-        .orderBy(...membership.newestAddedFirst)
-        .limit(1)
-      const counted = audience === 'owner' ? album.imageCount : album.publicCount
-      return { imageCount: counted - (gone.get(album.id) ?? 0), cover }
-    }),
-  )
-}
-
-/** Scan states a feed may show: no scan needed, or scanned. 'pending' images stay hidden until a rescan decides. */
-const scanShown = () => inArray(images.scanStatus, ['none', 'done'])
-
-/**
- * Images the gallery may show, expiry aside: public, not NSFW, scanned or exempt from scanning (listedImage, literal,
- * so images_listed serves it), not from a banned account. Needs `users` left-joined.
- */
-const galleryWhere = () => and(listedImage, or(isNull(images.userId), eq(accounts.banned, false)))!
-
-/**
- * The image ids of the newest `limit` search documents (a filename, or the title of a public album holding the image)
- * that have every word of `words` as a prefix of one of their words. SQLite's FTS5 (migration 0001_search_fts) hands
- * its matches out newest first by itself; each word is a quoted string (words hold only letters, digits and marks, so
- * never a quote: no FTS syntax gets in) with a prefix star, joined by FTS5's implicit AND. PostgreSQL: search-pg.ts.
- */
-async function newestMatches(db: Db, words: string[], limit: number): Promise<string[]> {
-  if (engine === 'pg') return await pgNewestMatches(db, words, limit)
-  const docs = await rawRows<{ image_id: string }>(
-    db,
-    sql`SELECT d.image_id FROM search_docs d WHERE d.docid IN (
-      SELECT rowid FROM image_search WHERE image_search MATCH ${words.map((w) => `"${w}"*`).join(' ')}
-      ORDER BY rowid DESC LIMIT ${limit})
-    ORDER BY d.docid DESC`,
-  )
-  return docs.map((d) => d.image_id)
-}
-
-/**
- * The images of the newest `scope` search documents matching `words`, and whether more matched (a search's count then
- * stops there). Read once: the feed's count and page are then looked up by id.
- */
-export async function searchScope(db: Db, words: string[], scope: number) {
-  const ids = await newestMatches(db, words, scope + 1)
-  return { ids: [...new Set(ids.slice(0, scope))], capped: ids.length > scope }
-}
-
-/** The feeds: the gallery and a profile are counted lists (image_counts); a search looks at a bounded scope. */
-export const feeds = {
-  gallery: (): CountedList => ({
-    owner: EVERYONE,
-    tally: sql`${imageCounts.listed}`,
-    where: galleryWhere(),
-    withoutBanned: true,
-  }),
-  /** The gallery images of a search's scope (searchScope). */
-  search: (ids: string[]) => and(galleryWhere(), inValues(images.id, ids))!,
-  /** A user's public images, NSFW ones included (flagged), pending scans left out. */
-  profile: (userId: number): CountedList => ({
-    owner: userId,
-    tally: sql`${imageCounts.shown}`,
-    where: and(eq(images.userId, userId), eq(images.visibility, 'public'), scanShown())!,
-  }),
-}
-
-/** A feed's image and its owner's name (null for anonymous uploads). */
-export type FeedRow = ListedRow
-
-/**
- * A bounded feed's (a search's) total and one page, newest first, at `now` as of insertion `asOf`. The scope's shown
- * images are looked up once, by id alone, for the count and the order (each is a random lookup in a large library);
- * only the page's rows are then read whole.
- */
-export function* boundedPage(
-  db: Db | Tx,
-  where: SQL,
-  page: { limit: number; offset: number },
-  now: number,
-  asOf: number,
-): Step<{ total: number; rows: FeedRow[] }> {
-  const newestFirst = [desc(images.createdAt), desc(insertionOrder(images))]
-  const shown = yield* q(
-    db
-      .select({ id: images.id })
-      .from(images)
-      .leftJoin(accounts.table, eq(accounts.id, images.userId))
-      .where(and(where, liveImage(now), insertedBy(asOf)))
-      .orderBy(...newestFirst),
-  )
-  const ids = shown.slice(page.offset, page.offset + page.limit).map((row) => row.id)
-  const rows = ids.length
-    ? yield* q(
-        db
-          .select({ image: images, username: accounts.username })
-          .from(images)
-          .leftJoin(accounts.table, eq(accounts.id, images.userId))
-          .where(inArray(images.id, ids))
-          .orderBy(...newestFirst),
-      )
-    : []
-  return { total: shown.length, rows }
 }

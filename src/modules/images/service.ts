@@ -7,12 +7,13 @@ import { FILENAME_MAX } from '../../http/multipart'
 import { type ListPage, pageCount } from '../../http/pagination'
 import { isCrawler } from '../../lib/crawlers'
 import { safeEqual, sha256Hex } from '../../lib/crypto'
+import { windowState } from '../../limits/windows'
 import { log } from '../../log'
 import { originalKey, type Storage, thumbnailKey } from '../../storage'
 import { ownerTotals } from './counts'
 import { type ImageEvents, noImageEvents } from './events'
 import { checkExpiryBound, expiryDate, parseExpiry } from './expiry'
-import { accountPolicy, windowState } from './limits'
+import { accountPolicy } from './limits'
 import { deletePageUrl, imageLinks, type LinkBase } from './links'
 import { type ListReads, listReads } from './list-reads'
 import { createLiveImageCache, type LiveImage } from './live-cache'
@@ -22,13 +23,12 @@ import {
   dueToExpire,
   type ImageListFilter,
   type ImageListOrder,
-  imageFields,
-  pickImage,
   prepareAddViews,
   prepareFindLive,
   prepareFindLiveRow,
   updateImage,
 } from './repository'
+import { imageFields, pickImage } from './view'
 
 export type ImageService = ReturnType<typeof createImageService>
 

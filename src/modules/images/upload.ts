@@ -14,6 +14,7 @@ import {
   type UploadSource,
 } from '../../http/multipart'
 import { newPublicId, randomToken, sha256Hex } from '../../lib/crypto'
+import { consumeWindow } from '../../limits/windows'
 import { log } from '../../log'
 import type { ImageInfo, Media } from '../../media'
 import { MediaError } from '../../media/errors'
@@ -34,7 +35,6 @@ import {
   accountPolicy,
   anonymousPolicy,
   checkQuota,
-  consumeWindow,
   createUploadAdmission,
   type UploadPolicy,
 } from './limits'

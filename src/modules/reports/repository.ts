@@ -2,7 +2,7 @@ import { aliasedTable, and, count, desc, eq, or, sql } from 'drizzle-orm'
 import { type Db, q, type Step, type Tx } from '../../db/client'
 import { type Image, type Report, reports } from '../../db/schema'
 import { accounts } from '../auth/repository'
-import { liveImageJoin } from '../images/repository'
+import { imageJoin } from '../images/repository'
 
 /** Every query of the reports table. */
 
@@ -31,14 +31,14 @@ export async function reportRows(
   const query = db
     .select({
       report: reports,
-      image: liveImageJoin.table,
+      image: imageJoin.table,
       owner: { id: owners.id, username: owners.username, banned: owners.banned },
       openReports: openOfSameImage,
     })
     .from(reports)
     // Only a live image is shown: an expired one is as gone to admins as to everyone else.
-    .leftJoin(liveImageJoin.table, liveImageJoin.on(reports.imageId))
-    .leftJoin(owners, eq(owners.id, sql`coalesce(${liveImageJoin.userId}, ${reports.imageOwnerId})`))
+    .leftJoin(imageJoin.table, imageJoin.onLive(reports.imageId))
+    .leftJoin(owners, eq(owners.id, sql`coalesce(${imageJoin.userId}, ${reports.imageOwnerId})`))
     .where('id' in which ? eq(reports.id, which.id) : eq(reports.status, which.status))
     .orderBy(desc(reports.createdAt), desc(reports.id))
   return (await (page ? query.limit(page.limit).offset(page.offset) : query)) as ReportRow[]

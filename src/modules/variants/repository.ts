@@ -1,7 +1,8 @@
 import { and, asc, eq, gt, inArray, notExists, sql } from 'drizzle-orm'
 import { type Db, q, transaction } from '../../db/client'
-import { images, variantFailures, variants } from '../../db/schema'
+import { variantFailures, variants } from '../../db/schema'
 import type { StorageKey } from '../../storage'
+import { imageWithId } from '../images/repository'
 
 /** Every query of the variants and variant_failures tables. */
 export const isStored = async (db: Db, key: StorageKey) =>
@@ -68,8 +69,7 @@ export async function forgetOrphanVariants(db: Db) {
         .limit(ORPHAN_BATCH)
     ).map((r) => r.key)
     if (keys.length === 0) return
-    const imageOf = db.select({ id: images.id }).from(images).where(eq(images.id, variants.imageId))
-    await db.delete(variants).where(and(inArray(variants.key, keys), notExists(imageOf)))
+    await db.delete(variants).where(and(inArray(variants.key, keys), notExists(imageWithId(db, variants.imageId))))
     after = keys.at(-1)!
     await new Promise((resolve) => setImmediate(resolve))
   }

@@ -4,7 +4,7 @@ import { iso } from '../../lib/time'
 import type { ImageEventType } from '../images/events'
 import { imageLinks, type LinkBase } from '../images/links'
 import { IMAGE_SHAPES } from '../images/model'
-import { imageFields, pickImage } from '../images/repository'
+import { imageFields, pickImage } from '../images/view'
 
 /** Discord's own webhook URLs get a Discord-shaped body (an embed) instead of the generic one. */
 const DISCORD = /^https:\/\/(?:(?:ptb|canary)\.)?discord(?:app)?\.com\/api(?:\/v\d+)?\/webhooks\//i

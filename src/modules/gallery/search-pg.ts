@@ -1,6 +1,6 @@
 import { type SQL, sql } from 'drizzle-orm'
 import { type Db, rawRows } from '../../db/client'
-import { images } from '../../db/schema'
+import { imageJoin } from '../images/repository'
 
 /**
  * PostgreSQL's search condition (SQLite's is the FTS5 MATCH of `feeds.search`): the image has one search document
@@ -8,7 +8,7 @@ import { images } from '../../db/schema'
  * the SQL functions of migrations-pg/0001_search.sql; user text is only ever a bound parameter, never tsquery syntax.
  */
 export function pgSearchMatch(words: string[]): SQL {
-  return sql`${images.id} IN (SELECT d.image_id FROM search_docs d WHERE ${pgDocumentMatch(words)})`
+  return sql`${imageJoin.id} IN (SELECT d.image_id FROM search_docs d WHERE ${pgDocumentMatch(words)})`
 }
 
 /**

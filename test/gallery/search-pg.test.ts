@@ -1,5 +1,5 @@
 /**
- * PostgreSQL's newest search matches (src/modules/images/search-pg.ts) come from the sample of the newest documents
+ * PostgreSQL's newest search matches (src/modules/gallery/search-pg.ts) come from the sample of the newest documents
  * alone (enough matches, or no other documents), a longer walk (common words), or the GIN index (rare ones, and what a
  * walk leaves short). Each plan is forced here with a small sample and judged against the documents matched in
  * JavaScript.
@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { sql } from 'drizzle-orm'
 import { rawRows } from '../../src/db/client'
 import { engine } from '../../src/db/engine'
-import { pgNewestMatches } from '../../src/modules/images/search-pg'
+import { pgNewestMatches } from '../../src/modules/gallery/search-pg'
 import { startTestServer, type TestServer } from '../helpers'
 
 let t: TestServer
