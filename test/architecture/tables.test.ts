@@ -21,7 +21,7 @@ const names = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1]
 const ownerPath = (owner: string) =>
   owner.endsWith('.ts') ? owner : owner.includes('/') ? `${owner}/` : `src/modules/${owner}/`
 
-/** The owners' table of the design (README.md, or a page of docs/ once it moves there): each table's owners' paths. */
+/** The owners' table of the design (docs/design.md): each table's owners' paths. */
 function owners(): Map<string, string[]> {
   const pages = ['README.md', ...new Bun.Glob('docs/**/*.md').scanSync({ cwd: root })]
   for (const page of pages) {
@@ -86,7 +86,7 @@ describe('each table has one owner', () => {
     // Types are no table; a connection's schema option reads none; a namespace read by name reads them all.
     expect(tablesImported('src/http/auth.ts')).toEqual([])
     expect(tablesImported('src/modules/images/read-worker.ts')).toEqual([])
-    expect(tablesImported('src/ops/copy-db.ts')).toContain(EVERY)
+    expect(tablesImported('src/db/copy.ts')).toContain(EVERY)
   })
 
   test('no file imports a table it does not own', () => {
