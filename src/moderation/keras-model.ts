@@ -118,8 +118,8 @@ function zeroPadding(layer: KerasLayer): [Pair, Pair] {
   throw new Error(`layer ${layer.name}: unsupported padding ${JSON.stringify(padding)}`)
 }
 
-/** The topology as operations, with BatchNormalization, ReLU6 and ZeroPadding2D folded where they can be. */
-function plan(artifacts: KerasArtifacts): { ops: Op[]; input: string; output: string } {
+/** The functional model's layers and ends, from the topology as either saver writes it. */
+function modelConfig(artifacts: KerasArtifacts): KerasModelConfig {
   // Keras's converter wraps the model in `model_config`; tfjs-layers saves it bare.
   type KerasModelJson = { class_name?: string; config?: KerasModelConfig; model_config?: KerasModelJson }
   const topology = artifacts.modelTopology as KerasModelJson
@@ -128,6 +128,37 @@ function plan(artifacts: KerasArtifacts): { ops: Op[]; input: string; output: st
   if (modelClass !== 'Model' && modelClass !== 'Functional') {
     throw new Error(`unsupported model class ${modelClass}`)
   }
+  return model
+}
+
+type WeightOf = (name: string) => { values: Float32Array; shape: number[] }
+
+/** Folds a BatchNormalization into the linear convolution whose one reader it is, in place; returns that op's name. */
+function foldBatchNorm(layer: KerasLayer, conv: Op | undefined, weight: WeightOf): string {
+  const c = layer.config
+  if (conv?.kind !== 'conv' || conv.activation !== 'linear' || (c.axis !== -1 && c.axis !== 3)) {
+    throw new Error(`layer ${layer.name}: a BatchNormalization only after a linear convolution is supported`)
+  }
+  const gamma = c.scale ? weight(`${layer.name}/gamma`).values : null
+  const beta = c.center ? weight(`${layer.name}/beta`).values : null
+  const mean = weight(`${layer.name}/moving_mean`).values
+  const variance = weight(`${layer.name}/moving_variance`).values
+  // y = (conv(x) + b - mean) * gamma / sqrt(var + eps) + beta: scale the kernel's output channels (its last
+  // axis; a depthwise kernel's last two, with a multiplier of 1) and fold the rest into the bias.
+  const channels = mean.length
+  const bias = conv.bias ?? new Float32Array(channels)
+  for (let ch = 0; ch < channels; ch++) {
+    const factor = (gamma ? gamma[ch] : 1) / Math.sqrt(variance[ch] + c.epsilon)
+    for (let i = ch; i < conv.kernel.length; i += channels) conv.kernel[i] *= factor
+    bias[ch] = (bias[ch] - mean[ch]) * factor + (beta ? beta[ch] : 0)
+  }
+  conv.bias = bias
+  return conv.name
+}
+
+/** The topology as operations, with BatchNormalization, ReLU6 and ZeroPadding2D folded where they can be. */
+function plan(artifacts: KerasArtifacts): { ops: Op[]; input: string; output: string } {
+  const model = modelConfig(artifacts)
   const weights = readWeights(artifacts.weightSpecs, artifacts.weightData)
   const weight = (name: string) => {
     const w = weights.get(name)
@@ -203,28 +234,9 @@ function plan(artifacts: KerasArtifacts): { ops: Op[]; input: string; output: st
         })
         break
       }
-      case 'BatchNormalization': {
-        const conv = foldable(first)
-        if (conv?.kind !== 'conv' || conv.activation !== 'linear' || (c.axis !== -1 && c.axis !== 3)) {
-          throw new Error(`layer ${layer.name}: a BatchNormalization only after a linear convolution is supported`)
-        }
-        const gamma = c.scale ? weight(`${layer.name}/gamma`).values : null
-        const beta = c.center ? weight(`${layer.name}/beta`).values : null
-        const mean = weight(`${layer.name}/moving_mean`).values
-        const variance = weight(`${layer.name}/moving_variance`).values
-        // y = (conv(x) + b - mean) * gamma / sqrt(var + eps) + beta: scale the kernel's output channels (its last
-        // axis; a depthwise kernel's last two, with a multiplier of 1) and fold the rest into the bias.
-        const channels = mean.length
-        const bias = conv.bias ?? new Float32Array(channels)
-        for (let ch = 0; ch < channels; ch++) {
-          const factor = (gamma ? gamma[ch] : 1) / Math.sqrt(variance[ch] + c.epsilon)
-          for (let i = ch; i < conv.kernel.length; i += channels) conv.kernel[i] *= factor
-          bias[ch] = (bias[ch] - mean[ch]) * factor + (beta ? beta[ch] : 0)
-        }
-        conv.bias = bias
-        renamed.set(layer.name, conv.name)
+      case 'BatchNormalization':
+        renamed.set(layer.name, foldBatchNorm(layer, foldable(first), weight))
         break
-      }
       case 'ReLU': {
         if (c.max_value !== 6 || (c.negative_slope ?? 0) !== 0 || (c.threshold ?? 0) !== 0) {
           throw new Error(`layer ${layer.name}: only ReLU6 is supported`)

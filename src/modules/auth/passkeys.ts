@@ -36,16 +36,35 @@ type Ceremony = 'register' | 'login' | 'second-factor'
  * to be).
  */
 function challengeStore(db: Db, now: () => number) {
+  /** Whether `challenge` is pending for this ceremony and account; it is used up either way. */
+  async function take(challenge: string, ceremony: Ceremony, userId: number | null) {
+    const entry = await takeFlow<PendingChallenge>(db, challenge, 'passkey', new Date(now()))
+    return entry?.ceremony === ceremony && entry.userId === userId
+  }
+
   return {
     async issue(challenge: string, ceremony: Ceremony, userId: number | null) {
       const data: PendingChallenge = { ceremony, userId }
       const expiresAt = new Date(now() + CHALLENGE_TTL_MS)
       await saveFlow(db, { key: challenge, kind: 'passkey', data, expiresAt }, MAX_PENDING_CHALLENGES)
     },
-    /** Whether `challenge` is pending for this ceremony and account; it is used up either way. */
-    async take(challenge: string, ceremony: Ceremony, userId: number | null) {
-      const entry = await takeFlow<PendingChallenge>(db, challenge, 'passkey', new Date(now()))
-      return entry?.ceremony === ceremony && entry.userId === userId
+    /** Uses up the challenge the browser signed (from its client data) and returns it; `refuse` when it was not ours. */
+    async signed(
+      clientDataJSON: string,
+      ceremony: Ceremony,
+      userId: number | null,
+      refuse: (message: string) => DomainError,
+    ) {
+      const { decodeClientDataJSON } = await import('@simplewebauthn/server/helpers')
+      let challenge: string
+      try {
+        challenge = decodeClientDataJSON(clientDataJSON).challenge
+      } catch {
+        throw refuse('The passkey answer is malformed')
+      }
+      if (typeof challenge !== 'string' || !(await take(challenge, ceremony, userId)))
+        throw refuse('The passkey challenge is unknown, used or expired: start again')
+      return challenge
     },
   }
 }
@@ -83,32 +102,13 @@ export function createPasskeyService(opts: {
   const rp = { id: site.hostname, origin: site.origin, name: opts.config.siteName }
   const challenges = challengeStore(db, now)
 
-  /** Uses up the challenge the browser signed (from its client data) and returns it; `refuse` when it was not ours. */
-  async function takeChallenge(
-    clientDataJSON: string,
-    ceremony: Ceremony,
-    userId: number | null,
-    refuse: (message: string) => DomainError,
-  ) {
-    const { decodeClientDataJSON } = await import('@simplewebauthn/server/helpers')
-    let challenge: string
-    try {
-      challenge = decodeClientDataJSON(clientDataJSON).challenge
-    } catch {
-      throw refuse('The passkey answer is malformed')
-    }
-    if (typeof challenge !== 'string' || !(await challenges.take(challenge, ceremony, userId)))
-      throw refuse('The passkey challenge is unknown, used or expired: start again')
-    return challenge
-  }
-
   /** Verifies an assertion for `ceremony`; `userId` when the account is known already (the second factor). */
   async function verifyAssertion(
     response: AuthenticationResponseJSON,
     ceremony: Ceremony,
     userId: number | null,
   ): Promise<User> {
-    const challenge = await takeChallenge(response.response.clientDataJSON, ceremony, userId, unauthorized)
+    const challenge = await challenges.signed(response.response.clientDataJSON, ceremony, userId, unauthorized)
     const row = await findPasskeyOwner(db, response.id)
     if (!row || (userId !== null && row.user.id !== userId)) throw unauthorized('This passkey is not registered here')
     let newCounter: number
@@ -161,7 +161,7 @@ export function createPasskeyService(opts: {
 
     /** Stores the passkey the browser made from registrationOptions' challenge. */
     async register(user: User, response: RegistrationResponseJSON, name: string) {
-      const challenge = await takeChallenge(response.response.clientDataJSON, 'register', user.id, badRequest)
+      const challenge = await challenges.signed(response.response.clientDataJSON, 'register', user.id, badRequest)
       let credential: { id: string; publicKey: Uint8Array; counter: number }
       const { verifyRegistrationResponse } = await webauthn()
       try {

@@ -5,41 +5,30 @@ import { badRequest, notFound } from '../../errors'
 import { pageCount } from '../../http/pagination'
 import { iso } from '../../lib/time'
 import { parseHash } from '../../media/phash'
-import { originalKey, readStored, type Storage, thumbnailKey } from '../../storage'
+import type { Storage } from '../../storage'
 import type { ImageService } from '../images/service'
-import { createHashIndex } from './matcher'
+import { pictureOf } from './picture'
 import {
   anyBlockedBytes,
   blocksPage,
   blockThumbnail,
   countBlocks,
   deleteBlock,
-  hashesAfter,
   insertBlock,
-  lastBlockId,
   type NewBlock,
 } from './repository'
+import { createBlockIndex } from './synced-index'
 
 /** The one answer to a blocked upload, whichever hash matched. */
 export const BLOCKED_MESSAGE = 'This image was removed after an abuse report and cannot be uploaded again'
 
 export type BlockService = ReturnType<typeof createBlockService>
 
-/** What blocking a picture records, before the image (if any) goes: its hashes, and its thumbnail when kept. */
-export type BlockedPicture = Pick<NewBlock, 'phash' | 'sha256s' | 'thumbnail'>
-
-/** SHA-256 (hex) of a stored file, streamed. */
-async function hashOf(file: Blob): Promise<string> {
-  const hasher = new Bun.CryptoHasher('sha256')
-  for await (const chunk of file.stream()) hasher.update(chunk)
-  return hasher.digest('hex')
-}
-
 /**
  * The blocklist: pictures no upload may bring back, matched by the SHA-256 of the bytes and by perceptual hash within
- * `maxDistance` bits (BLOCK_HAMMING_DISTANCE). The perceptual hashes live in memory (src/modules/blocks/matcher.ts),
- * loaded at start; blocks added by anyone (this process, the CLI beside it) are picked up at the next check by id,
- * lifted ones are dropped at once.
+ * `maxDistance` bits (BLOCK_HAMMING_DISTANCE). The perceptual hashes live in memory
+ * (src/modules/blocks/synced-index.ts), loaded at start; blocks added by anyone (this process, the CLI beside it) are
+ * picked up at the next check by id, lifted ones are dropped at once.
  */
 export function createBlockService(deps: {
   db: Db
@@ -51,39 +40,8 @@ export function createBlockService(deps: {
   publicUrl: string
 }) {
   const { db, storage } = deps
-  let index = createHashIndex(deps.maxDistance)
-  let loaded = 0
-  const lastBlock = lastBlockId(db)
-  deps.changes?.on('blocks', (id) => {
-    // Missed notices: load everything again (`loaded` 0 makes the next check read every block).
-    if (id === null) {
-      index = createHashIndex(deps.maxDistance)
-      loaded = 0
-    } else index.remove(Number(id))
-  })
-
-  /** Adds the blocks made since the last look; one indexed read when there are none. */
-  async function load() {
-    const into = index
-    const last = (await lastBlock()) ?? 0
-    if (last <= loaded) return
-    const rows = await hashesAfter(db, loaded)
-    // Emptied meanwhile (missed change notices): the next look loads everything into the new index.
-    if (index !== into) return
-    for (const [id, phash] of rows) {
-      index.add(id, phash)
-      loaded = Math.max(loaded, id)
-    }
-    loaded = Math.max(loaded, last)
-  }
-  // One look at a time: checks that arrive while one runs share it.
-  let syncing: Promise<void> | null = null
-  const sync = () => {
-    syncing ??= load().finally(() => {
-      syncing = null
-    })
-    return syncing
-  }
+  const index = createBlockIndex(deps)
+  const sync = index.sync
 
   type PageRow = Awaited<ReturnType<typeof blocksPage>>[number]
   const view = (row: PageRow) => ({
@@ -97,30 +55,6 @@ export function createBlockService(deps: {
     thumbnail: row.hasThumbnail ? `${deps.publicUrl}/api/admin/blocks/${row.id}/thumbnail` : null,
     createdAt: iso(row.createdAt),
   })
-
-  /**
-   * What blocking this image records: its perceptual hash, the SHA-256 of its bytes as uploaded and as stored
-   * (metadata stripping changes them: a copy saved from the direct link is refused too), and its thumbnail when
-   * `keepThumbnail`. `known` is what a report kept of it, for an image already gone.
-   */
-  async function pictureOf(
-    image: Image | null,
-    known: { sha256: string; phash: string | null },
-    keepThumbnail = false,
-  ): Promise<BlockedPicture> {
-    const sha256s = new Set([known.sha256])
-    let thumbnail: Buffer | null = null
-    if (image) {
-      sha256s.add(image.sha256)
-      const original = originalKey(image.id, image.ext)
-      if (await storage.exists(original))
-        sha256s.add(await readStored(`hashing ${original}`, () => hashOf(storage.file(original))))
-      const thumb = thumbnailKey(image.id)
-      if (keepThumbnail && (await storage.exists(thumb)))
-        thumbnail = Buffer.from(await readStored(`reading ${thumb}`, () => storage.file(thumb).arrayBuffer()))
-    }
-    return { phash: image?.phash ?? known.phash, sha256s: [...sha256s], thumbnail }
-  }
 
   async function get(id: number) {
     const [row] = await blocksPage(db, { limit: 1, offset: 0, id })
@@ -140,7 +74,13 @@ export function createBlockService(deps: {
       if (phashes.some((h) => h !== null && index.nearest(h) !== null)) throw badRequest(BLOCKED_MESSAGE)
     },
 
-    pictureOf,
+    /**
+     * What blocking this image records: its perceptual hash, the SHA-256 of its bytes as uploaded and as stored
+     * (metadata stripping changes them: a copy saved from the direct link is refused too), and its thumbnail when
+     * `keepThumbnail`. `known` is what a report kept of it, for an image already gone.
+     */
+    pictureOf: (image: Image | null, known: { sha256: string; phash: string | null }, keepThumbnail = false) =>
+      pictureOf(storage, image, known, keepThumbnail),
 
     /** Records a block (in the caller's transaction when it removes the image at the same time); returns its id. */
     record: (tx: Db | Tx, block: NewBlock) => insertBlock(tx, block),
@@ -149,7 +89,7 @@ export function createBlockService(deps: {
     async blockImage(images: ImageService, id: string, opts: { reason?: string; keepThumbnail?: boolean }) {
       const image = await images.find(id)
       if (!image) throw notFound('Image not found')
-      const picture = await pictureOf(image, image, opts.keepThumbnail)
+      const picture = await pictureOf(storage, image, image, opts.keepThumbnail)
       let blockId = 0
       await images.remove(image, function* (tx) {
         blockId = yield* insertBlock(tx, {

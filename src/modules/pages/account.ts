@@ -323,20 +323,10 @@ const passwordAndSessions = html`<div class="card" id="sessions-section" aria-la
 <div class="actions"><a class="button secondary" href="/logout">Log out</a></div>
 </div>`
 
-/** The dashboard: a client-side app over the JSON API (dashboard.js and dashboard-<tab>.js); this is its static markup. */
-export function renderDashboard(renderer: PageRenderer, config: Config): Response {
-  const body = html`<div class="dashboard" id="dashboard" data-site-name="${config.siteName}" data-site-color="${config.siteColor}" data-public-url="${config.publicUrl}" data-max-embeds="${MAX_EMBED_PROFILES}" data-max-bulk="${MAX_BULK_EMBED}" data-placeholders="${PLACEHOLDERS.join(' ')}" data-share-codes="${listedShareCodes(config.cdnUrl)}">
-<div class="dash-head">
-<h1>Dashboard</h1>
-<p class="muted" id="dash-user">Loading your account…</p>
-</div>
-${needsScript}
-<p class="banner" id="dash-banner" hidden></p>
-<nav class="tabs" aria-label="Dashboard sections">
-${tabs.map(([id, label]) => html`<a href="#${id}" id="tab-${id}" data-tab="${id}">${label}</a>`)}
-</nav>
-
-<section class="panel" id="panel-images" data-panel="images" aria-labelledby="images-title">
+/** The "Your images" tab (dashboard-images.js): filters, bulk changes, the grid and the image dialog. */
+const imagesPanel = (
+  config: Config,
+) => html`<section class="panel" id="panel-images" data-panel="images" aria-labelledby="images-title">
 <h2 id="images-title">Your images</h2>
 <div class="toolbar">
 <label>Visibility <select id="filter-visibility"><option value="">All</option><option value="public">Public</option><option value="private">Private</option></select></label>
@@ -375,9 +365,10 @@ ${tabs.map(([id, label]) => html`<a href="#${id}" id="tab-${id}" data-tab="${id}
 <p class="status" id="image-dialog-status" role="status" aria-live="polite"></p>
 <form method="dialog" class="actions"><button class="secondary">Close</button></form>
 </dialog>
-</section>
+</section>`
 
-<section class="panel" id="panel-albums" data-panel="albums" aria-labelledby="albums-title" hidden>
+/** The "Albums" tab (dashboard-albums.js): create, list and edit albums. */
+const albumsPanel = html`<section class="panel" id="panel-albums" data-panel="albums" aria-labelledby="albums-title" hidden>
 <h2 id="albums-title">Albums</h2>
 <form class="card form-grid" id="album-create">
 <h3>New album</h3>
@@ -402,9 +393,10 @@ ${tabs.map(([id, label]) => html`<a href="#${id}" id="tab-${id}" data-tab="${id}
 <div class="actions"><button type="submit">Save</button><button type="button" class="secondary" data-cancel>Cancel</button></div>
 </form>
 </template>
-</section>
+</section>`
 
-<section class="panel" id="panel-keys" data-panel="keys" aria-labelledby="keys-title" hidden>
+/** The "API keys" tab (dashboard-keys.js): create a key, shown once with its uploader configs, and list keys. */
+const keysPanel = html`<section class="panel" id="panel-keys" data-panel="keys" aria-labelledby="keys-title" hidden>
 <h2 id="keys-title">API keys</h2>
 <p class="muted">Keys let tools such as ShareX, scripts and bots upload with your account (header <code>X-API-Key</code>). See <a href="/swagger">the API documentation</a>.</p>
 <form class="card form-inline" id="key-create">
@@ -422,9 +414,12 @@ ${clientDownloads}
 </div>
 <ul class="rows" id="key-list" aria-label="Your API keys"></ul>
 <template id="client-downloads-template">${clientDownloads}</template>
-</section>
+</section>`
 
-<section class="panel" id="panel-embeds" data-panel="embeds" aria-labelledby="embeds-title" hidden>
+/** The "Embed profiles" tab (dashboard-embeds.js): the profile form beside its chat preview, and the list. */
+const embedsPanel = (
+  config: Config,
+) => html`<section class="panel" id="panel-embeds" data-panel="embeds" aria-labelledby="embeds-title" hidden>
 <h2 id="embeds-title">Embed profiles</h2>
 <p class="muted">How your image links look when they are posted in chat apps and social media. <span id="embed-count"></span></p>
 <div class="embed-editor">
@@ -468,9 +463,10 @@ ${clientDownloads}
 </div>
 <p class="status" id="embeds-status" role="status" aria-live="polite"></p>
 <ul class="rows" id="embed-list" aria-label="Your embed profiles"></ul>
-</section>
+</section>`
 
-<section class="panel" id="panel-usage" data-panel="usage" aria-labelledby="usage-title" hidden>
+/** The "Usage" tab (dashboard-usage.js): storage and upload window. */
+const usagePanel = html`<section class="panel" id="panel-usage" data-panel="usage" aria-labelledby="usage-title" hidden>
 <h2 id="usage-title">Usage</h2>
 <div class="card">
 <h3>Storage</h3>
@@ -483,9 +479,10 @@ ${clientDownloads}
 <progress id="window-bar" max="100" value="0" aria-labelledby="window-text"></progress>
 <p id="window-text"></p>
 </div>
-</section>
+</section>`
 
-<section class="panel" id="panel-settings" data-panel="settings" aria-labelledby="settings-title" hidden>
+/** The "Settings" tab (dashboard-settings.js): privacy and email. */
+const settingsPanel = html`<section class="panel" id="panel-settings" data-panel="settings" aria-labelledby="settings-title" hidden>
 <h2 id="settings-title">Settings</h2>
 <form class="card" id="settings-form">
 <h3>Privacy</h3>
@@ -499,9 +496,10 @@ ${clientDownloads}
 <div class="actions"><button type="button" class="secondary" id="resend-verification" hidden>Send a new verification email</button><a class="button secondary" href="/verify">Enter a token</a></div>
 <p class="status" id="email-action-status" role="status" aria-live="polite"></p>
 </div>
-</section>
+</section>`
 
-<section class="panel" id="panel-security" data-panel="security" aria-labelledby="security-title" hidden>
+/** The "Security" tab (dashboard-security.js): password and sessions, two-factor, passkeys. */
+const securityPanel = html`<section class="panel" id="panel-security" data-panel="security" aria-labelledby="security-title" hidden>
 <h2 id="security-title">Security</h2>
 <div id="security-sessions" data-security-section="sessions">${passwordAndSessions}</div>
 <div id="security-totp" data-security-section="totp">${totpCard}</div>
@@ -517,7 +515,34 @@ ${clientDownloads}
 <p class="status" id="passkeys-status" role="status" aria-live="polite"></p>
 <ul class="rows" id="passkey-list" aria-label="Your passkeys"></ul>
 </div>
-</section>
+</section>`
+
+/** The dashboard: a client-side app over the JSON API (dashboard.js and dashboard-<tab>.js); this is its static markup. */
+export function renderDashboard(renderer: PageRenderer, config: Config): Response {
+  const body = html`<div class="dashboard" id="dashboard" data-site-name="${config.siteName}" data-site-color="${config.siteColor}" data-public-url="${config.publicUrl}" data-max-embeds="${MAX_EMBED_PROFILES}" data-max-bulk="${MAX_BULK_EMBED}" data-placeholders="${PLACEHOLDERS.join(' ')}" data-share-codes="${listedShareCodes(config.cdnUrl)}">
+<div class="dash-head">
+<h1>Dashboard</h1>
+<p class="muted" id="dash-user">Loading your account…</p>
+</div>
+${needsScript}
+<p class="banner" id="dash-banner" hidden></p>
+<nav class="tabs" aria-label="Dashboard sections">
+${tabs.map(([id, label]) => html`<a href="#${id}" id="tab-${id}" data-tab="${id}">${label}</a>`)}
+</nav>
+
+${imagesPanel(config)}
+
+${albumsPanel}
+
+${keysPanel}
+
+${embedsPanel(config)}
+
+${usagePanel}
+
+${settingsPanel}
+
+${securityPanel}
 </div>`
 
   return renderer.respond({

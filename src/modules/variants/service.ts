@@ -8,32 +8,25 @@ import { randomToken } from '../../lib/crypto'
 import { log } from '../../log'
 import type { Media, VariantSpec } from '../../media'
 import { MediaError } from '../../media/errors'
-import { tooCostly } from '../../media/work'
 import { type Storage, type StorageKey, variantKey } from '../../storage'
 import { OriginalMissingError, withLocalOriginal } from '../../storage/local-copy'
 import { PoolBusyError } from '../../workers/pool'
 import type { ImageEvents } from '../images/events'
+import { createRefusals } from './refusals'
 import {
-  failureOf,
   forgetVariant,
   isStored,
   leastRecentlyUsed,
-  recordFailure,
   recordVariant,
   storedBytes,
   variantsOf,
   writeUses,
 } from './repository'
 import { signedVariantPath, verifyVariantQuery } from './signing'
-import { variantName, workFactsOf } from './specs'
+import { variantName } from './specs'
 
 /** Rows read per step of an eviction. */
 const EVICT_BATCH = 100
-/** Images whose failed sizes are remembered in memory (each also in the database, which any instance reads). */
-const KNOWN_FAILURES = 10_000
-
-/** The answer to a size whose job failed, with the job's reason. */
-const couldNotMake = (reason: string) => `This size could not be made from the original: ${reason}`
 
 /** What the service needs of an image to decide on and make its sizes. */
 export interface VariantImage {
@@ -79,14 +72,7 @@ export function createVariantService(deps: {
   const now = deps.now ?? Date.now
   const making = new Map<StorageKey, Promise<void>>()
   const uses = new Map<StorageKey, number>()
-  /** Failed sizes seen by this instance, by image (so an image's go with it), oldest image first. */
-  const failures = new Map<string, Map<StorageKey, string>>()
-  const rememberFailure = (imageId: string, key: StorageKey, reason: string) => {
-    const known = failures.get(imageId) ?? new Map<StorageKey, string>()
-    failures.delete(imageId)
-    if (failures.size >= KNOWN_FAILURES) failures.delete(failures.keys().next().value!)
-    failures.set(imageId, known.set(key, reason))
-  }
+  const { refusal, failed, forget } = createRefusals(deps)
   // Keys known to be stored, so a cached request asks no SQL (it cost ~20x the rest of the answer). Rows leave only
   // through `removeStored` (here, or on PostgreSQL in another instance, which the change feed tells), or (the orphan
   // sweep, `cli check`) with their image, which /cdn no longer finds.
@@ -133,23 +119,6 @@ export function createVariantService(deps: {
     }
   }
 
-  /**
-   * The job failed for a reason of the original's (a MediaError: undecodable, past a budget): remembered for every
-   * instance and charged to the image's sender. Remembering is bookkeeping: a database that cannot take it still
-   * answers the reason.
-   */
-  async function failed(image: VariantImage, key: StorageKey, error: MediaError): Promise<Unprocessable> {
-    const reason = error.message
-    rememberFailure(image.id, key, reason)
-    try {
-      await recordFailure(db, { key, imageId: image.id, reason })
-      await deps.chargeSender(image.id)
-    } catch (cause) {
-      log.warn('variant failure not recorded', { key, error: String(cause) })
-    }
-    return new Unprocessable(couldNotMake(reason))
-  }
-
   /** Runs the job; what the original causes is a 422 (remembered), a full queue a 503 (tried again later). */
   async function render(image: VariantImage, spec: VariantSpec, key: StorageKey, target: string, owner: string) {
     try {
@@ -181,24 +150,8 @@ export function createVariantService(deps: {
 
   /** Removes every variant of an image (it was deleted or expired); its failures' rows go with its row. */
   async function removeFor(imageId: string) {
-    failures.delete(imageId)
+    forget(imageId)
     for (const { key } of await variantsOf(db, imageId)) await removeStored(key)
-  }
-
-  /**
-   * Why `spec` of `image` will not be made: predicted past the budget from the row, or failed before (known here, else
-   * asked of the database); null when it may be made.
-   */
-  function refusal(image: VariantImage, spec: VariantSpec, key: StorageKey): string | null | Promise<string | null> {
-    const costly = tooCostly(workFactsOf(image), spec, deps.maxPixels)
-    if (costly) return costly
-    const known = failures.get(image.id)?.get(key)
-    if (known) return couldNotMake(known)
-    return failureOf(db, key).then((reason) => {
-      if (!reason) return null
-      rememberFailure(image.id, key, reason)
-      return couldNotMake(reason)
-    })
   }
 
   return {
