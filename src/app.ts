@@ -47,6 +47,7 @@ import { createUploadPipeline } from './modules/images/upload'
 import { legacyLinksModule } from './modules/import'
 import { legacyRedirectsFrom } from './modules/import/model'
 import { pagesModule } from './modules/pages'
+import { robotsTxtFrom } from './modules/pages/robots'
 import { createPageService } from './modules/pages/service'
 import { reportsModule } from './modules/reports'
 import { createReportService } from './modules/reports/service'
@@ -59,8 +60,18 @@ import { webhooksModule } from './modules/webhooks'
 import { createWebhookService, type WebhookOptions } from './modules/webhooks/service'
 import type { Storage } from './storage'
 
+/**
+ * The files the operator names (LEGACY_REDIRECTS, ROBOTS_TXT), each read by the feature that knows its format: read
+ * before the data directory or the database is touched, so a malformed one stops the start with nothing changed.
+ */
+export const operatorFiles = (config: Config) => ({
+  legacyRedirects: legacyRedirectsFrom(config.legacyRedirectsFile),
+  robotsTxt: robotsTxtFrom(config.robotsTxtFile),
+})
+
 export interface AppDeps {
   config: Config
+  files: ReturnType<typeof operatorFiles>
   db: Db
   mailer: Mailer
   jwtSecret: string
@@ -282,8 +293,8 @@ export function createApp(deps: AppDeps) {
     .use(galleryModule(gallery))
     .use(albumsModule(albums, guard))
     .use(embedsModule(embeds, guard))
-    .use(pagesModule({ config, pages, images, albums, gallery }))
-  const legacyRedirects = legacyRedirectsFrom(config.legacyRedirectsFile)
+    .use(pagesModule({ config, pages, images, albums, gallery, robotsTxt: deps.files.robotsTxt }))
+  const { legacyRedirects } = deps.files
   if (legacyRedirects) {
     const base = { publicUrl: config.publicUrl, cdnBase: config.cdnUrl }
     app.use(legacyLinksModule({ redirects: legacyRedirects, images, base }))

@@ -19,7 +19,7 @@ async function start() {
   try {
     return await startServer(config)
   } catch (error) {
-    // A file the configuration names (LEGACY_REDIRECTS, ROBOTS_TXT) is read by its feature as the app is built.
+    // A file the configuration names (LEGACY_REDIRECTS, ROBOTS_TXT) is read by its feature before anything is opened.
     if (error instanceof DataDirLockedError || error instanceof ConfigError) {
       console.error(error.message)
       process.exit(1)

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { type AppDeps, createApp } from './app'
+import { type AppDeps, createApp, operatorFiles } from './app'
 import type { Config } from './config'
 import { openChangeFeed } from './db/changes'
 import { startCheckpointer } from './db/checkpointer'
@@ -44,18 +44,24 @@ const TUS_SWEEP_MS = 10 * 60_000
 
 /** Opens the data directory and database, builds the app and listens; `stop` shuts everything down cleanly. */
 export async function startServer(config: Config, overrides: ServerOverrides = {}) {
+  const files = operatorFiles(config)
   mkdirSync(config.dataDir, { recursive: true })
   // One server per data directory, before anything in it is touched (DataDirLockedError otherwise).
   const dataDirLock = lockDataDir(config.dataDir, 'refusing to start')
   try {
-    return await start(config, overrides, dataDirLock)
+    return await start(config, overrides, dataDirLock, files)
   } catch (error) {
     dataDirLock.release()
     throw error
   }
 }
 
-async function start(config: Config, overrides: ServerOverrides, dataDirLock: { release(): void }) {
+async function start(
+  config: Config,
+  overrides: ServerOverrides,
+  dataDirLock: { release(): void },
+  files: AppDeps['files'],
+) {
   const sqlitePath = join(config.dataDir, 'imghost.sqlite')
   const db = await openServiceDatabase({
     databaseUrl: config.databaseUrl,
@@ -73,7 +79,7 @@ async function start(config: Config, overrides: ServerOverrides, dataDirLock: { 
     log.warn('STORAGE=local with DATABASE_URL: every instance must see the same files directory (a shared volume)', {
       files: join(config.dataDir, 'files'),
     })
-  const deps = appDeps(config, overrides, { db, reads, changes })
+  const deps = appDeps(config, overrides, { db, reads, changes, files })
   const now = deps.now ?? Date.now
   const { tmpDir } = config
   // Background jobs that instances sharing a database run one at a time (each instance still has them scheduled).
@@ -226,7 +232,7 @@ function periodic(
 function appDeps(
   config: Config,
   overrides: ServerOverrides,
-  opened: Pick<AppDeps, 'db' | 'reads' | 'changes'>,
+  opened: Pick<AppDeps, 'db' | 'reads' | 'changes' | 'files'>,
 ): AppDeps {
   return {
     config,

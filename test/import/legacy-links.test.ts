@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ConfigError } from '../../src/config'
@@ -143,5 +143,7 @@ describe('a malformed LEGACY_REDIRECTS file is refused at startup', () => {
     expect(proc.exitCode).toBe(1)
     expect(proc.stderr.toString()).toContain('Invalid LEGACY_REDIRECTS file')
     expect(proc.stderr.toString()).toContain('line 2: 1 fields')
+    // Before anything was touched: no data directory, so no database either.
+    expect(existsSync(join(scratch, 'data'))).toBe(false)
   })
 })

@@ -26,7 +26,6 @@ import { renderGallery, renderProfile } from './feeds'
 import { asOfParam, pageParam } from './grid'
 import { OEmbedQuery, OEmbedResponse } from './model'
 import { oembedFor } from './oembed'
-import { robotsTxtFrom } from './robots'
 import type { PageService } from './service'
 import { renderUploadPage } from './upload'
 import { renderViewer } from './viewer'
@@ -43,10 +42,11 @@ export function pagesModule(deps: {
   images: ImageService
   albums: AlbumService
   gallery: GalleryService
+  /** The robots.txt to answer (ROBOTS_TXT's, or the default). */
+  robotsTxt: string
 }) {
-  const { config, pages, images, albums, gallery } = deps
+  const { config, pages, images, albums, gallery, robotsTxt } = deps
   const renderer = createPageRenderer(config)
-  const robotsTxt = robotsTxtFrom(config.robotsTxtFile)
 
   async function albumPage(id: string, at: { page: string | undefined; password: string | undefined; ip: string }) {
     const pageNumber = pageParam(at.page)
