@@ -8,7 +8,7 @@ import { bodyLimit } from './http/body-limit'
 import { htmlCompression } from './http/compression'
 import { errorModel } from './http/errors'
 import { allowedMethods } from './http/methods'
-import { createMetrics, requestLog } from './http/observability'
+import { createMetrics, type Metrics, requestLog } from './http/observability'
 import { apiDocs } from './http/openapi'
 import type { PathId } from './http/openapi-document'
 import { globalRateLimit } from './http/rate-limit'
@@ -153,48 +153,7 @@ export function createApp(deps: AppDeps) {
     now: now ?? Date.now,
   })
   const oidc = config.oidc && createOidcService({ db, oidc: config.oidc, auth, now: now ?? Date.now })
-  // Image events (upload, delete) reach the webhooks through this one hook.
-  const webhooks = createWebhookService({ db, config, options: deps.webhookOptions })
-  const variants = createVariantService({
-    db,
-    storage,
-    media: deps.media,
-    tmpDir: config.tmpDir,
-    secret: deps.variantSecret,
-    storageLimit: config.variants.storageLimit,
-    maxPixels: config.limits.maxPixels,
-    chargeSender: imageSenderCharge(db, config, now ?? Date.now),
-    changes: deps.changes,
-    now,
-  })
-  const imageEvents: ImageEvents = {
-    emit(type, image) {
-      webhooks.events.emit(type, image)
-      variants.events.emit(type, image)
-    },
-  }
-  const reads = deps.reads ?? listReads(db)
-  const images = createImageService({ db, config, storage, events: imageEvents, changes: deps.changes, reads, now })
-  const blocks = createBlockService({
-    db,
-    changes: deps.changes,
-    storage,
-    maxDistance: config.blockHammingDistance,
-    publicUrl: config.publicUrl,
-  })
-  const pipeline = createUploadPipeline({
-    db,
-    config,
-    storage,
-    media: deps.media,
-    classifier,
-    thresholds: config.nsfw.thresholds,
-    blocks,
-    images,
-    metrics,
-    events: imageEvents,
-    now,
-  })
+  const { webhooks, variants, images, blocks, pipeline, reads } = imageServices(deps, metrics, classifier)
   const tus = createTusService({ db, config, pipeline, answer: finishedAnswer, options: deps.tusOptions })
   const gallery = createGalleryService({ db, config, reads, now: images.now })
   const albums = createAlbumService({
@@ -226,23 +185,7 @@ export function createApp(deps: AppDeps) {
     countViews: config.countViews,
     serve: config.storage.driver === 's3' ? config.storage.s3.serve : 'stream',
   })
-  // Instances sharing a PostgreSQL database add up their counts (SQLite: one process holds them all).
-  const rateLimit = globalRateLimit({
-    limit: config.limits.globalPerMinute,
-    trustProxy: config.trustProxy,
-    now,
-    shared: sharedDatabase
-      ? async (batch, at, windowMs) =>
-          (
-            await addToSharedWindows(
-              db,
-              batch.map((b) => ({ key: `api:${b.key}`, count: b.count })),
-              at,
-              windowMs,
-            )
-          ).map((t) => ({ ...t, key: t.key.slice('api:'.length) }))
-      : undefined,
-  })
+  const rateLimit = apiRateLimit(deps)
   const services = {
     reports,
     blocks,
@@ -303,4 +246,73 @@ export function createApp(deps: AppDeps) {
   app.store.allowedMethods = allowedMethods(app.routes)
 
   return { app, services, rateLimit }
+}
+
+/** The services an image passes through (upload, variants, blocks, events), wired to one another. */
+function imageServices(deps: AppDeps, metrics: Metrics, classifier: Classifier) {
+  const { config, db, storage, now } = deps
+  // Image events (upload, delete) reach the webhooks through this one hook.
+  const webhooks = createWebhookService({ db, config, options: deps.webhookOptions })
+  const variants = createVariantService({
+    db,
+    storage,
+    media: deps.media,
+    tmpDir: config.tmpDir,
+    secret: deps.variantSecret,
+    storageLimit: config.variants.storageLimit,
+    maxPixels: config.limits.maxPixels,
+    chargeSender: imageSenderCharge(db, config, now ?? Date.now),
+    changes: deps.changes,
+    now,
+  })
+  const imageEvents: ImageEvents = {
+    emit(type, image) {
+      webhooks.events.emit(type, image)
+      variants.events.emit(type, image)
+    },
+  }
+  const reads = deps.reads ?? listReads(db)
+  const images = createImageService({ db, config, storage, events: imageEvents, changes: deps.changes, reads, now })
+  const blocks = createBlockService({
+    db,
+    changes: deps.changes,
+    storage,
+    maxDistance: config.blockHammingDistance,
+    publicUrl: config.publicUrl,
+  })
+  const pipeline = createUploadPipeline({
+    db,
+    config,
+    storage,
+    media: deps.media,
+    classifier,
+    thresholds: config.nsfw.thresholds,
+    blocks,
+    images,
+    metrics,
+    events: imageEvents,
+    now,
+  })
+  return { webhooks, variants, images, blocks, pipeline, reads }
+}
+
+/** The global per-IP limit of API requests. */
+function apiRateLimit({ config, db, now }: AppDeps) {
+  // Instances sharing a PostgreSQL database add up their counts (SQLite: one process holds them all).
+  return globalRateLimit({
+    limit: config.limits.globalPerMinute,
+    trustProxy: config.trustProxy,
+    now,
+    shared: sharedDatabase
+      ? async (batch, at, windowMs) =>
+          (
+            await addToSharedWindows(
+              db,
+              batch.map((b) => ({ key: `api:${b.key}`, count: b.count })),
+              at,
+              windowMs,
+            )
+          ).map((t) => ({ ...t, key: t.key.slice('api:'.length) }))
+      : undefined,
+  })
 }

@@ -149,8 +149,8 @@ function deepFreeze<T extends object>(value: T): T {
   return Object.freeze(value)
 }
 
-/** Parses and checks the environment once; a bad value throws a ConfigError naming the variable. */
-export function loadConfig(env: Record<string, string | undefined> = process.env) {
+/** Every variable, parsed and checked alone (its default when unset or empty). */
+function parseVariables(env: Record<string, string | undefined>): Parsed {
   const raw = {} as Parsed
   for (const [name, spec] of Object.entries(variables)) {
     const given = env[name]
@@ -160,6 +160,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       spec.schema,
     )
   }
+  return raw
+}
+
+/** What one variable alone cannot tell: values that need or exclude each other. */
+function checkCombinations(raw: Parsed) {
   // HS256 with a shorter key can be brute-forced offline from any token: at least 32 bytes (256 bits), as RFC 7518 asks.
   if (raw.JWT_SECRET && Buffer.byteLength(raw.JWT_SECRET) < MIN_JWT_SECRET_BYTES) {
     throw new ConfigError(
@@ -191,6 +196,43 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   } else if (isTrue(raw.OIDC_ONLY)) {
     throw new ConfigError('Invalid value for OIDC_ONLY: true needs OIDC_ISSUER (nobody could log in)')
   }
+}
+
+/** The limits slice: files, sizes, storage, windows and guesses. */
+const limitsOf = (raw: Parsed) =>
+  Object.freeze({
+    user: { maxFiles: raw.MAX_FILES_PER_UPLOAD, maxFileSize: raw.MAX_FILE_SIZE },
+    admin: { maxFiles: raw.ADMIN_MAX_FILES_PER_UPLOAD },
+    storage: { unverified: raw.UNVERIFIED_STORAGE_LIMIT, verified: raw.VERIFIED_STORAGE_LIMIT },
+    uploadsPerHour: raw.UPLOADS_PER_HOUR,
+    anonymous: {
+      maxFiles: raw.ANON_MAX_FILES_PER_UPLOAD,
+      maxFileSize: raw.ANON_MAX_FILE_SIZE,
+      uploads: raw.ANON_UPLOADS_PER_WINDOW,
+      windowSeconds: raw.ANON_WINDOW_SECONDS,
+    },
+    globalPerMinute: raw.GLOBAL_RATE_LIMIT,
+    maxPixels: raw.MAX_IMAGE_PIXELS,
+    /** Abuse reports per IP per hour. */
+    reportsPerHour: raw.REPORTS_PER_HOUR,
+    /** Uploads refused after processing began (not an image, undecodable, blocked...), per IP and per account. */
+    refused: { perWindow: raw.REFUSED_UPLOADS_PER_WINDOW, windowSeconds: raw.REFUSED_UPLOADS_WINDOW_SECONDS },
+    /** Uploads being received or processed at once. */
+    inFlight: { perIp: raw.UPLOADS_IN_FLIGHT_PER_IP, perAccount: raw.UPLOADS_IN_FLIGHT_PER_ACCOUNT },
+    /** Failed password attempts (logins, album passwords) allowed per fixed window before 429. */
+    guesses: {
+      loginPerAccount: raw.LOGIN_FAILURES_PER_ACCOUNT,
+      loginPerIp: raw.LOGIN_FAILURES_PER_IP,
+      albumPerAlbum: raw.ALBUM_PASSWORD_FAILURES_PER_ALBUM,
+      albumPerIp: raw.ALBUM_PASSWORD_FAILURES_PER_IP,
+      windowSeconds: raw.PASSWORD_FAILURES_WINDOW_SECONDS,
+    },
+  })
+
+/** Parses and checks the environment once; a bad value throws a ConfigError naming the variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env) {
+  const raw = parseVariables(env)
+  checkCombinations(raw)
   const publicUrl = (raw.PUBLIC_URL || `http://localhost:${raw.PORT}`).replace(/\/+$/, '')
   const dataDir = resolve(raw.DATA_DIR)
   return deepFreeze({
@@ -218,34 +260,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     countViews: isTrue(raw.COUNT_VIEWS),
     /** Who may register: anyone (`open`), holders of an admin's invite (`invite`), or nobody (`closed`). */
     registration: raw.REGISTRATION,
-    limits: Object.freeze({
-      user: { maxFiles: raw.MAX_FILES_PER_UPLOAD, maxFileSize: raw.MAX_FILE_SIZE },
-      admin: { maxFiles: raw.ADMIN_MAX_FILES_PER_UPLOAD },
-      storage: { unverified: raw.UNVERIFIED_STORAGE_LIMIT, verified: raw.VERIFIED_STORAGE_LIMIT },
-      uploadsPerHour: raw.UPLOADS_PER_HOUR,
-      anonymous: {
-        maxFiles: raw.ANON_MAX_FILES_PER_UPLOAD,
-        maxFileSize: raw.ANON_MAX_FILE_SIZE,
-        uploads: raw.ANON_UPLOADS_PER_WINDOW,
-        windowSeconds: raw.ANON_WINDOW_SECONDS,
-      },
-      globalPerMinute: raw.GLOBAL_RATE_LIMIT,
-      maxPixels: raw.MAX_IMAGE_PIXELS,
-      /** Abuse reports per IP per hour. */
-      reportsPerHour: raw.REPORTS_PER_HOUR,
-      /** Uploads refused after processing began (not an image, undecodable, blocked...), per IP and per account. */
-      refused: { perWindow: raw.REFUSED_UPLOADS_PER_WINDOW, windowSeconds: raw.REFUSED_UPLOADS_WINDOW_SECONDS },
-      /** Uploads being received or processed at once. */
-      inFlight: { perIp: raw.UPLOADS_IN_FLIGHT_PER_IP, perAccount: raw.UPLOADS_IN_FLIGHT_PER_ACCOUNT },
-      /** Failed password attempts (logins, album passwords) allowed per fixed window before 429. */
-      guesses: {
-        loginPerAccount: raw.LOGIN_FAILURES_PER_ACCOUNT,
-        loginPerIp: raw.LOGIN_FAILURES_PER_IP,
-        albumPerAlbum: raw.ALBUM_PASSWORD_FAILURES_PER_ALBUM,
-        albumPerIp: raw.ALBUM_PASSWORD_FAILURES_PER_IP,
-        windowSeconds: raw.PASSWORD_FAILURES_WINDOW_SECONDS,
-      },
-    }),
+    limits: limitsOf(raw),
     expiry: Object.freeze({
       /** Longest expiry an upload or a PATCH may ask for, seconds. */
       maxSeconds: raw.MAX_EXPIRY,

@@ -72,6 +72,42 @@ export async function discardFiles(files: ReceivedFile[]) {
   await Promise.all(files.map((f) => rm(f.path, { force: true })))
 }
 
+/** Closes every file's handle; a close (or an open) that fails fails the upload. */
+const closeAll = (sinks: { handle: Promise<FileHandle> }[], fail: (error: Error) => void) =>
+  Promise.all(
+    sinks.map((s) =>
+      s.handle.then(
+        (h) => h.close().catch((error: Error) => fail(error)),
+        (error: Error) => fail(error),
+      ),
+    ),
+  )
+
+/** busboy over the request's multipart body (a 400 if it is none), file parts told from fields as the door says. */
+function multipartParser(request: Request, options: MultipartOptions) {
+  const fileField = options.fileField ?? 'file'
+  const contentType = request.headers.get('content-type') ?? ''
+  const body = request.body
+  if (!contentType.toLowerCase().startsWith('multipart/form-data') || !body) {
+    throw badRequest(`Expected a multipart/form-data body with one or more \`${fileField}\` fields`)
+  }
+  const isPartAFile = (name: string | undefined, type: string | undefined, filename: string | undefined) =>
+    filename !== undefined ||
+    type === 'application/octet-stream' ||
+    (options.textAsFile === true && name === options.fileField)
+  try {
+    const parser: BusboyInstance = new Busboy({
+      headers: { 'content-type': contentType },
+      // No file count here: the limits may depend on the fields; files past them are refused as they arrive.
+      limits: { fieldSize: MAX_FIELD_BYTES, fields: MAX_FIELDS },
+      isPartAFile,
+    })
+    return { parser, body }
+  } catch {
+    throw badRequest('Malformed multipart body')
+  }
+}
+
 /**
  * Streams a multipart body to temp files (never holding a whole file in memory), hashing as it goes.
  * Stops reading as soon as a limit is passed: too many files is 400, a file over the size limit 413.
@@ -85,26 +121,8 @@ export async function receiveMultipart(
   limitsFor: LimitsFor,
   options: MultipartOptions = {},
 ): Promise<ReceivedUpload> {
-  const contentType = request.headers.get('content-type') ?? ''
   const fileField = options.fileField ?? 'file'
-  if (!contentType.toLowerCase().startsWith('multipart/form-data') || !request.body) {
-    throw badRequest(`Expected a multipart/form-data body with one or more \`${fileField}\` fields`)
-  }
-  const isPartAFile = (name: string | undefined, type: string | undefined, filename: string | undefined) =>
-    filename !== undefined ||
-    type === 'application/octet-stream' ||
-    (options.textAsFile === true && name === options.fileField)
-  let parser: BusboyInstance
-  try {
-    parser = new Busboy({
-      headers: { 'content-type': contentType },
-      // No file count here: the limits may depend on the fields; files past them are refused as they arrive.
-      limits: { fieldSize: MAX_FIELD_BYTES, fields: MAX_FIELDS },
-      isPartAFile,
-    })
-  } catch {
-    throw badRequest('Malformed multipart body')
-  }
+  const { parser, body } = multipartParser(request, options)
 
   const files: ReceivedFile[] = []
   const fields: Record<string, string> = {}
@@ -205,7 +223,7 @@ export async function receiveMultipart(
   /** Waits for every write issued so far; a failed one (a full disk) fails the upload as it is. */
   const flushed = () => Promise.all(sinks.map((s) => s.written.catch((error: Error) => fail(error))))
 
-  const reader = request.body.getReader()
+  const reader = body.getReader()
   try {
     for (;;) {
       let chunk: Awaited<ReturnType<typeof reader.read>>
@@ -242,14 +260,7 @@ export async function receiveMultipart(
     if (failed) reader.cancel().catch(() => {})
     // Every file closed before any is removed; a close can still report a failed write.
     await flushed()
-    await Promise.all(
-      sinks.map((s) =>
-        s.handle.then(
-          (h) => h.close().catch((error: Error) => fail(error)),
-          (error: Error) => fail(error),
-        ),
-      ),
-    )
+    await closeAll(sinks, fail)
   }
   if (failed) {
     await discardFiles(files)

@@ -111,6 +111,71 @@ async function hashPixels(image: Sharp): Promise<string | null> {
   return perceptualHash(new Uint8Array(data.buffer, data.byteOffset, data.length))
 }
 
+function checkPixels(width: number, height: number, maxPixels: number): void {
+  if (width * height > maxPixels) throw new MediaError(exceedsMessage(maxPixels))
+}
+
+const still = { animated: false, frames: 1, filterPasses: 0 }
+
+/**
+ * An SVG's size, and what drawing it asks for (src/media/svg-work.ts): one whose elements, or whose thumbnail, would
+ * take more than a picture's pixel work is refused before it is drawn.
+ */
+async function probeSvg(bytes: Uint8Array, maxPixels: number): Promise<ImageInfo> {
+  const meta = await decoding(() => sharp(bytes, { limitInputPixels: false }).metadata())
+  const { width, height } = meta
+  if (!width || !height) throw undecodable()
+  checkPixels(width, height, maxPixels)
+  const work = svgWork(new TextDecoder().decode(bytes))
+  const info: ImageInfo = { format: 'svg', width, height, ...still, filterPasses: work.filterPasses }
+  const budget = workBudget(maxPixels)
+  if (work.elements * SVG_ELEMENT_WORK > budget)
+    throw new MediaError(
+      `SVG too complex: it draws ${work.elements.toLocaleString('en')} elements once its references are followed`,
+    )
+  if (renderWork(info, THUMBNAIL_BOX, false) > budget)
+    throw new MediaError(
+      `SVG too complex: it runs ${work.filterPasses.toLocaleString('en')} filter passes once its references are followed`,
+    )
+  return info
+}
+
+const fitThumbnail = (image: Sharp) =>
+  image.resize(THUMBNAIL_SIZE, THUMBNAIL_SIZE, { fit: 'inside', withoutEnlargement: true })
+const encodeThumbnail = (image: Sharp) => image.webp({ quality: 80, effort: 4 })
+
+const ENCODERS: Record<VariantSpec['format'], (image: Sharp) => Sharp> = {
+  // The thumbnail's WebP settings: /cdn/medium is the thumbnail, and its other formats look the same.
+  webp: encodeThumbnail,
+  avif: (image) => image.avif({ quality: 50, effort: 2 }),
+  jpg: (image) => image.flatten({ background: '#ffffff' }).jpeg({ quality: 82 }),
+  png: (image) => image.png({ compressionLevel: 6 }),
+}
+
+/** An image's format, size and frames, from its header (a decoder of ours reads only what it needs). */
+async function probe(path: string, format: ImageFormat, maxPixels: number): Promise<ImageInfo> {
+  if (format === 'bmp') return { format, ...readBmpSize(await readHead(path, BMP_HEAD_BYTES)), ...still }
+  if (format === 'ico') {
+    const entry = largestIcoEntry(await readHead(path, DETECT_HEAD_BYTES))
+    const { width, height } = icoEntrySize(await readHead(path, 40, entry.offset))
+    return { format, width, height, ...still }
+  }
+  if (format === 'svg') return probeSvg(await Bun.file(path).bytes(), maxPixels)
+  // Header-only read; the pixel limit is applied by us below so a bomb gets the right message.
+  const meta = await decoding(() => sharp(path, { limitInputPixels: false }).metadata())
+  const pages = meta.pages ?? 1
+  const animated = (format === 'gif' || format === 'webp') && pages > 1
+  // Orientation 5-8 swaps the sides; browsers and our thumbnails show the image turned upright. HEIF turns its
+  // picture by its own properties (libheif's size already has them applied) and ignores an Exif Orientation.
+  const upright = format === 'heic' ? meta : (meta.autoOrient ?? meta)
+  const { width, height } = upright
+  if (!width || !height) throw undecodable()
+  if (animated && width * height * pages > workBudget(maxPixels)) {
+    throw new MediaError('Animation has too many frames')
+  }
+  return { format, width, height, animated, frames: animated ? pages : 1, filterPasses: 0 }
+}
+
 /** Largest pixel buffer our own decoders (BMP, ICO) allocate unless told otherwise. */
 const DEFAULT_MAX_DECODE_BYTES = 512 * 1024 * 1024
 
@@ -122,58 +187,6 @@ export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?:
   sharp.cache(false)
   // 'error' rejects truncated or corrupt pixel data but tolerates harmless warnings (e.g. a known-bad sRGB profile).
   const decodeOptions: SharpOptions = { failOn: 'error', sequentialRead: true, limitInputPixels: maxPixels }
-
-  function checkPixels(width: number, height: number): void {
-    if (width * height > maxPixels) throw new MediaError(exceedsMessage(maxPixels))
-  }
-
-  const still = { animated: false, frames: 1, filterPasses: 0 }
-
-  async function probe(path: string, format: ImageFormat): Promise<ImageInfo> {
-    if (format === 'bmp') return { format, ...readBmpSize(await readHead(path, BMP_HEAD_BYTES)), ...still }
-    if (format === 'ico') {
-      const entry = largestIcoEntry(await readHead(path, DETECT_HEAD_BYTES))
-      const { width, height } = icoEntrySize(await readHead(path, 40, entry.offset))
-      return { format, width, height, ...still }
-    }
-    if (format === 'svg') return probeSvg(await Bun.file(path).bytes())
-    // Header-only read; the pixel limit is applied by us below so a bomb gets the right message.
-    const meta = await decoding(() => sharp(path, { limitInputPixels: false }).metadata())
-    const pages = meta.pages ?? 1
-    const animated = (format === 'gif' || format === 'webp') && pages > 1
-    // Orientation 5-8 swaps the sides; browsers and our thumbnails show the image turned upright. HEIF turns its
-    // picture by its own properties (libheif's size already has them applied) and ignores an Exif Orientation.
-    const upright = format === 'heic' ? meta : (meta.autoOrient ?? meta)
-    const { width, height } = upright
-    if (!width || !height) throw undecodable()
-    if (animated && width * height * pages > workBudget(maxPixels)) {
-      throw new MediaError('Animation has too many frames')
-    }
-    return { format, width, height, animated, frames: animated ? pages : 1, filterPasses: 0 }
-  }
-
-  /**
-   * An SVG's size, and what drawing it asks for (src/media/svg-work.ts): one whose elements, or whose thumbnail, would
-   * take more than a picture's pixel work is refused before it is drawn.
-   */
-  async function probeSvg(bytes: Uint8Array): Promise<ImageInfo> {
-    const meta = await decoding(() => sharp(bytes, { limitInputPixels: false }).metadata())
-    const { width, height } = meta
-    if (!width || !height) throw undecodable()
-    checkPixels(width, height)
-    const work = svgWork(new TextDecoder().decode(bytes))
-    const info: ImageInfo = { format: 'svg', width, height, ...still, filterPasses: work.filterPasses }
-    const budget = workBudget(maxPixels)
-    if (work.elements * SVG_ELEMENT_WORK > budget)
-      throw new MediaError(
-        `SVG too complex: it draws ${work.elements.toLocaleString('en')} elements once its references are followed`,
-      )
-    if (renderWork(info, THUMBNAIL_BOX, false) > budget)
-      throw new MediaError(
-        `SVG too complex: it runs ${work.filterPasses.toLocaleString('en')} filter passes once its references are followed`,
-      )
-    return info
-  }
 
   /**
    * A sharp pipeline over the image. Files go to sharp by path, except SVG: it goes as bytes so that, having no base
@@ -212,24 +225,12 @@ export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?:
     }
   }
 
-  const fitThumbnail = (image: Sharp) =>
-    image.resize(THUMBNAIL_SIZE, THUMBNAIL_SIZE, { fit: 'inside', withoutEnlargement: true })
-  const encodeThumbnail = (image: Sharp) => image.webp({ quality: 80, effort: 4 })
-
   async function renderThumbnail(path: string, info: ImageInfo) {
     const image = await open(path, info, true)
     return decoding(async () => {
       const { data, info: out } = await encodeThumbnail(fitThumbnail(image)).toBuffer({ resolveWithObject: true })
       return { data, width: out.width, height: out.pageHeight ?? out.height }
     })
-  }
-
-  const ENCODERS: Record<VariantSpec['format'], (image: Sharp) => Sharp> = {
-    // The thumbnail's WebP settings: /cdn/medium is the thumbnail, and its other formats look the same.
-    webp: encodeThumbnail,
-    avif: (image) => image.avif({ quality: 50, effort: 2 }),
-    jpg: (image) => image.flatten({ background: '#ffffff' }).jpeg({ quality: 82 }),
-    png: (image) => image.png({ compressionLevel: 6 }),
   }
 
   /**
@@ -265,8 +266,8 @@ export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?:
     async inspect(path) {
       const format = detectFormat(await readHead(path, DETECT_HEAD_BYTES))
       if (!format) throw new MediaError('File is not a supported image')
-      const probed = await probe(path, format)
-      checkPixels(probed.width, probed.height)
+      const probed = await probe(path, format, maxPixels)
+      checkPixels(probed.width, probed.height, maxPixels)
       return probed
     },
 
