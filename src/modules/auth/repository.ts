@@ -1,4 +1,4 @@
-import { and, count, desc, eq, gt, isNotNull, isNull, lt, lte, ne, or, type SQL, sql } from 'drizzle-orm'
+import { and, count, desc, eq, gt, isNull, lt, lte, ne, or, type SQL, sql } from 'drizzle-orm'
 import { type Db, prepared, q, type Step, type Tx, transaction } from '../../db/client'
 import {
   type ApiKey,
@@ -228,15 +228,6 @@ export const deletePasskey = async (db: Db, id: number, userId: number): Promise
 export function* findTotp(db: Db | Tx, userId: number): Step<TotpSecret | undefined> {
   return (yield* q(db.select().from(totpSecrets).where(eq(totpSecrets.userId, userId))))[0]
 }
-
-/** Whether the account has TOTP turned on. */
-export const totpEnabled = async (db: Db, userId: number) =>
-  (
-    await db
-      .select({ userId: totpSecrets.userId })
-      .from(totpSecrets)
-      .where(and(eq(totpSecrets.userId, userId), isNotNull(totpSecrets.enabledAt)))
-  ).length > 0
 
 /** A new secret being set up (not enabled): it replaces an earlier one that was never confirmed. */
 export const savePendingTotp = async (db: Db, userId: number, secret: string) =>
