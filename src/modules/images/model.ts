@@ -15,51 +15,23 @@ export const ImageId = t.String({
   examples: ['Ab3dE5gH'],
 })
 
+/** Every shape opens with the image's id and its three links. */
+const LINKED = ['id', 'url', 'thumbnail', 'viewer'] as const
+
 /**
  * The fields of an image each response shows (INTERFACE.md), in the order it shows them: the one list per shape.
- * `imageFields` (repository.ts) maps an image to every field once; each answer picks its shape from here.
+ * `imageFields` (view.ts) maps an image to every field once; each answer picks its shape from here.
  */
 export const IMAGE_SHAPES = {
   /** upload answers (with `deleteToken` and `duplicateOf` after them when they apply) */
-  uploaded: [
-    'id',
-    'url',
-    'thumbnail',
-    'viewer',
-    'delete',
-    'width',
-    'height',
-    'size',
-    'mime',
-    'visibility',
-    'nsfw',
-    'filename',
-    'expiresAt',
-  ],
+  uploaded: [...LINKED, 'delete', 'width', 'height', 'size', 'mime', 'visibility', 'nsfw', 'filename', 'expiresAt'],
   /** GET /api/v1/image/:id */
-  details: [
-    'id',
-    'url',
-    'thumbnail',
-    'viewer',
-    'width',
-    'height',
-    'size',
-    'mime',
-    'views',
-    'visibility',
-    'nsfw',
-    'uploadedAt',
-    'expiresAt',
-  ],
+  details: [...LINKED, 'width', 'height', 'size', 'mime', 'views', 'visibility', 'nsfw', 'uploadedAt', 'expiresAt'],
   /** PATCH answers */
   patched: ['id', 'visibility', 'nsfw', 'expiresAt', 'filename'],
   /** the owner's list */
   listItem: [
-    'id',
-    'url',
-    'thumbnail',
-    'viewer',
+    ...LINKED,
     'filename',
     'size',
     'width',
@@ -72,53 +44,13 @@ export const IMAGE_SHAPES = {
     'expiresAt',
   ],
   /** gallery, search and profiles */
-  galleryItem: ['id', 'url', 'thumbnail', 'viewer', 'width', 'height', 'mime', 'views', 'created_at'],
+  galleryItem: [...LINKED, 'width', 'height', 'mime', 'views', 'created_at'],
   /** album pages and the album API */
-  albumItem: [
-    'id',
-    'url',
-    'thumbnail',
-    'viewer',
-    'filename',
-    'width',
-    'height',
-    'size',
-    'mime',
-    'views',
-    'visibility',
-    'nsfw',
-    'created_at',
-  ],
+  albumItem: [...LINKED, 'filename', 'width', 'height', 'size', 'mime', 'views', 'visibility', 'nsfw', 'created_at'],
   /** an admin's report list */
-  reported: [
-    'id',
-    'url',
-    'thumbnail',
-    'viewer',
-    'filename',
-    'mime',
-    'width',
-    'height',
-    'visibility',
-    'nsfw',
-    'createdAt',
-    'expiresAt',
-  ],
+  reported: [...LINKED, 'filename', 'mime', 'width', 'height', 'visibility', 'nsfw', 'createdAt', 'expiresAt'],
   /** webhook and other deliveries */
-  delivered: [
-    'id',
-    'url',
-    'thumbnail',
-    'viewer',
-    'filename',
-    'width',
-    'height',
-    'size',
-    'mime',
-    'visibility',
-    'nsfw',
-    'created_at',
-  ],
+  delivered: [...LINKED, 'filename', 'width', 'height', 'size', 'mime', 'visibility', 'nsfw', 'created_at'],
 } as const
 
 const links = {

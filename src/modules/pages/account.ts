@@ -42,6 +42,27 @@ function authPage(
 }
 
 /**
+ * An account page that is one section, headed by the page's title; `next`: where auth.js goes after signing in.
+ */
+function sectionPage(
+  renderer: PageRenderer,
+  config: Config,
+  section: { id: string; title: string; kind: 'auth-form card' | 'notice'; next?: string },
+  content: SafeHtml,
+): Response {
+  const { id, title, kind, next } = section
+  return authPage(
+    renderer,
+    config,
+    title,
+    html`<section class="${kind}" id="${id}"${next === undefined ? '' : html` data-next="${next}"`}>
+<h1>${title}</h1>
+${content}
+</section>`,
+  )
+}
+
+/**
  * The login page. `next` (its `?next=`) is checked here (sameSitePath) and handed on only as a path of this site: in
  * `data-next`, where auth.js goes after signing in, and in the single sign-on link, which brings it back.
  */
@@ -53,15 +74,12 @@ export function renderLogin(renderer: PageRenderer, config: Config, next: string
     html`<p class="actions"><a class="button secondary" id="sso-start" href="${start}">Sign in with ${config.oidc.name}</a></p>`
   // With OIDC_ONLY the provider is the only way in: no password form to fill in vain.
   if (config.oidc?.only)
-    return authPage(
+    return sectionPage(
       renderer,
       config,
-      'Log in',
-      html`<section class="auth-form card" id="login-sso" data-next="${path}">
-<h1>Log in</h1>
-<p class="error" data-sso-error role="alert" hidden></p>
-${sso}
-</section>`,
+      { id: 'login-sso', title: 'Log in', kind: 'auth-form card', next: path },
+      html`<p class="error" data-sso-error role="alert" hidden></p>
+${sso}`,
     )
   return authPage(
     renderer,
@@ -100,29 +118,23 @@ const newPasswordHint = (id: string) =>
 
 /** REGISTRATION=closed: no form, only where accounts come from. */
 function renderRegistrationClosed(renderer: PageRenderer, config: Config): Response {
-  return authPage(
+  return sectionPage(
     renderer,
     config,
-    'Registration is closed',
-    html`<section class="notice" id="registration-closed">
-<h1>Registration is closed</h1>
-<p class="muted">New accounts on ${config.siteName} are created by an administrator. Ask one for an account.</p>
-<p class="actions center"><a class="button" href="/login">Log in</a> <a class="button secondary" href="/">Upload anonymously</a></p>
-</section>`,
+    { id: 'registration-closed', title: 'Registration is closed', kind: 'notice' },
+    html`<p class="muted">New accounts on ${config.siteName} are created by an administrator. Ask one for an account.</p>
+<p class="actions center"><a class="button" href="/login">Log in</a> <a class="button secondary" href="/">Upload anonymously</a></p>`,
   )
 }
 
 /** OIDC_ONLY: the first sign-in with the provider makes the account; there is no form to fill in vain. */
 function renderRegisterThroughProvider(renderer: PageRenderer, config: Config, provider: string): Response {
-  return authPage(
+  return sectionPage(
     renderer,
     config,
-    'Create an account',
-    html`<section class="notice" id="registration-sso">
-<h1>Create an account</h1>
-<p class="muted">Accounts on ${config.siteName} are made by signing in with ${provider}: your first sign-in creates yours.</p>
-<p class="actions center"><a class="button" href="/api/auth/oidc/start">Sign in with ${provider}</a></p>
-</section>`,
+    { id: 'registration-sso', title: 'Create an account', kind: 'notice' },
+    html`<p class="muted">Accounts on ${config.siteName} are made by signing in with ${provider}: your first sign-in creates yours.</p>
+<p class="actions center"><a class="button" href="/api/auth/oidc/start">Sign in with ${provider}</a></p>`,
   )
 }
 
@@ -160,13 +172,11 @@ ${needsScript}
 }
 
 export function renderVerify(renderer: PageRenderer, config: Config): Response {
-  return authPage(
+  return sectionPage(
     renderer,
     config,
-    'Verify your email',
-    html`<section class="auth-form card" id="verify">
-<h1>Verify your email</h1>
-<p id="verify-status" role="status" aria-live="polite">Paste the token from your verification email.</p>
+    { id: 'verify', title: 'Verify your email', kind: 'auth-form card' },
+    html`<p id="verify-status" role="status" aria-live="polite">Paste the token from your verification email.</p>
 <form id="verify-form" data-auth-form="verify">
 <label for="verify-token">Verification token</label>
 <input id="verify-token" name="token" type="text" autocomplete="off" required>
@@ -174,19 +184,16 @@ export function renderVerify(renderer: PageRenderer, config: Config): Response {
 <button type="submit" disabled>Verify</button>
 </form>
 <p id="verify-next" hidden><a class="button" href="/dashboard">Go to your dashboard</a></p>
-${needsScript}
-</section>`,
+${needsScript}`,
   )
 }
 
 export function renderForgot(renderer: PageRenderer, config: Config): Response {
-  return authPage(
+  return sectionPage(
     renderer,
     config,
-    'Forgot your password',
-    html`<section class="auth-form card" id="forgot">
-<h1>Forgot your password</h1>
-<form id="forgot-form" data-auth-form="forgot">
+    { id: 'forgot', title: 'Forgot your password', kind: 'auth-form card' },
+    html`<form id="forgot-form" data-auth-form="forgot">
 <p class="muted">Enter the email address of your account: we send it a link to choose a new password. The link works once, for 1 hour.</p>
 <label for="forgot-email">Email</label>
 <input id="forgot-email" name="email" type="email" autocomplete="email" required maxlength="254" autofocus>
@@ -195,19 +202,16 @@ export function renderForgot(renderer: PageRenderer, config: Config): Response {
 </form>
 <p id="forgot-sent" role="status" aria-live="polite" hidden>If an account has this address, a link to reset its password is on its way. Check your inbox (and spam folder).</p>
 <p class="muted"><a href="/login">Back to log in</a></p>
-${needsScript}
-</section>`,
+${needsScript}`,
   )
 }
 
 export function renderReset(renderer: PageRenderer, config: Config): Response {
-  return authPage(
+  return sectionPage(
     renderer,
     config,
-    'Choose a new password',
-    html`<section class="auth-form card" id="reset">
-<h1>Choose a new password</h1>
-<form id="reset-form" data-auth-form="reset">
+    { id: 'reset', title: 'Choose a new password', kind: 'auth-form card' },
+    html`<form id="reset-form" data-auth-form="reset">
 <label for="reset-token">Reset token</label>
 <input id="reset-token" name="token" type="text" autocomplete="off" required maxlength="128">
 <label for="reset-password">New password</label>
@@ -217,21 +221,17 @@ ${newPasswordHint('reset-password-hint')}
 <button type="submit" disabled>Set the new password</button>
 </form>
 <p id="reset-done" role="status" aria-live="polite" hidden>Your password is changed, and every session of your account has ended. <a href="/login">Log in</a> with the new password.</p>
-${needsScript}
-</section>`,
+${needsScript}`,
   )
 }
 
 export function renderLogout(renderer: PageRenderer, config: Config): Response {
-  return authPage(
+  return sectionPage(
     renderer,
     config,
-    'Logged out',
-    html`<section class="notice" id="logout">
-<h1>Logged out</h1>
-<p class="muted" role="status">You are logged out on this browser.</p>
-<p class="actions center"><a class="button" href="/login">Log in again</a> <a class="button secondary" href="/">Upload anonymously</a></p>
-</section>`,
+    { id: 'logout', title: 'Logged out', kind: 'notice' },
+    html`<p class="muted" role="status">You are logged out on this browser.</p>
+<p class="actions center"><a class="button" href="/login">Log in again</a> <a class="button secondary" href="/">Upload anonymously</a></p>`,
   )
 }
 

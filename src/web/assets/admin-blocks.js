@@ -6,21 +6,6 @@
   if (!root || !window.imghost) return
   const { token, el, api, utcMinute: when } = window.imghost
   const LIMIT = 20
-  const app = root.querySelector('[data-blocks-app]')
-  const signedOut = root.querySelector('[data-blocks-signed-out]')
-  const list = root.querySelector('[data-blocks-list]')
-  const message = root.querySelector('[data-blocks-message]')
-  const prev = root.querySelector('[data-page-prev]')
-  const next = root.querySelector('[data-page-next]')
-  const pageLabel = root.querySelector('[data-page-label]')
-  const state = { page: 1, pages: 0 }
-
-  function say(text, isError) {
-    window.imghost.say(message, text, isError)
-  }
-  function signOut(why) {
-    window.imghost.showSignedOut(app, signedOut, why)
-  }
 
   /** A kept thumbnail needs the session's token: fetched, then shown as a data: URL (the pages' CSP allows those). */
   function thumbnail(block) {
@@ -46,10 +31,10 @@
     const res = await api(`/api/admin/blocks/${block.id}`, { method: 'DELETE' })
     if (res.status !== 200) {
       button.disabled = false
-      return say(res.data.error || `Failed (${res.status}).`, true)
+      return list.say(res.data.error || `Failed (${res.status}).`, true)
     }
-    await load()
-    say(`Block ${block.id} lifted.`, false)
+    await list.load()
+    list.say(`Block ${block.id} lifted.`, false)
   }
 
   function item(block) {
@@ -73,35 +58,12 @@
     )
   }
 
-  async function load() {
-    say('Loading…', false)
-    const res = await api(`/api/admin/blocks?page=${state.page}&limit=${LIMIT}`)
-    if (res.status === 401) return signOut('Your session has expired.')
-    if (res.status === 403) return signOut('Only administrators can see the blocklist.')
-    if (res.status !== 200) return say(res.data.error || `Failed (${res.status}).`, true)
-    const { blocks, total, pages } = res.data
-    if (state.page > 1 && blocks.length === 0 && state.page > pages) {
-      state.page = Math.max(1, pages)
-      return load()
-    }
-    state.pages = pages
-    list.replaceChildren(...blocks.map(item))
-    say(total === 0 ? 'No blocked pictures.' : `${total} blocked picture${total === 1 ? '' : 's'}.`, false)
-    prev.disabled = state.page <= 1
-    next.disabled = state.page >= pages
-    pageLabel.textContent = pages > 1 ? `Page ${state.page} of ${pages}` : ''
-    prev.parentElement.hidden = pages <= 1
-  }
-
-  prev.addEventListener('click', () => {
-    state.page -= 1
-    load()
+  const list = window.imghost.adminList(root, 'blocks', {
+    state: { page: 1, pages: 0 },
+    path: (state) => `/api/admin/blocks?page=${state.page}&limit=${LIMIT}`,
+    items: (data) => data.blocks,
+    item,
+    summary: (total) => (total === 0 ? 'No blocked pictures.' : `${total} blocked picture${total === 1 ? '' : 's'}.`),
+    forbidden: 'Only administrators can see the blocklist.',
   })
-  next.addEventListener('click', () => {
-    state.page += 1
-    load()
-  })
-  if (!token()) return signOut()
-  app.hidden = false
-  load()
 })()

@@ -4,23 +4,8 @@
   'use strict'
   const root = document.querySelector('[data-admin-reports]')
   if (!root || !window.imghost) return
-  const { token, el, api, utcMinute: when } = window.imghost
+  const { el, api, utcMinute: when } = window.imghost
   const LIMIT = 20
-  const app = root.querySelector('[data-reports-app]')
-  const signedOut = root.querySelector('[data-reports-signed-out]')
-  const list = root.querySelector('[data-reports-list]')
-  const message = root.querySelector('[data-reports-message]')
-  const prev = root.querySelector('[data-page-prev]')
-  const next = root.querySelector('[data-page-next]')
-  const pageLabel = root.querySelector('[data-page-label]')
-  const state = { status: 'open', page: 1, pages: 0 }
-
-  function say(text, isError) {
-    window.imghost.say(message, text, isError)
-  }
-  function signOut(why) {
-    window.imghost.showSignedOut(app, signedOut, why)
-  }
 
   async function act(report, kind) {
     const owner = report.owner ? report.owner.username : null
@@ -45,9 +30,9 @@
   }
 
   async function done(res, success) {
-    if (res.status !== 200) return say(res.data.error || `Failed (${res.status}).`, true)
-    await load()
-    say(success, false)
+    if (res.status !== 200) return list.say(res.data.error || `Failed (${res.status}).`, true)
+    await list.load()
+    list.say(success, false)
   }
 
   function item(report) {
@@ -114,48 +99,23 @@
     )
   }
 
-  async function load() {
-    say('Loading…', false)
-    const res = await api(`/api/admin/reports?status=${state.status}&page=${state.page}&limit=${LIMIT}`)
-    if (res.status === 401) return signOut('Your session has expired.')
-    if (res.status === 403) return signOut('Only administrators can see reports.')
-    if (res.status !== 200) return say(res.data.error || `Failed (${res.status}).`, true)
-    const { reports, total, pages } = res.data
-    if (state.page > 1 && reports.length === 0 && state.page > pages) {
-      state.page = Math.max(1, pages)
-      return load()
-    }
-    state.pages = pages
-    list.replaceChildren(...reports.map(item))
-    say(
-      total === 0 ? `No ${state.status} reports.` : `${total} ${state.status} report${total === 1 ? '' : 's'}.`,
-      false,
-    )
-    prev.disabled = state.page <= 1
-    next.disabled = state.page >= pages
-    pageLabel.textContent = pages > 1 ? `Page ${state.page} of ${pages}` : ''
-    prev.parentElement.hidden = pages <= 1
-  }
+  const list = window.imghost.adminList(root, 'reports', {
+    state: { status: 'open', page: 1, pages: 0 },
+    path: (state) => `/api/admin/reports?status=${state.status}&page=${state.page}&limit=${LIMIT}`,
+    items: (data) => data.reports,
+    item,
+    summary: (total, { status }) =>
+      total === 0 ? `No ${status} reports.` : `${total} ${status} report${total === 1 ? '' : 's'}.`,
+    forbidden: 'Only administrators can see reports.',
+  })
 
   for (const button of root.querySelectorAll('[data-status-filter]')) {
     button.addEventListener('click', () => {
-      state.status = button.getAttribute('data-status-filter')
-      state.page = 1
+      list.state.status = button.getAttribute('data-status-filter')
+      list.state.page = 1
       for (const b of root.querySelectorAll('[data-status-filter]'))
         b.setAttribute('aria-pressed', String(b === button))
-      load()
+      list.load()
     })
   }
-  prev.addEventListener('click', () => {
-    state.page = Math.max(1, state.page - 1)
-    load()
-  })
-  next.addEventListener('click', () => {
-    state.page = Math.min(state.pages, state.page + 1)
-    load()
-  })
-
-  if (!token()) return signOut()
-  app.hidden = false
-  load()
 })()

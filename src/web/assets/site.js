@@ -75,6 +75,62 @@ window.imghost = (() => {
     if (why) notice.firstChild.textContent = `${why} `
   }
 
+  /**
+   * An admin page's paged list (/admin/reports, /admin/blocks): inside `root`, `[data-<name>-app]` (hidden until
+   * signed in), `[data-<name>-signed-out]`, `[data-<name>-message]`, `[data-<name>-list]` and the pager. `path(state)`
+   * is the API read of `state.page`; its answer holds `items(data)`, `total` and `pages`; `item` builds one `<li>`;
+   * `summary(total, state)` is the status line; `forbidden` what a signed-in non-admin is told. Returns the state, `load` and
+   * `say`, for the page's own actions.
+   */
+  function adminList(root, name, { state, path, items, item, summary, forbidden }) {
+    const part = (role) => root.querySelector(`[data-${name}-${role}]`)
+    const app = part('app')
+    const message = part('message')
+    const list = part('list')
+    const prev = root.querySelector('[data-page-prev]')
+    const next = root.querySelector('[data-page-next]')
+    const pageLabel = root.querySelector('[data-page-label]')
+    const tell = (text, isError) => say(message, text, isError)
+    const signOut = (why) => showSignedOut(app, part('signed-out'), why)
+
+    async function load() {
+      tell('Loading…', false)
+      const res = await api(path(state))
+      if (res.status === 401) return signOut('Your session has expired.')
+      if (res.status === 403) return signOut(forbidden)
+      if (res.status !== 200) return tell(res.data.error || `Failed (${res.status}).`, true)
+      const { total, pages } = res.data
+      const rows = items(res.data)
+      // The last page emptied by an action: show the one before it.
+      if (state.page > 1 && rows.length === 0 && state.page > pages) {
+        state.page = Math.max(1, pages)
+        return load()
+      }
+      state.pages = pages
+      list.replaceChildren(...rows.map(item))
+      tell(summary(total, state), false)
+      prev.disabled = state.page <= 1
+      next.disabled = state.page >= pages
+      pageLabel.textContent = pages > 1 ? `Page ${state.page} of ${pages}` : ''
+      prev.parentElement.hidden = pages <= 1
+    }
+
+    prev.addEventListener('click', () => {
+      state.page = Math.max(1, state.page - 1)
+      load()
+    })
+    next.addEventListener('click', () => {
+      state.page = Math.min(state.pages, state.page + 1)
+      load()
+    })
+    if (!token()) signOut()
+    else {
+      app.hidden = false
+      load()
+    }
+    return { state, load, say: tell }
+  }
+
   /** Shows (or, with no message, hides) a form's error box, its `[data-form-error]`. */
   function formError(form, message) {
     const box = form.querySelector('[data-form-error]')
@@ -162,6 +218,7 @@ window.imghost = (() => {
     utcMinute,
     say,
     showSignedOut,
+    adminList,
     formError,
     duration,
     el,
