@@ -186,6 +186,18 @@ describe.each(['process', 'thread'] as const)('a pool of %s workers', (kind) => 
     expect(p.workers).toEqual({ starting: 0, ready: 1 })
   })
 
+  test('a job given up while its worker starts is never sent to it; the next job takes the worker', async () => {
+    const started: string[] = []
+    const p = pool(kind, { size: 1, setup: { startMs: 300 }, onStart: (job) => started.push(job.op) })
+    const gaveUp = new AbortController()
+    const first = p.run('spin', [60_000], { signal: gaveUp.signal })
+    expect(p.workers).toEqual({ starting: 1, ready: 0 })
+    gaveUp.abort(new Error('gave up'))
+    expect((await rejection(first)).message).toBe('gave up')
+    expect(await p.run('echo', ['next'])).toMatchObject({ value: 'next' })
+    expect(started).toEqual(['echo'])
+  })
+
   test('close fails running and queued jobs at once, ends every worker and refuses later jobs', async () => {
     const p = pool(kind, { size: 1 })
     const { pid } = await p.run<Echo>('echo', [1])
