@@ -17,7 +17,7 @@ import { Database } from 'bun:sqlite'
 import { copyFileSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { WORKER_NICENESS } from '../src/workers/pool'
+import { WORKER_NICENESS } from '../src/workers/handles'
 import { HOSTILE_UPLOADS } from '../test/hostile'
 import { ADMIN, type AppProcess, adminCredentials, METRICS_TOKEN, startApp, upload } from './lib/app'
 import { ensureFixtures, type Fixtures } from './lib/fixtures'
@@ -685,7 +685,7 @@ async function main() {
         for (const concurrency of [1, 4]) {
           await upload(app.url, '/api/v1/upload', keyHeader, [file])
           // Two interleaved halves each (app, sharp, app, sharp), so load from elsewhere on the machine hits both alike.
-          // At concurrency 4 both cores are busy, and the media workers run at nice WORKER_NICENESS (src/workers/pool.ts):
+          // At concurrency 4 both cores are busy, and the media workers run at nice WORKER_NICENESS (src/workers/handles.ts):
           // sharp alone at that priority too tells the service's own cost from the share of the CPU that other
           // processes on a shared machine take from the workers (the target stays against sharp at normal priority).
           const half = INGEST_SECONDS / 2

@@ -1,5 +1,5 @@
-/** Messages exchanged between the classifier (main thread) and its model worker. */
-import type { BackendChoice, BackendName } from './backend'
+/** What the classifier (main thread) and its model worker exchange: the input's size, the scores, the load report. */
+import type { BackendName } from './backend'
 
 export { IMAGE_BYTES, IMAGE_SIDE } from '../media/classifier-input'
 
@@ -11,11 +11,8 @@ export interface NsfwScores {
   Drawing: number
 }
 
-/** To the worker: first `init` (which backend it may use; the model loads on it), then jobs. */
-export type WorkerRequest = { type: 'init'; backend: BackendChoice } | { type: 'job'; id: number; rgb: Uint8Array }
-
-export type WorkerMessage =
-  | { type: 'ready'; backend: BackendName; loadMs: number }
-  | { type: 'fatal'; message: string }
-  | { type: 'result'; id: number; scores: NsfwScores }
-  | { type: 'error'; id: number; message: string }
+/** What the model's worker reports once loaded (its start's `info`, src/workers/serve.ts). */
+export interface ModelLoaded {
+  backend: BackendName
+  loadMs: number
+}

@@ -2,7 +2,8 @@ import { fileURLToPath } from 'node:url'
 import type { Config } from '../config'
 import type { Media, MediaOptions } from '../media'
 import { MediaError } from '../media/errors'
-import { BudgetError, createProcessPool, WorkerExitedError } from './pool'
+import { processWorkers } from './handles'
+import { BudgetError, createWorkerPool, WorkerExitedError } from './pool'
 
 export interface MediaPoolOptions extends MediaOptions {
   workers: number
@@ -11,7 +12,7 @@ export interface MediaPoolOptions extends MediaOptions {
   memoryBytes: number
   maxQueue: number
   idleMs?: number
-  /** Told of every job as it starts (see ProcessPoolOptions.onStart). */
+  /** Told of every job as it starts (see WorkerPoolOptions.onStart). */
   onStart?(job: { op: string; owner: string }): void
 }
 
@@ -65,12 +66,15 @@ export const mediaPoolFor = (config: Config) => createMediaPool({ ...mediaOption
 
 export function createMediaPool(opts: MediaPoolOptions): Media {
   const { workers, timeoutMs, memoryBytes, maxQueue, idleMs, onStart, ...mediaOptions } = opts
-  const pool = createProcessPool({
-    command,
-    env: { ...workerEnvironment(), IMGHOST_WORKER: 'media', IMGHOST_MEDIA_OPTIONS: JSON.stringify(mediaOptions) },
-    // Bun reads a `.env` in the working directory into a process's environment (the single binary always does): the
-    // root directory holds none an unprivileged user could write, so the server's `.env` secrets stay out too.
-    cwd: '/',
+  const pool = createWorkerPool({
+    start: processWorkers({
+      command,
+      env: { ...workerEnvironment(), IMGHOST_WORKER: 'media' },
+      // Bun reads a `.env` in the working directory into a process's environment (the single binary always does): the
+      // root directory holds none an unprivileged user could write, so the server's `.env` secrets stay out too.
+      cwd: '/',
+    }),
+    setup: mediaOptions,
     size: workers,
     timeoutMs,
     memoryBytes,
@@ -80,7 +84,7 @@ export function createMediaPool(opts: MediaPoolOptions): Media {
   })
   const run = async <T>(op: keyof Media, args: unknown[], early?: (value: unknown) => void, owner?: string) => {
     try {
-      return await pool.run<T>(op, args, early, owner)
+      return await pool.run<T>(op, args, { early, owner })
     } catch (error) {
       throw asMediaError(error, timeoutMs)
     }

@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs'
-import { setPriority } from 'node:os'
-import type { Subprocess } from 'bun'
+import { createFairQueue } from './fair-queue'
+import type { StartWorker, WorkerHandle } from './handles'
+import { reviveError, type WorkerMessage } from './protocol'
 
-/** A job ran past the pool's time or memory budget; its process was killed. */
+/** A job ran past the pool's time or memory budget; its worker was stopped. */
 export class BudgetError extends Error {
   override name = 'BudgetError'
   constructor(
@@ -13,313 +13,308 @@ export class BudgetError extends Error {
   }
 }
 
-/** Every process is busy and the queue is full: try again shortly. */
+/** Every worker is busy and the queue is full, or the pool is closed: try again shortly. */
 export class PoolBusyError extends Error {
   override name = 'PoolBusyError'
 }
 
-/** A job's process died (crashed, or killed from outside) before answering. */
+/** A job's worker died (crashed, failed to start, or was ended from outside) before answering. */
 export class WorkerExitedError extends Error {
   override name = 'WorkerExitedError'
 }
 
-/**
- * What a worker process sends back: its value, or an error as plain fields (errors do not survive IPC as classes);
- * before either, a job may send `early` values (part of its result the caller can use while the job goes on).
- */
-export type WorkerAnswer =
-  | { id: number; ok: true; value: unknown }
-  | { id: number; ok: false; error: SerializedError }
-  | { id: number; early: unknown }
-export interface SerializedError {
-  name: string
-  message: string
-  code?: string
-}
-export type WorkerRequest = { id: number; op: string; args: unknown[] }
-
-export interface ProcessPoolOptions {
-  /** The command that starts one worker process (a Bun process that answers through IPC, see worker-process.ts). */
-  command: string[]
-  env: Record<string, string | undefined>
-  /** Working directory of the processes (default: the server's). */
-  cwd?: string
-  /** Processes at most (each runs one job at a time). */
+export interface WorkerPoolOptions {
+  /** Starts one worker: processWorkers or threadWorkers (handles.ts). */
+  start: StartWorker
+  /** Handed to each worker's start (serveJobs) as its first message. */
+  setup?: unknown
+  /** Workers at most (each runs one job at a time). */
   size: number
-  /** Wall time one job may run, counted from its dispatch (queue wait is not counted). */
+  /** Wall time one job may run in its worker, counted from its dispatch (queue wait is not counted). */
   timeoutMs: number
-  /** Resident memory one worker process may reach while it runs a job. */
-  memoryBytes: number
-  /** A process idle this long exits; the next job starts a new one. */
-  idleMs: number
+  /** Resident memory one worker may reach while it runs a job (read where the handle can: processes). */
+  memoryBytes?: number
+  /** A worker idle this long is ended; the next job starts a new one. 0 or unset: kept. */
+  idleMs?: number
   /** Jobs waiting at most; beyond it `run` rejects with PoolBusyError. */
   maxQueue: number
-  /** How often a running job's process memory is read. */
+  /** How often a running job's worker memory is read. */
   memoryPollMs?: number
-  /** Told of every job as it starts in a process, in start order (metrics, and the tests of the queue's fairness). */
+  /** Told of every job as it starts in a worker, in start order (metrics, and the tests of the queue's fairness). */
   onStart?(job: { op: string; owner: string }): void
+  /** Told each time a worker has started, with what its start reported. */
+  onReady?(info: unknown): void
+  /** Told each time a worker is ended for being idle. */
+  onIdleExit?(): void
+}
+
+export interface RunOptions {
+  /** Given what the job sends before its result. */
+  early?(value: unknown): void
+  /** Whose work it is (an account, a client address): waiting jobs start in turns between owners (fair-queue.ts). */
+  owner?: string
+  /**
+   * The caller stops waiting when it aborts: a waiting job leaves the queue, a running one is left to finish (its
+   * answer dropped) and holds its worker until then or until its time budget.
+   */
+  signal?: AbortSignal
+  /** Buffers of `args` to move to the worker rather than copy (threads). */
+  transfer?: Transferable[]
 }
 
 interface Job {
   id: number
   op: string
   args: unknown[]
-  /** Whose work it is (an account, a client address): the queue takes turns between owners. */
   owner: string
-  /** Its place in the fair queue (start-time fair queuing): the lowest waiting tag starts first. */
+  /** Its place in the fair queue. */
   tag: number
-  resolve(value: unknown): void
-  reject(error: Error): void
+  transfer?: Transferable[]
+  /** Sent to its worker: from here its budgets run and it cannot be taken back. */
+  sent: boolean
+  settled: boolean
+  /** Settles the caller's promise, once: a later outcome (the answer of a job its caller gave up on) is dropped. */
+  settle(outcome: { value: unknown } | { error: Error }): void
   early?(value: unknown): void
 }
 
 interface Slot {
-  process: Subprocess
+  worker: WorkerHandle
+  /** Settled when the worker reports ready, or fails to start; what warm() waits for. */
   ready: Promise<void>
+  isReady: boolean
+  markReady(): void
+  failReady(error: Error): void
   job: Job | null
   timers: { deadline?: Timer; memory?: Timer; idle?: Timer }
-  /** Why this process was killed, if the pool killed it: the running job fails with this. */
-  killedFor: Error | null
+  /** Why the pool is ending this worker, if it is: its job fails with this, and it takes no other. */
+  stopping: Error | null
 }
 
-/** How much lower than the server's a worker process's CPU priority is (nice). */
-export const WORKER_NICENESS = 10
+const closedError = () => new PoolBusyError('worker pool is closed')
 
-const RSS_LINE = /^VmRSS:\s+(\d+)\s+kB$/m
+/** A pool's state, which the functions below share. */
+interface Pool {
+  opts: WorkerPoolOptions
+  slots: Set<Slot>
+  queue: ReturnType<typeof createFairQueue<Job>>
+  nextId: number
+  closed: boolean
+}
 
-/** Resident memory of a process from /proc (Linux); null where there is none, which leaves the memory bound to the decoders' own checks. */
-function residentBytes(pid: number): number | null {
-  try {
-    const kb = RSS_LINE.exec(readFileSync(`/proc/${pid}/status`, 'latin1'))?.[1]
-    return kb ? Number(kb) * 1024 : null
-  } catch {
-    return null
+function spawn(pool: Pool): Slot {
+  let markReady!: () => void
+  let failReady!: (error: Error) => void
+  const ready = new Promise<void>((resolve, reject) => {
+    markReady = resolve
+    failReady = reject
+  })
+  // A failed start also reaches the jobs; this keeps an unobserved warm-up from being an unhandled rejection.
+  ready.catch(() => {})
+  const slot: Slot = {
+    ready,
+    isReady: false,
+    markReady,
+    failReady,
+    job: null,
+    timers: {},
+    stopping: null,
+    worker: pool.opts.start({
+      message: (message) => onMessage(pool, slot, message),
+      exit: (detail) => onExit(pool, slot, detail),
+    }),
   }
+  slot.worker.send({ setup: pool.opts.setup })
+  pool.slots.add(slot)
+  return slot
+}
+
+function onMessage(pool: Pool, slot: Slot, message: WorkerMessage) {
+  // Once the pool ends a worker, its job fails with the reason, whatever the worker still says.
+  if (slot.stopping) return
+  if ('ready' in message) {
+    slot.isReady = true
+    slot.markReady()
+    pool.opts.onReady?.(message.info)
+    if (slot.job) send(pool, slot)
+    else dispatch(pool)
+    return
+  }
+  if ('failed' in message) {
+    return stop(slot, new WorkerExitedError(`worker failed to start: ${message.failed.message}`), true)
+  }
+  const job = slot.job
+  if (!job || job.id !== message.id) return
+  if ('early' in message) {
+    if (!job.settled) job.early?.(message.early)
+    return
+  }
+  clearTimers(slot)
+  slot.job = null
+  job.settle(message.ok ? { value: message.value } : { error: reviveError(message.error) })
+  dispatch(pool)
+}
+
+function onExit(pool: Pool, slot: Slot, detail: string) {
+  pool.slots.delete(slot)
+  clearTimers(slot)
+  const error = slot.stopping ?? new WorkerExitedError(`worker exited (${detail})`)
+  slot.failReady(error)
+  slot.job?.settle({ error })
+  slot.job = null
+  dispatch(pool)
+}
+
+function clearTimers(slot: Slot) {
+  clearTimeout(slot.timers.deadline)
+  clearInterval(slot.timers.memory)
+  clearTimeout(slot.timers.idle)
+  slot.timers = {}
+}
+
+function stop(slot: Slot, reason: Error, force: boolean) {
+  slot.stopping ??= reason
+  slot.worker.stop(force)
+}
+
+/** Starts the slot's job in its ready worker, under the budgets. */
+function send({ opts }: Pool, slot: Slot) {
+  const job = slot.job!
+  job.sent = true
+  slot.timers.deadline = setTimeout(
+    () => stop(slot, new BudgetError('time', `job ran past its ${opts.timeoutMs} ms budget`), true),
+    opts.timeoutMs,
+  )
+  const { memoryBytes } = opts
+  if (memoryBytes) {
+    slot.timers.memory = setInterval(() => {
+      const rss = slot.worker.memory()
+      if (rss !== null && rss > memoryBytes)
+        stop(slot, new BudgetError('memory', `job passed its ${memoryBytes} byte memory budget`), true)
+    }, opts.memoryPollMs ?? 25)
+  }
+  opts.onStart?.({ op: job.op, owner: job.owner })
+  slot.worker.send({ id: job.id, op: job.op, args: job.args }, job.transfer)
+}
+
+/** Gives waiting jobs to free workers (starting more up to `size`); a free worker with nothing to do idles out. */
+function dispatch(pool: Pool) {
+  while (pool.queue.size > 0) {
+    let slot = [...pool.slots].find((s) => s.job === null && s.stopping === null)
+    if (!slot) {
+      if (pool.slots.size >= pool.opts.size || pool.closed) break
+      slot = spawn(pool)
+    }
+    slot.job = pool.queue.take()!
+    clearTimeout(slot.timers.idle)
+    slot.timers.idle = undefined
+    if (slot.isReady) send(pool, slot)
+  }
+  for (const slot of pool.slots) if (slot.job === null && slot.isReady) idle(pool.opts, slot)
+}
+
+function idle(opts: WorkerPoolOptions, slot: Slot) {
+  if (!opts.idleMs || slot.timers.idle) return
+  slot.timers.idle = setTimeout(() => {
+    if (slot.job !== null || slot.stopping) return
+    stop(slot, new WorkerExitedError('worker ended when idle'), false)
+    opts.onIdleExit?.()
+  }, opts.idleMs)
+  // An idle countdown is no reason to keep the process alive.
+  slot.timers.idle.unref?.()
+}
+
+/** The caller gave up on `job`: out of the queue, or off a worker still starting; a job sent runs on. */
+function abandon(pool: Pool, job: Job, reason: Error) {
+  if (job.settled) return
+  const slot = pool.queue.remove(job) ? undefined : [...pool.slots].find((s) => s.job === job)
+  if (slot && !job.sent) slot.job = null
+  job.settle({ error: reason })
+  dispatch(pool)
+}
+
+/** Queues `op(...args)` and settles the promise with its outcome. */
+function enqueue<T>(pool: Pool, op: string, args: unknown[], run: RunOptions): Promise<T> {
+  const { signal } = run
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => abandon(pool, job, signal!.reason)
+    const job: Job = {
+      id: pool.nextId++,
+      op,
+      args,
+      owner: run.owner ?? '',
+      tag: 0,
+      transfer: run.transfer,
+      sent: false,
+      settled: false,
+      early: run.early,
+      settle(outcome) {
+        if (job.settled) return
+        job.settled = true
+        signal?.removeEventListener('abort', onAbort)
+        if ('error' in outcome) reject(outcome.error)
+        else resolve(outcome.value as T)
+      },
+    }
+    signal?.addEventListener('abort', onAbort, { once: true })
+    pool.queue.add(job)
+    dispatch(pool)
+  })
 }
 
 /**
- * A bounded pool of worker processes for work on untrusted bytes. Processes rather than Workers: the work runs in
- * native threads (libvips, librsvg) that `Worker.terminate()` cannot stop, while a process can be killed at once and
- * gives all its memory back. Each process runs one job at a time, so killing it past a budget fails only that job.
- * Processes start on demand and exit when idle, so an idle server holds none.
+ * A bounded pool of workers (processes or threads, handles.ts) for work that must not run on the event loop. Each
+ * worker runs one job at a time, so ending it past a budget fails only that job; a worker that crashes, breaches a
+ * budget or fails to start is replaced by the next job. Workers start on demand (or by warm()) and end when idle.
  */
-export function createProcessPool(opts: ProcessPoolOptions) {
-  const slots = new Set<Slot>()
-  const queue = createFairQueue<Job>()
-  let nextId = 1
-  let closed = false
-
-  function spawn(): Slot {
-    let markReady!: () => void
-    let failReady!: (error: Error) => void
-    const ready = new Promise<void>((resolve, reject) => {
-      markReady = resolve
-      failReady = reject
-    })
-    ready.catch(() => {})
-    const slot: Slot = {
-      ready,
-      job: null,
-      timers: {},
-      killedFor: null,
-      process: Bun.spawn(opts.command, {
-        env: opts.env,
-        cwd: opts.cwd,
-        stdio: ['ignore', 'inherit', 'inherit'],
-        ipc(message: WorkerAnswer | { ready: true }) {
-          if ('ready' in message) return markReady()
-          const job = slot.job
-          if (!job || job.id !== message.id) return
-          if ('early' in message) return job.early?.(message.early)
-          finish(slot)
-          if (message.ok) job.resolve(message.value)
-          else job.reject(revive(message.error))
-          dispatch()
-        },
-        onExit() {
-          slots.delete(slot)
-          clearTimers(slot)
-          const error = slot.killedFor ?? new WorkerExitedError('worker process exited')
-          failReady(error)
-          const job = slot.job
-          slot.job = null
-          job?.reject(error)
-          dispatch()
-        },
-      }),
-    }
-    // Below the server's own priority: a worker busy with a slow file never takes the CPU from the event loop.
-    try {
-      setPriority(slot.process.pid, WORKER_NICENESS)
-    } catch {
-      // Not permitted here: the workers run at the server's priority.
-    }
-    slots.add(slot)
-    return slot
-  }
-
-  function clearTimers(slot: Slot) {
-    clearTimeout(slot.timers.deadline)
-    clearInterval(slot.timers.memory)
-    clearTimeout(slot.timers.idle)
-    slot.timers = {}
-  }
-
-  function kill(slot: Slot, reason: Error) {
-    slot.killedFor = reason
-    slot.process.kill('SIGKILL')
-  }
-
-  /** The job is settled: stop watching it and let the process idle out if nothing follows. */
-  function finish(slot: Slot) {
-    clearTimers(slot)
-    slot.job = null
-    slot.timers.idle = setTimeout(() => {
-      if (slot.job === null) slot.process.kill()
-    }, opts.idleMs)
-  }
-
-  async function start(slot: Slot, job: Job) {
-    slot.job = job
-    clearTimeout(slot.timers.idle)
-    try {
-      await slot.ready
-    } catch {
-      return // onExit already failed the job
-    }
-    if (slot.job !== job) return
-    slot.timers.deadline = setTimeout(
-      () => kill(slot, new BudgetError('time', `job ran past its ${opts.timeoutMs} ms budget`)),
-      opts.timeoutMs,
-    )
-    slot.timers.memory = setInterval(() => {
-      const rss = residentBytes(slot.process.pid)
-      if (rss !== null && rss > opts.memoryBytes)
-        kill(slot, new BudgetError('memory', `job passed its ${opts.memoryBytes} byte memory budget`))
-    }, opts.memoryPollMs ?? 25)
-    const request: WorkerRequest = { id: job.id, op: job.op, args: job.args }
-    opts.onStart?.({ op: job.op, owner: job.owner })
-    slot.process.send(request)
-  }
-
-  function dispatch() {
-    while (queue.size > 0) {
-      let slot = [...slots].find((s) => s.job === null && s.killedFor === null)
-      if (!slot) {
-        if (slots.size >= opts.size || closed) return
-        slot = spawn()
-      }
-      void start(slot, queue.take()!)
-    }
-  }
-
+export function createWorkerPool(opts: WorkerPoolOptions) {
+  const pool: Pool = { opts, slots: new Set(), queue: createFairQueue<Job>(), nextId: 1, closed: false }
+  const { slots, queue } = pool
   return {
     /**
-     * Runs `op(...args)` in a worker process; rejects with BudgetError, PoolBusyError (the queue is full, or the pool
-     * closed), WorkerExitedError or the job's own error. `early` is given what the job sends before its result.
-     * `owner` says whose work it is: waiting jobs start in turns between owners (see createFairQueue).
+     * Runs `op(...args)` in a worker; rejects with BudgetError, PoolBusyError (the queue is full, or the pool closed),
+     * WorkerExitedError, the job's own error, or the signal's reason.
      */
-    run<T>(op: string, args: unknown[], early?: (value: unknown) => void, owner = ''): Promise<T> {
-      if (closed) return Promise.reject(new PoolBusyError('worker pool is closed'))
-      if (queue.size >= opts.maxQueue) return Promise.reject(new PoolBusyError(`${queue.size} jobs are waiting`))
-      return new Promise<T>((resolve, reject) => {
-        const job = {
-          id: nextId++,
-          op,
-          args,
-          owner,
-          tag: 0,
-          resolve: resolve as (value: unknown) => void,
-          reject,
-          early,
-        }
-        queue.add(job)
-        dispatch()
-      })
+    run<T>(op: string, args: unknown[], run: RunOptions = {}): Promise<T> {
+      if (pool.closed) return Promise.reject(closedError())
+      if (queue.size >= opts.maxQueue) return Promise.reject(new PoolBusyError(`queue full (${queue.size} waiting)`))
+      return enqueue<T>(pool, op, args, run)
     },
-    /** Jobs waiting for a process now. */
+    /** Starts a worker unless one runs; resolves when one is ready. */
+    warm(): Promise<void> {
+      if (pool.closed) return Promise.reject(closedError())
+      return ([...slots].find((s) => s.stopping === null) ?? spawn(pool)).ready
+    },
+    /** Jobs waiting for a worker now. */
     get queued() {
       return queue.size
     },
-    /** Processes running now (for tests and the memory bench). */
-    get processes() {
-      return [...slots].map((s) => s.process.pid)
+    /** Jobs whose callers are waiting: queued or running. */
+    get pending() {
+      return queue.size + [...slots].filter((s) => s.job && !s.job.settled).length
     },
+    /** Workers not being ended: starting, and ready. */
+    get workers() {
+      const live = [...slots].filter((s) => s.stopping === null)
+      return { starting: live.filter((s) => !s.isReady).length, ready: live.filter((s) => s.isReady).length }
+    },
+    /** Process ids of the workers that are processes (for tests and the memory bench). */
+    get processes() {
+      return [...slots].flatMap((s) => (s.worker.pid === null ? [] : [s.worker.pid]))
+    },
+    /** Fails every job at once, ends every worker and refuses later jobs. */
     async close() {
-      closed = true
-      for (const job of queue.drain()) job.reject(new PoolBusyError('worker pool is closed'))
-      const exits = [...slots].map((s) => s.process.exited)
-      for (const slot of slots) kill(slot, new Error('worker pool is closed'))
+      pool.closed = true
+      const error = closedError()
+      for (const job of queue.drain()) job.settle({ error })
+      const exits = [...slots].map((s) => s.worker.exited)
+      for (const slot of slots) {
+        slot.job?.settle({ error })
+        stop(slot, error, true)
+      }
       await Promise.all(exits)
     },
   }
 }
 
-/**
- * The waiting jobs, taken in turns between their owners (start-time fair queuing with one unit per job): a job's tag is
- * the later of the tag of the job that started last and the tag after its owner's previous job, and the lowest tag
- * starts first (the earliest added among equals). So an owner with many jobs waiting gets one start per turn, and a
- * newcomer's job starts at the next turn, ahead of the rest of the others' backlog; an owner gains no credit by idling.
- * The owners' last tags are forgotten once nothing of theirs is ahead of the turn. Linear in the queue, which the
- * pool bounds (maxQueue).
- */
-export function createFairQueue<J extends { owner: string; tag: number }>() {
-  const waiting: J[] = []
-  /** The tag after each owner's latest job, while it is ahead of `turn`. */
-  const next = new Map<string, number>()
-  /** The tag of the job that started last. */
-  let turn = 0
-  return {
-    get size() {
-      return waiting.length
-    },
-    add(job: J) {
-      job.tag = Math.max(turn, next.get(job.owner) ?? 0)
-      next.set(job.owner, job.tag + 1)
-      waiting.push(job)
-    },
-    take(): J | undefined {
-      let best = -1
-      for (let i = 0; i < waiting.length; i++) if (best < 0 || waiting[i]!.tag < waiting[best]!.tag) best = i
-      if (best < 0) return undefined
-      const [job] = waiting.splice(best, 1)
-      turn = job!.tag
-      for (const [owner, tag] of next) if (tag <= turn) next.delete(owner)
-      return job
-    },
-    drain: () => waiting.splice(0),
-  }
-}
-
-/** An error from a worker process as an Error again, keeping its name and errno code for the callers' mapping. */
-function revive(error: SerializedError): Error {
-  return Object.assign(new Error(error.message), { name: error.name, code: error.code })
-}
-
-/**
- * The worker side: answers each request with `handlers[op](...args, early)`, one at a time, until the parent goes
- * away; `early(value)` sends part of the result ahead of it.
- */
-// The arguments arrive over IPC untyped; each handler states its own.
-// biome-ignore lint/suspicious/noExplicitAny: handler parameters are whatever each job declares
-export function serveJobs(handlers: Record<string, (...args: any[]) => Promise<unknown>>) {
-  const send = (answer: WorkerAnswer | { ready: true }) => process.send!(answer)
-  process.on('message', async (request: WorkerRequest) => {
-    try {
-      const handler = handlers[request.op]
-      if (!handler) throw new Error(`unknown job ${request.op}`)
-      const early = (value: unknown) => send({ id: request.id, early: value })
-      send({ id: request.id, ok: true, value: await handler(...request.args, early) })
-    } catch (error) {
-      const e = error as Error & { code?: string }
-      send({
-        id: request.id,
-        ok: false,
-        error: { name: e.name ?? 'Error', message: e.message ?? String(error), code: e.code },
-      })
-    }
-  })
-  // An orphan (the server was killed) must not linger: the IPC channel closing ends it.
-  process.on('disconnect', () => process.exit(0))
-  send({ ready: true })
-}
+export type WorkerPool = ReturnType<typeof createWorkerPool>
