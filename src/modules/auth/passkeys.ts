@@ -82,7 +82,14 @@ export function publicPasskey(passkey: Passkey) {
   }
 }
 
-const reason = (error: unknown) => (error instanceof Error ? error.message : String(error))
+/** The library's verdict on a browser's answer; any refusal, in its words, as `refuse`'s error. */
+async function verified<T>(refuse: (message: string) => DomainError, check: () => Promise<T>): Promise<T> {
+  try {
+    return await check()
+  } catch (error) {
+    throw refuse(`The passkey could not be verified: ${error instanceof Error ? error.message : String(error)}`)
+  }
+}
 
 export type PasskeyService = ReturnType<typeof createPasskeyService>
 
@@ -102,6 +109,13 @@ export function createPasskeyService(opts: {
   const rp = { id: site.hostname, origin: site.origin, name: opts.config.siteName }
   const challenges = challengeStore(db, now)
 
+  /** What a browser's answer must have been made for: this challenge, this site's origin and its relying party id. */
+  const expected = (challenge: string) => ({
+    expectedChallenge: challenge,
+    expectedOrigin: rp.origin,
+    expectedRPID: rp.id,
+  })
+
   /** Verifies an assertion for `ceremony`; `userId` when the account is known already (the second factor). */
   async function verifyAssertion(
     response: AuthenticationResponseJSON,
@@ -111,14 +125,11 @@ export function createPasskeyService(opts: {
     const challenge = await challenges.signed(response.response.clientDataJSON, ceremony, userId, unauthorized)
     const row = await findPasskeyOwner(db, response.id)
     if (!row || (userId !== null && row.user.id !== userId)) throw unauthorized('This passkey is not registered here')
-    let newCounter: number
     const { verifyAuthenticationResponse } = await webauthn()
-    try {
+    const newCounter = await verified(unauthorized, async () => {
       const result = await verifyAuthenticationResponse({
         response,
-        expectedChallenge: challenge,
-        expectedOrigin: rp.origin,
-        expectedRPID: rp.id,
+        ...expected(challenge),
         credential: {
           id: row.passkey.credentialId,
           publicKey: new Uint8Array(row.passkey.publicKey),
@@ -129,10 +140,8 @@ export function createPasskeyService(opts: {
         requireUserVerification: ceremony === 'login',
       })
       if (!result.verified) throw new Error('signature not verified')
-      newCounter = result.authenticationInfo.newCounter
-    } catch (error) {
-      throw unauthorized(`The passkey could not be verified: ${reason(error)}`)
-    }
+      return result.authenticationInfo.newCounter
+    })
     await notePasskeyUse(db, row.passkey.id, newCounter, new Date(now()))
     return assertActive(row.user)
   }
@@ -162,21 +171,16 @@ export function createPasskeyService(opts: {
     /** Stores the passkey the browser made from registrationOptions' challenge. */
     async register(user: User, response: RegistrationResponseJSON, name: string) {
       const challenge = await challenges.signed(response.response.clientDataJSON, 'register', user.id, badRequest)
-      let credential: { id: string; publicKey: Uint8Array; counter: number }
       const { verifyRegistrationResponse } = await webauthn()
-      try {
+      const credential = await verified(badRequest, async () => {
         const result = await verifyRegistrationResponse({
           response,
-          expectedChallenge: challenge,
-          expectedOrigin: rp.origin,
-          expectedRPID: rp.id,
+          ...expected(challenge),
           requireUserVerification: true,
         })
         if (!result.verified) throw new Error('attestation not verified')
-        credential = result.registrationInfo.credential
-      } catch (error) {
-        throw badRequest(`The passkey could not be verified: ${reason(error)}`)
-      }
+        return result.registrationInfo.credential
+      })
       if ((await passkeysOf(db, user.id)).length >= MAX_PASSKEYS)
         throw badRequest(`An account can have at most ${MAX_PASSKEYS} passkeys`)
       // A credential id is new at each registration, and an answer is accepted once (its challenge is used up).

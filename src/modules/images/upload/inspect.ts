@@ -56,7 +56,7 @@ export async function inspect(
   opts: UploadOptions,
 ): Promise<Inspected[]> {
   const { policy, ip, scan } = opts
-  // Whose turn the jobs take in the media pool: the account, else the address (src/workers/pool.ts).
+  // Whose turn the jobs take in the media pool: the account, else the address (src/workers/fair-queue.ts).
   const owner = policy.owner ? `user:${policy.owner.id}` : `ip:${ipKey(ip)}`
   const results: Omit<Inspected, 'duplicate'>[] = new Array(files.length)
   let next = 0
