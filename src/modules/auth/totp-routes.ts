@@ -4,7 +4,7 @@ import { errors } from '../../http/errors'
 import { Success, TotpCodeBody, TotpEnabledResponse, TotpSetupResponse, TotpStatusResponse } from './model'
 import type { TotpService } from './totp'
 
-/** TOTP two-factor routes (the login's code step is in index.ts, on POST /api/auth/login). */
+/** TOTP two-factor routes (the login's code step is in session-routes.ts, on POST /api/auth/login). */
 export function totpRoutes(totp: TotpService, guard: ReturnType<typeof authGuard>) {
   return new Elysia({ name: 'module-auth-totp' })
     .use(guard)

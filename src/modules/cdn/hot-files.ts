@@ -1,4 +1,4 @@
-import type { Delivery } from './index'
+import type { Delivery } from './serve'
 
 /** Largest file kept in memory: at 2 MB a file from disk is already as fast, and big ones would crowd the rest out. */
 const HOT_FILE_MAX_BYTES = 1024 * 1024

@@ -1,43 +1,29 @@
 import type { Config } from '../../config'
 import { type ChangeFeed, changeKey } from '../../db/changes'
-import { type Db, run, type Step, type Tx, transaction } from '../../db/client'
+import type { Db } from '../../db/client'
 import type { Image, User } from '../../db/schema'
-import { badRequest, notFound } from '../../errors'
-import { FILENAME_MAX } from '../../http/multipart'
-import { type ListPage, pageCount } from '../../http/pagination'
-import { isCrawler } from '../../lib/crawlers'
+import { notFound } from '../../errors'
+import type { ListPage } from '../../http/pagination'
 import { safeEqual, sha256Hex } from '../../lib/crypto'
-import { windowState } from '../../limits/windows'
-import { log } from '../../log'
-import { originalKey, type Storage, thumbnailKey } from '../../storage'
-import { ownerTotals } from './counts'
+import type { Storage } from '../../storage'
 import { type ImageEvents, noImageEvents } from './events'
-import { checkExpiryBound, expiryDate, parseExpiry } from './expiry'
-import { accountPolicy } from './limits'
 import { deletePageUrl, imageLinks, type LinkBase } from './links'
 import { type ListReads, listReads } from './list-reads'
 import { createLiveImageCache, type LiveImage } from './live-cache'
-import { IMAGE_SHAPES, isImageId, NAME_SCOPE } from './model'
-import {
-  deleteImage,
-  dueToExpire,
-  type ImageListFilter,
-  type ImageListOrder,
-  prepareAddViews,
-  prepareFindLive,
-  prepareFindLiveRow,
-  updateImage,
-} from './repository'
+import { IMAGE_SHAPES, isImageId } from './model'
+import { listOwned, usageOf } from './owner-reads'
+import { type ImageChanges, patchImage } from './patch'
+import { createRemoval } from './removal'
+import { type ImageListFilter, type ImageListOrder, prepareFindLive, prepareFindLiveRow } from './repository'
 import { imageFields, pickImage } from './view'
+import { createViewCounter } from './views'
 
 export type ImageService = ReturnType<typeof createImageService>
 
-/** Expired images removed per transaction by the sweeper: short writes, so uploads never wait long behind it. */
-const SWEEP_CHUNK = 100
-
 /**
  * `now`: the service's clock, which decides which images have expired (reads, the cache, the sweep, PATCH's new
- * expiry) and reads the upload window for usage; tests pass one they can move forward instead of waiting.
+ * expiry) and reads the upload window for usage; tests pass one they can move forward instead of waiting. Its use
+ * cases beside it: views.ts (counting views), removal.ts (deletes and the expiry sweep), patch.ts, owner-reads.ts.
  */
 export function createImageService(deps: {
   db: Db
@@ -85,10 +71,12 @@ export function createImageService(deps: {
   )
   /** An images row this process changed: its cache entry goes at once (PostgreSQL: not a notice's round trip later). */
   const changedHere = (id: string) => deps.changes.changedHere('images', id)
+  const viewCounts = createViewCounter({ db, changes: deps.changes, liveCache })
+  const removal = createRemoval({ db, storage, events, now, changedHere, forgetViews: viewCounts.forget })
 
   function detailsOf(image: LiveImage | undefined) {
     if (!image) throw notFound('Image not found')
-    return pickImage(imageFields(base, image, image.views + (pendingViews.get(image.id) ?? 0)), IMAGE_SHAPES.details)
+    return pickImage(imageFields(base, image, image.views + viewCounts.pending(image.id)), IMAGE_SHAPES.details)
   }
   type ImageDetails = ReturnType<typeof detailsOf>
 
@@ -102,114 +90,14 @@ export function createImageService(deps: {
     return image
   }
 
-  async function removeFiles(image: Pick<Image, 'id' | 'ext'>) {
-    // The row is already gone: a store that is down must not fail the delete. The files are orphans, which the
-    // startup sweep (or `cli check --repair`) removes.
-    await Promise.all([storage.delete(originalKey(image.id, image.ext)), storage.delete(thumbnailKey(image.id))]).catch(
-      (error) =>
-        log.warn('image files left for the sweep: storage unavailable', { id: image.id, error: String(error) }),
-    )
-  }
-
-  /**
-   * Row first, files second: a crash in between leaves only orphan files, which the startup sweep removes.
-   * `within` runs in the transaction that deletes the row (other writes that must happen with the removal, or not at all).
-   */
-  async function remove(image: Pick<Image, 'id' | 'ext'>, within?: (tx: Tx) => Step<unknown>) {
-    const deleted = await transaction(db, function* (tx) {
-      if (within) yield* within(tx)
-      return yield* deleteImage(tx, image.id)
-    })
-    changedHere(image.id)
-    pendingViews.delete(image.id)
-    await removeFiles(image)
-    // Every removal path (owner, delete token, admin, report action, expiry) ends here.
-    if (deleted) events.emit('image.deleted', deleted)
-  }
-
-  /**
-   * Removes expired images, rows and files, in chunks; returns how many went. Reads already hide them (liveImage),
-   * so this only frees the space. One sweep at a time: a call while one runs waits for that one.
-   */
-  let sweeping: Promise<number> | null = null
-  function sweepExpired(at = now()): Promise<number> {
-    sweeping ??= (async () => {
-      let removed = 0
-      for (;;) {
-        const due = await dueToExpire(db, at, SWEEP_CHUNK)
-        for (const image of due) {
-          await remove(image)
-          removed++
-        }
-        if (due.length < SWEEP_CHUNK) return removed
-      }
-    })().finally(() => {
-      sweeping = null
-    })
-    return sweeping
-  }
-
-  // Views are counted in memory and written in batches: an UPDATE per view would cut read throughput severalfold.
-  const pendingViews = new Map<string, number>()
-  /**
-   * Rows per write: at a million images each is a random row and views-index entry (0.2-0.5 ms apiece, cold; 50 a
-   * write held SQLite's event loop up to 24 ms).
-   */
-  const FLUSH_CHUNK = 20
-  const addViews = prepareAddViews(db)
-  // One write at a time: a flush that starts while another writes reads the counts that one left (never the same
-  // counts twice).
-  let writing: Promise<unknown> = Promise.resolve()
-  /**
-   * Writes the pending counts of `ids` in one transaction. Counts leave the buffer only once it has committed: a
-   * failed write (a locked or read-only database) keeps them all for the next flush; views counted while it ran stay.
-   */
-  function writeViews(ids: string[]): Promise<void> {
-    const run = writing.then(async () => {
-      const batch: [string, number][] = []
-      for (const id of ids) {
-        const n = pendingViews.get(id)
-        if (n) batch.push([id, n])
-      }
-      // The counts change nothing a cached entry shows but the count, which it adds below: hot images keep their
-      // entries (and /cdn its ready answers) across flushes.
-      await deps.changes.quietly('images', () => addViews(batch))
-      // Committed: the written counts leave the buffer, and the cached entries count them too.
-      for (const [id, n] of batch) {
-        const left = (pendingViews.get(id) ?? 0) - n
-        if (left > 0) pendingViews.set(id, left)
-        else pendingViews.delete(id)
-        liveCache.viewsWritten(id, n)
-      }
-    })
-    writing = run.catch(() => {})
-    return run
-  }
-  /** Writes every buffered count at once (shutdown, tests). */
-  async function flushViews() {
-    const ids = [...pendingViews.keys()]
-    for (let i = 0; i < ids.length; i += FLUSH_CHUNK) await writeViews(ids.slice(i, i + FLUSH_CHUNK))
-  }
-  /**
-   * The periodic flush: one chunk per event-loop turn, so a large batch never holds the loop longer than one short
-   * transaction (at 1M images, 500 rows held it 80 ms, 100 rows 23 ms; bench/README.md).
-   */
-  async function flushViewsGradually() {
-    const ids = [...pendingViews.keys()]
-    for (let i = 0; i < ids.length; i += FLUSH_CHUNK) {
-      if (i > 0) await new Promise((resolve) => setImmediate(resolve))
-      await writeViews(ids.slice(i, i + FLUSH_CHUNK))
-    }
-  }
-
   return {
     links,
     find,
     findOwned,
     changedHere,
-    removeFiles,
-    remove,
-    sweepExpired,
+    removeFiles: removal.removeFiles,
+    remove: removal.remove,
+    sweepExpired: removal.sweepExpired,
     /** The service's clock: reads at this time agree with the service on what has expired. */
     now,
 
@@ -251,115 +139,28 @@ export function createImageService(deps: {
       return found instanceof Promise ? found.then(detailsOf) : detailsOf(found)
     },
 
-    /**
-     * `expires`: seconds or an ISO 8601 duration from now, or null to never expire. `filename`: the name shown for
-     * the image (titles, alt texts, search), within the bound of an uploaded file's name; surrounding spaces dropped.
-     */
-    async patch(
-      user: User,
-      id: string,
-      changes: { visibility?: string; nsfw?: boolean; expires?: string | number | null; filename?: string },
-    ) {
-      if (
-        changes.visibility === undefined &&
-        changes.nsfw === undefined &&
-        changes.expires === undefined &&
-        changes.filename === undefined
-      ) {
-        throw badRequest('Supply visibility, nsfw, expires and/or filename')
-      }
-      if (changes.visibility !== undefined && changes.visibility !== 'public' && changes.visibility !== 'private') {
-        throw badRequest('visibility must be "public" or "private"')
-      }
-      const filename = changes.filename?.trim()
-      if (filename !== undefined && (filename.length === 0 || filename.length > FILENAME_MAX)) {
-        throw badRequest(`filename must be 1 to ${FILENAME_MAX} characters`)
-      }
-      const expiresIn =
-        changes.expires === undefined || changes.expires === null
-          ? changes.expires
-          : checkExpiryBound(parseExpiry(changes.expires), config.expiry.maxSeconds)
-      const image = await findOwned(user, id)
-      const set: Partial<Image> = {}
-      if (changes.visibility !== undefined) set.visibility = changes.visibility as Image['visibility']
-      if (changes.nsfw !== undefined) set.nsfw = changes.nsfw
-      if (expiresIn !== undefined) set.expiresAt = expiryDate(expiresIn, now())
-      if (filename !== undefined) set.filename = filename
-      const updated = await run(updateImage(db, image.id, set))
-      // Deleted between the lookup and the update (another request, the expiry sweep): gone, as a later PATCH finds it.
-      if (!updated) throw notFound('Image not found')
-      changedHere(image.id)
-      return { success: true as const, ...pickImage(fields(updated), IMAGE_SHAPES.patched) }
-    },
+    patch: (user: User, id: string, changes: ImageChanges) =>
+      patchImage({ db, config, base, now, findOwned, changedHere }, user, id, changes),
 
     /** Deletes by the owner's key, or by the upload's delete token; anything else is 404. */
     async deleteBy(caller: { user: User | null; deleteToken: string | null }, id: string) {
       const image = await find(id)
       const ownerMatches = image && caller.user && image.userId === caller.user.id
       if (!image || !(ownerMatches || holdsDeleteToken(image, caller.deleteToken))) throw notFound('Image not found')
-      await remove(image)
+      await removal.remove(image)
     },
 
-    /**
-     * The caller's images, newest first unless `order` says otherwise, narrowed by a part of the filename (`filter.name`,
-     * no longer than a filename can be) and, on the dashboard (JWT), by visibility and NSFW flag.
-     */
-    async list(
+    list: (
       user: User,
       page: ListPage,
       filter: ImageListFilter = {},
       order: ImageListOrder = { by: 'date', direction: 'desc' },
-    ) {
-      if (filter.name !== undefined && filter.name.length > FILENAME_MAX) {
-        throw badRequest(`q must be at most ${FILENAME_MAX} characters`)
-      }
-      const { total, rows, asOf, capped } = await reads.owned(user.id, filter, order, page, now(), NAME_SCOPE)
-      return {
-        success: true as const,
-        images: rows.map(({ image }) =>
-          pickImage(fields(image, image.views + (pendingViews.get(image.id) ?? 0)), IMAGE_SHAPES.listItem),
-        ),
-        total,
-        page: page.page,
-        limit: page.limit,
-        pages: pageCount(total, page.limit),
-        asOf,
-        ...(filter.name === undefined ? {} : { capped: capped ?? false }),
-      }
-    },
+    ) => listOwned({ reads, base, now, pendingViews: viewCounts.pending }, user, page, filter, order),
 
-    async usage(user: User) {
-      const policy = accountPolicy(config, user)
-      const { used, totalImages, window } = await run(
-        (function* () {
-          const owned = yield* ownerTotals(db, user.id, now())
-          const window = yield* windowState(db, policy.window, now())
-          return { used: owned.bytes, totalImages: owned.images, window }
-        })(),
-      )
-      return {
-        success: true as const,
-        username: user.username,
-        email: user.email,
-        role: user.role,
-        emailVerified: user.emailVerified,
-        totalImages,
-        storage: {
-          used,
-          limit: policy.storageLimit,
-          remaining: policy.storageLimit === null ? null : Math.max(0, policy.storageLimit - used),
-        },
-        limits: { maxFileSize: policy.maxFileSize, maxFilesPerUpload: policy.maxFiles },
-        rateLimit: { window: '1 hour', ...window },
-      }
-    },
+    usage: (user: User) => usageOf({ db, config, now }, user),
 
-    /** Counts a view of the image, unless the User-Agent is a known unfurler or crawler (src/lib/crawlers.ts). */
-    countView(id: string, userAgent: string | null = null) {
-      if (isCrawler(userAgent)) return
-      pendingViews.set(id, (pendingViews.get(id) ?? 0) + 1)
-    },
-    flushViews,
-    flushViewsGradually,
+    countView: viewCounts.countView,
+    flushViews: viewCounts.flushViews,
+    flushViewsGradually: viewCounts.flushViewsGradually,
   }
 }

@@ -41,3 +41,6 @@ export const OEmbedQuery = t.Object({
   maxwidth: t.Optional(t.String({ description: 'Accepted and ignored: the photo is always the og:image' })),
   maxheight: t.Optional(t.String({ description: 'Accepted and ignored' })),
 })
+
+/** The options of a route kept out of the OpenAPI document: the pages and their assets. */
+export const hidden = { detail: { hide: true } }
