@@ -1,6 +1,7 @@
 import { type FileHandle, open, rm } from 'node:fs/promises'
 import Busboy, { type BusboyInstance } from '@fastify/busboy'
 import { badRequest, DomainError, tooLarge } from '../errors'
+import { INTERRUPTED, readChunk } from '../lib/read-chunk'
 import { type ReceivedFile, tempUploadPath } from '../lib/received-file'
 import { sizeText } from '../lib/size'
 import { writeAll } from '../lib/write-all'
@@ -226,19 +227,17 @@ export async function receiveMultipart(
   const reader = body.getReader()
   try {
     for (;;) {
-      let chunk: Awaited<ReturnType<typeof reader.read>>
-      try {
-        chunk = await reader.read()
-      } catch {
+      const chunk = await readChunk(reader)
+      if (chunk === INTERRUPTED) {
         fail(badRequest('Upload interrupted'))
         break
       }
-      if (chunk.done) {
+      if (chunk === null) {
         parser.end()
         await parsed
         break
       }
-      parser.write(Buffer.from(chunk.value.buffer, chunk.value.byteOffset, chunk.value.byteLength))
+      parser.write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))
       if (deciding) {
         await deciding
         deciding = null

@@ -99,7 +99,7 @@ export function createVariantHandler(deps: {
     if (stored) return serve(request, storage, hot, d)
     const cached = notModified(request, d)
     if (cached) return cached
-    // The job takes its turn in the media pool as this client's work (src/workers/pool.ts).
+    // The job takes its turn in the media pool as this client's work (src/workers/fair-queue.ts).
     const owner = `ip:${ipKey(resolveClientIp(request, server, deps.trustProxy))}`
     const starting = () => deps.variantsMade.admit(request, server)
     return variants.ensure(image, spec, key, { owner, starting }).then(() => serve(request, storage, hot, d))

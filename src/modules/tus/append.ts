@@ -1,6 +1,7 @@
 import { open, stat, writeFile } from 'node:fs/promises'
 import type { TusUpload } from '../../db/schema'
 import { badRequest, type DomainError, Locked, OffsetConflict, TooLarge, tooLarge } from '../../errors'
+import { INTERRUPTED, readChunk } from '../../lib/read-chunk'
 import { writeAll } from '../../lib/write-all'
 import type { AdmittedUpload } from '../images/limits'
 import { type Claim, claim, letGo, lostError, stillHeld, updateHeld } from './claims'
@@ -90,16 +91,13 @@ async function writeBody(
   const reader = body.getReader()
   try {
     for (;;) {
-      let chunk: Awaited<ReturnType<typeof reader.read>>
-      try {
-        chunk = await reader.read()
-      } catch {
+      const value = await readChunk(reader)
+      if (value === INTERRUPTED) {
         // The client went away mid-chunk: what was written stays, the client resumes from the new offset.
         failure = badRequest('Upload interrupted')
         break
       }
-      const { done, value } = chunk
-      if (done) break
+      if (value === null) break
       if (!stillHeld(ctx, held)) {
         // This request stalled past its claim: another may be writing now, so nothing more is written.
         failure = lostError()
