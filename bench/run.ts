@@ -675,6 +675,7 @@ async function main() {
       section('ingest')
       const sets = [
         { name: '1920x1080 PNG', path: fixtures.png1080, type: 'image/png', file: '1080p.png' },
+        { name: '1414x1414 noise PNG (6 MB)', path: fixtures.png6mb, type: 'image/png', file: 'noise-6mb.png' },
         { name: '4000x3000 JPEG', path: fixtures.jpeg12mp, type: 'image/jpeg', file: '12mp.jpg' },
       ]
       const outDir = join(work, 'sharp-out')
@@ -726,7 +727,8 @@ async function main() {
             sharp: refs,
             ...(withNice ? { sharpNice: niceRefs } : {}),
           }
-          const isTarget = set.file === '1080p.png' && concurrency === 4
+          // Every fixture at concurrency 4 (both cores busy): at least 0.75x of sharp alone (issue 35, point 8).
+          const isTarget = concurrency === 4
           add(
             figure({
               group: 'ingest',
@@ -735,9 +737,9 @@ async function main() {
               unit: '/s',
               reference: `sharp thumbnails alone, ${concurrency} in parallel`,
               refValue: ref.rate,
-              target: isTarget ? '>= 0.75x (stretch 78/s)' : undefined,
+              target: isTarget ? `>= 0.75x${set.file === '1080p.png' ? ' (stretch 78/s)' : ''}` : undefined,
               met: isTarget ? got.rate / ref.rate >= 0.75 : undefined,
-              note: `upload p50 ${got.p50Ms.toFixed(0)} / p95 ${got.p95Ms.toFixed(0)} ms; sharp p50 ${ref.p50Ms.toFixed(0)} ms; ${got.count} uploads; halves ${apps.map((a) => a.rate.toFixed(1)).join('/')} vs ${refs.map((r) => r.rate.toFixed(1)).join('/')} /s${got.errors ? `; ${got.errors} errors` : ''}${isTarget ? `; stretch 78/s ${got.rate >= 78 ? 'met' : 'not met'}` : ''}`,
+              note: `upload p50 ${got.p50Ms.toFixed(0)} / p95 ${got.p95Ms.toFixed(0)} ms; sharp p50 ${ref.p50Ms.toFixed(0)} ms; ${got.count} uploads; halves ${apps.map((a) => a.rate.toFixed(1)).join('/')} vs ${refs.map((r) => r.rate.toFixed(1)).join('/')} /s${got.errors ? `; ${got.errors} errors` : ''}${isTarget && set.file === '1080p.png' ? `; stretch 78/s ${got.rate >= 78 ? 'met' : 'not met'}` : ''}`,
             }),
           )
           if (withNice)

@@ -24,6 +24,22 @@ async function photoLike(width: number, height: number, seed: number, grain: num
   return pixels
 }
 
+/** A square PNG of pure RGB noise: PNG cannot compress it, so the file holds side x side x 3 bytes and a little. */
+async function noisePng(path: string, side: number, seed: number) {
+  const rand = seededRandom(seed)
+  const pixels = Buffer.alloc(side * side * 3)
+  for (let i = 0; i < pixels.length; i += 4) {
+    const v = (rand() * 4294967296) >>> 0
+    pixels[i] = v & 0xff
+    pixels[i + 1] = (v >>> 8) & 0xff
+    pixels[i + 2] = (v >>> 16) & 0xff
+    if (i + 3 < pixels.length) pixels[i + 3] = v >>> 24
+  }
+  await sharp(pixels, { raw: { width: side, height: side, channels: 3 } })
+    .png({ compressionLevel: 1 })
+    .toFile(path)
+}
+
 export interface Fixtures {
   /** ~200 KB JPEG (the issue's 194 KB file). */
   smallJpeg: string
@@ -37,6 +53,8 @@ export interface Fixtures {
   scanJpeg: string
   /** ~50 MB PNG (uncompressible noise) for the memory batch. */
   png50mb: string
+  /** ~6 MB PNG of noise (1414x1414): an upload whose bytes cost more than its decode (receiving, hashing, writing). */
+  png6mb: string
   /** 96x64 JPEG of a few KB: the scale group's source of a million rows, whose backup holds every file. */
   tinyJpeg: string
 }
@@ -53,6 +71,7 @@ export async function ensureFixtures(dir: string): Promise<Fixtures> {
     jpeg12mp: join(dir, `12mp-${VERSION}.jpg`),
     scanJpeg: join(dir, `scan-${VERSION}.jpg`),
     png50mb: join(dir, `50mb-${VERSION}.png`),
+    png6mb: join(dir, `6mb-${VERSION}.png`),
     tinyJpeg: join(dir, `tiny-${VERSION}.jpg`),
   }
   const make = async (path: string, build: () => Promise<unknown>) => {
@@ -89,19 +108,7 @@ export async function ensureFixtures(dir: string): Promise<Fixtures> {
       .jpeg({ quality: 80 })
       .toFile(f.tinyJpeg),
   )
-  await make(f.png50mb, async () => {
-    // 4000 x 4000 RGB of pure noise: PNG cannot compress it, so the file is ~50 MB.
-    const side = 4000
-    const rand = seededRandom(6)
-    const pixels = Buffer.alloc(side * side * 3)
-    for (let i = 0; i < pixels.length; i += 4) {
-      const v = (rand() * 4294967296) >>> 0
-      pixels[i] = v & 0xff
-      pixels[i + 1] = (v >>> 8) & 0xff
-      pixels[i + 2] = (v >>> 16) & 0xff
-      if (i + 3 < pixels.length) pixels[i + 3] = v >>> 24
-    }
-    await sharp(pixels, raw(side, side)).png({ compressionLevel: 1 }).toFile(f.png50mb)
-  })
+  await make(f.png50mb, () => noisePng(f.png50mb, 4000, 6))
+  await make(f.png6mb, () => noisePng(f.png6mb, 1414, 8))
   return f
 }
