@@ -77,11 +77,13 @@ async function expectExpiresIn<T extends { body: { expiresAt: string } }>(
 }
 
 /** Moves an image's expiry into the past, as if time had passed; the sweeper has not run yet. */
+/** A write by hand, as another instance's would be: PostgreSQL tells this one's caches through a notice, a moment later. */
 async function expireNow(id: string) {
   await t.server.db
     .update(images)
     .set({ expiresAt: new Date(Date.now() - 1000) })
     .where(eq(images.id, id))
+  await eventually(() => !t.server.services.images.liveCache.has(id), 5000, 'the change notice')
 }
 
 const me = async (user: Account) => (await t.json('/api/v1/me', { headers: user.keyHeader })).body

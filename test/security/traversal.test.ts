@@ -168,6 +168,9 @@ const FLUSHES_PG = [
   'update "sessions" set "last_used_at" = $1',
   // The per-IP counts of every instance added up (src/http/rate-limit.ts `sync`), on a 250 ms timer.
   'INSERT INTO upload_windows (key, window_start, used)',
+  // The first statement of every transaction (src/db/client.ts), those timers' too; it binds only the lock's constant,
+  // and what a request's own transaction runs after it is still recorded.
+  'SELECT pg_advisory_xact_lock',
 ]
 const noopLogQuery = NoopLogger.prototype.logQuery
 function spyOnPg() {
