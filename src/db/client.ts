@@ -1,4 +1,4 @@
-import { Database } from 'bun:sqlite'
+import { Database, type Statement } from 'bun:sqlite'
 import { closeSync, openSync } from 'node:fs'
 import { join } from 'node:path'
 import { type SQL, sql as sqlText } from 'drizzle-orm'
@@ -46,6 +46,31 @@ export function tuneReads(sqlite: Database) {
   sqlite.exec('PRAGMA cache_size = -16384')
 }
 
+/** Compiled statements a connection keeps, least recently used dropped first. */
+const STATEMENT_CACHE_SIZE = 512
+
+/**
+ * drizzle compiles every query it runs anew (sqlite3_prepare: parse and plan, and for a write every trigger it fires:
+ * the images insert compiles the search index's), which cost more than running it: 3 of an upload's 11 ms of server
+ * CPU (bench/README.md, "Where an upload's time goes"). The connection keeps them by their text instead. Safe because
+ * bun:sqlite runs a statement to its end before anything else can use it; a schema change makes SQLite recompile it.
+ */
+function keepStatements(sqlite: Database) {
+  const prepare = sqlite.prepare.bind(sqlite)
+  const kept = new Map<string, Statement>()
+  sqlite.prepare = ((text: string, ...params: unknown[]) => {
+    if (params.length > 0) return prepare(text, ...(params as []))
+    let statement = kept.get(text)
+    if (statement) kept.delete(text)
+    else {
+      statement = prepare(text)
+      if (kept.size >= STATEMENT_CACHE_SIZE) kept.delete(kept.keys().next().value!)
+    }
+    kept.set(text, statement)
+    return statement
+  }) as Database['prepare']
+}
+
 /**
  * Opens (creating if needed) the SQLite file, sets the pragmas the service relies on and applies migrations.
  * `serving`: a server's connection, tuned for reads (tuneReads). A tool's (check, backup, restore, migrate-db) is not:
@@ -61,6 +86,7 @@ export function openDatabase(path: string, opts: { busyTimeoutMs?: number; servi
   // WAL makes NORMAL durable against application crashes; only an OS crash can lose the last commits.
   sqlite.exec('PRAGMA synchronous = NORMAL')
   if (opts.serving) tuneReads(sqlite)
+  keepStatements(sqlite)
   const db = drizzle(sqlite, { schema })
   migrate(db, { migrationsFolder })
   return db

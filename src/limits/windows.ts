@@ -39,14 +39,17 @@ export interface WindowState {
   resetSeconds: number
 }
 
-function* currentWindow(db: Db | Tx, rule: WindowRule, now: number) {
+function* currentWindow(db: Db | Tx, rule: WindowRule, now: number): Step<Window> {
   const row = yield* findWindow(db, rule.key)
   if (!row || row.windowStart.getTime() + rule.durationMs <= now) return { start: now, used: 0, fresh: true }
   return { start: row.windowStart.getTime(), used: row.used, fresh: false }
 }
 
 export function* windowState(db: Db | Tx, rule: WindowRule, now: number): Step<WindowState> {
-  const w = yield* currentWindow(db, rule, now)
+  return stateOf(rule, yield* currentWindow(db, rule, now), now)
+}
+
+function stateOf(rule: WindowRule, w: Window, now: number): WindowState {
   return {
     limit: rule.limit,
     used: w.used,
@@ -86,20 +89,35 @@ export function* checkWindow(db: Db | Tx, rule: WindowRule, files: number, now: 
   return state
 }
 
-/** Adds `delta` to the window's count (a new window starts when the last one ended); a count never goes below 0. */
-function* countWindow(db: Db | Tx, rule: WindowRule, delta: number, now: number): Step<void> {
-  const w = yield* currentWindow(db, rule, now)
-  // Taking back from a window that has already ended has nothing to undo.
-  if (w.fresh && delta <= 0) return
-  const used = Math.max(0, w.used + delta)
-  yield* saveWindow(db, rule.key, new Date(w.start), used)
+interface Window {
+  start: number
+  used: number
+  /** No upload started it yet: it starts with the next one. */
+  fresh: boolean
 }
 
-/** Checks and counts a batch in one step; must run inside the transaction that stores the batch. */
+/** Adds `delta` to the count of window `w` (read just before); a count never goes below 0. Answers the window now. */
+function* addTo(db: Db | Tx, key: string, w: Window, delta: number): Step<Window> {
+  // Taking back from a window that has already ended has nothing to undo.
+  if (w.fresh && delta <= 0) return w
+  const counted = { start: w.start, used: Math.max(0, w.used + delta), fresh: false }
+  yield* saveWindow(db, key, new Date(counted.start), counted.used)
+  return counted
+}
+
+/** Adds `delta` to the window's count (a new window starts when the last one ended). */
+function* countWindow(db: Db | Tx, rule: WindowRule, delta: number, now: number): Step<void> {
+  yield* addTo(db, rule.key, yield* currentWindow(db, rule, now), delta)
+}
+
+/**
+ * Checks and counts a batch in one step; must run inside the transaction that stores the batch. Reads the window once
+ * (an upload's commit runs it: every query there is CPU of every upload).
+ */
 export function* consumeWindow(tx: Tx, rule: WindowRule, files: number, now: number): Step<WindowState> {
-  yield* checkWindow(tx, rule, files, now)
-  yield* countWindow(tx, rule, files, now)
-  return yield* windowState(tx, rule, now)
+  const w = yield* currentWindow(tx, rule, now)
+  refuseOverWindow(rule, stateOf(rule, w, now), files)
+  return stateOf(rule, yield* addTo(tx, rule.key, w, files), now)
 }
 
 /**

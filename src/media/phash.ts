@@ -16,6 +16,47 @@ const LOW = 8
  */
 export const MIN_STRUCTURE = 2
 
+/** The rows or columns of the source each of PHASH_SIDE cells averages: all of them when shrinking, one when growing. */
+function cells(size: number): Int32Array {
+  const bounds = new Int32Array(PHASH_SIDE + 1)
+  for (let c = 0; c <= PHASH_SIDE; c++) bounds[c] = Math.floor((c * size) / PHASH_SIDE)
+  return bounds
+}
+
+/**
+ * The grey pixels the hash is taken from, made from 8-bit pixels (1 to 4 channels: grey, grey and alpha, RGB, RGBA)
+ * in plain code rather than a second libvips pipeline (that one cost 3-7 ms of an upload's CPU): white behind
+ * transparency, as a page shows it; luma (Rec. 601); each of the 32x32 cells the mean of the pixels it covers, or the
+ * one pixel under it for a side under 32. One pass over the pixels.
+ */
+export function hashInput(pixels: Uint8Array, width: number, height: number, channels: number): Uint8Array {
+  if (pixels.length < width * height * channels || channels < 1 || channels > 4)
+    throw new Error('hashInput: 8-bit pixels of 1 to 4 channels expected')
+  const N = PHASH_SIDE
+  const xs = cells(width)
+  const ys = cells(height)
+  const colour = channels >= 3
+  const alpha = channels === 2 || channels === 4
+  const grey = new Uint8Array(N * N)
+  for (let cy = 0; cy < N; cy++) {
+    const y0 = ys[cy]
+    const y1 = Math.max(y0 + 1, ys[cy + 1])
+    for (let cx = 0; cx < N; cx++) {
+      const x0 = xs[cx]
+      const x1 = Math.max(x0 + 1, xs[cx + 1])
+      let sum = 0
+      for (let y = y0; y < y1; y++)
+        for (let x = x0, at = (y * width + x0) * channels; x < x1; x++, at += channels) {
+          const luma = colour ? 0.299 * pixels[at] + 0.587 * pixels[at + 1] + 0.114 * pixels[at + 2] : pixels[at]
+          const a = alpha ? pixels[at + channels - 1] / 255 : 1
+          sum += luma * a + 255 * (1 - a)
+        }
+      grey[cy * N + cx] = Math.round(sum / ((y1 - y0) * (x1 - x0)))
+    }
+  }
+  return grey
+}
+
 /** cos((2x + 1) u pi / 2N) for u < LOW, x < N: the only DCT terms the hash reads. */
 const COS = (() => {
   const table = new Float64Array((LOW + 1) * PHASH_SIDE)

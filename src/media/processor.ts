@@ -6,7 +6,7 @@ import { exceedsMessage, MediaError } from './errors'
 import type { ImageFormat } from './formats'
 import { decodeHeic } from './heic'
 import { decodeIco, icoEntrySize, largestIcoEntry } from './ico'
-import { PHASH_SIDE, perceptualHash } from './phash'
+import { hashInput, perceptualHash } from './phash'
 import { svgWork } from './svg-work'
 import { THUMBNAIL_SIZE } from './thumbnail'
 import { renderWork, SVG_ELEMENT_WORK, THUMBNAIL_BOX, tooCostly, type WorkFacts, workBudget } from './work'
@@ -98,17 +98,18 @@ async function toClassifierPixels(image: Sharp): Promise<Uint8Array> {
 
 /**
  * The perceptual hash of a picture, from the same pixels as the thumbnail (so it does not depend on the original's
- * size): white behind transparency, as it is seen on a page; an animation's first frame.
+ * size): sharp's raw output (8-bit) at the thumbnail's size; an animation's first frame.
  */
-async function hashPixels(image: Sharp): Promise<string | null> {
-  const { data, info } = await image
-    .flatten({ background: '#ffffff' })
-    .resize(PHASH_SIDE, PHASH_SIDE, { fit: 'fill' })
-    .greyscale()
-    .raw()
-    .toBuffer({ resolveWithObject: true })
-  if (info.channels !== 1) throw undecodable()
-  return perceptualHash(new Uint8Array(data.buffer, data.byteOffset, data.length))
+function hashOf(pixels: Buffer, px: { width: number; height: number; channels: number }): string | null {
+  return perceptualHash(
+    hashInput(new Uint8Array(pixels.buffer, pixels.byteOffset, pixels.length), px.width, px.height, px.channels),
+  )
+}
+
+/** The hash of an encoded thumbnail (an animation's, whose first frame it reads). */
+async function hashOfEncoded(thumbnail: Buffer): Promise<string | null> {
+  const { data, info } = await sharp(thumbnail).raw().toBuffer({ resolveWithObject: true })
+  return hashOf(data, info)
 }
 
 function checkPixels(width: number, height: number, maxPixels: number): void {
@@ -243,19 +244,17 @@ export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?:
     if (info.animated) {
       const thumb = await renderThumbnail(path, info)
       if (early) early(await decoding(() => toClassifierPixels(sharp(thumb.data))))
-      return { ...thumb, phash: await decoding(() => hashPixels(sharp(thumb.data))) }
+      return { ...thumb, phash: await decoding(() => hashOfEncoded(thumb.data)) }
     }
     const image = await open(path, info, false)
     return decoding(async () => {
       // 8-bit sRGB (sharp's default output), as the WebP encoder gets it, alpha kept.
       const { data: pixels, info: px } = await fitThumbnail(image).raw().toBuffer({ resolveWithObject: true })
       const raw = { raw: { width: px.width, height: px.height, channels: px.channels } }
-      // The classifier's input first (~1 ms): the scan then runs while the thumbnail is encoded and the hash made.
+      // The classifier's input first (~1 ms): the scan then runs while the thumbnail is encoded.
       if (early) early(await toClassifierPixels(sharp(pixels, raw)))
-      const [data, phash] = await Promise.all([
-        encodeThumbnail(sharp(pixels, raw)).toBuffer(),
-        hashPixels(sharp(pixels, raw)),
-      ])
+      const phash = hashOf(pixels, px)
+      const data = await encodeThumbnail(sharp(pixels, raw)).toBuffer()
       return { data, width: px.width, height: px.height, phash }
     })
   }
@@ -305,11 +304,11 @@ export function createMediaProcessor(opts: { maxPixels: number; maxDecodeBytes?:
     },
 
     async perceptualHash(path, info) {
-      if (info.animated) return decoding(async () => hashPixels(sharp((await renderThumbnail(path, info)).data)))
+      if (info.animated) return decoding(async () => hashOfEncoded((await renderThumbnail(path, info)).data))
       const image = await open(path, info, false)
       return decoding(async () => {
         const { data, info: px } = await fitThumbnail(image).raw().toBuffer({ resolveWithObject: true })
-        return hashPixels(sharp(data, { raw: { width: px.width, height: px.height, channels: px.channels } }))
+        return hashOf(data, px)
       })
     },
   }
