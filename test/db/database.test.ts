@@ -41,6 +41,27 @@ describe.skipIf(engine === 'pg')('the SQLite database', () => {
     expect(pragmas(false)).toEqual({ mmap: 0, cache: -2000 })
   })
 
+  test('a connection keeps compiled statements by their text, the least recently used dropped past 512', () => {
+    const db = openDatabase(join(dir, 'statements.sqlite'))
+    try {
+      const sqlite = db.$client
+      const first = sqlite.prepare('SELECT count(*) AS n FROM users')
+      expect(sqlite.prepare('SELECT count(*) AS n FROM users')).toBe(first)
+      // Bound at preparation: not kept, each its own.
+      expect(sqlite.prepare('SELECT ?1 AS v', [1])).not.toBe(sqlite.prepare('SELECT ?1 AS v', [1]))
+      for (let i = 0; i < 512; i++) sqlite.prepare(`SELECT ${i} AS v`)
+      const again = sqlite.prepare('SELECT count(*) AS n FROM users')
+      expect(again).not.toBe(first)
+      // A kept statement still reads the table as it is after a schema change (SQLite recompiles it).
+      sqlite.run("INSERT INTO users (username, email, password_hash) VALUES ('kept', 'kept@example.com', 'x')")
+      sqlite.run('ALTER TABLE users ADD COLUMN scratch TEXT')
+      expect(sqlite.prepare('SELECT count(*) AS n FROM users').get()).toEqual({ n: 1 })
+      expect(sqlite.prepare('SELECT count(*) AS n FROM users')).toBe(again)
+    } finally {
+      db.$client.close()
+    }
+  })
+
   test('the committed migrations match src/db/schema-sqlite.ts (drizzle-kit finds nothing to generate)', () => {
     const run = generateOverCopy({
       dialect: 'sqlite',
