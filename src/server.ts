@@ -4,7 +4,7 @@ import { type AppDeps, createApp, operatorFiles } from './app'
 import type { Config } from './config'
 import { openChangeFeed } from './db/changes'
 import { startCheckpointer } from './db/checkpointer'
-import { closeDatabase, openServiceDatabase, SERVER_BUSY_TIMEOUT_MS } from './db/client'
+import { byEngine, closeDatabase, openServiceDatabase, SERVER_BUSY_TIMEOUT_MS } from './db/client'
 import { sharedDatabase } from './db/dialect'
 import { exclusiveJobs } from './db/jobs'
 import { lockDataDir } from './db/lock'
@@ -70,7 +70,7 @@ async function start(
     serving: true,
   })
   // SQLite's WAL is checkpointed off the event loop; PostgreSQL checkpoints by itself.
-  const checkpointer = config.databaseUrl ? null : startCheckpointer(db, sqlitePath)
+  const checkpointer = byEngine(db, { sqlite: (sqlite) => startCheckpointer(sqlite, sqlitePath), pg: () => null })
   // SQLite's list reads run on a Worker's read-only connection; PostgreSQL's queries wait off the event loop already.
   const reads = config.databaseUrl ? localReads(db) : workerReads(sqlitePath)
   // What changed in the database, for the caches: on PostgreSQL what any instance changed.

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SQL } from 'bun'
 import { loadConfig } from '../src/config'
+import { byEngine, type Db } from '../src/db/client'
 import { type ServerOverrides, startServer } from '../src/server'
 import { noModel } from './moderation/fake-classifier'
 
@@ -294,3 +295,12 @@ export async function runCli(args: string[], env: Record<string, string | undefi
   ])
   return { code, out, err }
 }
+
+/** A SQLite server's database under its own type, for tests of SQLite's own settings and files (throws on PostgreSQL). */
+export const sqliteOf = (db: Db) =>
+  byEngine(db, {
+    sqlite: (sqlite) => sqlite,
+    pg: () => {
+      throw new Error('a SQLite-only test ran on PostgreSQL')
+    },
+  })

@@ -12,7 +12,7 @@ import { asc, inArray, ne } from 'drizzle-orm'
 import { loadConfig } from '../../src/config'
 import { localChangeFeed } from '../../src/db/changes'
 import { startCheckpointer } from '../../src/db/checkpointer'
-import { closeDatabase, type Db, openServiceDatabase, SERVER_BUSY_TIMEOUT_MS } from '../../src/db/client'
+import { byEngine, closeDatabase, type Db, openServiceDatabase, SERVER_BUSY_TIMEOUT_MS } from '../../src/db/client'
 import { images } from '../../src/db/schema'
 import { newPublicId } from '../../src/lib/crypto'
 import { createNsfwClassifier } from '../../src/moderation'
@@ -37,7 +37,10 @@ const db: Db = await openServiceDatabase({
   serving: true,
 })
 // As the server runs SQLite: its WAL checkpointed on a Worker, not inside the job's commits.
-const checkpointer = config.databaseUrl ? null : startCheckpointer(db, join(config.dataDir, 'imghost.sqlite'))
+const checkpointer = byEngine(db, {
+  sqlite: (sqlite) => startCheckpointer(sqlite, join(config.dataDir, 'imghost.sqlite')),
+  pg: () => null,
+})
 const storage = createConfiguredStorage(config)
 const tmpDir = join(config.dataDir, 'tmp')
 

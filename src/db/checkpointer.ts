@@ -1,5 +1,5 @@
 import { log } from '../log'
-import type { Db } from './client'
+import type { SqliteDb } from './client'
 
 export type CheckpointRequest = { type: 'start'; path: string; intervalMs: number } | { type: 'stop' }
 export type CheckpointMessage =
@@ -20,7 +20,7 @@ const AUTO_CHECKPOINT_PAGES = 1000
  * here, the longest stalls of a view flush: bench/README.md). The server's connection stops checkpointing by itself
  * while the Worker runs, and starts again if it fails or stops.
  */
-export function startCheckpointer(db: Db, path: string, intervalMs = 1000) {
+export function startCheckpointer(db: SqliteDb, path: string, intervalMs = 1000) {
   const client = db.$client
   const worker = new Worker(new URL('./checkpoint-worker.ts', import.meta.url))
   const selfCheckpoint = () => client.exec(`PRAGMA wal_autocheckpoint = ${AUTO_CHECKPOINT_PAGES}`)

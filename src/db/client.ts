@@ -96,26 +96,30 @@ export function openDatabase(path: string, opts: { busyTimeoutMs?: number; servi
 export type SqliteDb = ReturnType<typeof openDatabase>
 
 /**
- * The database the repositories query, whichever engine runs, typed as SQLite's (src/db/schema.ts types the tables the
- * same way). Repository code uses only what both dialects share: awaited query builders, steps and `transaction` below.
- * PostgreSQL's database gets this type by one cast, asShared, and its own back by the other, asPg (through byEngine
- * outside this file): a union of the two drizzle types would make every query a union whose builders cannot be called
- * without a cast in each repository.
+ * The database the repositories query, whichever engine runs: only the query builders both dialects of drizzle share
+ * (select, insert, update, delete), used through awaited builders, steps and `transaction` below. Neither engine's
+ * client, raw SQL methods nor drizzle's own `transaction` (synchronous on SQLite, asynchronous on PostgreSQL) are part
+ * of it: what differs by engine goes through byEngine, which hands each branch the database under its own engine's
+ * type. The builders are typed by SQLite's dialect (src/db/schema.ts types the tables the same way), as PostgreSQL's
+ * return the same rows for the same columns (test/db/schema-pg.test.ts, and the whole suite, which runs on both): a
+ * union of the two dialects' types would make every query a union whose builders cannot be called.
  */
-export type Db = SqliteDb
-/** The handle a transaction's body gets: writes that must commit together take it. */
-export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
+export type Db = Pick<SqliteDb, SharedBuilders>
+type SharedBuilders = 'select' | 'selectDistinct' | 'insert' | 'update' | 'delete'
+/** The handle a transaction's body gets: writes that must commit together take it. The same builders as Db. */
+export type Tx = Pick<Parameters<Parameters<SqliteDb['transaction']>[0]>[0], SharedBuilders>
 
-/** PostgreSQL's database under the shared type, and back (see Db): the two casts between them. */
+/** A database under the shared type, and back under its engine's own (see Db): the casts between them, in one place. */
 const asShared = (db: PgDb) => db as unknown as Db
 const asPg = (db: Db) => db as unknown as PgDb
+const asSqlite = (db: Db) => db as SqliteDb
 
 /**
  * The running engine's branch, with the database under its own engine's type: for what is written differently by
- * engine (a tool's bulk work on the raw client, a query only one dialect has).
+ * engine (a tool's bulk work on the raw client, a query only one dialect has, SQLite's own connection settings).
  */
 export function byEngine<T>(db: Db, branches: { sqlite(db: SqliteDb): T; pg(db: PgDb): T }): T {
-  return engine === 'pg' ? branches.pg(asPg(db)) : branches.sqlite(db)
+  return engine === 'pg' ? branches.pg(asPg(db)) : branches.sqlite(asSqlite(db))
 }
 
 /**
@@ -139,8 +143,7 @@ export async function openServiceDatabase(opts: {
 }
 
 export async function closeDatabase(db: Db) {
-  if (engine === 'pg') await asPg(db).$client.close()
-  else db.$client.close()
+  await byEngine(db, { sqlite: async (sqlite) => sqlite.$client.close(), pg: (pg) => pg.$client.close() })
 }
 
 /**
@@ -199,8 +202,10 @@ export function prepared<Q extends { prepare(): unknown }>(name: string, query: 
 
 /** The rows of a raw SQL query (one the query builder cannot express). */
 export async function rawRows<T>(db: Db, query: SQL): Promise<T[]> {
-  if (engine === 'pg') return (await asPg(db).execute(query)) as unknown as T[]
-  return db.all<T>(query)
+  return byEngine(db, {
+    sqlite: async (sqlite) => sqlite.all<T>(query),
+    pg: async (pg) => (await pg.execute(query)) as unknown as T[],
+  })
 }
 
 /** Runs a step outside any transaction (a single statement, or reads that need no snapshot). */
@@ -213,12 +218,14 @@ export async function run<T>(step: Step<T>): Promise<T> {
  * SQLite (no lock taken, run synchronously to the end), a read-only REPEATABLE READ one on PostgreSQL.
  */
 export async function snapshot<T>(db: Db, body: (tx: Tx) => Step<T>): Promise<T> {
-  if (engine === 'pg')
-    return asPg(db).transaction(async (tx) => runAsync(body(tx as unknown as Tx)), {
-      isolationLevel: 'repeatable read',
-      accessMode: 'read only',
-    })
-  return db.transaction((tx) => runSync(body(tx)), { behavior: 'deferred' })
+  return byEngine(db, {
+    sqlite: async (sqlite) => sqlite.transaction((tx) => runSync(body(tx)), { behavior: 'deferred' }),
+    pg: (pg) =>
+      pg.transaction(async (tx) => runAsync(body(tx as unknown as Tx)), {
+        isolationLevel: 'repeatable read',
+        accessMode: 'read only',
+      }),
+  })
 }
 
 /**
@@ -233,12 +240,14 @@ export const WRITER_LOCK = 0x696d6777 // "imgw"
  * another's. A throw rolls everything back.
  */
 export async function transaction<T>(db: Db, body: (tx: Tx) => Step<T>): Promise<T> {
-  if (engine === 'pg')
-    return asPg(db).transaction(async (tx) => {
-      await tx.execute(sqlText`SELECT pg_advisory_xact_lock(${WRITER_LOCK})`)
-      return runAsync(body(tx as unknown as Tx))
-    })
-  return db.transaction((tx) => runSync(body(tx)), { behavior: 'immediate' })
+  return byEngine(db, {
+    sqlite: async (sqlite) => sqlite.transaction((tx) => runSync(body(tx)), { behavior: 'immediate' }),
+    pg: (pg) =>
+      pg.transaction(async (tx) => {
+        await tx.execute(sqlText`SELECT pg_advisory_xact_lock(${WRITER_LOCK})`)
+        return runAsync(body(tx as unknown as Tx))
+      }),
+  })
 }
 
 /**

@@ -6,7 +6,7 @@ import { images } from '../../src/db/schema'
 import { humanSize } from '../../src/lib/size'
 import { fillPlaceholders } from '../../src/modules/embeds/service'
 import { makeImage, uploadForm } from '../fixtures'
-import { makeAdmin, registerUser, type TestServer, userWithKey } from '../helpers'
+import { makeAdmin, registerUser, sqliteOf, type TestServer, userWithKey } from '../helpers'
 import { expectError, send, startServer, uploadImage } from '../pages/support'
 
 let t: TestServer
@@ -366,7 +366,9 @@ describe('deleting a profile', () => {
   test('the images that used it revert to the default embed (ON DELETE SET NULL with foreign keys on)', async () => {
     // SQLite enforces foreign keys only with the pragma on (PostgreSQL always does).
     if (engine === 'sqlite')
-      expect((t.server.db.$client.query('PRAGMA foreign_keys').get() as { foreign_keys: number }).foreign_keys).toBe(1)
+      expect(
+        (sqliteOf(t.server.db).$client.query('PRAGMA foreign_keys').get() as { foreign_keys: number }).foreign_keys,
+      ).toBe(1)
     const image = await uploadImage(t, owner.keyHeader, {}, { name: 'revert.png' })
     const keep = await uploadImage(t, owner.keyHeader)
     const profile = await createProfile({

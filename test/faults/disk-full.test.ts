@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { engine } from '../../src/db/engine'
 import { makeImage, makeNoisePng, uploadForm } from '../fixtures'
-import { startTestServer, type TestServer, userWithKey } from '../helpers'
+import { sqliteOf, startTestServer, type TestServer, userWithKey } from '../helpers'
 import { dataState, eventually } from './support'
 
 const TIMEOUT = 60_000
@@ -216,7 +216,7 @@ describe('a full disk', () => {
     'database full when the row is written: 507, and the files already stored for it are removed',
     async () => {
       if (!t) return console.warn(`skipped: cannot mount a tmpfs (${refused}); this test needs root`)
-      const sqlite = t.server.db.$client
+      const sqlite = sqliteOf(t.server.db).$client
       // Views counted by earlier tests are written now, not by the periodic flush in the middle of this one.
       await t.server.services.images.flushViews()
       const before = await dataState(t)

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { engine } from '../../src/db/engine'
 import { makeImage, uploadForm } from '../fixtures'
-import { startTestServer, type TestServer, userWithKey } from '../helpers'
+import { sqliteOf, startTestServer, type TestServer, userWithKey } from '../helpers'
 import { ANSWER_BOUND_MS, committedViews, dataState, eventually, timed } from './support'
 
 const TIMEOUT = 60_000
@@ -106,7 +106,7 @@ describe.skipIf(engine === 'pg')('a database that cannot be written', () => {
       )
       expect(new Uint8Array(await (await t.fetch(`/cdn/${id}.png`)).arrayBuffer())).toEqual(bytes)
       // The WAL checkpoints stayed on their Worker: the server's own connection never took them back.
-      expect(t.server.db.$client.query('PRAGMA wal_autocheckpoint').get()).toEqual({ wal_autocheckpoint: 0 })
+      expect(sqliteOf(t.server.db).$client.query('PRAGMA wal_autocheckpoint').get()).toEqual({ wal_autocheckpoint: 0 })
     },
     TIMEOUT,
   )
