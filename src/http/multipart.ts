@@ -4,7 +4,7 @@ import { badRequest, DomainError, tooLarge } from '../errors'
 import { INTERRUPTED, readChunk } from '../lib/read-chunk'
 import { type ReceivedFile, tempUploadPath } from '../lib/received-file'
 import { sizeText } from '../lib/size'
-import { writeAll } from '../lib/write-all'
+import { batchedAppend } from '../lib/write-all'
 
 // The files every door hands the pipeline, declared in src/lib so a URL fetch (src/net) needs no HTTP code.
 export { type ReceivedFile, tempUploadPath } from '../lib/received-file'
@@ -113,9 +113,10 @@ function multipartParser(request: Request, options: MultipartOptions) {
  * Streams a multipart body to temp files (never holding a whole file in memory), hashing as it goes.
  * Stops reading as soon as a limit is passed: too many files is 400, a file over the size limit 413.
  *
- * The body's chunks go from its reader straight into the parser, and each file's bytes to its file handle; the next
- * chunk is read once the last one is written (the back-pressure). A Node stream adapter around the body and a write
- * stream per file cost a third of the receiving (bench/README.md, "Where an upload's time goes").
+ * The body's chunks go from its reader straight into the parser, and each file's bytes to its file handle, a megabyte
+ * a write (batchedAppend); the next chunk is read once what was handed to the disk is written (the back-pressure). A
+ * Node stream adapter around the body and a write stream per file cost a third of the receiving (bench/README.md,
+ * "Where an upload's time goes").
  */
 export async function receiveMultipart(
   request: Request,
@@ -129,7 +130,7 @@ export async function receiveMultipart(
   const fields: Record<string, string> = {}
   const values: Record<string, string[]> = {}
   /** Per file: its handle, its writes so far (in order) and the end of its part. */
-  const sinks: { handle: Promise<FileHandle>; written: Promise<unknown>; ended: Promise<void> }[] = []
+  const sinks: { handle: Promise<FileHandle>; file: ReturnType<typeof batchedAppend>; ended: Promise<void> }[] = []
   let failed: Error | null = null
   const fail = (error: Error) => {
     failed ??= error
@@ -194,17 +195,19 @@ export async function receiveMultipart(
     files.push(file)
     const hash = new Bun.CryptoHasher('sha256')
     const handle = open(file.path, 'w')
-    const sink = { handle, written: handle as Promise<unknown>, ended: new Promise<void>((r) => stream.on('end', r)) }
+    const sink = { handle, file: batchedAppend(handle), ended: new Promise<void>((r) => stream.on('end', r)) }
     sinks.push(sink)
     stream.on('data', (chunk: Buffer) => {
       if (failed) return
       file.size += chunk.length
       if (maxSize !== null && file.size > maxSize) return fail(fileTooLarge(perFile!))
       hash.update(chunk)
-      sink.written = sink.written.then(async () => writeAll(await handle, chunk))
+      sink.file.add(chunk)
     })
     stream.on('end', () => {
       file.sha256 = hash.digest('hex')
+      // A failed upload writes nothing more: its files are closed and removed.
+      if (!failed) sink.file.end()
     })
     stream.on('error', (error) => fail(badRequest(`Upload interrupted: ${error.message}`)))
   }
@@ -222,7 +225,7 @@ export async function receiveMultipart(
     })
   })
   /** Waits for every write issued so far; a failed one (a full disk) fails the upload as it is. */
-  const flushed = () => Promise.all(sinks.map((s) => s.written.catch((error: Error) => fail(error))))
+  const flushed = () => Promise.all(sinks.map((s) => s.file.written.catch((error: Error) => fail(error))))
 
   const reader = body.getReader()
   try {

@@ -5,7 +5,7 @@ import { badRequest, DomainError } from '../errors'
 import { faultOf } from '../faults'
 import { type ReceivedFile, tempUploadPath } from '../lib/received-file'
 import { sizeText } from '../lib/size'
-import { writeAll } from '../lib/write-all'
+import { batchedAppend } from '../lib/write-all'
 import { parseHttpUrl, pinnedLookup, RefusedAddressError, type ResolvedAddress, resolvePublic } from './address'
 
 /** Redirects followed for one URL at most; each target is checked like the first. */
@@ -72,6 +72,7 @@ function get(url: URL, addresses: ResolvedAddress[], signal: AbortSignal): Promi
 /** Streams a response's body to `path` (never held whole), hashing it, and stops past `maxBytes`. */
 async function save(response: IncomingMessage, path: string, maxBytes: number | null) {
   const out = await open(path, 'w')
+  const file = batchedAppend(Promise.resolve(out))
   const hash = new Bun.CryptoHasher('sha256')
   let size = 0
   try {
@@ -79,10 +80,14 @@ async function save(response: IncomingMessage, path: string, maxBytes: number | 
       size += chunk.length
       if (maxBytes !== null && size > maxBytes) throw tooBig(maxBytes)
       hash.update(chunk)
-      await writeAll(out, chunk)
+      file.add(chunk)
+      await file.written
     }
+    file.end()
+    await file.written
   } finally {
     response.destroy()
+    await file.written.catch(() => {})
     await out.close()
   }
   return { size, sha256: hash.digest('hex') }
