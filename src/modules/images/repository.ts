@@ -156,17 +156,30 @@ export function* ownedImageWithHash(db: Db | Tx, userId: number, sha256: string)
   ))[0]?.id
 }
 
-/** The id of a live image of the user with this perceptual hash (an upload's `duplicateOf`), the oldest first. */
-export function* ownedImageWithPhash(db: Db | Tx, userId: number, phash: string): Step<string | undefined> {
-  return (yield* q(
+/**
+ * The id of a live image of the user with this perceptual hash (an upload's `duplicateOf`), the oldest first, prepared
+ * once (every upload of an account asks): `await findOwnedPhash({ userId, phash, now })`.
+ */
+export function prepareOwnedImageWithPhash(db: Db) {
+  const statement = prepared(
+    'owned_image_with_phash',
     db
       .select({ id: images.id })
       .from(images)
-      .where(and(eq(images.userId, userId), eq(images.phash, phash), liveImage()))
+      .where(
+        and(
+          eq(images.userId, sql.placeholder('userId')),
+          eq(images.phash, sql.placeholder('phash')),
+          liveImage(sql.placeholder('now') as unknown as number),
+        ),
+      )
       // Through images_user_phash, its few matches sorted: in images_user_created's order the planner would walk every
       // image of the owner to find the first one with the hash (the unary plus keeps that index out of the order).
-      .orderBy(sql`+${images.createdAt}`),
-  ))[0]?.id
+      .orderBy(sql`+${images.createdAt}`)
+      .limit(1),
+  )
+  return async (values: { userId: number; phash: string; now: number }): Promise<string | undefined> =>
+    (await statement.execute(values))[0]?.id
 }
 
 /** Sets the embed profile (null: the default embed) of these images. */

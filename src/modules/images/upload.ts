@@ -8,6 +8,7 @@ import type { Storage } from '../../storage'
 import type { BlockService } from '../blocks/service'
 import { type ImageEvents, noImageEvents } from './events'
 import { type AdmittedUpload, createUploadAdmission, type UploadPolicy } from './limits'
+import { prepareOwnedImageWithPhash } from './repository'
 import type { ImageService } from './service'
 import {
   earlyRefusals,
@@ -56,7 +57,7 @@ export function createUploadPipeline(deps: {
   const clock = deps.now ?? Date.now
   mkdirSync(config.tmpDir, { recursive: true })
   const admission = createUploadAdmission(db, config, clock)
-  const inspectDeps = { ...deps, scanTimeoutMs: config.nsfw.timeoutMs }
+  const inspectDeps = { ...deps, scanTimeoutMs: config.nsfw.timeoutMs, findOwnedPhash: prepareOwnedImageWithPhash(db) }
   const answerDeps = { ...deps, events: deps.events ?? noImageEvents }
 
   /**

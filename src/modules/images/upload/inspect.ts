@@ -1,5 +1,3 @@
-import type { Db } from '../../../db/client'
-import { run } from '../../../db/client'
 import type { Image } from '../../../db/schema'
 import { badRequest, PoolBusy } from '../../../errors'
 import { ipKey } from '../../../http/client-ip'
@@ -11,7 +9,6 @@ import { type Classifier, isMature, type NsfwThresholds } from '../../../moderat
 import { withDeadline } from '../../../moderation/deadline'
 import { PoolBusyError } from '../../../workers/pool'
 import type { BlockService } from '../../blocks/service'
-import { ownedImageWithPhash } from '../repository'
 import type { UploadOptions } from './admit'
 import type { UploadSession } from './session'
 
@@ -38,7 +35,8 @@ export interface Inspected {
 type Verdict = { nsfw: boolean; scanStatus: Image['scanStatus'] }
 
 export interface InspectDeps {
-  db: Db
+  /** The id of a live image of the account with this perceptual hash, the oldest (repository's prepareOwnedImageWithPhash). */
+  findOwnedPhash(values: { userId: number; phash: string; now: number }): Promise<string | undefined>
   media: Media
   classifier: Classifier
   thresholds: NsfwThresholds
@@ -80,7 +78,9 @@ export async function inspect(
     inspected.push({
       ...r,
       duplicate:
-        policy.owner && r.phash ? await run(ownedImageWithPhash(deps.db, policy.owner.id, r.phash)) : undefined,
+        policy.owner && r.phash
+          ? await deps.findOwnedPhash({ userId: policy.owner.id, phash: r.phash, now: Date.now() })
+          : undefined,
     })
   return inspected
 }
