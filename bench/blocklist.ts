@@ -23,7 +23,7 @@ const { values: args } = parseArgs({
 })
 const BLOCKS = Number(args.blocks)
 const LOOKUPS = Number(args.lookups)
-const maxDistance = loadConfig({}).blockHammingDistance
+const maxDistance = loadConfig({}).blocks.hammingDistance
 
 let state = 0x2545f491
 const word = () => {

@@ -65,8 +65,8 @@ import type { Storage } from './storage'
  * before the data directory or the database is touched, so a malformed one stops the start with nothing changed.
  */
 export const operatorFiles = (config: Config) => ({
-  legacyRedirects: legacyRedirectsFrom(config.legacyRedirectsFile),
-  robotsTxt: robotsTxtFrom(config.robotsTxtFile),
+  legacyRedirects: legacyRedirectsFrom(config.site.legacyRedirectsFile),
+  robotsTxt: robotsTxtFrom(config.site.robotsTxtFile),
 })
 
 export interface AppDeps {
@@ -139,20 +139,20 @@ export function createApp(deps: AppDeps) {
   const auth = createAuthService(
     db,
     deps.mailer,
-    { guesses: config.limits.guesses, registration: config.registration, tokens, changes: deps.changes },
+    { guesses: config.limits.guesses, registration: config.auth.registration, tokens, changes: deps.changes },
     now,
   )
-  const guard = authGuard(auth, tokens, { trustProxy: config.trustProxy })
+  const guard = authGuard(auth, tokens, { trustProxy: config.http.trustProxy })
   const passkeys = createPasskeyService({ db, config, now })
   const totp = createTotpService({
     db,
     key: deps.totpKey,
-    siteName: config.siteName,
+    siteName: config.site.name,
     guesses: config.limits.guesses,
     passkeys,
     now: now ?? Date.now,
   })
-  const oidc = config.oidc && createOidcService({ db, oidc: config.oidc, auth, now: now ?? Date.now })
+  const oidc = config.auth.oidc && createOidcService({ db, oidc: config.auth.oidc, auth, now: now ?? Date.now })
   const { webhooks, variants, images, blocks, pipeline, reads } = imageServices(deps, metrics, classifier)
   const tus = createTusService({ db, config, pipeline, answer: finishedAnswer, options: deps.tusOptions })
   const gallery = createGalleryService({ db, config, reads, now: images.now })
@@ -160,7 +160,7 @@ export function createApp(deps: AppDeps) {
     db,
     images,
     reads,
-    publicUrl: config.publicUrl,
+    publicUrl: config.site.publicUrl,
     guesses: config.limits.guesses,
     now,
   })
@@ -168,7 +168,7 @@ export function createApp(deps: AppDeps) {
   const pages = createPageService({ db, config, images })
   const reports = createReportService({ db, config, images, blocks, now })
   // Where the routes answered ahead of the app (src/http/fast-route.ts) record their requests.
-  const observe = { metrics, log: config.logRequests }
+  const observe = { metrics, log: config.http.logRequests }
   const cdn = cdnModule({
     images,
     variants,
@@ -176,13 +176,13 @@ export function createApp(deps: AppDeps) {
       limit: config.variants.madePerSecond,
       windowMs: 1000,
       prefix: '/cdn/',
-      trustProxy: config.trustProxy,
+      trustProxy: config.http.trustProxy,
       now,
     }),
-    trustProxy: config.trustProxy,
+    trustProxy: config.http.trustProxy,
     storage,
     observe,
-    countViews: config.countViews,
+    countViews: config.http.countViews,
     serve: config.storage.driver === 's3' ? config.storage.s3.serve : 'stream',
   })
   const rateLimit = apiRateLimit(deps)
@@ -191,7 +191,7 @@ export function createApp(deps: AppDeps) {
     blocks,
     auth,
     passkeys,
-    admin: createAdminService({ db, images, auth, publicUrl: config.publicUrl, now }),
+    admin: createAdminService({ db, images, auth, publicUrl: config.site.publicUrl, now }),
     images,
     pipeline,
     gallery,
@@ -208,24 +208,26 @@ export function createApp(deps: AppDeps) {
   const fastRoutes = { ...cdn.routes, ...imageDetailsRoutes({ images, observe, admit: rateLimit.admit }) }
   const app = new Elysia({ serve: { routes: fastRoutes } })
     .use(errorModel)
-    .use(requestLog(metrics, { log: config.logRequests }))
+    .use(requestLog(metrics, { log: config.http.logRequests }))
     .use(htmlCompression)
     .use(bodyLimit)
     .use(rateLimit.plugin)
-    .use(apiDocs({ siteName: config.siteName, publicUrl: config.publicUrl, pathIds: PATH_IDS }))
-    .use(healthModule({ db, dataDir: config.dataDir, metrics, metricsToken: config.metricsToken, classifier }))
+    .use(apiDocs({ siteName: config.site.name, publicUrl: config.site.publicUrl, pathIds: PATH_IDS }))
+    .use(
+      healthModule({ db, dataDir: config.paths.dataDir, metrics, metricsToken: config.http.metricsToken, classifier }),
+    )
     .use(
       authModule(auth, guard, {
         totp,
         oidc,
-        oidcOnly: config.oidc?.only ?? false,
-        secureCookie: config.publicUrl.startsWith('https:'),
+        oidcOnly: config.auth.oidc?.only ?? false,
+        secureCookie: config.site.publicUrl.startsWith('https:'),
       }),
     )
     .use(passkeysModule(passkeys, auth, guard))
     .use(imagesModule({ images, pipeline, guard }))
     .use(cheveretoModule({ config, images, pipeline, auth, guard }))
-    .use(variantsModule({ images, variants, publicUrl: config.cdnUrl, guard }))
+    .use(variantsModule({ images, variants, publicUrl: config.site.cdnUrl, guard }))
     .use(tusModule({ config, tus, guard }))
     .use(webhooksModule(webhooks, guard))
     .use(clientsModule({ config, guard }))
@@ -239,7 +241,7 @@ export function createApp(deps: AppDeps) {
     .use(pagesModule({ config, pages, images, albums, gallery, robotsTxt: deps.files.robotsTxt }))
   const { legacyRedirects } = deps.files
   if (legacyRedirects) {
-    const base = { publicUrl: config.publicUrl, cdnBase: config.cdnUrl }
+    const base = { publicUrl: config.site.publicUrl, cdnBase: config.site.cdnUrl }
     app.use(legacyLinksModule({ redirects: legacyRedirects, images, base }))
   }
 
@@ -257,7 +259,7 @@ function imageServices(deps: AppDeps, metrics: Metrics, classifier: Classifier) 
     db,
     storage,
     media: deps.media,
-    tmpDir: config.tmpDir,
+    tmpDir: config.paths.tmpDir,
     secret: deps.variantSecret,
     storageLimit: config.variants.storageLimit,
     maxPixels: config.limits.maxPixels,
@@ -277,8 +279,8 @@ function imageServices(deps: AppDeps, metrics: Metrics, classifier: Classifier) 
     db,
     changes: deps.changes,
     storage,
-    maxDistance: config.blockHammingDistance,
-    publicUrl: config.publicUrl,
+    maxDistance: config.blocks.hammingDistance,
+    publicUrl: config.site.publicUrl,
   })
   const pipeline = createUploadPipeline({
     db,
@@ -301,7 +303,7 @@ function apiRateLimit({ config, db, now }: AppDeps) {
   // Instances sharing a PostgreSQL database add up their counts (SQLite: one process holds them all).
   return globalRateLimit({
     limit: config.limits.globalPerMinute,
-    trustProxy: config.trustProxy,
+    trustProxy: config.http.trustProxy,
     now,
     shared: sharedDatabase
       ? async (batch, at, windowMs) =>

@@ -1,5 +1,5 @@
 import { mkdirSync } from 'node:fs'
-import { basename, join } from 'node:path'
+import { basename } from 'node:path'
 import { parseArgs } from 'node:util'
 import { Value } from '@sinclair/typebox/value'
 import { type Config, ConfigError, loadConfig } from './config'
@@ -128,7 +128,7 @@ function signVariant(config: Config, args: string[]): string {
   if (!Value.Check(VariantRequest, body))
     fail(`${[...Value.Errors(VariantRequest, body)][0]?.message ?? 'invalid'}\n\n${USAGE}`)
   const spec = { width: body.width, height: body.height, fit: body.fit ?? 'inside', format: body.format }
-  return `${config.cdnUrl}${signedVariantPath(loadVariantSecret(config), id!, spec)}`
+  return `${config.site.cdnUrl}${signedVariantPath(loadVariantSecret(config), id!, spec)}`
 }
 
 /** What every command that works on the database is handed. */
@@ -149,31 +149,31 @@ type Command = (ctx: Context, args: string[]) => Promise<void>
 /** Runs without the service database open: a restore writes it. */
 async function restoreCommand(config: Config, args: string[]) {
   if (!args[0]) fail(USAGE)
-  const database = config.databaseUrl ? await openPgDatabase(config.databaseUrl) : undefined
+  const database = config.database.url ? await openPgDatabase(config.database.url) : undefined
   try {
     await restore({
       source: args[0],
-      dataDir: config.dataDir,
+      dataDir: config.paths.dataDir,
       storage: () => createConfiguredStorage(config),
       database,
     })
   } finally {
     if (database) await closePgDatabase(database)
   }
-  console.log(`Restored ${args[0]} into ${config.databaseUrl ? 'the PostgreSQL database' : config.dataDir}`)
+  console.log(`Restored ${args[0]} into ${config.database.url ? 'the PostgreSQL database' : config.paths.dataDir}`)
 }
 
 async function migrateDbCommand(config: Config, args: string[]) {
   // SQLite to PostgreSQL: the data directory's file (or the one named) into DATABASE_URL's database, which must be
   // empty. Every row, ids and counters as they are; the search index is built by PostgreSQL's triggers.
-  if (!config.databaseUrl) fail('migrate-db copies into PostgreSQL: set DATABASE_URL')
+  if (!config.database.url) fail('migrate-db copies into PostgreSQL: set DATABASE_URL')
   if (args.length > 1) fail(USAGE)
-  const source = args[0] ?? join(config.dataDir, 'imghost.sqlite')
+  const source = args[0] ?? config.paths.sqliteFile
   if (!(await Bun.file(source).exists())) fail(`No such SQLite file: ${source}`)
   // The server must not run on it meanwhile: rows written during the copy would be left behind.
-  const lock = args[0] ? null : lockDataDir(config.dataDir, 'migrate-db refused')
+  const lock = args[0] ? null : lockDataDir(config.paths.dataDir, 'migrate-db refused')
   const from = openDatabase(source)
-  const to = await openPgDatabase(config.databaseUrl)
+  const to = await openPgDatabase(config.database.url)
   try {
     const copied = await copyDatabase({ engine: 'sqlite', db: from }, { engine: 'pg', db: to })
     for (const [table, rows] of Object.entries(copied)) console.log(`${table}: ${rows} rows`)
@@ -202,7 +202,7 @@ async function setRole({ update }: Context, args: string[]) {
 
 async function backupCommand({ db, storage, config }: Context, args: string[]) {
   if (!args[0]) fail(USAGE)
-  const result = await backup({ db, storage: storage(), dataDir: config.dataDir, target: args[0] })
+  const result = await backup({ db, storage: storage(), dataDir: config.paths.dataDir, target: args[0] })
   console.log(`Backed up ${result.images} images to ${args[0]}`)
   for (const key of result.missing) console.log(`missing (deleted during the backup?): ${key}`)
 }
@@ -251,7 +251,7 @@ async function importCommand({ db, config, storage, blocklist, byName }: Context
       blocks: blocklist(),
       images,
     })
-    const importFolder = createImporter({ db, pipeline, tmpDir: config.tmpDir })
+    const importFolder = createImporter({ db, pipeline, tmpDir: config.paths.tmpDir })
     const tty = process.stderr.isTTY
     const summary = await importFolder(
       {
@@ -328,7 +328,7 @@ async function rehash({ db, config, storage }: Context, args: string[]) {
   if (args.length !== 0) fail(USAGE)
   const media = mediaPoolFor(config)
   try {
-    const backfill = createPhashBackfill({ db, storage: storage(), media, tmpDir: config.tmpDir })
+    const backfill = createPhashBackfill({ db, storage: storage(), media, tmpDir: config.paths.tmpDir })
     const counts = await backfill.runToEnd()
     console.log(`${counts.hashed} images hashed, ${counts.plain} too plain to hash, ${counts.failed} could not be read`)
     if (counts.failed > 0) process.exitCode = 2
@@ -348,9 +348,9 @@ async function migrateStorage({ config }: Context) {
   }
   const target = createS3Storage(s3)
   const where = `${s3.endpoint || 'AWS S3'} bucket ${s3.bucket}${s3.prefix ? ` under ${s3.prefix}` : ''}`
-  console.log(`Copying ${join(config.dataDir, 'files')} to ${where}`)
+  console.log(`Copying ${config.paths.filesDir} to ${where}`)
   const report = await migrateToBucket({
-    filesDir: join(config.dataDir, 'files'),
+    filesDir: config.paths.filesDir,
     target,
     onProgress: (done, r) => {
       if (done % 500 === 0 || done === r.files)
@@ -370,7 +370,7 @@ async function migrateStorage({ config }: Context) {
     console.log(
       'Next: stop the server, run migrate-storage once more (it copies only files uploaded since), then start it with STORAGE=s3 ' +
         'and the same S3_* variables. `bun run cli check` (with STORAGE=s3) verifies every image has its files in the bucket; ' +
-        `${join(config.dataDir, 'files')} is no longer read and can be removed after that.`,
+        `${config.paths.filesDir} is no longer read and can be removed after that.`,
     )
   }
 }
@@ -410,24 +410,28 @@ const COMMANDS: Record<string, Command> = {
 
 /** Opens the database and the services the commands share. */
 async function openContext(config: Config): Promise<Context> {
-  mkdirSync(config.dataDir, { recursive: true })
+  mkdirSync(config.paths.dataDir, { recursive: true })
   const db = await openServiceDatabase({
-    databaseUrl: config.databaseUrl,
-    sqlitePath: join(config.dataDir, 'imghost.sqlite'),
+    databaseUrl: config.database.url,
+    sqlitePath: config.paths.sqliteFile,
   })
   // The CLI creates accounts but neither mails nor signs in.
   const auth = createAuthService(
     db,
     { async sendVerification() {}, async sendPasswordReset() {} },
-    { guesses: config.limits.guesses, registration: config.registration, tokens: sessionTokens(loadJwtSecret(config)) },
+    {
+      guesses: config.limits.guesses,
+      registration: config.auth.registration,
+      tokens: sessionTokens(loadJwtSecret(config)),
+    },
   )
   const storage = () => createConfiguredStorage(config)
   const blocklist = () =>
     createBlockService({
       db,
       storage: storage(),
-      maxDistance: config.blockHammingDistance,
-      publicUrl: config.publicUrl,
+      maxDistance: config.blocks.hammingDistance,
+      publicUrl: config.site.publicUrl,
     })
   const byName = async (name: string | undefined) => {
     if (!name) fail(USAGE)

@@ -198,138 +198,82 @@ function checkCombinations(raw: Parsed) {
   }
 }
 
-/** The limits slice: files, sizes, storage, windows and guesses. */
-const limitsOf = (raw: Parsed) =>
-  Object.freeze({
-    user: { maxFiles: raw.MAX_FILES_PER_UPLOAD, maxFileSize: raw.MAX_FILE_SIZE },
-    admin: { maxFiles: raw.ADMIN_MAX_FILES_PER_UPLOAD },
-    storage: { unverified: raw.UNVERIFIED_STORAGE_LIMIT, verified: raw.VERIFIED_STORAGE_LIMIT },
-    uploadsPerHour: raw.UPLOADS_PER_HOUR,
-    anonymous: {
-      maxFiles: raw.ANON_MAX_FILES_PER_UPLOAD,
-      maxFileSize: raw.ANON_MAX_FILE_SIZE,
-      uploads: raw.ANON_UPLOADS_PER_WINDOW,
-      windowSeconds: raw.ANON_WINDOW_SECONDS,
-    },
-    globalPerMinute: raw.GLOBAL_RATE_LIMIT,
-    maxPixels: raw.MAX_IMAGE_PIXELS,
-    /** Abuse reports per IP per hour. */
-    reportsPerHour: raw.REPORTS_PER_HOUR,
-    /** Uploads refused after processing began (not an image, undecodable, blocked...), per IP and per account. */
-    refused: { perWindow: raw.REFUSED_UPLOADS_PER_WINDOW, windowSeconds: raw.REFUSED_UPLOADS_WINDOW_SECONDS },
-    /** Uploads being received or processed at once. */
-    inFlight: { perIp: raw.UPLOADS_IN_FLIGHT_PER_IP, perAccount: raw.UPLOADS_IN_FLIGHT_PER_ACCOUNT },
-    /** Failed password attempts (logins, album passwords) allowed per fixed window before 429. */
-    guesses: {
-      loginPerAccount: raw.LOGIN_FAILURES_PER_ACCOUNT,
-      loginPerIp: raw.LOGIN_FAILURES_PER_IP,
-      albumPerAlbum: raw.ALBUM_PASSWORD_FAILURES_PER_ALBUM,
-      albumPerIp: raw.ALBUM_PASSWORD_FAILURES_PER_IP,
-      windowSeconds: raw.PASSWORD_FAILURES_WINDOW_SECONDS,
-    },
-  })
+/** `limits`: files, sizes, storage, windows and guesses. */
+const limitsOf = (raw: Parsed) => ({
+  user: { maxFiles: raw.MAX_FILES_PER_UPLOAD, maxFileSize: raw.MAX_FILE_SIZE },
+  admin: { maxFiles: raw.ADMIN_MAX_FILES_PER_UPLOAD },
+  storage: { unverified: raw.UNVERIFIED_STORAGE_LIMIT, verified: raw.VERIFIED_STORAGE_LIMIT },
+  uploadsPerHour: raw.UPLOADS_PER_HOUR,
+  anonymous: {
+    maxFiles: raw.ANON_MAX_FILES_PER_UPLOAD,
+    maxFileSize: raw.ANON_MAX_FILE_SIZE,
+    uploads: raw.ANON_UPLOADS_PER_WINDOW,
+    windowSeconds: raw.ANON_WINDOW_SECONDS,
+  },
+  globalPerMinute: raw.GLOBAL_RATE_LIMIT,
+  maxPixels: raw.MAX_IMAGE_PIXELS,
+  /** Abuse reports per IP per hour. */
+  reportsPerHour: raw.REPORTS_PER_HOUR,
+  /** Uploads refused after processing began (not an image, undecodable, blocked...), per IP and per account. */
+  refused: { perWindow: raw.REFUSED_UPLOADS_PER_WINDOW, windowSeconds: raw.REFUSED_UPLOADS_WINDOW_SECONDS },
+  /** Uploads being received or processed at once. */
+  inFlight: { perIp: raw.UPLOADS_IN_FLIGHT_PER_IP, perAccount: raw.UPLOADS_IN_FLIGHT_PER_ACCOUNT },
+  /** Failed password attempts (logins, album passwords) allowed per fixed window before 429. */
+  guesses: {
+    loginPerAccount: raw.LOGIN_FAILURES_PER_ACCOUNT,
+    loginPerIp: raw.LOGIN_FAILURES_PER_IP,
+    albumPerAlbum: raw.ALBUM_PASSWORD_FAILURES_PER_ALBUM,
+    albumPerIp: raw.ALBUM_PASSWORD_FAILURES_PER_IP,
+    windowSeconds: raw.PASSWORD_FAILURES_WINDOW_SECONDS,
+  },
+})
 
-/** Parses and checks the environment once; a bad value throws a ConfigError naming the variable. */
-export function loadConfig(env: Record<string, string | undefined> = process.env) {
-  const raw = parseVariables(env)
-  checkCombinations(raw)
+/** `site`: without PUBLIC_URL the service is its own localhost address; neither URL keeps a trailing slash. */
+function siteOf(raw: Parsed) {
   const publicUrl = (raw.PUBLIC_URL || `http://localhost:${raw.PORT}`).replace(/\/+$/, '')
-  const dataDir = resolve(raw.DATA_DIR)
-  return deepFreeze({
-    port: raw.PORT,
+  return {
+    name: raw.SITE_NAME,
+    color: raw.SITE_COLOR,
     publicUrl,
     /** Base of direct and thumbnail links: a CDN or bucket domain when set, else the service itself. */
     cdnUrl: (raw.CDN_URL || publicUrl).replace(/\/+$/, ''),
+    /** The file /robots.txt answers, or '': the default (read by src/modules/pages/robots.ts). */
+    robotsTxtFile: raw.ROBOTS_TXT,
+    /** The legacy link map's file, or '': no legacy links (read by src/modules/import/model.ts). */
+    legacyRedirectsFile: raw.LEGACY_REDIRECTS,
+  }
+}
+
+/** `paths`: resolved here once, so no caller joins DATA_DIR's layout again. */
+function pathsOf(raw: Parsed) {
+  const dataDir = resolve(raw.DATA_DIR)
+  return {
     dataDir,
     /** Temp files of uploads, URL fetches, media jobs and copies of stored originals: `DATA_DIR/tmp`. */
     tmpDir: join(dataDir, 'tmp'),
     /** Where partial tus uploads' bytes live (`DATA_DIR/tus` by default): one directory shared by every instance. */
-    tusDir: resolve(raw.TUS_DIR || join(raw.DATA_DIR, 'tus')),
-    /** PostgreSQL's URL, or '' for SQLite in DATA_DIR (src/db/engine.ts). */
-    databaseUrl: raw.DATABASE_URL,
-    siteName: raw.SITE_NAME,
-    siteColor: raw.SITE_COLOR,
+    tusDir: raw.TUS_DIR ? resolve(raw.TUS_DIR) : join(dataDir, 'tus'),
+    /** Image files with STORAGE=local (a bucket's keys mirror its layout). */
+    filesDir: join(dataDir, 'files'),
+    /** The SQLite database, when DATABASE_URL is empty. */
+    sqliteFile: join(dataDir, 'imghost.sqlite'),
+  }
+}
+
+/** `auth`: OIDC's redirect URI is under PUBLIC_URL, the address the provider has registered. */
+function authOf(raw: Parsed, publicUrl: string) {
+  return {
+    /** HS256 key of session tokens; empty: generated and kept in DATA_DIR/jwt-secret. */
     jwtSecret: raw.JWT_SECRET,
-    admin: { username: raw.ADMIN_USERNAME, email: raw.ADMIN_EMAIL, password: raw.ADMIN_PASSWORD },
-    smtp: { url: raw.SMTP_URL, from: raw.SMTP_FROM || `no-reply@${new URL(publicUrl).hostname}` },
-    trustProxy: isTrue(raw.TRUST_PROXY),
-    logRequests: isTrue(raw.LOG_REQUESTS),
-    /** Empty: /metrics is disabled. */
-    metricsToken: raw.METRICS_TOKEN,
-    /** Count /cdn views (buffered, flushed in batches); false only to measure what counting costs. */
-    countViews: isTrue(raw.COUNT_VIEWS),
+    /** Seals TOTP secrets at rest; empty: generated and kept in DATA_DIR/totp-key. */
+    totpKey: raw.TOTP_KEY,
     /** Who may register: anyone (`open`), holders of an admin's invite (`invite`), or nobody (`closed`). */
     registration: raw.REGISTRATION,
-    limits: limitsOf(raw),
-    expiry: Object.freeze({
-      /** Longest expiry an upload or a PATCH may ask for, seconds. */
-      maxSeconds: raw.MAX_EXPIRY,
-      /** Expiry of anonymous uploads that ask for none, and the longest they may ask for; 0: never expire. */
-      anonDefaultSeconds: raw.ANON_DEFAULT_EXPIRY,
-    }),
-    /** Where image files live: `DATA_DIR/files`, or an S3-compatible bucket (only read when `driver` is `s3`). */
-    storage: Object.freeze({
-      driver: raw.STORAGE,
-      s3: {
-        /** Empty: AWS S3 of `region`. */
-        endpoint: raw.S3_ENDPOINT,
-        bucket: raw.S3_BUCKET,
-        region: raw.S3_REGION,
-        accessKeyId: raw.S3_ACCESS_KEY_ID,
-        secretAccessKey: raw.S3_SECRET_ACCESS_KEY,
-        /** Every key is stored under it; empty or ending in `/`. */
-        prefix: raw.S3_PREFIX && !raw.S3_PREFIX.endsWith('/') ? `${raw.S3_PREFIX}/` : raw.S3_PREFIX,
-        /** How /cdn hands out bytes: `stream` through this process, or `redirect` to a short-lived presigned URL. */
-        serve: raw.S3_SERVE,
-      },
-    }),
-    stripMetadata: raw.STRIP_METADATA,
-    /** Work on uploaded bytes runs in worker processes (src/workers/media-pool.ts), each job under these budgets. */
-    media: Object.freeze({
-      /** 0: one per CPU core. */
-      workers: raw.MEDIA_WORKERS || availableParallelism(),
-      timeoutMs: raw.MEDIA_JOB_TIMEOUT_MS,
-      /** Resident memory of one worker process while it runs a job. */
-      memoryBytes: raw.MEDIA_MEMORY_LIMIT,
-      maxQueue: raw.MEDIA_MAX_QUEUE,
-    }),
-    /** Uploads within this many bits of a blocked picture's perceptual hash are refused (src/modules/blocks). */
-    blockHammingDistance: raw.BLOCK_HAMMING_DISTANCE,
-    nsfw: Object.freeze({
-      thresholds: { pornHentai: raw.NSFW_PORN_HENTAI_THRESHOLD, sexy: raw.NSFW_SEXY_THRESHOLD },
-      timeoutMs: raw.NSFW_SCAN_TIMEOUT_MS,
-      maxQueue: raw.NSFW_MAX_QUEUE,
-      /** `auto`: tfjs-node when it is installed and loads, else wasm; `wasm`: always the portable wasm backend. */
-      backend: raw.NSFW_BACKEND,
-      /** The model loads with the first scan and is unloaded (its memory returned) after this long without one; 0: never. */
-      idleUnloadMs: raw.NSFW_IDLE_UNLOAD_SECONDS * 1000,
-      scanApiUploads: isTrue(raw.SCAN_API_UPLOADS),
-    }),
-    webhooks: Object.freeze({
-      /** Deliver to loopback, private and link-local addresses too (off: such endpoints are refused, SSRF). */
-      allowPrivate: isTrue(raw.WEBHOOK_ALLOW_PRIVATE),
-    }),
-    /** Uploads from a URL (src/net/fetch-url.ts). */
-    urlUploads: Object.freeze({
-      /** Fetch from loopback, private and link-local addresses too (off: refused, SSRF). */
-      allowPrivate: isTrue(raw.URL_UPLOAD_ALLOW_PRIVATE),
-      /** One URL's whole fetch: DNS, connect, headers and body. */
-      timeoutMs: raw.URL_UPLOAD_TIMEOUT_MS,
-    }),
-    /** Resized copies (src/modules/variants): presets and signed custom sizes, made on first request. */
-    variants: Object.freeze({
-      /** HMAC key of signed sizes; empty: generated and kept in DATA_DIR/variant-secret. */
-      secret: raw.VARIANT_SECRET,
-      /** Bytes of stored variants; past it the least recently used go. */
-      storageLimit: raw.VARIANT_STORAGE_LIMIT,
-      /** Signed sizes made (not served from storage) per client IP per second. */
-      madePerSecond: raw.VARIANTS_MADE_PER_SECOND,
-    }),
-    /** TOTP_KEY: seals TOTP secrets at rest; empty: generated and kept in DATA_DIR/totp-key. */
-    totpKey: raw.TOTP_KEY,
+    /** The admin account made at startup when all three are set and no account has the name. */
+    admin: { username: raw.ADMIN_USERNAME, email: raw.ADMIN_EMAIL, password: raw.ADMIN_PASSWORD },
     /** OpenID Connect single sign-on (src/modules/auth/oidc.ts); null: not offered. */
     oidc: raw.OIDC_ISSUER
-      ? Object.freeze({
+      ? {
           issuer: raw.OIDC_ISSUER,
           clientId: raw.OIDC_CLIENT_ID,
           clientSecret: raw.OIDC_CLIENT_SECRET,
@@ -338,12 +282,118 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           /** Password login refused (403) and hidden: accounts sign in through the provider only. */
           only: isTrue(raw.OIDC_ONLY),
           redirectUri: `${publicUrl}/api/auth/oidc/callback`,
-        })
+        }
       : null,
-    /** The legacy link map's file, or '': no legacy links (read by src/modules/import/model.ts). */
-    legacyRedirectsFile: raw.LEGACY_REDIRECTS,
-    /** The file /robots.txt answers, or '': the default (read by src/modules/pages/robots.ts). */
-    robotsTxtFile: raw.ROBOTS_TXT,
+  }
+}
+
+/** `storage`: `s3` is only read when `driver` is `s3`. */
+const storageOf = (raw: Parsed) => ({
+  driver: raw.STORAGE,
+  s3: {
+    /** Empty: AWS S3 of `region`. */
+    endpoint: raw.S3_ENDPOINT,
+    bucket: raw.S3_BUCKET,
+    region: raw.S3_REGION,
+    accessKeyId: raw.S3_ACCESS_KEY_ID,
+    secretAccessKey: raw.S3_SECRET_ACCESS_KEY,
+    /** Every key is stored under it; empty or ending in `/`. */
+    prefix: raw.S3_PREFIX && !raw.S3_PREFIX.endsWith('/') ? `${raw.S3_PREFIX}/` : raw.S3_PREFIX,
+    /** How /cdn hands out bytes: `stream` through this process, or `redirect` to a short-lived presigned URL. */
+    serve: raw.S3_SERVE,
+  },
+})
+
+/** `nsfw`: the classifier's verdict thresholds, budgets and backend. */
+const nsfwOf = (raw: Parsed) => ({
+  thresholds: { pornHentai: raw.NSFW_PORN_HENTAI_THRESHOLD, sexy: raw.NSFW_SEXY_THRESHOLD },
+  timeoutMs: raw.NSFW_SCAN_TIMEOUT_MS,
+  maxQueue: raw.NSFW_MAX_QUEUE,
+  /** `auto`: tfjs-node when it is installed and loads, else wasm; `wasm`: always the portable wasm backend. */
+  backend: raw.NSFW_BACKEND,
+  /** The model loads with the first scan and is unloaded (its memory returned) after this long without one; 0: never. */
+  idleUnloadMs: raw.NSFW_IDLE_UNLOAD_SECONDS * 1000,
+  scanApiUploads: isTrue(raw.SCAN_API_UPLOADS),
+})
+
+/** Parses and checks the environment once; a bad value throws a ConfigError naming the variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env) {
+  const raw = parseVariables(env)
+  checkCombinations(raw)
+  const site = siteOf(raw)
+  // Every key is a slice: a feature is handed the one it reads.
+  return deepFreeze({
+    /** What visitors and links see: the site's name and colour, its addresses, and the files it answers with. */
+    site,
+    /** The listener and what it records of requests. */
+    http: {
+      port: raw.PORT,
+      /** Take the client's IP from the last X-Forwarded-For entry (behind a reverse proxy). */
+      trustProxy: isTrue(raw.TRUST_PROXY),
+      logRequests: isTrue(raw.LOG_REQUESTS),
+      /** Empty: /metrics is disabled. */
+      metricsToken: raw.METRICS_TOKEN,
+      /** Count /cdn views (buffered, flushed in batches); false only to measure what counting costs. */
+      countViews: isTrue(raw.COUNT_VIEWS),
+    },
+    /** Where this instance keeps its files: DATA_DIR and the paths under it. */
+    paths: pathsOf(raw),
+    /** PostgreSQL's URL, or '' for SQLite at `paths.sqliteFile` (src/db/engine.ts). */
+    database: { url: raw.DATABASE_URL },
+    /** Accounts and signing in: registration, the startup admin, single sign-on and the keys of sessions and TOTP. */
+    auth: authOf(raw, site.publicUrl),
+    /** Outgoing mail (verification and password reset links); empty url: the tokens go to the log instead. */
+    smtp: { url: raw.SMTP_URL, from: raw.SMTP_FROM || `no-reply@${new URL(site.publicUrl).hostname}` },
+    /** Files, sizes, storage quotas, rate windows and password guesses. */
+    limits: limitsOf(raw),
+    /** How long uploads may live. */
+    expiry: {
+      /** Longest expiry an upload or a PATCH may ask for, seconds. */
+      maxSeconds: raw.MAX_EXPIRY,
+      /** Expiry of anonymous uploads that ask for none, and the longest they may ask for; 0: never expire. */
+      anonDefaultSeconds: raw.ANON_DEFAULT_EXPIRY,
+    },
+    /** Where image files live: `paths.filesDir`, or an S3-compatible bucket. */
+    storage: storageOf(raw),
+    /** Work on uploaded bytes runs in worker processes (src/workers/media-pool.ts), each job under these budgets. */
+    media: {
+      /** 0: one per CPU core. */
+      workers: raw.MEDIA_WORKERS || availableParallelism(),
+      timeoutMs: raw.MEDIA_JOB_TIMEOUT_MS,
+      /** Resident memory of one worker process while it runs a job. */
+      memoryBytes: raw.MEDIA_MEMORY_LIMIT,
+      maxQueue: raw.MEDIA_MAX_QUEUE,
+      /** What the workers strip from uploads: GPS tags (`gps`), all metadata (`all`) or nothing (`none`). */
+      stripMetadata: raw.STRIP_METADATA,
+    },
+    /** Blocked pictures (src/modules/blocks). */
+    blocks: {
+      /** Uploads within this many bits of a blocked picture's perceptual hash are refused. */
+      hammingDistance: raw.BLOCK_HAMMING_DISTANCE,
+    },
+    /** The NSFW classifier that scans uploads (src/moderation). */
+    nsfw: nsfwOf(raw),
+    /** Deliveries of image events to users' endpoints (src/modules/webhooks). */
+    webhooks: {
+      /** Deliver to loopback, private and link-local addresses too (off: such endpoints are refused, SSRF). */
+      allowPrivate: isTrue(raw.WEBHOOK_ALLOW_PRIVATE),
+    },
+    /** Uploads from a URL (src/net/fetch-url.ts). */
+    urlUploads: {
+      /** Fetch from loopback, private and link-local addresses too (off: refused, SSRF). */
+      allowPrivate: isTrue(raw.URL_UPLOAD_ALLOW_PRIVATE),
+      /** One URL's whole fetch: DNS, connect, headers and body. */
+      timeoutMs: raw.URL_UPLOAD_TIMEOUT_MS,
+    },
+    /** Resized copies (src/modules/variants): presets and signed custom sizes, made on first request. */
+    variants: {
+      /** HMAC key of signed sizes; empty: generated and kept in DATA_DIR/variant-secret. */
+      secret: raw.VARIANT_SECRET,
+      /** Bytes of stored variants; past it the least recently used go. */
+      storageLimit: raw.VARIANT_STORAGE_LIMIT,
+      /** Signed sizes made (not served from storage) per client IP per second. */
+      madePerSecond: raw.VARIANTS_MADE_PER_SECOND,
+    },
   })
 }
 

@@ -43,4 +43,4 @@ process.on('SIGTERM', () => void shutdown('SIGTERM'))
 process.on('SIGINT', () => void shutdown('SIGINT'))
 // Announced only once the handlers are in: a supervisor that stops the server as soon as it reads this line gets a
 // clean shutdown, not the default SIGTERM death (exit 143).
-log.info('listening', { url: config.publicUrl, port: server.port })
+log.info('listening', { url: config.site.publicUrl, port: server.port })

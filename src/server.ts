@@ -1,5 +1,4 @@
 import { mkdirSync } from 'node:fs'
-import { join } from 'node:path'
 import { type AppDeps, createApp, operatorFiles } from './app'
 import type { Config } from './config'
 import { openChangeFeed } from './db/changes'
@@ -45,9 +44,9 @@ const TUS_SWEEP_MS = 10 * 60_000
 /** Opens the data directory and database, builds the app and listens; `stop` shuts everything down cleanly. */
 export async function startServer(config: Config, overrides: ServerOverrides = {}) {
   const files = operatorFiles(config)
-  mkdirSync(config.dataDir, { recursive: true })
+  mkdirSync(config.paths.dataDir, { recursive: true })
   // One server per data directory, before anything in it is touched (DataDirLockedError otherwise).
-  const dataDirLock = lockDataDir(config.dataDir, 'refusing to start')
+  const dataDirLock = lockDataDir(config.paths.dataDir, 'refusing to start')
   try {
     return await start(config, overrides, dataDirLock, files)
   } catch (error) {
@@ -62,26 +61,25 @@ async function start(
   dataDirLock: { release(): void },
   files: AppDeps['files'],
 ) {
-  const sqlitePath = join(config.dataDir, 'imghost.sqlite')
+  const { sqliteFile, tmpDir } = config.paths
   const db = await openServiceDatabase({
-    databaseUrl: config.databaseUrl,
-    sqlitePath,
+    databaseUrl: config.database.url,
+    sqlitePath: sqliteFile,
     busyTimeoutMs: SERVER_BUSY_TIMEOUT_MS,
     serving: true,
   })
   // SQLite's WAL is checkpointed off the event loop; PostgreSQL checkpoints by itself.
-  const checkpointer = byEngine(db, { sqlite: (sqlite) => startCheckpointer(sqlite, sqlitePath), pg: () => null })
+  const checkpointer = byEngine(db, { sqlite: (sqlite) => startCheckpointer(sqlite, sqliteFile), pg: () => null })
   // SQLite's list reads run on a Worker's read-only connection; PostgreSQL's queries wait off the event loop already.
-  const reads = config.databaseUrl ? localReads(db) : workerReads(sqlitePath)
+  const reads = config.database.url ? localReads(db) : workerReads(sqliteFile)
   // What changed in the database, for the caches: on PostgreSQL what any instance changed.
   const changes = await openChangeFeed(db)
-  if (config.databaseUrl && config.storage.driver === 'local')
+  if (config.database.url && config.storage.driver === 'local')
     log.warn('STORAGE=local with DATABASE_URL: every instance must see the same files directory (a shared volume)', {
-      files: join(config.dataDir, 'files'),
+      files: config.paths.filesDir,
     })
   const deps = appDeps(config, overrides, { db, reads, changes, files })
   const now = deps.now ?? Date.now
-  const { tmpDir } = config
   // Background jobs that instances sharing a database run one at a time (each instance still has them scheduled).
   const exclusive = exclusiveJobs(db)
   // Files without a row: from startup on, in the background (it walks every stored file, which the start must not
@@ -105,7 +103,7 @@ async function start(
         rateLimit.sync().catch((error) => log.warn('rate count sync failed', { error: String(error) }))
       }, SHARED_SYNC_MS)
     : undefined
-  await services.auth.ensureAdmin(config.admin)
+  await services.auth.ensureAdmin(config.auth.admin)
   // A failed flush (a locked or read-only database) keeps its counts and times: the next one writes them.
   const flushTimer = setInterval(() => {
     services.images
@@ -160,7 +158,7 @@ async function start(
     services.tus.sweep(),
   )
   // Upload bodies are streamed and limited by the pipeline itself, per file and per request.
-  app.listen({ port: config.port, hostname: '0.0.0.0', maxRequestBodySize: Number.MAX_SAFE_INTEGER })
+  app.listen({ port: config.http.port, hostname: '0.0.0.0', maxRequestBodySize: Number.MAX_SAFE_INTEGER })
 
   return {
     app,
@@ -242,8 +240,8 @@ function appDeps(
       createMailer({
         smtpUrl: config.smtp.url,
         from: config.smtp.from,
-        publicUrl: config.publicUrl,
-        siteName: config.siteName,
+        publicUrl: config.site.publicUrl,
+        siteName: config.site.name,
       }),
     jwtSecret: overrides.jwtSecret ?? loadJwtSecret(config),
     variantSecret: overrides.variantSecret ?? loadVariantSecret(config),

@@ -122,7 +122,7 @@ export async function startTestServer(
   const doFetch = (path: string, init?: RequestInit) => fetch(url + path, init)
   return {
     url,
-    dataDir: config.dataDir,
+    dataDir: config.paths.dataDir,
     env: fullEnv,
     server,
     fetch: doFetch,

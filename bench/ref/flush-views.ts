@@ -2,7 +2,6 @@
 // flush (the worst case: every view in the window hit a different image). Uses the service's own image service and
 // database setup on a temp data directory. Usage: bun bench/ref/flush-views.ts <n> [rounds]
 import { rmSync } from 'node:fs'
-import { join } from 'node:path'
 import { loadConfig } from '../../src/config'
 import { localChangeFeed } from '../../src/db/changes'
 import { startCheckpointer } from '../../src/db/checkpointer'
@@ -18,9 +17,9 @@ const rounds = Number(process.argv[3] ?? 3)
 const dataDir = tempDir('imghost-bench-flush-')
 try {
   const config = loadConfig({ DATA_DIR: dataDir })
-  const db = openDatabase(join(dataDir, 'imghost.sqlite'))
+  const db = openDatabase(config.paths.sqliteFile)
   // As the server runs it: checkpoints on a Worker, not inside the flush's commits.
-  const checkpointer = startCheckpointer(db, join(dataDir, 'imghost.sqlite'))
+  const checkpointer = startCheckpointer(db, config.paths.sqliteFile)
   await Bun.sleep(200)
   const ids = Array.from({ length: n }, (_, i) => i.toString(36).padStart(8, '0'))
   for (let i = 0; i < n; i += 1000) {

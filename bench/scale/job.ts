@@ -7,7 +7,6 @@
 // Usage: bun --preload bench/lib/server-probe.ts bench/scale/job.ts <orphan-sweep|expiry-sweep|phash-backfill|rescan|view-flush> <count>
 
 import { link } from 'node:fs/promises'
-import { join } from 'node:path'
 import { asc, inArray, ne } from 'drizzle-orm'
 import { loadConfig } from '../../src/config'
 import { localChangeFeed } from '../../src/db/changes'
@@ -31,18 +30,18 @@ const [job, countArg] = process.argv.slice(2)
 const count = Number(countArg)
 const config = loadConfig()
 const db: Db = await openServiceDatabase({
-  databaseUrl: config.databaseUrl,
-  sqlitePath: join(config.dataDir, 'imghost.sqlite'),
+  databaseUrl: config.database.url,
+  sqlitePath: config.paths.sqliteFile,
   busyTimeoutMs: SERVER_BUSY_TIMEOUT_MS,
   serving: true,
 })
 // As the server runs SQLite: its WAL checkpointed on a Worker, not inside the job's commits.
 const checkpointer = byEngine(db, {
-  sqlite: (sqlite) => startCheckpointer(sqlite, join(config.dataDir, 'imghost.sqlite')),
+  sqlite: (sqlite) => startCheckpointer(sqlite, config.paths.sqliteFile),
   pg: () => null,
 })
 const storage = createConfiguredStorage(config)
-const tmpDir = join(config.dataDir, 'tmp')
+const { tmpDir } = config.paths
 
 /** `n` rows spread over the library (ids are random), whose state the job is about to change. */
 async function someRows(n: number): Promise<string[]> {
@@ -83,7 +82,7 @@ async function prepare(n: number): Promise<() => Promise<unknown>> {
   switch (job) {
     case 'orphan-sweep': {
       // Its rows looked up as the server looks them up: through the list reads (Workers on SQLite).
-      const reads = config.databaseUrl ? localReads(db) : workerReads(join(config.dataDir, 'imghost.sqlite'))
+      const reads = config.database.url ? localReads(db) : workerReads(config.paths.sqliteFile)
       return async () => {
         const removed = await sweepOrphans(db, storage, tmpDir, {}, reads.storedAmong)
         await reads.close()

@@ -13,13 +13,13 @@ function loadSecret(given: string, dataDir: string, file: string): string {
 }
 
 /** JWT_SECRET, or the generated one: restarts keep sessions. */
-export const loadJwtSecret = (config: { jwtSecret: string; dataDir: string }) =>
-  loadSecret(config.jwtSecret, config.dataDir, 'jwt-secret')
+export const loadJwtSecret = (config: { auth: { jwtSecret: string }; paths: { dataDir: string } }) =>
+  loadSecret(config.auth.jwtSecret, config.paths.dataDir, 'jwt-secret')
 
 /** VARIANT_SECRET, or the generated one: restarts keep signed variant URLs valid. */
-export const loadVariantSecret = (config: { variants: { secret: string }; dataDir: string }) =>
-  loadSecret(config.variants.secret, config.dataDir, 'variant-secret')
+export const loadVariantSecret = (config: { variants: { secret: string }; paths: { dataDir: string } }) =>
+  loadSecret(config.variants.secret, config.paths.dataDir, 'variant-secret')
 
 /** TOTP_KEY, or the generated one: the key TOTP secrets are sealed with at rest (a database copy alone reveals none). */
-export const loadTotpKey = (config: { totpKey: string; dataDir: string }) =>
-  loadSecret(config.totpKey, config.dataDir, 'totp-key')
+export const loadTotpKey = (config: { auth: { totpKey: string }; paths: { dataDir: string } }) =>
+  loadSecret(config.auth.totpKey, config.paths.dataDir, 'totp-key')

@@ -14,7 +14,7 @@ import { html, raw, type SafeHtml } from './html'
  * Everything user-supplied goes through `html` templates; pages never carry inline scripts or styles (the CSP forbids both).
  */
 
-export type PageConfig = Pick<Config, 'siteName' | 'siteColor' | 'publicUrl' | 'cdnUrl'>
+export type PageConfig = Pick<Config, 'site'>
 
 // ---------------------------------------------------------------------------------------------------------------
 // Assets: every file of src/web/assets, read once, served at /assets/<name>?v=<hash> (the hash busts caches).
@@ -83,9 +83,9 @@ function assetUrl(name: string): string {
 // Security headers shared by every HTML page.
 
 /** Content-Security-Policy of the pages: everything local; images also from the CDN base when it is another origin. */
-export function contentSecurityPolicy(config: Pick<Config, 'publicUrl' | 'cdnUrl'>): string {
-  const cdnOrigin = new URL(config.cdnUrl).origin
-  const imgSrc = cdnOrigin !== new URL(config.publicUrl).origin ? `'self' data: ${cdnOrigin}` : `'self' data:`
+export function contentSecurityPolicy(site: Pick<Config['site'], 'publicUrl' | 'cdnUrl'>): string {
+  const cdnOrigin = new URL(site.cdnUrl).origin
+  const imgSrc = cdnOrigin !== new URL(site.publicUrl).origin ? `'self' data: ${cdnOrigin}` : `'self' data:`
   return [
     "default-src 'self'",
     `img-src ${imgSrc}`,
@@ -98,9 +98,9 @@ export function contentSecurityPolicy(config: Pick<Config, 'publicUrl' | 'cdnUrl
   ].join('; ')
 }
 
-function securityHeaders(config: Pick<Config, 'publicUrl' | 'cdnUrl'>): Record<string, string> {
+function securityHeaders(site: Pick<Config['site'], 'publicUrl' | 'cdnUrl'>): Record<string, string> {
   return {
-    'content-security-policy': contentSecurityPolicy(config),
+    'content-security-policy': contentSecurityPolicy(site),
     'x-frame-options': 'DENY',
     'referrer-policy': 'strict-origin-when-cross-origin',
     'x-content-type-options': 'nosniff',
@@ -131,7 +131,7 @@ export interface PageOptions {
 export type PageRenderer = ReturnType<typeof createPageRenderer>
 
 export function createPageRenderer(config: PageConfig) {
-  const headers = securityHeaders(config)
+  const headers = securityHeaders(config.site)
 
   function document(opts: PageOptions): string {
     const styles = ['site.css', ...(opts.styles ?? [])]
@@ -150,14 +150,14 @@ ${opts.noindex ? raw('<meta name="robots" content="noindex">\n') : ''}${opts.hea
 ${styles.map((s) => html`<link rel="stylesheet" href="${assetUrl(s)}">\n`)}${scripts.map((s) => html`<script src="${assetUrl(s)}" defer></script>\n`)}</head>
 <body${opts.bodyClass ? html` class="${opts.bodyClass}"` : ''}>
 <header class="site-header">
-<a class="brand" href="/">${config.siteName}</a>
+<a class="brand" href="/">${config.site.name}</a>
 <nav aria-label="Site"><a href="/">Upload</a><a href="/gallery">Gallery</a><a href="/dashboard" data-auth="in" hidden>Dashboard</a><a href="/login" data-auth="out">Log in</a></nav>
 <button type="button" class="theme-toggle secondary" id="theme-toggle" aria-pressed="false">Dark theme</button>
 </header>
 <main>
 ${opts.body}
 </main>
-<footer class="site-footer"><a href="/">${config.siteName}</a> · <a href="/swagger">API</a></footer>
+<footer class="site-footer"><a href="/">${config.site.name}</a> · <a href="/swagger">API</a></footer>
 </body>
 </html>
 `.value
@@ -173,7 +173,7 @@ ${opts.body}
 
   function notFound(message = 'This page does not exist, or it was deleted.'): Response {
     return respond({
-      title: `Not found · ${config.siteName}`,
+      title: `Not found · ${config.site.name}`,
       status: 404,
       noindex: true,
       body: html`<section class="notice"><h1>404 · Not found</h1><p>${message}</p><p><a class="button" href="/">Upload an image</a></p></section>`,

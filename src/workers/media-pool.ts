@@ -25,7 +25,7 @@ export function mediaOptionsOf(config: Config): MediaOptions {
   return {
     maxPixels: config.limits.maxPixels,
     maxDecodeBytes: Math.floor(config.media.memoryBytes / 2),
-    stripMetadata: config.stripMetadata,
+    stripMetadata: config.media.stripMetadata,
   }
 }
 

@@ -344,8 +344,8 @@ describe('OIDC_ONLY and configuration', () => {
       OIDC_ISSUER: 'https://idp.example.com',
       OIDC_CLIENT_ID: 'x',
     })
-    expect(config.oidc?.redirectUri).toBe('https://img.example/api/auth/oidc/callback')
-    expect(loadConfig({ ...base, OIDC_ISSUER: 'http://127.0.0.1:9', OIDC_CLIENT_ID: 'x' }).oidc?.issuer).toBe(
+    expect(config.auth.oidc?.redirectUri).toBe('https://img.example/api/auth/oidc/callback')
+    expect(loadConfig({ ...base, OIDC_ISSUER: 'http://127.0.0.1:9', OIDC_CLIENT_ID: 'x' }).auth.oidc?.issuer).toBe(
       'http://127.0.0.1:9',
     )
   })

@@ -200,8 +200,8 @@ describe('REGISTRATION=open (the default)', () => {
   })
 
   test('REGISTRATION takes only open, invite or closed', () => {
-    expect(loadConfig({ REGISTRATION: 'invite' }).registration).toBe('invite')
-    expect(loadConfig({}).registration).toBe('open')
+    expect(loadConfig({ REGISTRATION: 'invite' }).auth.registration).toBe('invite')
+    expect(loadConfig({}).auth.registration).toBe('open')
     expect(() => loadConfig({ REGISTRATION: 'invites' })).toThrow(ConfigError)
   })
 })

@@ -166,7 +166,7 @@ describe('a blocked picture stays out', () => {
       distances[name] = hammingDistance(blockedHash, (await t.server.deps.media.perceptualHash(await tmp(bytes)))!)
     }
     console.log('distances of the copies to the blocked picture:', JSON.stringify(distances))
-    expect(Math.max(...Object.values(distances))).toBeLessThanOrEqual(t.server.deps.config.blockHammingDistance)
+    expect(Math.max(...Object.values(distances))).toBeLessThanOrEqual(t.server.deps.config.blocks.hammingDistance)
 
     // 50 different pictures: all stored, none near the blocked one.
     const others: string[] = []
@@ -179,7 +179,7 @@ describe('a blocked picture stays out', () => {
     const pairs = others.flatMap((a, i) => others.slice(i + 1).map((b) => hammingDistance(a, b))).sort((a, b) => a - b)
     console.log('distances of 50 other pictures to the blocked picture:', toBlocked.join(' '))
     console.log(`between the 50 (1225 pairs): closest ${pairs.slice(0, 5).join(' ')}, median ${pairs[612]}`)
-    expect(Math.min(...toBlocked)).toBeGreaterThan(t.server.deps.config.blockHammingDistance)
+    expect(Math.min(...toBlocked)).toBeGreaterThan(t.server.deps.config.blocks.hammingDistance)
   })
 
   test('a report action blocks the picture too; lifting the block lets it in again', async () => {

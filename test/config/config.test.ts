@@ -21,16 +21,37 @@ describe('loadConfig defaults', () => {
   const config = loadConfig({})
 
   test('port and links', () => {
-    expect(config.port).toBe(3000)
-    expect(config.publicUrl).toBe('http://localhost:3000')
-    expect(config.cdnUrl).toBe('http://localhost:3000')
-    expect(config.siteName).toBe('imghost')
-    expect(config.siteColor).toBe('#3b82f6')
-    expect(config.trustProxy).toBe(false)
-    expect(config.stripMetadata).toBe('gps')
-    expect(config.jwtSecret).toBe('')
+    expect(config.http.port).toBe(3000)
+    expect(config.site.publicUrl).toBe('http://localhost:3000')
+    expect(config.site.cdnUrl).toBe('http://localhost:3000')
+    expect(config.site.name).toBe('imghost')
+    expect(config.site.color).toBe('#3b82f6')
+    expect(config.http.trustProxy).toBe(false)
+    expect(config.media.stripMetadata).toBe('gps')
+    expect(config.auth.jwtSecret).toBe('')
     expect(config.smtp.url).toBe('')
-    expect(config.dataDir).toBe(resolve('data'))
+    expect(config.paths.dataDir).toBe(resolve('data'))
+  })
+
+  test('every top-level key is a slice', () => {
+    for (const [key, slice] of Object.entries(config)) {
+      expect([key, typeof slice, slice === null]).toEqual([key, 'object', false])
+    }
+  })
+
+  test('paths under DATA_DIR are resolved once; TUS_DIR moves the tus directory only', () => {
+    const dataDir = resolve('data')
+    expect(config.paths).toEqual({
+      dataDir,
+      tmpDir: join(dataDir, 'tmp'),
+      tusDir: join(dataDir, 'tus'),
+      filesDir: join(dataDir, 'files'),
+      sqliteFile: join(dataDir, 'imghost.sqlite'),
+    })
+    const moved = loadConfig({ DATA_DIR: '/srv/img/', TUS_DIR: 'shared/tus' }).paths
+    expect(moved.dataDir).toBe('/srv/img')
+    expect(moved.tmpDir).toBe('/srv/img/tmp')
+    expect(moved.tusDir).toBe(resolve('shared/tus'))
   })
 
   test('limits are the INTERFACE.md ones, in binary bytes', () => {
@@ -49,12 +70,12 @@ describe('loadConfig defaults', () => {
   })
 
   test('PUBLIC_URL follows PORT when unset; a given one loses its trailing slash', () => {
-    expect(loadConfig({ PORT: '8080' }).publicUrl).toBe('http://localhost:8080')
-    expect(loadConfig({ PORT: '' }).publicUrl).toBe('http://localhost:3000')
+    expect(loadConfig({ PORT: '8080' }).site.publicUrl).toBe('http://localhost:8080')
+    expect(loadConfig({ PORT: '' }).site.publicUrl).toBe('http://localhost:3000')
     const custom = loadConfig({ PUBLIC_URL: 'https://img.example.com/' })
-    expect(custom.publicUrl).toBe('https://img.example.com')
-    expect(custom.cdnUrl).toBe('https://img.example.com')
-    expect(loadConfig({ PUBLIC_URL: 'https://img.example.com', CDN_URL: 'https://cdn.example.com/' }).cdnUrl).toBe(
+    expect(custom.site.publicUrl).toBe('https://img.example.com')
+    expect(custom.site.cdnUrl).toBe('https://img.example.com')
+    expect(loadConfig({ PUBLIC_URL: 'https://img.example.com', CDN_URL: 'https://cdn.example.com/' }).site.cdnUrl).toBe(
       'https://cdn.example.com',
     )
   })
@@ -68,13 +89,13 @@ describe('loadConfig defaults', () => {
       SITE_COLOR: '#ABCDEF',
       NSFW_SEXY_THRESHOLD: '0.9',
     })
-    expect(c.port).toBe(4000)
+    expect(c.http.port).toBe(4000)
     expect(c.limits.user.maxFileSize).toBe(1024)
-    expect(c.trustProxy).toBe(true)
-    expect(loadConfig({ TRUST_PROXY: '1' }).trustProxy).toBe(true)
-    expect(loadConfig({ TRUST_PROXY: '0' }).trustProxy).toBe(false)
-    expect(c.stripMetadata).toBe('all')
-    expect(c.siteColor).toBe('#ABCDEF')
+    expect(c.http.trustProxy).toBe(true)
+    expect(loadConfig({ TRUST_PROXY: '1' }).http.trustProxy).toBe(true)
+    expect(loadConfig({ TRUST_PROXY: '0' }).http.trustProxy).toBe(false)
+    expect(c.media.stripMetadata).toBe('all')
+    expect(c.site.color).toBe('#ABCDEF')
     expect(c.nsfw.thresholds.sexy).toBe(0.9)
     expect(loadConfig({ NSFW_BACKEND: 'wasm' }).nsfw.backend).toBe('wasm')
     expect(loadConfig({ NSFW_IDLE_UNLOAD_SECONDS: '45' }).nsfw.idleUnloadMs).toBe(45_000)
@@ -117,14 +138,14 @@ describe('invalid values', () => {
   test('DATABASE_URL needs the keys every instance shares: JWT_SECRET, VARIANT_SECRET and TOTP_KEY', () => {
     const keys = { JWT_SECRET: 'j'.repeat(32), VARIANT_SECRET: 'v'.repeat(32), TOTP_KEY: 't'.repeat(32) }
     const url = 'postgres://imghost:secret@db.example.com:5432/imghost'
-    expect(loadConfig({ DATABASE_URL: url, ...keys }).databaseUrl).toBe(url)
+    expect(loadConfig({ DATABASE_URL: url, ...keys }).database.url).toBe(url)
     for (const name of Object.keys(keys)) {
       const error = configError({ DATABASE_URL: url, ...keys, [name]: '' })
       expect(error).toBeInstanceOf(ConfigError)
       expect(error.message).toBe(`Missing value for ${name}: required with DATABASE_URL`)
     }
     // Without DATABASE_URL they are generated into DATA_DIR as before.
-    expect(loadConfig({}).databaseUrl).toBe('')
+    expect(loadConfig({}).database.url).toBe('')
   })
 
   test('the error names the bad variable, not a good one next to it', () => {
@@ -140,17 +161,25 @@ describe('immutability', () => {
     const config = loadConfig({})
     expect(Object.isFrozen(config)).toBe(true)
     expect(() => {
-      ;(config as any).port = 1
+      ;(config as any).http = {}
     }).toThrow()
-    expect(config.port).toBe(3000)
+    expect(() => {
+      ;(config.http as any).port = 1
+    }).toThrow()
+    expect(config.http.port).toBe(3000)
     for (const nested of [
+      config.site,
+      config.http,
+      config.paths,
+      config.database,
+      config.auth,
       config.limits,
       config.limits.user,
       config.limits.anonymous,
       config.limits.storage,
       config.nsfw,
       config.nsfw.thresholds,
-      config.admin,
+      config.auth.admin,
       config.smtp,
     ]) {
       expect(Object.isFrozen(nested)).toBe(true)

@@ -8,10 +8,10 @@ describe('JWT_SECRET length', () => {
       expect(() => loadConfig({ JWT_SECRET: secret })).toThrow(ConfigError)
       expect(() => loadConfig({ JWT_SECRET: secret })).toThrow(/JWT_SECRET.*32 bytes/)
     }
-    expect(loadConfig({ JWT_SECRET: 'x'.repeat(32) }).jwtSecret).toBe('x'.repeat(32))
+    expect(loadConfig({ JWT_SECRET: 'x'.repeat(32) }).auth.jwtSecret).toBe('x'.repeat(32))
     // Bytes, not characters: 16 two-byte characters are 32 bytes.
-    expect(loadConfig({ JWT_SECRET: 'é'.repeat(16) }).jwtSecret).toBe('é'.repeat(16))
-    expect(loadConfig({}).jwtSecret).toBe('')
+    expect(loadConfig({ JWT_SECRET: 'é'.repeat(16) }).auth.jwtSecret).toBe('é'.repeat(16))
+    expect(loadConfig({}).auth.jwtSecret).toBe('')
   })
 
   test('the real process stops with exit 1 and the message', () => {

@@ -42,7 +42,7 @@ export type OidcService = ReturnType<typeof createOidcService>
  */
 export function createOidcService(opts: {
   db: Db
-  oidc: NonNullable<Config['oidc']>
+  oidc: NonNullable<Config['auth']['oidc']>
   auth: AuthService
   now: () => number
 }) {

@@ -100,13 +100,13 @@ export type PasskeyService = ReturnType<typeof createPasskeyService>
  */
 export function createPasskeyService(opts: {
   db: Db
-  config: { publicUrl: string; siteName: string }
+  config: { site: { publicUrl: string; name: string } }
   now?: () => number
 }) {
   const { db } = opts
   const now = opts.now ?? Date.now
-  const site = new URL(opts.config.publicUrl)
-  const rp = { id: site.hostname, origin: site.origin, name: opts.config.siteName }
+  const site = new URL(opts.config.site.publicUrl)
+  const rp = { id: site.hostname, origin: site.origin, name: opts.config.site.name }
   const challenges = challengeStore(db, now)
 
   /** What a browser's answer must have been made for: this challenge, this site's origin and its relying party id. */

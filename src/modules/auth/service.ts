@@ -69,7 +69,7 @@ export type AuthService = ReturnType<typeof createAuthService>
 
 export interface AuthOptions {
   guesses: Config['limits']['guesses']
-  registration: Config['registration']
+  registration: Config['auth']['registration']
   /** Signs the JWT of a new session. */
   tokens: Pick<SessionTokens, 'sign' | 'ttlMs'>
   /** Rows changed (by any instance on PostgreSQL), for the live-sessions cache (none: nothing is cached). */

@@ -45,8 +45,8 @@ const SCRIPT_SUMMARY =
 export function clientsModule(deps: { config: Config; guard: ReturnType<typeof authGuard> }) {
   const { config } = deps
   const context = (apiKey: string, username: string): ClientContext => ({
-    publicUrl: config.publicUrl,
-    siteName: config.siteName,
+    publicUrl: config.site.publicUrl,
+    siteName: config.site.name,
     apiKey,
     username,
   })
@@ -64,7 +64,7 @@ export function clientsModule(deps: { config: Config; guard: ReturnType<typeof a
       set: { headers: Record<string, unknown> }
     }) => {
       set.headers['content-type'] = 'text/x-shellscript; charset=utf-8'
-      set.headers['content-disposition'] = `attachment; filename="${attachmentName(config.siteName, suffix)}"`
+      set.headers['content-disposition'] = `attachment; filename="${attachmentName(config.site.name, suffix)}"`
       set.headers['cache-control'] = 'no-store'
       return shellScript(context(headers['x-api-key']!, user.username), query, flavour)
     }
@@ -76,7 +76,7 @@ export function clientsModule(deps: { config: Config; guard: ReturnType<typeof a
         .get(
           '/sharex',
           ({ headers, user, query, set }) => {
-            set.headers['content-disposition'] = `attachment; filename="${attachmentName(config.siteName, '.sxcu')}"`
+            set.headers['content-disposition'] = `attachment; filename="${attachmentName(config.site.name, '.sxcu')}"`
             set.headers['cache-control'] = 'no-store'
             return sharexConfig(context(headers['x-api-key']!, user.username), query)
           },

@@ -38,7 +38,7 @@ export type GalleryService = ReturnType<typeof createGalleryService>
 export function createGalleryService(deps: { db: Db; config: Config; reads: ListReads; now?: () => number }) {
   const { db, config, reads } = deps
   const clock = deps.now ?? Date.now
-  const base: LinkBase = { publicUrl: config.publicUrl, cdnBase: config.cdnUrl }
+  const base: LinkBase = { publicUrl: config.site.publicUrl, cdnBase: config.site.cdnUrl }
 
   function element(row: FeedRow) {
     const fields = imageFields(base, row.image)

@@ -21,8 +21,8 @@ export interface PictureSite {
   cdnBase: string
   maxPixels: number
 }
-export const pictureSite = (config: Pick<Config, 'cdnUrl' | 'limits'>): PictureSite => ({
-  cdnBase: config.cdnUrl,
+export const pictureSite = (config: Pick<Config, 'site' | 'limits'>): PictureSite => ({
+  cdnBase: config.site.cdnUrl,
   maxPixels: config.limits.maxPixels,
 })
 

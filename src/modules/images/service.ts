@@ -40,7 +40,7 @@ export function createImageService(deps: {
   const now = deps.now ?? Date.now
   const reads = deps.reads ?? listReads(db)
   const events = deps.events ?? noImageEvents
-  const base: LinkBase = { publicUrl: config.publicUrl, cdnBase: config.cdnUrl }
+  const base: LinkBase = { publicUrl: config.site.publicUrl, cdnBase: config.site.cdnUrl }
   const links = (image: Pick<Image, 'id' | 'ext'>) => imageLinks(base, image)
   /** Every field the API shows of an image; `views`: the count with those still buffered, where an answer has them. */
   const fields = (image: Image, views?: number) => imageFields(base, image, views)
@@ -110,7 +110,7 @@ export function createImageService(deps: {
     uploadedView(image: Image, deleteToken: string, duplicateOf?: string) {
       return {
         ...pickImage(fields(image), IMAGE_SHAPES.uploaded),
-        deletePage: deletePageUrl(config.publicUrl, image.id, deleteToken),
+        deletePage: deletePageUrl(config.site.publicUrl, image.id, deleteToken),
         ...(image.userId === null ? { deleteToken } : {}),
         ...(duplicateOf ? { duplicateOf } : {}),
       }

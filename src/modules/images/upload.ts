@@ -55,7 +55,7 @@ export function createUploadPipeline(deps: {
 }) {
   const { db, config } = deps
   const clock = deps.now ?? Date.now
-  mkdirSync(config.tmpDir, { recursive: true })
+  mkdirSync(config.paths.tmpDir, { recursive: true })
   const admission = createUploadAdmission(db, config, clock)
   const inspectDeps = { ...deps, scanTimeoutMs: config.nsfw.timeoutMs, findOwnedPhash: prepareOwnedImageWithPhash(db) }
   const answerDeps = { ...deps, events: deps.events ?? noImageEvents }
@@ -96,7 +96,7 @@ export function createUploadPipeline(deps: {
      * that come before the first file.
      */
     async upload(source: UploadSource, choose: ChooseOptions) {
-      const door = admittedDoor(admission, config.tmpDir, choose)
+      const door = admittedDoor(admission, config.paths.tmpDir, choose)
       await door.admitKnown()
       try {
         const { files, fields, opts, admitted } = await door.receive(source)

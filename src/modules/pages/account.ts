@@ -21,7 +21,7 @@ function authPage(
   scripts = ['auth.js'],
 ): Response {
   return renderer.respond({
-    title: `${title} · ${config.siteName}`,
+    title: `${title} · ${config.site.name}`,
     body,
     scripts,
     bodyClass: 'auth-page',
@@ -58,10 +58,10 @@ export function renderLogin(renderer: PageRenderer, config: Config, next: string
   const path = sameSitePath(next) ?? ''
   const start = `/api/auth/oidc/start${path ? `?next=${encodeURIComponent(path)}` : ''}`
   const sso =
-    config.oidc &&
-    html`<p class="actions"><a class="button secondary" id="sso-start" href="${start}">Sign in with ${config.oidc.name}</a></p>`
+    config.auth.oidc &&
+    html`<p class="actions"><a class="button secondary" id="sso-start" href="${start}">Sign in with ${config.auth.oidc.name}</a></p>`
   // With OIDC_ONLY the provider is the only way in: no password form to fill in vain.
-  if (config.oidc?.only)
+  if (config.auth.oidc?.only)
     return sectionPage(
       renderer,
       config,
@@ -93,7 +93,7 @@ ${sso}`,
 </div>
 ${sso}
 <p class="muted"><a href="/forgot">Forgot your password?</a></p>
-${config.registration === 'closed' ? '' : html`<p class="muted">No account yet? <a href="/register">Create one</a></p>`}
+${config.auth.registration === 'closed' ? '' : html`<p class="muted">No account yet? <a href="/register">Create one</a></p>`}
 ${needsScript}
 </form>`,
     // The passkey button appears only where the browser can use one (auth.js asks passkeys.js).
@@ -110,7 +110,7 @@ function renderRegistrationClosed(renderer: PageRenderer, config: Config): Respo
     renderer,
     config,
     { id: 'registration-closed', title: 'Registration is closed', kind: 'notice' },
-    html`<p class="muted">New accounts on ${config.siteName} are created by an administrator. Ask one for an account.</p>
+    html`<p class="muted">New accounts on ${config.site.name} are created by an administrator. Ask one for an account.</p>
 <p class="actions center"><a class="button" href="/login">Log in</a> <a class="button secondary" href="/">Upload anonymously</a></p>`,
   )
 }
@@ -121,17 +121,17 @@ function renderRegisterThroughProvider(renderer: PageRenderer, config: Config, p
     renderer,
     config,
     { id: 'registration-sso', title: 'Create an account', kind: 'notice' },
-    html`<p class="muted">Accounts on ${config.siteName} are made by signing in with ${provider}: your first sign-in creates yours.</p>
+    html`<p class="muted">Accounts on ${config.site.name} are made by signing in with ${provider}: your first sign-in creates yours.</p>
 <p class="actions center"><a class="button" href="/api/auth/oidc/start">Sign in with ${provider}</a></p>`,
   )
 }
 
 export function renderRegister(renderer: PageRenderer, config: Config): Response {
-  if (config.registration === 'closed') return renderRegistrationClosed(renderer, config)
-  if (config.oidc?.only) return renderRegisterThroughProvider(renderer, config, config.oidc.name)
+  if (config.auth.registration === 'closed') return renderRegistrationClosed(renderer, config)
+  if (config.auth.oidc?.only) return renderRegisterThroughProvider(renderer, config, config.auth.oidc.name)
   // REGISTRATION=invite: the code field, filled in by auth.js from ?invite= (the link of an invite).
   const invite =
-    config.registration === 'invite'
+    config.auth.registration === 'invite'
       ? html`<label for="register-invite">Invite code</label>
 <input id="register-invite" name="invite" type="text" autocomplete="off" required maxlength="128" aria-describedby="register-invite-hint">
 <p class="muted small" id="register-invite-hint">Registration here is by invitation: paste the code an administrator gave you.</p>

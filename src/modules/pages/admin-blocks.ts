@@ -4,7 +4,7 @@ import type { PageRenderer } from '../../web/page'
 import { renderAdminList } from './admin-list'
 
 /** `/admin/blocks`: the blocklist, filled from GET /api/admin/blocks; blocks are lifted through DELETE. */
-export const renderAdminBlocks = (pages: PageRenderer, config: Pick<Config, 'siteName'>) =>
+export const renderAdminBlocks = (pages: PageRenderer, config: Pick<Config, 'site'>) =>
   renderAdminList(pages, config, {
     name: 'blocks',
     title: 'Blocked pictures',

@@ -15,7 +15,7 @@ interface AdminList {
  * The static shell of an admin list (`/admin/reports`, `/admin/blocks`): its script fills it through `adminList` in
  * site.js with the session's JWT, so the page itself reveals nothing to non-admins.
  */
-export function renderAdminList(pages: PageRenderer, config: Pick<Config, 'siteName'>, list: AdminList): Response {
+export function renderAdminList(pages: PageRenderer, config: Pick<Config, 'site'>, list: AdminList): Response {
   const { name, title, path, intro } = list
   const body = html`<section class="admin-reports" data-admin-${name}>
 <h1>${title}</h1>
@@ -29,7 +29,7 @@ ${intro}
 <noscript><p>This page needs JavaScript.</p></noscript>
 </section>`
   return pages.respond({
-    title: `${title} · ${config.siteName}`,
+    title: `${title} · ${config.site.name}`,
     body,
     noindex: true,
     scripts: [list.script],

@@ -4,7 +4,7 @@ import type { PageRenderer } from '../../web/page'
 import { renderAdminList } from './admin-list'
 
 /** `/admin/reports`: the abuse reports, filled from GET /api/admin/reports and acted on through the admin endpoints. */
-export const renderAdminReports = (pages: PageRenderer, config: Pick<Config, 'siteName'>) =>
+export const renderAdminReports = (pages: PageRenderer, config: Pick<Config, 'site'>) =>
   renderAdminList(pages, config, {
     name: 'reports',
     title: 'Abuse reports',

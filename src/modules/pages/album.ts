@@ -84,7 +84,7 @@ export function renderAlbum(
 <meta property="og:type" content="website">
 <meta property="og:title" content="${album.title}">
 <meta property="og:description" content="${description}">
-<meta property="og:site_name" content="${config.siteName}">
+<meta property="og:site_name" content="${config.site.name}">
 <meta property="og:url" content="${deps.albumUrl}">
 ${
   previewImage
@@ -94,7 +94,7 @@ ${
 <meta property="og:image:height" content="${previewImage.height}">
 `
     : ''
-}<meta name="theme-color" content="${config.siteColor}">
+}<meta name="theme-color" content="${config.site.color}">
 <meta name="twitter:card" content="${preview ? 'summary_large_image' : 'summary'}">`
 
   const grid = items.length
@@ -123,7 +123,7 @@ ${album.description ? html`<p>${album.description}</p>` : ''}
 ${paged}`
 
   return pages.respond({
-    title: `${album.title} · ${config.siteName}`,
+    title: `${album.title} · ${config.site.name}`,
     head,
     body,
     noindex: deps.protectedView,

@@ -192,7 +192,7 @@ export const embedsPanel = (
 <label for="embed-name">Name</label>
 <input id="embed-name" name="name" type="text" required maxlength="${NAME_MAX}" placeholder="Work screenshots">
 <label for="embed-site_name">Site name</label>
-<input id="embed-site_name" name="site_name" type="text" maxlength="${TEXT_MAX.site_name}" placeholder="${config.siteName}">
+<input id="embed-site_name" name="site_name" type="text" maxlength="${TEXT_MAX.site_name}" placeholder="${config.site.name}">
 <label for="embed-author_name">Author</label>
 <input id="embed-author_name" name="author_name" type="text" maxlength="${TEXT_MAX.author_name}" placeholder="None, e.g. {username}">
 <label for="embed-author_url">Author link</label>
@@ -202,7 +202,7 @@ export const embedsPanel = (
 <label for="embed-description">Description</label>
 <textarea id="embed-description" name="description" maxlength="${TEXT_MAX.description}" rows="3" placeholder="{width}×{height} · {size}"></textarea>
 <label for="embed-color">Colour</label>
-<span class="color-row"><input id="embed-color-picker" type="color" value="${config.siteColor}" aria-label="Pick a colour"><input id="embed-color" name="color" type="text" maxlength="7" pattern="${COLOR}" placeholder="${config.siteColor}"></span>
+<span class="color-row"><input id="embed-color-picker" type="color" value="${config.site.color}" aria-label="Pick a colour"><input id="embed-color" name="color" type="text" maxlength="7" pattern="${COLOR}" placeholder="${config.site.color}"></span>
 <p class="muted small">Placeholders, filled per image: <code>${PLACEHOLDERS.map((p) => `{${p}}`).join(' ')}</code>. Empty fields use the defaults.</p>
 <p class="error" data-form-error role="alert" hidden></p>
 <div class="actions"><button type="submit" id="embed-submit">Create profile</button><button type="button" class="secondary" id="embed-cancel" hidden>Cancel</button></div>

@@ -26,7 +26,7 @@ const tabs = [
 
 /** The dashboard: a client-side app over the JSON API (dashboard.js and dashboard-<tab>.js); this is its static markup. */
 export function renderDashboard(renderer: PageRenderer, config: Config): Response {
-  const body = html`<div class="dashboard" id="dashboard" data-site-name="${config.siteName}" data-site-color="${config.siteColor}" data-public-url="${config.publicUrl}" data-max-embeds="${MAX_EMBED_PROFILES}" data-max-bulk="${MAX_BULK_EMBED}" data-placeholders="${PLACEHOLDERS.join(' ')}" data-share-codes="${listedShareCodes(config.cdnUrl)}">
+  const body = html`<div class="dashboard" id="dashboard" data-site-name="${config.site.name}" data-site-color="${config.site.color}" data-public-url="${config.site.publicUrl}" data-max-embeds="${MAX_EMBED_PROFILES}" data-max-bulk="${MAX_BULK_EMBED}" data-placeholders="${PLACEHOLDERS.join(' ')}" data-share-codes="${listedShareCodes(config.site.cdnUrl)}">
 <div class="dash-head">
 <h1>Dashboard</h1>
 <p class="muted" id="dash-user">Loading your account…</p>
@@ -53,7 +53,7 @@ ${securityPanel}
 </div>`
 
   return renderer.respond({
-    title: `Dashboard · ${config.siteName}`,
+    title: `Dashboard · ${config.site.name}`,
     body,
     // The shared part first: each tab's script registers with it.
     scripts: [

@@ -87,8 +87,8 @@ ${pager(result.page, result.totalPages, href)}`
 }`
 
   return renderer.respond({
-    title: opts.q ? `“${opts.q}” · Gallery · ${config.siteName}` : `Gallery · ${config.siteName}`,
-    head: html`<meta name="description" content="Public images on ${config.siteName}">`,
+    title: opts.q ? `“${opts.q}” · Gallery · ${config.site.name}` : `Gallery · ${config.site.name}`,
+    head: html`<meta name="description" content="Public images on ${config.site.name}">`,
     body,
     // Search result pages are endless variations: keep them out of indexes.
     noindex: !!opts.q,
@@ -119,7 +119,7 @@ export async function renderProfile(
   if (pageNumber > 1 && pageNumber > result.totalPages)
     return renderer.notFound('There is no such page of this profile.')
   const { user } = result
-  const profileUrl = `${config.publicUrl}${profilePath(user.username)}`
+  const profileUrl = `${config.site.publicUrl}${profilePath(user.username)}`
   const href = (n: number) => `${profilePath(user.username)}?${n > 1 ? `page=${n}&` : ''}asOf=${result.asOf}`
   const shown = await tiles(deps.pages, result.images, { byline: false })
 
@@ -138,11 +138,11 @@ ${pager(result.page, result.totalPages, href)}`
 }`
 
   return renderer.respond({
-    title: `${user.username} · ${config.siteName}`,
+    title: `${user.username} · ${config.site.name}`,
     head: html`<meta name="description" content="${plural(user.publicImages, 'public image')} by ${user.username}">
 <meta property="og:type" content="profile">
 <meta property="og:title" content="${user.username}">
-<meta property="og:site_name" content="${config.siteName}">
+<meta property="og:site_name" content="${config.site.name}">
 <meta property="og:url" content="${profileUrl}">
 <link rel="canonical" href="${profileUrl}">`,
     body,

@@ -27,7 +27,7 @@ export function pagesModule(deps: {
   const { config, pages, images, albums, gallery } = deps
   const renderer = createPageRenderer(config)
   return new Elysia({ name: 'module-pages' })
-    .use(clientIp(config.trustProxy))
+    .use(clientIp(config.http.trustProxy))
     .use(assetRoutes(deps.robotsTxt))
     .use(feedRoutes(renderer, config, { gallery, pages }))
     .use(accountPageRoutes(renderer, config))

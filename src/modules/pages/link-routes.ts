@@ -68,7 +68,7 @@ const formField = (body: unknown, name: string) => {
 export function linkRoutes(deps: LinkPageDeps) {
   const { renderer, config, pages, images } = deps
   return new Elysia({ name: 'module-pages-links' })
-    .use(clientIp(config.trustProxy))
+    .use(clientIp(config.http.trustProxy))
     .get(
       '/i/:id',
       async ({ params, request }) => {

@@ -13,7 +13,7 @@ export function oembedFor(config: Config, data: ImagePageData) {
     ...(embed.authorName ? { author_name: embed.authorName } : {}),
     ...(embed.authorUrl ? { author_url: embed.authorUrl } : {}),
     provider_name: embed.siteName,
-    provider_url: config.publicUrl,
+    provider_url: config.site.publicUrl,
   }
   // Like the page, which carries no og:image for them, mature images unfurl without the picture.
   if (image.nsfw) return { ...base, type: 'link' as const }
@@ -25,7 +25,7 @@ export function oembedFor(config: Config, data: ImagePageData) {
     width: photo.width,
     height: photo.height,
     // The thumbnail itself is WebP, which not every oEmbed consumer reads: its JPEG twin, the medium preset.
-    thumbnail_url: presetUrl(config.cdnUrl, image.id, 'medium', 'jpg'),
+    thumbnail_url: presetUrl(config.site.cdnUrl, image.id, 'medium', 'jpg'),
     thumbnail_width: thumb.width,
     thumbnail_height: thumb.height,
   }

@@ -27,7 +27,7 @@ export type PageService = ReturnType<typeof createPageService>
 
 export function createPageService(deps: { db: Db; config: Config; images: ImageService }) {
   const { db, config, images: imageService } = deps
-  const base = new URL(config.publicUrl)
+  const base = new URL(config.site.publicUrl)
   const basePath = base.pathname.replace(/\/+$/, '')
 
   /**
@@ -48,8 +48,8 @@ export function createPageService(deps: { db: Db; config: Config; images: ImageS
     const count = (await imageService.details(id)).views
     const views = () => count
     const embed = resolveEmbed(row.image, row.profile, {
-      siteName: config.siteName,
-      siteColor: config.siteColor,
+      siteName: config.site.name,
+      siteColor: config.site.color,
       username: row.username,
       views,
     })

@@ -49,7 +49,7 @@ export function renderUploadPage(renderer: PageRenderer, config: Config): Respon
  data-mimes="${Object.values(FORMATS)
    .map((f) => f.mime)
    .join(' ')}" data-extensions="${PICKER_EXTENSIONS.join(' ')}"
- data-format-names="${FORMAT_NAMES}" data-share-codes="${listedShareCodes(config.cdnUrl)}">
+ data-format-names="${FORMAT_NAMES}" data-share-codes="${listedShareCodes(config.site.cdnUrl)}">
 <h1>Upload images</h1>
 <div class="dropzone" id="dropzone">
 <p class="drop-title"><strong>Drop images here</strong>, paste them (Ctrl+V), or</p>
@@ -84,11 +84,11 @@ export function renderUploadPage(renderer: PageRenderer, config: Config): Respon
 </section>`
 
   return renderer.respond({
-    title: `${config.siteName} · Upload images`,
-    head: html`<meta name="description" content="Upload images to ${config.siteName} and share them with a link.">
-<meta property="og:title" content="${config.siteName}">
+    title: `${config.site.name} · Upload images`,
+    head: html`<meta name="description" content="Upload images to ${config.site.name} and share them with a link.">
+<meta property="og:title" content="${config.site.name}">
 <meta property="og:description" content="Upload images and share them with a link.">
-<meta property="og:site_name" content="${config.siteName}">`,
+<meta property="og:site_name" content="${config.site.name}">`,
     body,
     scripts: ['tus-upload.js', 'upload.js'],
     bodyClass: 'upload-page',

@@ -33,7 +33,7 @@ const dateText = (date: Date) => `${date.toISOString().slice(0, 16).replace('T',
 function viewerHead(config: Config, data: ImagePageData) {
   const { image, embed, links } = data
   const preview = readableImage(pictureSite(config), image, 'unfurler')
-  const oembed = `${config.publicUrl}/api/oembed?url=${encodeURIComponent(links.viewer)}`
+  const oembed = `${config.site.publicUrl}/api/oembed?url=${encodeURIComponent(links.viewer)}`
   return html`<meta name="description" content="${embed.description}">
 <meta property="og:type" content="website">
 <meta property="og:title" content="${embed.title}">

@@ -76,7 +76,7 @@ export function tusModule(deps: { config: Config; tus: TusService; guard: Return
     authName: string,
   ) {
     const caller = (user: User | null, ip: string): TusCaller => ({ endpoint, user, ip })
-    const uploadUrl = (id: string) => `${config.publicUrl}${prefix}/${id}`
+    const uploadUrl = (id: string) => `${config.site.publicUrl}${prefix}/${id}`
     const tags = ['Resumable uploads']
 
     return new Elysia({ name: `module-tus-${endpoint}` })

@@ -70,7 +70,7 @@ export function createTusService(deps: {
 }) {
   const { db, config, pipeline, answer } = deps
   // Shared by every instance of one database (TUS_DIR on a shared volume): a chunk may reach any of them.
-  const dir = config.tusDir
+  const dir = config.paths.tusDir
   mkdirSync(dir, { recursive: true })
   const ctx: TusContext = {
     db,

@@ -94,9 +94,9 @@ export function createDeliveries(deps: { db: Db; config: Config; options?: Webho
   const timeoutMs = deps.options?.timeoutMs ?? 10_000
   const concurrency = deps.options?.concurrency ?? 4
   const payloadContext = {
-    base: { publicUrl: config.publicUrl, cdnBase: config.cdnUrl },
-    siteName: config.siteName,
-    siteColor: config.siteColor,
+    base: { publicUrl: config.site.publicUrl, cdnBase: config.site.cdnUrl },
+    siteName: config.site.name,
+    siteColor: config.site.color,
   }
 
   const ready: Job[] = []
@@ -116,7 +116,7 @@ export function createDeliveries(deps: { db: Db; config: Config; options?: Webho
     if (!hook) return // deleted since: nothing to deliver to
     const headers = {
       'Content-Type': 'application/json',
-      'User-Agent': `${config.siteName}-webhooks/1.0`,
+      'User-Agent': `${config.site.name}-webhooks/1.0`,
       'X-Webhook-Event': job.event,
       'X-Webhook-Delivery': job.deliveryId,
       'X-Webhook-Timestamp': String(Math.floor(Date.now() / 1000)),

@@ -45,7 +45,7 @@ async function makeHost(limits: Record<string, string> = {}) {
     ...limits,
   }
   const config = loadConfig(env)
-  const db = await openServiceDatabase({ databaseUrl: config.databaseUrl, sqlitePath: join(dataDir, 'imghost.sqlite') })
+  const db = await openServiceDatabase({ databaseUrl: config.database.url, sqlitePath: config.paths.sqliteFile })
   const storage = createConfiguredStorage(config)
   const media = mediaPoolFor(config)
   const changes = localChangeFeed(db)
@@ -62,7 +62,7 @@ async function makeHost(limits: Record<string, string> = {}) {
       media,
       classifier: fakeClassifier('neutral').classifier,
       thresholds: config.nsfw.thresholds,
-      blocks: createBlockService({ db, storage, maxDistance: 0, publicUrl: config.publicUrl }),
+      blocks: createBlockService({ db, storage, maxDistance: 0, publicUrl: config.site.publicUrl }),
       images: createImageService({ db, config, storage, changes }),
       metrics: { uploaded: () => void counted.metrics++ },
       events: { emit: () => void counted.events++ },
@@ -94,7 +94,7 @@ async function makeHost(limits: Record<string, string> = {}) {
       return { images: Number(row!.images), bytes: Number(row!.bytes) }
     },
     /** What is left in the temp directory. */
-    temps: () => readdirSync(config.tmpDir),
+    temps: () => readdirSync(config.paths.tmpDir),
     /** Every stored object: the files under DATA_DIR/files (`.partial` copies too), or the bucket's listing. */
     stored: async () => {
       if (config.storage.driver !== 'local') {
