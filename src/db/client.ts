@@ -51,8 +51,8 @@ const STATEMENT_CACHE_SIZE = 512
 
 /**
  * drizzle compiles every query it runs anew (sqlite3_prepare: parse and plan, and for a write every trigger it fires:
- * the images insert compiles the search index's), which cost more than running it: 3 of an upload's 11 ms of server
- * CPU (bench/README.md, "Where an upload's time goes"). The connection keeps them by their text instead. Safe because
+ * the images insert compiles the search index's), often costing more than running it: about 1.2 ms of an upload's 7-8 ms
+ * of fixed server CPU (bench/README.md, "Issue 35, point 8, second pass"). The connection keeps them by their text. Safe because
  * bun:sqlite runs a statement to its end before anything else can use it; a schema change makes SQLite recompile it.
  */
 function keepStatements(sqlite: Database) {

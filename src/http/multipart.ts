@@ -109,6 +109,41 @@ function multipartParser(request: Request, options: MultipartOptions) {
   }
 }
 
+/** A file part on its way to disk: its handle, its writes so far (in order) and the end of its part. */
+interface Sink {
+  handle: Promise<FileHandle>
+  file: ReturnType<typeof batchedAppend>
+  ended: Promise<void>
+}
+
+/**
+ * A file part's bytes to its temp file: counted against `maxSize` (413 past it, naming `perFile`), hashed, and
+ * written a megabyte at a time. Once the upload has failed, nothing more is written: its files are closed and removed.
+ */
+function sinkFile(
+  file: ReceivedFile,
+  stream: NodeJS.ReadableStream,
+  { maxSize, perFile }: { maxSize: number | null; perFile: number | null },
+  upload: { failed(): boolean; fail(error: Error): void },
+): Sink {
+  const hash = new Bun.CryptoHasher('sha256')
+  const handle = open(file.path, 'w')
+  const sink = { handle, file: batchedAppend(handle), ended: new Promise<void>((r) => stream.on('end', r)) }
+  stream.on('data', (chunk: Buffer) => {
+    if (upload.failed()) return
+    file.size += chunk.length
+    if (maxSize !== null && file.size > maxSize) return upload.fail(fileTooLarge(perFile!))
+    hash.update(chunk)
+    sink.file.add(chunk)
+  })
+  stream.on('end', () => {
+    file.sha256 = hash.digest('hex')
+    if (!upload.failed()) sink.file.end()
+  })
+  stream.on('error', (error) => upload.fail(badRequest(`Upload interrupted: ${error.message}`)))
+  return sink
+}
+
 /**
  * Streams a multipart body to temp files (never holding a whole file in memory), hashing as it goes.
  * Stops reading as soon as a limit is passed: too many files is 400, a file over the size limit 413.
@@ -129,8 +164,7 @@ export async function receiveMultipart(
   const files: ReceivedFile[] = []
   const fields: Record<string, string> = {}
   const values: Record<string, string[]> = {}
-  /** Per file: its handle, its writes so far (in order) and the end of its part. */
-  const sinks: { handle: Promise<FileHandle>; file: ReturnType<typeof batchedAppend>; ended: Promise<void> }[] = []
+  const sinks: Sink[] = []
   let failed: Error | null = null
   const fail = (error: Error) => {
     failed ??= error
@@ -193,23 +227,7 @@ export async function receiveMultipart(
       ...(text ? { text } : {}),
     }
     files.push(file)
-    const hash = new Bun.CryptoHasher('sha256')
-    const handle = open(file.path, 'w')
-    const sink = { handle, file: batchedAppend(handle), ended: new Promise<void>((r) => stream.on('end', r)) }
-    sinks.push(sink)
-    stream.on('data', (chunk: Buffer) => {
-      if (failed) return
-      file.size += chunk.length
-      if (maxSize !== null && file.size > maxSize) return fail(fileTooLarge(perFile!))
-      hash.update(chunk)
-      sink.file.add(chunk)
-    })
-    stream.on('end', () => {
-      file.sha256 = hash.digest('hex')
-      // A failed upload writes nothing more: its files are closed and removed.
-      if (!failed) sink.file.end()
-    })
-    stream.on('error', (error) => fail(badRequest(`Upload interrupted: ${error.message}`)))
+    sinks.push(sinkFile(file, stream, { maxSize, perFile }, { failed: () => failed !== null, fail }))
   }
   parser.on('field', (name, value, _nameTruncated, valueTruncated) => {
     if (valueTruncated) return fail(badRequest(`Field ${name} is too long`))
