@@ -51,9 +51,10 @@ const STATEMENT_CACHE_SIZE = 512
 
 /**
  * drizzle compiles every query it runs anew (sqlite3_prepare: parse and plan, and for a write every trigger it fires:
- * the images insert compiles the search index's), often costing more than running it: about 1.2 ms of an upload's 7-8 ms
- * of fixed server CPU (bench/README.md, "Issue 35, point 8, second pass"). The connection keeps them by their text. Safe because
- * bun:sqlite runs a statement to its end before anything else can use it; a schema change makes SQLite recompile it.
+ * the images insert compiles the search index's), often costing more than running it: about 1.2 ms of an upload's
+ * 7-8 ms of fixed server CPU (bench/README.md, "Issue 35, point 8, second pass"). The connection keeps them by their
+ * text. Safe because bun:sqlite runs a statement to its end before anything else can use it; a schema change makes
+ * SQLite recompile it.
  */
 function keepStatements(sqlite: Database) {
   const prepare = sqlite.prepare.bind(sqlite)
