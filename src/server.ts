@@ -71,7 +71,7 @@ async function start(
   // SQLite's WAL is checkpointed off the event loop; PostgreSQL checkpoints by itself.
   const checkpointer = byEngine(db, { sqlite: (sqlite) => startCheckpointer(sqlite, sqliteFile), pg: () => null })
   // SQLite's list reads run on a Worker's read-only connection; PostgreSQL's queries wait off the event loop already.
-  const reads = config.database.url ? localReads(db) : workerReads(sqliteFile)
+  const reads = byEngine(db, { sqlite: () => workerReads(sqliteFile), pg: () => localReads(db) })
   // What changed in the database, for the caches: on PostgreSQL what any instance changed.
   const changes = await openChangeFeed(db)
   if (config.database.url && config.storage.driver === 'local')
