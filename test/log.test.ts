@@ -15,22 +15,15 @@ afterAll(async () => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
 })
 
-/** A fresh data directory (and, on PostgreSQL runs, database), on an OS-chosen port. */
+/** A fresh data directory (and, on PostgreSQL runs, database), on an OS-chosen port; nothing of this shell's own. */
 async function environment(extra: Record<string, string> = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), 'imghost-log-'))
   dirs.push(dataDir)
-  const env: Record<string, string> = {
-    PATH: process.env.PATH ?? '/usr/bin:/bin',
-    HOME: process.env.HOME ?? dataDir,
-    ...storageEnv(),
-    ...(await databaseEnv()),
-    DATA_DIR: dataDir,
-    PORT: '0',
-    JWT_SECRET: 'log-test-secret-'.padEnd(48, 'x'),
-    ...extra,
-  }
+  // With DATABASE_URL every key must be given (databaseEnv gives two): the JWT secret too.
+  const keys = { JWT_SECRET: 'log-test-secret-'.padEnd(48, 'x') }
+  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', ...storageEnv(), ...(await databaseEnv()), ...keys }
   envs.push(env)
-  return env
+  return { ...env, DATA_DIR: dataDir, PORT: '0', ...extra }
 }
 
 interface Started {
