@@ -16,8 +16,6 @@ export function setLogFormat(choice: LogFormat | 'auto') {
   format = choice === 'auto' ? (process.stdout.isTTY ? 'pretty' : 'json') : choice
 }
 
-export const logFormat = () => format
-
 /** A field's value as a terminal line shows it: plain when it reads unambiguously, else quoted as JSON. */
 function shown(value: unknown): string {
   if (typeof value === 'string') return /^[^\s"=]+$/.test(value) ? value : JSON.stringify(value)
