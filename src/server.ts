@@ -18,6 +18,7 @@ import { sweepOrphans } from './modules/images/orphans'
 import { createPhashBackfill, type PhashBackfillOptions } from './modules/images/phash-backfill'
 import { localReads, workerReads } from './modules/images/reads'
 import { pendingScans, recordScan } from './modules/images/repository'
+import { instanceId, sweepIntents } from './modules/images/upload/intents'
 import { createConfiguredStorage } from './storage/configured'
 import { SWEEP_INTERVAL_MS, type SweepOptions } from './storage/sweep'
 import { mediaPoolFor } from './workers/media-pool'
@@ -61,6 +62,8 @@ async function start(
   dataDirLock: { release(): void },
   files: AppDeps['files'],
 ) {
+  // Upload intents recorded before this moment are an earlier life's (upload/intents.ts).
+  const startedAt = Date.now()
   const { sqliteFile, tmpDir } = config.paths
   const db = await openServiceDatabase({
     databaseUrl: config.database.url,
@@ -82,6 +85,13 @@ async function start(
   const now = deps.now ?? Date.now
   // Background jobs that instances sharing a database run one at a time (each instance still has them scheduled).
   const exclusive = exclusiveJobs(db)
+  // The files of uploads a crash cut between their store and their commit: at once, in the background (a store that is
+  // down only delays it: the orphan sweep below tries again every hour).
+  const intents = { instance: instanceId(config.paths.dataDir), startedAt }
+  const crashedUploads = sweepIntents(db, deps.storage, intents).then(
+    (removed) => log.info('crashed uploads swept', { removed }),
+    (error) => log.warn('sweeping crashed uploads failed; the orphan sweep tries again', { error: String(error) }),
+  )
   // Files without a row: from startup on, in the background (it walks every stored file, which the start must not
   // wait for), then on an interval (the grace period spares those of uploads in progress, in any instance: it is
   // longer than any upload lasts).
@@ -91,6 +101,7 @@ async function start(
     overrides.orphanSweep?.intervalMs ?? SWEEP_INTERVAL_MS,
     async () => {
       const started = performance.now()
+      await sweepIntents(db, deps.storage, intents)
       const removed = await sweepOrphans(db, deps.storage, tmpDir, overrides.orphanSweep, reads.storedAmong)
       // How long a walk of every stored file took, and what it found: an operator (and the bench) can see it end.
       log.info('orphan sweep done', { removed, ms: Math.round(performance.now() - started) })
@@ -177,6 +188,7 @@ async function start(
       await expirySweep.stop()
       await tusSweep.stop()
       await orphanSweep.stop()
+      await crashedUploads
       // Webhook retries live in memory: those still waiting are dropped (see docs/clients.md, Webhooks).
       await services.webhooks.stop()
       await rescanner.stop()

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs'
 import type { Config } from '../../config'
-import type { Db } from '../../db/client'
+import { type Db, run } from '../../db/client'
+import { faultPoint } from '../../faults'
 import type { ReceivedFile, UploadSource } from '../../http/multipart'
 import type { Media } from '../../media'
 import type { Classifier, NsfwThresholds } from '../../moderation'
@@ -22,6 +23,7 @@ import {
 import { answer } from './upload/answer'
 import { commit } from './upload/commit'
 import { inspect } from './upload/inspect'
+import { dropIntents, instanceId, recordIntent } from './upload/intents'
 import { admittedDoor, type ChooseOptions, withUrls } from './upload/receive'
 import { openUploadSession } from './upload/session'
 import { store as storeFiles } from './upload/store'
@@ -57,6 +59,11 @@ export function createUploadPipeline(deps: {
   const clock = deps.now ?? Date.now
   mkdirSync(config.paths.tmpDir, { recursive: true })
   const admission = createUploadAdmission(db, config, clock)
+  const instance = instanceId(config.paths.dataDir)
+  const intentLog = {
+    record: (id: string, ext: string) => recordIntent(db, { id, ext, instance }),
+    drop: (ids: string[]) => run(dropIntents(db, ids)),
+  }
   const inspectDeps = { ...deps, scanTimeoutMs: config.nsfw.timeoutMs, findOwnedPhash: prepareOwnedImageWithPhash(db) }
   const answerDeps = { ...deps, events: deps.events ?? noImageEvents }
 
@@ -70,12 +77,13 @@ export function createUploadPipeline(deps: {
     opts: UploadOptions,
     admitted: AdmittedUpload,
   ) {
-    const session = openUploadSession(deps.storage, files)
+    const session = openUploadSession(deps.storage, files, intentLog)
     try {
       const options = readFields(config, fields, opts.policy)
       await earlyRefusals({ admission, blocks: deps.blocks }, files, opts, admitted)
       const inspected = await refusable(admission, opts, () => inspect(inspectDeps, session, files, options.nsfw, opts))
       const ids = await storeFiles(session, inspected)
+      await faultPoint('upload-stored')
       const committed = await commit(db, session, { opts, options, inspected, ids, now: clock() })
       admitted.committed()
       return answer(
