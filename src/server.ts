@@ -89,7 +89,7 @@ async function start(
   // down only delays it: the orphan sweep below tries again every hour).
   const intents = { instance: instanceId(config.paths.dataDir), startedAt }
   const crashedUploads = sweepIntents(db, deps.storage, intents).then(
-    (removed) => log.info('crashed uploads swept', { removed }),
+    (removed) => removed > 0 && log.info('crashed uploads swept', { removed }),
     (error) => log.warn('sweeping crashed uploads failed; the orphan sweep tries again', { error: String(error) }),
   )
   // Files without a row: from startup on, in the background (it walks every stored file, which the start must not
