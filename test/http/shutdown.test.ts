@@ -6,13 +6,15 @@
  */
 
 import { describe, expect, test } from 'bun:test'
+import { readdirSync } from 'node:fs'
 import { connect } from 'node:net'
+import { join } from 'node:path'
 import { loadConfig } from '../../src/config'
 import { originalKey, thumbnailKey } from '../../src/storage'
 import { createConfiguredStorage } from '../../src/storage/configured'
 import { makeImage, makeNoisePng, uploadForm } from '../fixtures'
 import { queryEnv } from '../other-connection'
-import { accepts, apiKey, eventually, type Spawned, spawnServer, within } from '../spawn-server'
+import { accepts, apiKey, eventually, type Spawned, serverEnv, spawnServer, within } from '../spawn-server'
 
 // bun 1.4.5 applies test/setup.ts's setDefaultTimeout only to the first file of a multi-file run: say it here too.
 const TIMEOUT = 60_000
@@ -24,6 +26,34 @@ async function storedViews(s: Spawned, id: string): Promise<number> {
   return Number(row.views)
 }
 
+/**
+ * An upload over a socket of our own, its body sent by the test as slowly as it likes: the headers are written, the
+ * body (one file part of `bytes`) is returned for the test to write.
+ */
+async function slowUpload(s: Spawned, key: string, bytes: Uint8Array) {
+  const boundary = `----imghost${crypto.randomUUID().replaceAll('-', '')}`
+  const body = Buffer.concat([
+    Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="slow.png"\r\nContent-Type: image/png\r\n\r\n`,
+    ),
+    Buffer.from(bytes),
+    Buffer.from(`\r\n--${boundary}--\r\n`),
+  ])
+  const head =
+    `POST /api/v1/upload HTTP/1.1\r\nHost: 127.0.0.1:${s.port}\r\nX-API-Key: ${key}\r\n` +
+    `Content-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`
+  const socket = connect({ host: '127.0.0.1', port: s.port })
+  let response = ''
+  socket.on('data', (chunk) => (response += chunk.toString('latin1')))
+  const ended = new Promise<void>((resolve) => {
+    socket.once('close', () => resolve())
+    socket.once('error', () => resolve())
+  })
+  await within(5000, 'the upload connection', new Promise((resolve) => socket.once('connect', resolve)))
+  socket.write(head)
+  return { body, socket, response: () => response, ended }
+}
+
 describe('SIGTERM', () => {
   test(
     'an upload in flight completes with 201, new connections are refused, the process exits 0',
@@ -31,32 +61,11 @@ describe('SIGTERM', () => {
       const s = await spawnServer()
       const key = await apiKey(s)
       const bytes = await makeNoisePng(256) // about 200 kB of real PNG that does not compress
-      const boundary = `----imghost${crypto.randomUUID().replaceAll('-', '')}`
-      const body = Buffer.concat([
-        Buffer.from(
-          `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="slow.png"\r\nContent-Type: image/png\r\n\r\n`,
-        ),
-        Buffer.from(bytes),
-        Buffer.from(`\r\n--${boundary}--\r\n`),
-      ])
-      const head =
-        `POST /api/v1/upload HTTP/1.1\r\nHost: 127.0.0.1:${s.port}\r\nX-API-Key: ${key}\r\n` +
-        `Content-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`
-
-      // The upload starts: headers and the first third of the body, over a socket of our own.
-      const socket = connect({ host: '127.0.0.1', port: s.port })
-      let response = ''
-      socket.on('data', (chunk) => (response += chunk.toString('latin1')))
-      const ended = new Promise<void>((resolve) => {
-        socket.once('close', () => resolve())
-        socket.once('error', () => resolve())
-      })
-      await within(5000, 'the upload connection', new Promise((resolve) => socket.once('connect', resolve)))
+      const { body, socket, response, ended } = await slowUpload(s, key, bytes)
       const third = Math.floor(body.length / 3)
-      socket.write(head)
       socket.write(body.subarray(0, third))
       await Bun.sleep(300)
-      expect(response).toBe('') // still in flight: no answer before the body is complete
+      expect(response()).toBe('') // still in flight: no answer before the body is complete
       expect(await accepts(s.port)).toBe(true)
 
       s.proc.kill('SIGTERM')
@@ -65,7 +74,7 @@ describe('SIGTERM', () => {
       expect(await eventually(5000, () => s.output().includes('"msg":"shutting down"'))).toBe(true)
       expect(s.output()).toContain('"signal":"SIGTERM"')
       expect(s.proc.exitCode).toBeNull()
-      expect(response).toBe('')
+      expect(response()).toBe('')
       const refused = await fetch(`${s.base}/healthz`).then(
         () => 'answered',
         () => 'refused',
@@ -80,9 +89,9 @@ describe('SIGTERM', () => {
         await Bun.sleep(150)
       }
       await within(20_000, 'the upload response', ended)
-      const [statusLine] = response.split('\r\n')
+      const [statusLine] = response().split('\r\n')
       expect(statusLine).toBe('HTTP/1.1 201 Created')
-      const json = JSON.parse(response.slice(response.indexOf('\r\n\r\n') + 4))
+      const json = JSON.parse(response().slice(response().indexOf('\r\n\r\n') + 4))
       expect(json.success).toBe(true)
       expect(json.size).toBe(bytes.length)
       const id: string = json.id
@@ -98,6 +107,59 @@ describe('SIGTERM', () => {
       const storage = createConfiguredStorage(loadConfig(s.env))
       expect(await storage.stat(originalKey(id, 'png'))).toMatchObject({ size: bytes.length })
       expect(await storage.exists(thumbnailKey(id))).toBe(true)
+    },
+    TIMEOUT,
+  )
+
+  test(
+    'past SHUTDOWN_TIMEOUT an upload still arriving gets 503 + Retry-After, its temp file goes, the process exits 0',
+    async () => {
+      const s = await spawnServer(await serverEnv({ SHUTDOWN_TIMEOUT: '1' }))
+      const key = await apiKey(s)
+      const { body, socket, response, ended } = await slowUpload(s, key, await makeNoisePng(256))
+      // A trickle that would take minutes: a few hundred bytes every 100 ms until the connection closes.
+      let closed = false
+      void ended.then(() => (closed = true))
+      let sent = 0
+      const trickle = (async () => {
+        while (!closed && sent < body.length - 1) {
+          socket.write(body.subarray(sent, sent + 300))
+          sent += 300
+          await Bun.sleep(100)
+        }
+      })()
+      const tmp = join(s.dataDir, 'tmp')
+      // The body has reached its temp file before the signal.
+      expect(await eventually(10_000, () => readdirSync(tmp).length === 1)).toBe(true)
+
+      s.proc.kill('SIGTERM')
+      await within(20_000, 'the answer and the closed connection', ended)
+      await trickle
+      expect(sent).toBeLessThan(body.length - 1)
+      const text = response()
+      expect(text.split('\r\n')[0]).toBe('HTTP/1.1 503 Service Unavailable')
+      const headers = text.slice(0, text.indexOf('\r\n\r\n')).toLowerCase()
+      expect(headers).toMatch(/\r\nretry-after: \d+\r\n/)
+      expect(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))).toEqual({
+        error: 'The server is restarting; nothing was stored, send the upload again shortly',
+      })
+
+      expect(await within(20_000, 'the process to exit', s.proc.exited)).toBe(0)
+      expect(readdirSync(tmp)).toEqual([])
+      // The log says what it waited for and what it cut.
+      const lines = s
+        .output()
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line))
+      expect(lines.find((l) => l.msg === 'shutdown: waiting for requests in flight')).toMatchObject({
+        requests: 1,
+        uploadsArriving: 1,
+        timeoutMs: 1000,
+      })
+      expect(lines.find((l) => l.msg === 'shutdown deadline passed: cut what was still in flight')).toMatchObject({
+        uploadsAnswered503: 1,
+      })
     },
     TIMEOUT,
   )

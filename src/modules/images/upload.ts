@@ -24,7 +24,7 @@ import { answer } from './upload/answer'
 import { commit } from './upload/commit'
 import { inspect } from './upload/inspect'
 import { dropIntents, instanceId, recordIntent } from './upload/intents'
-import { admittedDoor, type ChooseOptions, withUrls } from './upload/receive'
+import { admittedDoor, arrivingBodies, type ChooseOptions, withUrls } from './upload/receive'
 import { openUploadSession } from './upload/session'
 import { store as storeFiles } from './upload/store'
 
@@ -66,6 +66,7 @@ export function createUploadPipeline(deps: {
   }
   const inspectDeps = { ...deps, scanTimeoutMs: config.nsfw.timeoutMs, findOwnedPhash: prepareOwnedImageWithPhash(db) }
   const answerDeps = { ...deps, events: deps.events ?? noImageEvents }
+  const arriving = arrivingBodies()
 
   /**
    * Files already received (multipart parts, a finished tus upload, an imported file), for an upload that `admit` let
@@ -107,12 +108,19 @@ export function createUploadPipeline(deps: {
       const door = admittedDoor(admission, config.paths.tmpDir, choose)
       await door.admitKnown()
       try {
-        const { files, fields, opts, admitted } = await door.receive(source)
+        const { files, fields, opts, admitted } = await arriving.receive(door.receive(source))
         return await store(files, fields, opts, admitted)
       } finally {
         door.release()
       }
     },
+    /** How many uploads' bodies are arriving now (what a shutdown waits for). */
+    arriving: () => arriving.count(),
+    /**
+     * The shutdown's deadline: every upload still arriving is answered 503 (ServerStopping) now; `cleaned` resolves
+     * once their temp files are removed, which takes their connections closing (their bodies end there).
+     */
+    cut: () => arriving.cut(),
     /** `source` plus the files its `url` fields name (receive.ts). */
     withUrls: (source: UploadSource) => withUrls(config.urlUploads, source),
     /** Lets an upload that arrives some other way (a tus PATCH) start, before its body is read; release it when done. */
