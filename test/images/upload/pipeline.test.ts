@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { loadConfig } from '../../../src/config'
 import { localChangeFeed } from '../../../src/db/changes'
 import { closeDatabase, openServiceDatabase, run } from '../../../src/db/client'
-import { QuotaExceeded, RateLimited, StorageUnwritable } from '../../../src/errors'
+import { QuotaExceeded, RateLimited, StorageUnavailable, StorageUnwritable } from '../../../src/errors'
 import type { UploadSource } from '../../../src/http/multipart'
 import { sha256Hex } from '../../../src/lib/crypto'
 import { tempUploadPath } from '../../../src/lib/received-file'
@@ -20,6 +20,7 @@ import { insertUser } from '../../../src/modules/auth/repository'
 import { createBlockService } from '../../../src/modules/blocks/service'
 import { createImageService } from '../../../src/modules/images/service'
 import { createUploadPipeline } from '../../../src/modules/images/upload'
+import { instanceId, sweepIntents } from '../../../src/modules/images/upload/intents'
 import type { Storage } from '../../../src/storage'
 import { createConfiguredStorage } from '../../../src/storage/configured'
 import { mediaPoolFor } from '../../../src/workers/media-pool'
@@ -69,6 +70,7 @@ async function makeHost(limits: Record<string, string> = {}) {
     })
   const host = {
     env,
+    db,
     config,
     storage,
     user,
@@ -228,6 +230,26 @@ describe('upload pipeline without a server', () => {
     await expect(upload).rejects.toBeInstanceOf(StorageUnwritable)
     await expectExactly(host, [])
     expect(host.counted).toEqual({ metrics: 0, events: 0 })
+  })
+
+  test('a sweep that takes an upload intent before its commit: 503, no row, no file, no intent left', async () => {
+    const host = await makeHost()
+    let puts = 0
+    const sweptMidway: Storage = {
+      ...host.storage,
+      // Before the thumbnail: the original and its intent are there, as after a crash, and a sweep finds them.
+      put: async (key, path) => {
+        if (++puts === 2) {
+          const instance = instanceId(host.config.paths.dataDir)
+          expect(await sweepIntents(host.db, host.storage, { instance, startedAt: Date.now() + 1 })).toBe(1)
+        }
+        return host.storage.put(key, path)
+      },
+    }
+    const upload = host.upload([await makeImage('png', 32, 32, 11)], host.pipeline(sweptMidway))
+    await expect(upload).rejects.toBeInstanceOf(StorageUnavailable)
+    await expectExactly(host, [])
+    expect(await queryEnv(host.env, 'SELECT id FROM upload_intents')).toEqual([])
   })
 
   test('two instances racing the last slot of the window: both pass the early check, the commit takes one', async () => {

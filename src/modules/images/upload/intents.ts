@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { and, eq, inArray, lt, or } from 'drizzle-orm'
-import { type Db, q, type Step, type Tx } from '../../../db/client'
+import { type Db, q, retryBusy, type Step, type Tx } from '../../../db/client'
 import { uploadIntents } from '../../../db/schema'
 import { newPublicId } from '../../../lib/crypto'
 import { originalKey, type Storage, thumbnailKey } from '../../../storage'
@@ -34,8 +34,9 @@ export function instanceId(dataDir: string): string {
 
 /** Records that an upload is about to store the image `id` (its original under `ext`, and its thumbnail). */
 export async function recordIntent(db: Db, intent: { id: string; ext: string; instance: string }) {
-  // This process's clock, not the database's: the start sweep compares it with this process's start.
-  await db.insert(uploadIntents).values({ ...intent, createdAt: new Date() })
+  // This process's clock, not the database's: the start sweep compares it with this process's start. Another process
+  // holding the database's lock is waited for as the commit waits for it.
+  await retryBusy(() => db.insert(uploadIntents).values({ ...intent, createdAt: new Date() }))
 }
 
 /** The intents of `ids` are done with (committed or cleaned up): returns the ids that still had one. */
