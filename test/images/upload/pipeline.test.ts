@@ -127,6 +127,18 @@ afterEach(async () => {
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
 const scratch = mkdtempSync(join(tmpdir(), 'imghost-pipeline-src-'))
 
+/** `storage`, running `before` ahead of its `nth` put (counted from 1). */
+function beforePut(storage: Storage, nth: number, before: () => Promise<void>): Storage {
+  let puts = 0
+  return {
+    ...storage,
+    put: async (key, path) => {
+      if (++puts === nth) await before()
+      return storage.put(key, path)
+    },
+  }
+}
+
 /** A door whose body is `files`: written to temp files under the limits the pipeline gives, as multipart would. */
 function sourceOf(files: Bytes[]): UploadSource {
   return async (limitsFor) => {
@@ -214,15 +226,10 @@ describe('upload pipeline without a server', () => {
 
   test('a put that fails at the store step removes what the upload already stored', async () => {
     const host = await makeHost()
-    let puts = 0
-    const failing: Storage = {
-      ...host.storage,
-      // The second image's thumbnail: the first image and the second's original are in the store by then.
-      put: async (key, path) => {
-        if (++puts === 4) throw new Error('disk gone (test)')
-        return host.storage.put(key, path)
-      },
-    }
+    // The second image's thumbnail: the first image and the second's original are in the store by then.
+    const failing = beforePut(host.storage, 4, async () => {
+      throw new Error('disk gone (test)')
+    })
     const upload = host.upload(
       [await makeImage('png', 32, 32, 5), await makeImage('png', 32, 32, 6)],
       host.pipeline(failing),
@@ -234,18 +241,11 @@ describe('upload pipeline without a server', () => {
 
   test('a sweep that takes an upload intent before its commit: 503, no row, no file, no intent left', async () => {
     const host = await makeHost()
-    let puts = 0
-    const sweptMidway: Storage = {
-      ...host.storage,
-      // Before the thumbnail: the original and its intent are there, as after a crash, and a sweep finds them.
-      put: async (key, path) => {
-        if (++puts === 2) {
-          const instance = instanceId(host.config.paths.dataDir)
-          expect(await sweepIntents(host.db, host.storage, { instance, startedAt: Date.now() + 1 })).toBe(1)
-        }
-        return host.storage.put(key, path)
-      },
-    }
+    // Before the thumbnail: the original and its intent are there, as after a crash, and a sweep finds them.
+    const sweptMidway = beforePut(host.storage, 2, async () => {
+      const instance = instanceId(host.config.paths.dataDir)
+      expect(await sweepIntents(host.db, host.storage, { instance, startedAt: Date.now() + 1 })).toBe(1)
+    })
     const upload = host.upload([await makeImage('png', 32, 32, 11)], host.pipeline(sweptMidway))
     await expect(upload).rejects.toBeInstanceOf(StorageUnavailable)
     await expectExactly(host, [])
