@@ -12,6 +12,7 @@ import { join } from 'node:path'
 import { loadConfig } from '../../../src/config'
 import { localChangeFeed } from '../../../src/db/changes'
 import { closeDatabase, openServiceDatabase, run } from '../../../src/db/client'
+import { uploadIntents } from '../../../src/db/schema'
 import { QuotaExceeded, RateLimited, StorageUnavailable, StorageUnwritable } from '../../../src/errors'
 import type { UploadSource } from '../../../src/http/multipart'
 import { sha256Hex } from '../../../src/lib/crypto'
@@ -20,7 +21,7 @@ import { insertUser } from '../../../src/modules/auth/repository'
 import { createBlockService } from '../../../src/modules/blocks/service'
 import { createImageService } from '../../../src/modules/images/service'
 import { createUploadPipeline } from '../../../src/modules/images/upload'
-import { instanceId, sweepIntents } from '../../../src/modules/images/upload/intents'
+import { INTENT_GRACE_MS, instanceId, sweepIntents } from '../../../src/modules/images/upload/intents'
 import type { Storage } from '../../../src/storage'
 import { createConfiguredStorage } from '../../../src/storage/configured'
 import { mediaPoolFor } from '../../../src/workers/media-pool'
@@ -250,6 +251,25 @@ describe('upload pipeline without a server', () => {
     await expect(upload).rejects.toBeInstanceOf(StorageUnavailable)
     await expectExactly(host, [])
     expect(await queryEnv(host.env, 'SELECT id FROM upload_intents')).toEqual([])
+  })
+
+  test('another instance starting spares an upload in progress here; an intent past the grace goes, whoever made it', async () => {
+    const host = await makeHost()
+    const otherStart = () => sweepIntents(host.db, host.storage, { instance: 'another', startedAt: Date.now() + 1 })
+    // Another data directory's instance starts on the same database while this upload is between its two puts.
+    const spared = beforePut(host.storage, 2, async () => {
+      expect(await otherStart()).toBe(0)
+    })
+    const kept = await host.upload([await makeImage('png', 32, 32, 12)], host.pipeline(spared))
+
+    // An intent older than INTENT_GRACE_MS is dead whichever instance made it (one that never came back).
+    const aged = beforePut(host.storage, 2, async () => {
+      await host.db.update(uploadIntents).set({ createdAt: new Date(Date.now() - INTENT_GRACE_MS - 60_000) })
+      expect(await otherStart()).toBe(1)
+    })
+    const lost = host.upload([await makeImage('png', 32, 32, 13)], host.pipeline(aged))
+    await expect(lost).rejects.toBeInstanceOf(StorageUnavailable)
+    await expectExactly(host, idsOf(kept))
   })
 
   test('two instances racing the last slot of the window: both pass the early check, the commit takes one', async () => {
