@@ -214,7 +214,14 @@ export function createApp(deps: AppDeps) {
     .use(rateLimit.plugin)
     .use(apiDocs({ siteName: config.site.name, publicUrl: config.site.publicUrl, pathIds: PATH_IDS }))
     .use(
-      healthModule({ db, dataDir: config.paths.dataDir, metrics, metricsToken: config.http.metricsToken, classifier }),
+      healthModule({
+        db,
+        dataDir: config.paths.dataDir,
+        storage: deps.storage,
+        metrics,
+        metricsToken: config.http.metricsToken,
+        classifier,
+      }),
     )
     .use(
       authModule(auth, guard, {

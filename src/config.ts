@@ -38,6 +38,8 @@ const variables = {
   LOG_FORMAT: { schema: T.Union([T.Literal('auto'), T.Literal('json'), T.Literal('pretty')]), default: 'auto' },
   METRICS_TOKEN: { schema: T.String(), default: '' },
   COUNT_VIEWS: { schema: Bool, default: 'true' },
+  // Inside Docker's 10 s stop timeout, with room for the cut and the closing after it.
+  SHUTDOWN_TIMEOUT: { schema: Int(0), default: '8' },
   REGISTRATION: { schema: T.Union([T.Literal('open'), T.Literal('invite'), T.Literal('closed')]), default: 'open' },
 
   MAX_FILES_PER_UPLOAD: { schema: Int(1), default: '15' },
@@ -338,6 +340,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       metricsToken: raw.METRICS_TOKEN,
       /** Count /cdn views (buffered, flushed in batches); false only to measure what counting costs. */
       countViews: isTrue(raw.COUNT_VIEWS),
+    },
+    /** Stopping on SIGTERM or SIGINT (src/server.ts). */
+    shutdown: {
+      /** How long requests in flight are waited for; then uploads still arriving are answered 503 and the rest cut. */
+      timeoutMs: raw.SHUTDOWN_TIMEOUT * 1000,
     },
     /** Where this instance keeps its files: DATA_DIR and the paths under it. */
     paths: pathsOf(raw),

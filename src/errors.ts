@@ -61,6 +61,13 @@ export class PoolBusy extends DomainError {
   }
 }
 
+/** The server is shutting down and its deadline passed while the upload's body was still arriving: nothing was stored. */
+export class ServerStopping extends DomainError {
+  constructor() {
+    super('The server is restarting; nothing was stored, send the upload again shortly')
+  }
+}
+
 /** The object store cannot be reached (src/storage/faults.ts): never stale or other bytes. */
 export class StorageUnavailable extends DomainError {
   constructor() {

@@ -1,5 +1,6 @@
 import { databaseFault } from './db/errors'
 import type { DomainError } from './errors'
+import { log } from './log'
 import { storageFault } from './storage/faults'
 
 /**
@@ -15,3 +16,15 @@ export function faultOf(error: unknown): DomainError | null {
 /** When a fault was last seen (epoch ms, 0 for never): a health verdict given before it is out of date. */
 let faultSeenAt = 0
 export const lastFaultAt = () => faultSeenAt
+
+/**
+ * Test only: the named point where IMGHOST_FAULT_POINT makes the process stop still (an upload's files stored, its row
+ * not yet written), after saying so on the log, so a test can kill -9 it there and check what a restart makes of it.
+ * Unset (always, in service) it costs one comparison.
+ */
+const stopAt = process.env.IMGHOST_FAULT_POINT ?? ''
+export async function faultPoint(name: 'upload-stored') {
+  if (stopAt !== name) return
+  log.warn('fault point reached', { point: name })
+  await new Promise(() => {})
+}

@@ -18,6 +18,8 @@ import { sweepOrphans } from './modules/images/orphans'
 import { createPhashBackfill, type PhashBackfillOptions } from './modules/images/phash-backfill'
 import { localReads, workerReads } from './modules/images/reads'
 import { pendingScans, recordScan } from './modules/images/repository'
+import type { UploadPipeline } from './modules/images/upload'
+import { instanceId, sweepIntents } from './modules/images/upload/intents'
 import { createConfiguredStorage } from './storage/configured'
 import { SWEEP_INTERVAL_MS, type SweepOptions } from './storage/sweep'
 import { mediaPoolFor } from './workers/media-pool'
@@ -61,6 +63,8 @@ async function start(
   dataDirLock: { release(): void },
   files: AppDeps['files'],
 ) {
+  // Upload intents recorded before this moment are an earlier life's (upload/intents.ts).
+  const startedAt = Date.now()
   const { sqliteFile, tmpDir } = config.paths
   const db = await openServiceDatabase({
     databaseUrl: config.database.url,
@@ -82,6 +86,13 @@ async function start(
   const now = deps.now ?? Date.now
   // Background jobs that instances sharing a database run one at a time (each instance still has them scheduled).
   const exclusive = exclusiveJobs(db)
+  // The files of uploads a crash cut between their store and their commit: at once, in the background (a store that is
+  // down only delays it: the orphan sweep below tries again every hour).
+  const intents = { instance: instanceId(config.paths.dataDir), startedAt }
+  const crashedUploads = sweepIntents(db, deps.storage, intents).then(
+    (removed) => removed > 0 && log.info('crashed uploads swept', { removed }),
+    (error) => log.warn('sweeping crashed uploads failed; the orphan sweep tries again', { error: String(error) }),
+  )
   // Files without a row: from startup on, in the background (it walks every stored file, which the start must not
   // wait for), then on an interval (the grace period spares those of uploads in progress, in any instance: it is
   // longer than any upload lasts).
@@ -91,6 +102,7 @@ async function start(
     overrides.orphanSweep?.intervalMs ?? SWEEP_INTERVAL_MS,
     async () => {
       const started = performance.now()
+      await sweepIntents(db, deps.storage, intents)
       const removed = await sweepOrphans(db, deps.storage, tmpDir, overrides.orphanSweep, reads.storedAmong)
       // How long a walk of every stored file took, and what it found: an operator (and the bench) can see it end.
       log.info('orphan sweep done', { removed, ms: Math.round(performance.now() - started) })
@@ -170,13 +182,14 @@ async function start(
     phashBackfill,
     port: app.server!.port,
     async stop() {
-      // Stop accepting, let in-flight requests finish, write buffered views, then close everything.
-      await app.stop(false)
+      // Stop accepting, let in-flight requests finish (within the deadline), write buffered views, close everything.
+      await drain(app, services.pipeline, config.shutdown.timeoutMs)
       clearInterval(flushTimer)
       clearInterval(rateSyncTimer)
       await expirySweep.stop()
       await tusSweep.stop()
       await orphanSweep.stop()
+      await crashedUploads
       // Webhook retries live in memory: those still waiting are dropped (see docs/clients.md, Webhooks).
       await services.webhooks.stop()
       await rescanner.stop()
@@ -197,6 +210,54 @@ async function start(
       await closeDatabase(db)
       dataDirLock.release()
     },
+  }
+}
+
+/** After the deadline, how long the uploads answered 503 get for their answers to go out and their temp files to go. */
+const CUT_GRACE_MS = 1000
+
+/**
+ * Stops listening and waits for the requests in flight, at most `timeoutMs`: then the uploads still arriving are
+ * answered 503 (their temp files removed once their connections close) and every connection still open is closed.
+ * The log says what was waited for and what was cut.
+ */
+async function drain(
+  app: ReturnType<typeof createApp>['app'],
+  pipeline: Pick<UploadPipeline, 'arriving' | 'cut'>,
+  timeoutMs: number,
+) {
+  // Elysia forgets its server once stopped: kept here to close what is still open after the deadline.
+  const server = app.server!
+  const waiting = { requests: server.pendingRequests, uploadsArriving: pipeline.arriving() }
+  if (waiting.requests > 0) log.info('shutdown: waiting for requests in flight', { ...waiting, timeoutMs })
+  const drained = app.stop(false).then(() => true)
+  if (await within(timeoutMs, drained)) return
+  const { uploads, cleaned } = pipeline.cut()
+  // The 503s close their connections as they go out; the rest (other requests, an answer stuck on its way) after that.
+  const allCleaned = await within(
+    CUT_GRACE_MS,
+    cleaned.then(() => true),
+  )
+  const requests = server.pendingRequests
+  await server.stop(true)
+  if (!allCleaned) await within(CUT_GRACE_MS, cleaned)
+  log.warn('shutdown deadline passed: cut what was still in flight', {
+    timeoutMs,
+    uploadsAnswered503: uploads,
+    requestsStillOpen: requests,
+  })
+}
+
+/** `promise`'s value, or false once `ms` have passed. */
+async function within<T>(ms: number, promise: Promise<T>): Promise<T | false> {
+  let timer: Timer | undefined
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms)
+  })
+  try {
+    return await Promise.race([promise, late])
+  } finally {
+    clearTimeout(timer)
   }
 }
 

@@ -27,6 +27,7 @@ const TABLES = [
   'blocks',
   'blockSha256s',
   'tusUploads',
+  'uploadIntents',
   'webhooks',
   'variants',
   'variantFailures',

@@ -86,7 +86,7 @@ const tables = defineTables(kit as unknown as Kit) as unknown as { [K in keyof S
 export const { users, apiKeys, verificationTokens, sessions, invites } = tables
 export const { passkeys, totpSecrets, recoveryCodes, oidcIdentities, authFlows } = tables
 export const { embedProfiles, images, imageCounts, albums, albumImages } = tables
-export const { uploadWindows, tusUploads, reports, blocks, blockSha256s } = tables
+export const { uploadWindows, tusUploads, uploadIntents, reports, blocks, blockSha256s } = tables
 export const { webhooks, variants, variantFailures, healthProbe } = tables
 
 /**

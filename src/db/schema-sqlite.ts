@@ -43,7 +43,7 @@ const tables = defineTables(kit)
 export const { users, apiKeys, verificationTokens, sessions, invites } = tables
 export const { passkeys, totpSecrets, recoveryCodes, oidcIdentities, authFlows } = tables
 export const { embedProfiles, images, imageCounts, albums, albumImages } = tables
-export const { uploadWindows, tusUploads, reports, blocks, blockSha256s } = tables
+export const { uploadWindows, tusUploads, uploadIntents, reports, blocks, blockSha256s } = tables
 export const { webhooks, variants, variantFailures, healthProbe } = tables
 
 export type User = typeof users.$inferSelect

@@ -34,6 +34,7 @@ export const {
   blocks,
   blockSha256s,
   tusUploads,
+  uploadIntents,
   webhooks,
   variants,
   variantFailures,

@@ -429,7 +429,25 @@ function uploadTables(k: Kit, users: Users) {
     ],
   )
 
-  return { uploadWindows, tusUploads }
+  /**
+   * Images an upload is storing (their original and thumbnail), recorded before the first byte is stored and deleted
+   * in the transaction that inserts their rows: what is left here belongs to an upload that never committed (a crash,
+   * a kill -9), and its files go at the next start (src/modules/images/upload/intents.ts).
+   */
+  const uploadIntents = k.table(
+    'upload_intents',
+    {
+      /** The image id the upload stores under (its keys: `originals/<id>.<ext>`, `thumbs/<id>.webp`). */
+      id: k.text('id').primaryKey(),
+      ext: k.text('ext').notNull(),
+      /** The data directory's instance id (DATA_DIR/instance-id): a restart sweeps its own earlier life's intents. */
+      instance: k.text('instance').notNull(),
+      createdAt: createdAt(k),
+    },
+    (t) => [k.index('upload_intents_created').on(t.createdAt)],
+  )
+
+  return { uploadWindows, tusUploads, uploadIntents }
 }
 
 function moderationTables(k: Kit, users: Users) {

@@ -15,6 +15,7 @@ import {
   PoolBusy,
   QuotaExceeded,
   RateLimited,
+  ServerStopping,
   StorageFull,
   StorageUnavailable,
   StorageUnwritable,
@@ -199,6 +200,8 @@ const ANSWERS: Row<DomainError>[] = [
   })),
   row(PoolBusy, 503, () => ({ 'retry-after': RETRY_SHORTLY_SECONDS })),
   row(StorageUnavailable, 503, () => ({ 'retry-after': RETRY_SHORTLY_SECONDS })),
+  // The connection closes with the answer: the rest of the body is not waited for.
+  row(ServerStopping, 503, () => ({ 'retry-after': RETRY_SHORTLY_SECONDS, connection: 'close' })),
   row(DatabaseBusy, 503, () => ({ 'retry-after': RETRY_BUSY_SECONDS })),
   row(DatabaseReadOnly, 503, () => ({ 'retry-after': RETRY_READ_ONLY_SECONDS })),
   row(DatabaseUnavailable, 503, () => ({ 'retry-after': RETRY_BUSY_SECONDS })),

@@ -40,6 +40,11 @@ export interface Storage {
   stat(key: StorageKey): Promise<{ size: number; modifiedAt: number } | null>
   exists(key: StorageKey): Promise<boolean>
   delete(key: StorageKey): Promise<void>
+  /**
+   * Whether the store can serve now, for /healthz: one cheap request (a list of one key in a bucket, an access check of
+   * the files directories on disk), no retries, bounded in time; throws StorageUnavailableError saying what failed.
+   */
+  probe(): Promise<void>
   /** Every stored key, for the startup sweep and integrity checks. */
   list(): AsyncIterable<StorageKey>
   /**

@@ -1,7 +1,7 @@
-import { mkdirSync, statSync } from 'node:fs'
-import { copyFile, link, rename, rm, stat } from 'node:fs/promises'
+import { constants, mkdirSync, statSync } from 'node:fs'
+import { access, copyFile, link, rename, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { checkKey, type Storage, StorageKeyTakenError } from './index'
+import { checkKey, type Storage, StorageKeyTakenError, StorageUnavailableError } from './index'
 import { walkInWorker } from './walk'
 
 const PARTIAL = '.partial'
@@ -61,6 +61,16 @@ export function createLocalStorage(root: string): Storage {
       }
     },
     exists: (key) => Bun.file(pathOf(key)).exists(),
+    async probe() {
+      // Each directory can be listed, entered and written (a volume gone, or mounted read-only, fails it).
+      for (const dir of DIRS) {
+        try {
+          await access(join(root, dir), constants.R_OK | constants.W_OK | constants.X_OK)
+        } catch (error) {
+          throw new StorageUnavailableError(`the files directory ${dir}/ cannot be read and written`, { cause: error })
+        }
+      }
+    },
     async delete(key) {
       await rm(pathOf(key), { force: true })
     },

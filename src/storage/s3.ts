@@ -32,6 +32,8 @@ export const RETRY_DELAYS_MS = [100, 300, 900] as const
  */
 export const PART_SIZE = 8 * 1024 * 1024
 const QUEUE_SIZE = 4
+/** The health probe's bound: a balancer's check must not hang on a bucket that does not answer. */
+const PROBE_TIMEOUT_MS = 2000
 /** /cdn reads objects up to this size whole (one GET, a Content-Length); larger ones stream without buffering. */
 const WHOLE_BODY_LIMIT = 4 * 1024 * 1024
 
@@ -164,6 +166,21 @@ export function createS3Storage(opts: S3StorageOptions): S3Storage {
     },
 
     exists,
+
+    async probe() {
+      // One attempt, bounded: a bucket that is down shows at once, one that hangs within PROBE_TIMEOUT_MS.
+      let timer: Timer | undefined
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${PROBE_TIMEOUT_MS} ms`)), PROBE_TIMEOUT_MS)
+      })
+      try {
+        await Promise.race([client.list({ prefix: opts.prefix, maxKeys: 1 }), timeout])
+      } catch (error) {
+        throw new StorageUnavailableError('the object store did not answer a list of one key', { cause: error })
+      } finally {
+        clearTimeout(timer)
+      }
+    },
 
     async delete(key) {
       const name = objectKey(key)

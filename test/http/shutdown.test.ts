@@ -5,147 +5,53 @@
  * buffered is written on SIGTERM.
  */
 
-import { afterAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { describe, expect, test } from 'bun:test'
+import { readdirSync } from 'node:fs'
 import { connect } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig } from '../../src/config'
 import { originalKey, thumbnailKey } from '../../src/storage'
 import { createConfiguredStorage } from '../../src/storage/configured'
 import { makeImage, makeNoisePng, uploadForm } from '../fixtures'
-import { databaseEnv, dropDatabase, jsonBody, storageEnv } from '../helpers'
 import { queryEnv } from '../other-connection'
+import { accepts, apiKey, eventually, type Spawned, serverEnv, spawnServer, within } from '../spawn-server'
 
 // bun 1.4.5 applies test/setup.ts's setDefaultTimeout only to the first file of a multi-file run: say it here too.
 const TIMEOUT = 60_000
-
-const ROOT = join(import.meta.dir, '../..')
-const dirs: string[] = []
-const procs: Bun.Subprocess[] = []
-const envs: Record<string, string>[] = []
-afterAll(async () => {
-  for (const proc of procs) if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL')
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
-  for (const env of envs) await dropDatabase(env)
-})
-
-/** Resolves with `promise`, or rejects after `ms` naming what it waited for: no wait here is unbounded. */
-function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
-  let timer: Timer | undefined
-  return Promise.race([
-    promise.finally(() => clearTimeout(timer)),
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)
-    }),
-  ])
-}
-
-/** Polls `check` every 50 ms until it returns true or `ms` pass; returns whether it did. */
-async function eventually(ms: number, check: () => boolean | Promise<boolean>): Promise<boolean> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    if (await check()) return true
-    if (Date.now() > deadline) return false
-    await Bun.sleep(50)
-  }
-}
-
-interface Spawned {
-  proc: Bun.Subprocess<'ignore', 'pipe', 'pipe'>
-  base: string
-  port: number
-  env: Record<string, string>
-  /** Everything the process wrote so far, stdout and stderr. */
-  output(): string
-}
-
-/** Starts `bun src/index.ts` on a fresh data directory and an OS-chosen port, and waits until it listens. */
-async function spawnServer(): Promise<Spawned> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'imghost-shutdown-'))
-  dirs.push(dataDir)
-  const env: Record<string, string> = {
-    PATH: process.env.PATH ?? '/usr/bin:/bin',
-    HOME: process.env.HOME ?? dataDir,
-    ...storageEnv(),
-    // PostgreSQL runs: a database of its own (dropped after the tests).
-    ...(await databaseEnv()),
-    DATA_DIR: dataDir,
-    PORT: '0',
-    LOG_REQUESTS: 'false',
-    JWT_SECRET: 'shutdown-test-secret-'.padEnd(48, 'x'),
-  }
-  envs.push(env)
-  const proc = Bun.spawn([process.execPath, 'src/index.ts'], {
-    cwd: ROOT,
-    env,
-    stdin: 'ignore',
-    stdout: 'pipe',
-    stderr: 'pipe',
-  })
-  procs.push(proc)
-  let text = ''
-  const drain = async (stream: ReadableStream<Uint8Array>) => {
-    const decoder = new TextDecoder()
-    for await (const chunk of stream) text += decoder.decode(chunk, { stream: true })
-  }
-  void drain(proc.stdout)
-  void drain(proc.stderr)
-  let port = 0
-  const up = await eventually(30_000, () => {
-    if (proc.exitCode !== null) return true
-    const line = text.split('\n').find((l) => l.includes('"msg":"listening"'))
-    if (line) port = JSON.parse(line).port
-    return port > 0
-  })
-  if (!up || !port) throw new Error(`server did not start:\n${text}`)
-  return {
-    proc,
-    base: `http://127.0.0.1:${port}`,
-    port,
-    env,
-    output: () => text,
-  }
-}
-
-/** An account with an API key, made through the API of the spawned server. */
-async function apiKey(s: Spawned): Promise<string> {
-  const name = `sd${Date.now().toString(36)}${Math.floor(Math.random() * 1000)}`
-  const reg = await fetch(`${s.base}/api/auth/register`, {
-    method: 'POST',
-    ...jsonBody({ username: name, email: `${name}@example.com`, password: 'correct horse battery' }),
-  })
-  expect(reg.status).toBe(201)
-  const { token } = (await reg.json()) as { token: string }
-  const key = await fetch(`${s.base}/api/keys`, {
-    method: 'POST',
-    ...jsonBody({ name: 'shutdown' }, { authorization: `Bearer ${token}` }),
-  })
-  expect(key.status).toBe(201)
-  return ((await key.json()) as { apiKey: string }).apiKey
-}
-
-/** Whether a fresh TCP connection to the port is accepted (false once nothing listens). */
-function accepts(port: number): Promise<boolean> {
-  return within(
-    5000,
-    'a connection attempt',
-    new Promise<boolean>((resolve) => {
-      const socket = connect({ host: '127.0.0.1', port })
-      socket.once('connect', () => {
-        socket.destroy()
-        resolve(true)
-      })
-      socket.once('error', () => resolve(false))
-    }),
-  )
-}
 
 /** The stored view count of an image, read from the server's database with a connection of our own. */
 async function storedViews(s: Spawned, id: string): Promise<number> {
   const [row] = await queryEnv<{ views: unknown }>(s.env, 'SELECT views FROM images WHERE id = $1', [id])
   if (!row) throw new Error(`no row for ${id}`)
   return Number(row.views)
+}
+
+/**
+ * An upload over a socket of our own, its body sent by the test as slowly as it likes: the headers are written, the
+ * body (one file part of `bytes`) is returned for the test to write.
+ */
+async function slowUpload(s: Spawned, key: string, bytes: Uint8Array) {
+  const boundary = `----imghost${crypto.randomUUID().replaceAll('-', '')}`
+  const body = Buffer.concat([
+    Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="slow.png"\r\nContent-Type: image/png\r\n\r\n`,
+    ),
+    Buffer.from(bytes),
+    Buffer.from(`\r\n--${boundary}--\r\n`),
+  ])
+  const head =
+    `POST /api/v1/upload HTTP/1.1\r\nHost: 127.0.0.1:${s.port}\r\nX-API-Key: ${key}\r\n` +
+    `Content-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`
+  const socket = connect({ host: '127.0.0.1', port: s.port })
+  let response = ''
+  socket.on('data', (chunk) => (response += chunk.toString('latin1')))
+  const ended = new Promise<void>((resolve) => {
+    socket.once('close', () => resolve())
+    socket.once('error', () => resolve())
+  })
+  await within(5000, 'the upload connection', new Promise((resolve) => socket.once('connect', resolve)))
+  socket.write(head)
+  return { body, socket, response: () => response, ended }
 }
 
 describe('SIGTERM', () => {
@@ -155,32 +61,11 @@ describe('SIGTERM', () => {
       const s = await spawnServer()
       const key = await apiKey(s)
       const bytes = await makeNoisePng(256) // about 200 kB of real PNG that does not compress
-      const boundary = `----imghost${crypto.randomUUID().replaceAll('-', '')}`
-      const body = Buffer.concat([
-        Buffer.from(
-          `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="slow.png"\r\nContent-Type: image/png\r\n\r\n`,
-        ),
-        Buffer.from(bytes),
-        Buffer.from(`\r\n--${boundary}--\r\n`),
-      ])
-      const head =
-        `POST /api/v1/upload HTTP/1.1\r\nHost: 127.0.0.1:${s.port}\r\nX-API-Key: ${key}\r\n` +
-        `Content-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`
-
-      // The upload starts: headers and the first third of the body, over a socket of our own.
-      const socket = connect({ host: '127.0.0.1', port: s.port })
-      let response = ''
-      socket.on('data', (chunk) => (response += chunk.toString('latin1')))
-      const ended = new Promise<void>((resolve) => {
-        socket.once('close', () => resolve())
-        socket.once('error', () => resolve())
-      })
-      await within(5000, 'the upload connection', new Promise((resolve) => socket.once('connect', resolve)))
+      const { body, socket, response, ended } = await slowUpload(s, key, bytes)
       const third = Math.floor(body.length / 3)
-      socket.write(head)
       socket.write(body.subarray(0, third))
       await Bun.sleep(300)
-      expect(response).toBe('') // still in flight: no answer before the body is complete
+      expect(response()).toBe('') // still in flight: no answer before the body is complete
       expect(await accepts(s.port)).toBe(true)
 
       s.proc.kill('SIGTERM')
@@ -189,7 +74,7 @@ describe('SIGTERM', () => {
       expect(await eventually(5000, () => s.output().includes('"msg":"shutting down"'))).toBe(true)
       expect(s.output()).toContain('"signal":"SIGTERM"')
       expect(s.proc.exitCode).toBeNull()
-      expect(response).toBe('')
+      expect(response()).toBe('')
       const refused = await fetch(`${s.base}/healthz`).then(
         () => 'answered',
         () => 'refused',
@@ -204,9 +89,9 @@ describe('SIGTERM', () => {
         await Bun.sleep(150)
       }
       await within(20_000, 'the upload response', ended)
-      const [statusLine] = response.split('\r\n')
+      const [statusLine] = response().split('\r\n')
       expect(statusLine).toBe('HTTP/1.1 201 Created')
-      const json = JSON.parse(response.slice(response.indexOf('\r\n\r\n') + 4))
+      const json = JSON.parse(response().slice(response().indexOf('\r\n\r\n') + 4))
       expect(json.success).toBe(true)
       expect(json.size).toBe(bytes.length)
       const id: string = json.id
@@ -222,6 +107,59 @@ describe('SIGTERM', () => {
       const storage = createConfiguredStorage(loadConfig(s.env))
       expect(await storage.stat(originalKey(id, 'png'))).toMatchObject({ size: bytes.length })
       expect(await storage.exists(thumbnailKey(id))).toBe(true)
+    },
+    TIMEOUT,
+  )
+
+  test(
+    'past SHUTDOWN_TIMEOUT an upload still arriving gets 503 + Retry-After, its temp file goes, the process exits 0',
+    async () => {
+      const s = await spawnServer(await serverEnv({ SHUTDOWN_TIMEOUT: '1' }))
+      const key = await apiKey(s)
+      const { body, socket, response, ended } = await slowUpload(s, key, await makeNoisePng(256))
+      // A trickle that would take minutes: a few hundred bytes every 100 ms until the connection closes.
+      let closed = false
+      void ended.then(() => (closed = true))
+      let sent = 0
+      const trickle = (async () => {
+        while (!closed && sent < body.length - 1) {
+          socket.write(body.subarray(sent, sent + 300))
+          sent += 300
+          await Bun.sleep(100)
+        }
+      })()
+      const tmp = join(s.dataDir, 'tmp')
+      // The body has reached its temp file before the signal.
+      expect(await eventually(10_000, () => readdirSync(tmp).length === 1)).toBe(true)
+
+      s.proc.kill('SIGTERM')
+      await within(20_000, 'the answer and the closed connection', ended)
+      await trickle
+      expect(sent).toBeLessThan(body.length - 1)
+      const text = response()
+      expect(text.split('\r\n')[0]).toBe('HTTP/1.1 503 Service Unavailable')
+      const headers = text.slice(0, text.indexOf('\r\n\r\n')).toLowerCase()
+      expect(headers).toMatch(/\r\nretry-after: \d+\r\n/)
+      expect(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4))).toEqual({
+        error: 'The server is restarting; nothing was stored, send the upload again shortly',
+      })
+
+      expect(await within(20_000, 'the process to exit', s.proc.exited)).toBe(0)
+      expect(readdirSync(tmp)).toEqual([])
+      // The log says what it waited for and what it cut.
+      const lines = s
+        .output()
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line))
+      expect(lines.find((l) => l.msg === 'shutdown: waiting for requests in flight')).toMatchObject({
+        requests: 1,
+        uploadsArriving: 1,
+        timeoutMs: 1000,
+      })
+      expect(lines.find((l) => l.msg === 'shutdown deadline passed: cut what was still in flight')).toMatchObject({
+        uploadsAnswered503: 1,
+      })
     },
     TIMEOUT,
   )

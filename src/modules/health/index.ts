@@ -6,7 +6,9 @@ import { lastFaultAt } from '../../faults'
 import { errors, faultAnswer, HttpError, httpErrorOf } from '../../http/errors'
 import type { Metrics } from '../../http/observability'
 import { safeEqual } from '../../lib/crypto'
+import { log } from '../../log'
 import type { Classifier } from '../../moderation'
+import type { Storage } from '../../storage'
 import { VERSION } from '../../version'
 import { bytesStored } from '../images/counts'
 import { writeProbe } from './repository'
@@ -59,33 +61,70 @@ function writeCheck(db: Db, dataDir: string) {
   }
 }
 
+/**
+ * How long the store's verdict stands, healthy or not: a balancer polling every second or two makes at most one probe
+ * request per verdict (a list of one key in a bucket), and an outage shows within it.
+ */
+const STORAGE_TTL_MS = 2000
+
+/**
+ * Whether the image store can serve (`Storage.probe`: a list of one key in a bucket, the files directories' access on
+ * disk): while it cannot, every /cdn read and upload fails, so the instance is out too. Returns the answer's error, or
+ * null when it serves.
+ */
+function storageCheck(storage: Pick<Storage, 'probe'>) {
+  let checked = { at: -Infinity, failure: Promise.resolve(null as HttpError | null) }
+  return () => {
+    const now = Date.now()
+    // A fault a request met since (the bucket failing an upload) asks again at once.
+    if (now - checked.at >= STORAGE_TTL_MS || lastFaultAt() >= checked.at) {
+      checked = {
+        at: now,
+        failure: storage.probe().then(
+          () => null,
+          (error) => {
+            // The cause (a bucket's address, an errno) is for the operator's log; the answer says which part failed.
+            log.warn('health: the image store cannot serve', { error: String(error), cause: String(error?.cause) })
+            return new HttpError(503, `Storage unavailable: ${error?.message ?? error}`, {}, STORAGE_RETRY)
+          },
+        ),
+      }
+    }
+    return checked.failure
+  }
+}
+
+const STORAGE_RETRY = { 'retry-after': '5' }
+
 /** Operator endpoints: liveness, and Prometheus metrics behind a bearer token (off when no token is set). */
 export function healthModule(deps: {
   db: Db
   dataDir: string
+  storage: Pick<Storage, 'probe'>
   metrics: Metrics
   metricsToken: string
   classifier: Classifier
 }) {
   const { db } = deps
   const databaseWritable = writeCheck(db, deps.dataDir)
+  const storageServes = storageCheck(deps.storage)
   return new Elysia({ name: 'module-health' })
     .get(
       '/healthz',
       async ({ set }) => {
-        const failure = await databaseWritable()
-        if (!failure) return { status: 'ok' as const, version: VERSION }
-        // A 507 (disk full) is a 503 here: the service is unavailable, whatever the cause, and says which.
+        const failures = (await Promise.all([databaseWritable(), storageServes()])).filter((f) => f !== null)
+        if (failures.length === 0) return { status: 'ok' as const, version: VERSION }
+        // A 507 (disk full) is a 503 here: the service is unavailable, whatever the cause, and says which part.
         set.status = 503
-        Object.assign(set.headers, failure.headers)
-        return { error: failure.message } as never
+        Object.assign(set.headers, failures[0]!.headers)
+        return { error: failures.map((f) => f.message).join('; ') } as never
       },
       {
         response: { 200: t.Object({ status: t.Literal('ok'), version: t.String() }), ...errors(503) },
         detail: {
           tags: ['Operations'],
           summary:
-            'Liveness: the database can be written and its disk has room (checked at most every 10 s while healthy, at once after a fault, every second while failing); the running version',
+            'Liveness: the database can be written and its disk has room (checked at most every 10 s while healthy, at once after a fault, every second while failing), and the image store answers (checked at most every 2 s); the running version',
         },
       },
     )

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs'
 import type { Config } from '../../config'
-import type { Db } from '../../db/client'
+import { type Db, run } from '../../db/client'
+import { faultPoint } from '../../faults'
 import type { ReceivedFile, UploadSource } from '../../http/multipart'
 import type { Media } from '../../media'
 import type { Classifier, NsfwThresholds } from '../../moderation'
@@ -22,7 +23,8 @@ import {
 import { answer } from './upload/answer'
 import { commit } from './upload/commit'
 import { inspect } from './upload/inspect'
-import { admittedDoor, type ChooseOptions, withUrls } from './upload/receive'
+import { dropIntents, instanceId, recordIntent } from './upload/intents'
+import { admittedDoor, arrivingBodies, type ChooseOptions, withUrls } from './upload/receive'
 import { openUploadSession } from './upload/session'
 import { store as storeFiles } from './upload/store'
 
@@ -57,8 +59,14 @@ export function createUploadPipeline(deps: {
   const clock = deps.now ?? Date.now
   mkdirSync(config.paths.tmpDir, { recursive: true })
   const admission = createUploadAdmission(db, config, clock)
+  const instance = instanceId(config.paths.dataDir)
+  const intentLog = {
+    record: (id: string, ext: string) => recordIntent(db, { id, ext, instance }),
+    drop: (ids: string[]) => run(dropIntents(db, ids)),
+  }
   const inspectDeps = { ...deps, scanTimeoutMs: config.nsfw.timeoutMs, findOwnedPhash: prepareOwnedImageWithPhash(db) }
   const answerDeps = { ...deps, events: deps.events ?? noImageEvents }
+  const arriving = arrivingBodies()
 
   /**
    * Files already received (multipart parts, a finished tus upload, an imported file), for an upload that `admit` let
@@ -70,12 +78,13 @@ export function createUploadPipeline(deps: {
     opts: UploadOptions,
     admitted: AdmittedUpload,
   ) {
-    const session = openUploadSession(deps.storage, files)
+    const session = openUploadSession(deps.storage, files, intentLog)
     try {
       const options = readFields(config, fields, opts.policy)
       await earlyRefusals({ admission, blocks: deps.blocks }, files, opts, admitted)
       const inspected = await refusable(admission, opts, () => inspect(inspectDeps, session, files, options.nsfw, opts))
       const ids = await storeFiles(session, inspected)
+      await faultPoint('upload-stored')
       const committed = await commit(db, session, { opts, options, inspected, ids, now: clock() })
       admitted.committed()
       return answer(
@@ -99,12 +108,19 @@ export function createUploadPipeline(deps: {
       const door = admittedDoor(admission, config.paths.tmpDir, choose)
       await door.admitKnown()
       try {
-        const { files, fields, opts, admitted } = await door.receive(source)
+        const { files, fields, opts, admitted } = await arriving.receive(door.receive(source))
         return await store(files, fields, opts, admitted)
       } finally {
         door.release()
       }
     },
+    /** How many uploads' bodies are arriving now (what a shutdown waits for). */
+    arriving: () => arriving.count(),
+    /**
+     * The shutdown's deadline: every upload still arriving is answered 503 (ServerStopping) now; `cleaned` resolves
+     * once their temp files are removed, which takes their connections closing (their bodies end there).
+     */
+    cut: () => arriving.cut(),
     /** `source` plus the files its `url` fields name (receive.ts). */
     withUrls: (source: UploadSource) => withUrls(config.urlUploads, source),
     /** Lets an upload that arrives some other way (a tus PATCH) start, before its body is read; release it when done. */

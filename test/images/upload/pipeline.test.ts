@@ -12,7 +12,8 @@ import { join } from 'node:path'
 import { loadConfig } from '../../../src/config'
 import { localChangeFeed } from '../../../src/db/changes'
 import { closeDatabase, openServiceDatabase, run } from '../../../src/db/client'
-import { QuotaExceeded, RateLimited, StorageUnwritable } from '../../../src/errors'
+import { uploadIntents } from '../../../src/db/schema'
+import { QuotaExceeded, RateLimited, StorageUnavailable, StorageUnwritable } from '../../../src/errors'
 import type { UploadSource } from '../../../src/http/multipart'
 import { sha256Hex } from '../../../src/lib/crypto'
 import { tempUploadPath } from '../../../src/lib/received-file'
@@ -20,6 +21,7 @@ import { insertUser } from '../../../src/modules/auth/repository'
 import { createBlockService } from '../../../src/modules/blocks/service'
 import { createImageService } from '../../../src/modules/images/service'
 import { createUploadPipeline } from '../../../src/modules/images/upload'
+import { INTENT_GRACE_MS, instanceId, sweepIntents } from '../../../src/modules/images/upload/intents'
 import type { Storage } from '../../../src/storage'
 import { createConfiguredStorage } from '../../../src/storage/configured'
 import { mediaPoolFor } from '../../../src/workers/media-pool'
@@ -69,6 +71,7 @@ async function makeHost(limits: Record<string, string> = {}) {
     })
   const host = {
     env,
+    db,
     config,
     storage,
     user,
@@ -124,6 +127,18 @@ afterEach(async () => {
 }, TIMEOUT)
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
 const scratch = mkdtempSync(join(tmpdir(), 'imghost-pipeline-src-'))
+
+/** `storage`, running `before` ahead of its `nth` put (counted from 1). */
+function beforePut(storage: Storage, nth: number, before: () => Promise<void>): Storage {
+  let puts = 0
+  return {
+    ...storage,
+    put: async (key, path) => {
+      if (++puts === nth) await before()
+      return storage.put(key, path)
+    },
+  }
+}
 
 /** A door whose body is `files`: written to temp files under the limits the pipeline gives, as multipart would. */
 function sourceOf(files: Bytes[]): UploadSource {
@@ -212,15 +227,10 @@ describe('upload pipeline without a server', () => {
 
   test('a put that fails at the store step removes what the upload already stored', async () => {
     const host = await makeHost()
-    let puts = 0
-    const failing: Storage = {
-      ...host.storage,
-      // The second image's thumbnail: the first image and the second's original are in the store by then.
-      put: async (key, path) => {
-        if (++puts === 4) throw new Error('disk gone (test)')
-        return host.storage.put(key, path)
-      },
-    }
+    // The second image's thumbnail: the first image and the second's original are in the store by then.
+    const failing = beforePut(host.storage, 4, async () => {
+      throw new Error('disk gone (test)')
+    })
     const upload = host.upload(
       [await makeImage('png', 32, 32, 5), await makeImage('png', 32, 32, 6)],
       host.pipeline(failing),
@@ -228,6 +238,38 @@ describe('upload pipeline without a server', () => {
     await expect(upload).rejects.toBeInstanceOf(StorageUnwritable)
     await expectExactly(host, [])
     expect(host.counted).toEqual({ metrics: 0, events: 0 })
+  })
+
+  test('a sweep that takes an upload intent before its commit: 503, no row, no file, no intent left', async () => {
+    const host = await makeHost()
+    // Before the thumbnail: the original and its intent are there, as after a crash, and a sweep finds them.
+    const sweptMidway = beforePut(host.storage, 2, async () => {
+      const instance = instanceId(host.config.paths.dataDir)
+      expect(await sweepIntents(host.db, host.storage, { instance, startedAt: Date.now() + 1 })).toBe(1)
+    })
+    const upload = host.upload([await makeImage('png', 32, 32, 11)], host.pipeline(sweptMidway))
+    await expect(upload).rejects.toBeInstanceOf(StorageUnavailable)
+    await expectExactly(host, [])
+    expect(await queryEnv(host.env, 'SELECT id FROM upload_intents')).toEqual([])
+  })
+
+  test('another instance starting spares an upload in progress here; an intent past the grace goes, whoever made it', async () => {
+    const host = await makeHost()
+    const otherStart = () => sweepIntents(host.db, host.storage, { instance: 'another', startedAt: Date.now() + 1 })
+    // Another data directory's instance starts on the same database while this upload is between its two puts.
+    const spared = beforePut(host.storage, 2, async () => {
+      expect(await otherStart()).toBe(0)
+    })
+    const kept = await host.upload([await makeImage('png', 32, 32, 12)], host.pipeline(spared))
+
+    // An intent older than INTENT_GRACE_MS is dead whichever instance made it (one that never came back).
+    const aged = beforePut(host.storage, 2, async () => {
+      await host.db.update(uploadIntents).set({ createdAt: new Date(Date.now() - INTENT_GRACE_MS - 60_000) })
+      expect(await otherStart()).toBe(1)
+    })
+    const lost = host.upload([await makeImage('png', 32, 32, 13)], host.pipeline(aged))
+    await expect(lost).rejects.toBeInstanceOf(StorageUnavailable)
+    await expectExactly(host, idsOf(kept))
   })
 
   test('two instances racing the last slot of the window: both pass the early check, the commit takes one', async () => {

@@ -1,4 +1,5 @@
 import { type Db, retryBusy, transaction } from '../../../db/client'
+import { StorageUnavailable } from '../../../errors'
 import { randomToken, sha256Hex } from '../../../lib/crypto'
 import { consumeWindow } from '../../../limits/windows'
 import { FORMATS } from '../../../media/formats'
@@ -8,6 +9,7 @@ import { checkQuota } from '../limits'
 import { insertImages } from '../repository'
 import type { FieldOptions, UploadOptions } from './admit'
 import type { Inspected } from './inspect'
+import { dropIntents } from './intents'
 import type { UploadSession } from './session'
 
 /**
@@ -43,6 +45,10 @@ export async function commit(db: Db, session: UploadSession, batch: Batch) {
         options.album && policy.owner
           ? yield* resolveUploadAlbum(tx, policy.owner, options.album, options.visibility === 'public')
           : null
+      // The intents go with the rows' insert: from now on the files are the rows'. One already gone was swept as a
+      // dead upload's (its files with it): nothing is committed, and the client tries again.
+      const dropped = new Set(yield* dropIntents(tx, session.intents()))
+      if (!batch.ids.every((id) => dropped.has(id))) throw new StorageUnavailable()
       const rows = yield* insertImages(
         tx,
         inspected.map((p, i) => imageRow(batch, p, i, deleteTokens[i])),

@@ -1,5 +1,12 @@
 import type { Config } from '../../../config'
-import { discardFiles, type MultipartLimits, tooManyFiles, type UploadSource } from '../../../http/multipart'
+import { ServerStopping } from '../../../errors'
+import {
+  discardFiles,
+  type MultipartLimits,
+  type ReceivedUpload,
+  tooManyFiles,
+  type UploadSource,
+} from '../../../http/multipart'
 import { fetchToFile } from '../../../net/fetch-url'
 import type { AdmittedUpload } from '../limits'
 import type { UploadAdmission, UploadOptions } from './admit'
@@ -76,5 +83,44 @@ export function withUrls(urlUploads: Config['urlUploads'], source: UploadSource)
       await discardFiles(received.files)
       throw error
     }
+  }
+}
+
+/**
+ * The uploads whose bodies are arriving, so a shutdown past its deadline can answer them (503, ServerStopping) rather
+ * than wait for bodies that may take minutes. A cut upload's body goes on arriving until its connection closes; what
+ * it received then is removed, so no temp file outlives it.
+ */
+export function arrivingBodies() {
+  const cuts = new Set<() => Promise<void>>()
+  return {
+    /** `receiving`, unless the shutdown cuts it first. */
+    async receive<T extends ReceivedUpload>(receiving: Promise<T>): Promise<T> {
+      let cutNow = () => {}
+      const cut = new Promise<never>((_, reject) => {
+        cutNow = () => reject(new ServerStopping())
+      })
+      const cutAndClean = async () => {
+        cutNow()
+        // Its files, whether its body ends (interrupted: the receiver removes them) or completes after all.
+        await receiving.then(
+          (received) => discardFiles(received.files),
+          () => {},
+        )
+      }
+      cuts.add(cutAndClean)
+      try {
+        return await Promise.race([receiving, cut])
+      } finally {
+        cuts.delete(cutAndClean)
+      }
+    },
+    count: () => cuts.size,
+    /** Answers every upload arriving now; `cleaned` once their temp files are gone (their connections closed). */
+    cut() {
+      const cutting = [...cuts].map((cutAndClean) => cutAndClean())
+      cuts.clear()
+      return { uploads: cutting.length, cleaned: Promise.all(cutting) }
+    },
   }
 }

@@ -2,12 +2,25 @@ import { rm } from 'node:fs/promises'
 import type { ReceivedFile } from '../../../http/multipart'
 import { type Storage, type StorageKey, StorageKeyTakenError } from '../../../storage'
 
+/** Where a session records the image ids it is about to store under, and forgets them (intents.ts). */
+export interface IntentLog {
+  record(id: string, ext: string): Promise<void>
+  drop(ids: string[]): Promise<unknown>
+}
+
 /**
  * What one upload made on disk and in the store, so that no path of it can forget any: the received temp files, the
  * thumbnails made beside them and the keys it stored. `end` (in a `finally`) removes the temp files always (a stored
  * original is its own copy) and the stored keys unless the commit step marked the session committed: all or nothing.
  */
 export interface UploadSession {
+  /**
+   * Records, before any of its files is stored, that this upload stores an image under `id`: if the process dies
+   * before the commit, the next start finds the intent and removes the files (intents.ts).
+   */
+  intend(id: string, ext: string): Promise<void>
+  /** The ids this upload recorded intents for: the commit drops them in its transaction. */
+  intents(): string[]
   /** A temp file this upload made (a thumbnail), removed at the end whatever happens. */
   temp(path: string): string
   /** Stores `path` under `key` as this upload's own. */
@@ -21,11 +34,17 @@ export interface UploadSession {
 }
 
 /** The session of an upload whose received files are `files` (they are its temp files from now on). */
-export function openUploadSession(storage: Storage, files: ReceivedFile[]): UploadSession {
+export function openUploadSession(storage: Storage, files: ReceivedFile[], intentLog: IntentLog): UploadSession {
   const temps = files.map((f) => f.path)
   const keys: StorageKey[] = []
+  const intended: string[] = []
   let committed = false
   return {
+    async intend(id, ext) {
+      await intentLog.record(id, ext)
+      intended.push(id)
+    },
+    intents: () => intended,
     temp(path) {
       temps.push(path)
       return path
@@ -51,7 +70,18 @@ export function openUploadSession(storage: Storage, files: ReceivedFile[]): Uplo
       committed = true
     },
     async end() {
-      if (!committed) await Promise.all(keys.map((key) => storage.delete(key).catch(() => {})))
+      if (!committed) {
+        const removed = await Promise.all(
+          keys.map((key) =>
+            storage.delete(key).then(
+              () => true,
+              () => false,
+            ),
+          ),
+        )
+        // A removal that failed keeps the intents: the next start, or the hourly sweep, removes the files.
+        if (removed.every(Boolean)) await intentLog.drop(intended).catch(() => {})
+      }
       await Promise.all(temps.map((path) => rm(path, { force: true })))
     },
   }

@@ -9,7 +9,8 @@ import type { UploadSession } from './session'
 
 /**
  * Step 4, store: each image's original and thumbnail to the store under a fresh id, as the session's own keys. Files
- * first, row second: a crash before the commit leaves orphan files (swept later), never a row without bytes.
+ * first, row second: a crash before the commit leaves files without a row, never a row without bytes, and the intent
+ * recorded before them tells the next start which files those are (intents.ts).
  */
 
 /** Fresh ids tried for one image when its id is already taken (1 in 62^8 per stored image: more is never needed). */
@@ -28,6 +29,7 @@ async function storeImage(session: UploadSession, image: Inspected): Promise<str
   for (let attempt = 1; ; attempt++) {
     const id = newPublicId()
     try {
+      await session.intend(id, ext)
       await session.put(originalKey(id, ext), image.file.path)
       await session.put(thumbnailKey(id), image.thumbPath)
       return id

@@ -1,0 +1,68 @@
+/**
+ * What a crash leaves (issue 36, point 9): uploads killed with kill -9 after their files are stored and before their
+ * row is written leave files no row owns. Their intents (src/modules/images/upload/intents.ts) make the next start
+ * remove them at once, so the real `cli check` is clean after the restart, not a day later. The process stops at the
+ * test-only fault point (IMGHOST_FAULT_POINT=upload-stored in src/faults.ts) and is killed there.
+ */
+import { expect, test } from 'bun:test'
+import { type Bytes, makeImage, uploadForm } from '../../fixtures'
+import { runCli } from '../../helpers'
+import { queryEnv } from '../../other-connection'
+import { apiKey, eventually, serverEnv, spawnServer, within } from '../../spawn-server'
+
+const TIMEOUT = 120_000
+const UPLOADS = 3
+
+const upload = (base: string, key: string, bytes: Bytes) =>
+  fetch(`${base}/api/v1/upload`, { method: 'POST', headers: { 'x-api-key': key }, body: uploadForm([{ bytes }]) })
+
+const intentRows = async (env: Record<string, string>) =>
+  Number((await queryEnv<{ n: unknown }>(env, 'SELECT count(*) AS n FROM upload_intents'))[0]?.n)
+
+test(
+  'kill -9 between the files and the row: cli check finds them, a restart removes them, cli check exits 0',
+  async () => {
+    const env = await serverEnv()
+    const first = await spawnServer({ ...env, IMGHOST_FAULT_POINT: 'upload-stored' })
+    const key = await apiKey(first)
+    const images = await Promise.all(Array.from({ length: UPLOADS }, (_, i) => makeImage('png', 40 + i, 30 + i)))
+    // Each upload stops at the fault point, its original and thumbnail stored and no row written; none is answered.
+    const answers = images.map((bytes) => upload(first.base, key, bytes).catch(() => null))
+    const stopped = () =>
+      first
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('fault point reached')).length
+    expect(await eventually(60_000, () => stopped() === UPLOADS)).toBe(true)
+    first.proc.kill('SIGKILL')
+    await within(20_000, 'the killed process', first.proc.exited)
+    expect(await Promise.all(answers)).toEqual(images.map(() => null))
+
+    // What the crash left, as the operator's check sees it: two files per upload, no row.
+    const left = await runCli(['check'], env)
+    expect(left.code).toBe(2)
+    const report = JSON.parse(left.out) as { strayFiles: string[] }
+    expect(report.strayFiles).toHaveLength(UPLOADS * 2)
+    expect(await intentRows(env)).toBe(UPLOADS)
+
+    // The restart removes them at once (not after the orphan sweep's 24 hours), and says so.
+    const second = await spawnServer(env)
+    expect(await eventually(30_000, () => second.output().includes('"msg":"crashed uploads swept"'))).toBe(true)
+    const swept = second
+      .output()
+      .split('\n')
+      .find((line) => line.includes('"msg":"crashed uploads swept"'))!
+    expect(JSON.parse(swept).removed).toBe(UPLOADS)
+    // An upload of this life keeps its files: its intent went with its row.
+    const kept = await upload(second.base, key, images[0]!)
+    expect(kept.status).toBe(201)
+    second.proc.kill('SIGTERM')
+    expect(await within(20_000, 'the process to exit', second.proc.exited)).toBe(0)
+
+    const clean = await runCli(['check'], env)
+    expect(clean.err).toBe('')
+    expect(clean.code).toBe(0)
+    expect(await intentRows(env)).toBe(0)
+  },
+  TIMEOUT,
+)
