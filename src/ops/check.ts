@@ -1,7 +1,9 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { count } from 'drizzle-orm'
 import type { Db } from '../db/client'
+import { images as imagesTable } from '../db/schema'
 import type { Media } from '../media'
 import { formatFromExt } from '../media/formats'
 import { recountAlbumCounts } from '../modules/albums/repository'
@@ -41,6 +43,8 @@ export async function checkIntegrity(opts: {
   storage: Storage
   media: Media
   repair: boolean
+  /** Told after each image's files are looked at: `done` of the images counted at the start. */
+  onProgress?: (done: number, total: number) => void
 }): Promise<CheckReport> {
   const { storage } = opts
   const report: CheckReport = {
@@ -57,10 +61,14 @@ export async function checkIntegrity(opts: {
   }
   const work = await mkdtemp(join(tmpdir(), 'imghost-check-'))
   try {
+    const [{ n }] = await opts.db.select({ n: count() }).from(imagesTable)
+    const total = Number(n)
     for (let after = ''; ; ) {
       const rows = await imagesAfter(opts.db, after, BATCH)
-      for (const row of rows) await checkFiles(row, opts, report, work)
-      report.images += rows.length
+      for (const row of rows) {
+        await checkFiles(row, opts, report, work)
+        opts.onProgress?.(++report.images, Math.max(total, report.images))
+      }
       if (rows.length < BATCH) break
       after = rows.at(-1)!.id
     }
