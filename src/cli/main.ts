@@ -21,6 +21,8 @@ function program(name: string): Command {
     .option('--debug', 'print the stack trace of an error')
     .helpCommand('help [command]', 'print the usage of a command')
     .showSuggestionAfterError(true)
+    // A usage error on one line, its suggestion ("Did you mean restore?") joined to it: a script logs one line.
+    .configureOutput({ outputError: (text, write) => write(`${text.trim().split('\n').join(' ')}\n`) })
     .exitOverride()
   cli
     .command('version')
@@ -29,8 +31,8 @@ function program(name: string): Command {
   accountCommands(cli)
   dataCommands(cli)
   imageCommands(cli)
-  // Every subcommand: commander's own exit replaced by ours, its options after the command name too.
-  for (const command of cli.commands) command.exitOverride().showSuggestionAfterError(true)
+  // Commander's own exit replaced by ours in every subcommand too (configureOutput is inherited, this is not).
+  for (const command of cli.commands) command.exitOverride()
   return cli
 }
 
