@@ -118,7 +118,9 @@ async function upgradeSqlite(opts: Parameters<typeof upgrade>[0], file: string):
     }
   } catch (error) {
     await restoreLocked({ source: target, dataDir, storage: opts.storage })
-    const reason = error instanceof Error ? error.message : String(error)
+    // drizzle wraps SQLite's error ("Failed to run the query ..."): its cause says what was wrong.
+    const cause = error instanceof Error && error.cause instanceof Error ? `: ${error.cause.message}` : ''
+    const reason = `${error instanceof Error ? error.message.trim() : String(error)}${cause}`
     throw new UpgradeFailedError(
       `upgrade to ${VERSION} failed (${reason}); the data directory was restored from ${target}, as before the upgrade`,
     )
