@@ -6,9 +6,20 @@
  */
 import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { SQL } from 'bun'
 import { engine } from '../../src/db/engine'
 import { startTestServer } from '../helpers'
 import { cliAt, makeLibrary, root, tarModes } from './library'
@@ -123,6 +134,35 @@ describe.skipIf(engine === 'pg')('upgrade', () => {
       expect(existsSync(join(t.dataDir, 'backups'))).toBe(false)
     } finally {
       await t.stop()
+    }
+  })
+})
+
+describe.skipIf(engine !== 'pg')('upgrade on PostgreSQL', () => {
+  test('applies every migration an empty database lacks, once; no backup of its own', async () => {
+    // An empty database (not the suite's migrated template), as before a first start.
+    const admin = new SQL(process.env.PG_TEST_URL!)
+    const name = `t_${crypto.randomUUID().replaceAll('-', '')}`
+    await admin.unsafe(`CREATE DATABASE "${name}"`)
+    const url = new URL(process.env.PG_TEST_URL!)
+    url.pathname = `/${name}`
+    const env = {
+      DATABASE_URL: url.toString(),
+      JWT_SECRET: 'test-secret-'.padEnd(48, 'x'),
+      VARIANT_SECRET: 'test-variant-secret'.padEnd(48, 'x'),
+      TOTP_KEY: 'test-totp-key'.padEnd(48, 'x'),
+    }
+    try {
+      const dir = join(scratch, 'pg')
+      const all = readdirSync(join(root, 'src/db/migrations-pg')).filter((file) => file.endsWith('.sql')).length
+      const first = await cliAt(dir, ['upgrade', '--json'], { env })
+      expect(first.code, first.err).toBe(0)
+      expect(JSON.parse(first.out)).toMatchObject({ applied: all, backup: null })
+      const again = await cliAt(dir, ['upgrade', '--json'], { env })
+      expect(JSON.parse(again.out)).toMatchObject({ applied: 0, backup: null })
+    } finally {
+      await admin.unsafe(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)
+      await admin.close()
     }
   })
 })
