@@ -1,9 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { count } from 'drizzle-orm'
-import type { Db } from '../db/client'
-import { images as imagesTable } from '../db/schema'
+import { byEngine, type Db } from '../db/client'
+import { countRows } from '../db/copy'
 import type { Media } from '../media'
 import { formatFromExt } from '../media/formats'
 import { recountAlbumCounts } from '../modules/albums/repository'
@@ -61,8 +60,7 @@ export async function checkIntegrity(opts: {
   }
   const work = await mkdtemp(join(tmpdir(), 'imghost-check-'))
   try {
-    const [{ n }] = await opts.db.select({ n: count() }).from(imagesTable)
-    const total = Number(n)
+    const total = await imageRows(opts.db)
     for (let after = ''; ; ) {
       const rows = await imagesAfter(opts.db, after, BATCH)
       for (const row of rows) {
@@ -100,6 +98,15 @@ export async function checkIntegrity(opts: {
   }
   return report
 }
+
+/** The rows the check walks, for its progress (counted with the others by src/db/copy.ts, which owns every table). */
+const imageRows = async (db: Db) =>
+  (
+    await byEngine(db, {
+      sqlite: (sqlite) => countRows({ engine: 'sqlite', db: sqlite }),
+      pg: (pg) => countRows({ engine: 'pg', db: pg }),
+    })
+  ).images
 
 /** One row's files: reported when missing, its thumbnail made again from the original with `repair`. */
 async function checkFiles(

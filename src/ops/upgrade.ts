@@ -7,7 +7,7 @@ import type { Config } from '../config'
 import { type Db, openDatabase } from '../db/client'
 import { lockDataDir } from '../db/lock'
 import { closePgDatabase, openPgDatabase } from '../db/pg'
-import * as schema from '../db/schema-sqlite'
+import * as sqliteTables from '../db/schema-sqlite'
 import type { Storage } from '../storage'
 import { VERSION } from '../version'
 import { backup, type OnProgress, restoreLocked } from './backup'
@@ -100,7 +100,7 @@ async function upgradeSqlite(opts: Parameters<typeof upgrade>[0], file: string):
   const old = new Database(file)
   try {
     await backup({
-      db: drizzle(old, { schema }) as unknown as Db,
+      db: drizzle(old, { schema: sqliteTables }) as unknown as Db,
       storage: opts.storage(),
       dataDir,
       target,
