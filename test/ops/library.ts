@@ -15,24 +15,20 @@ export interface Run {
   err: string
 }
 
-/** `bun <entry> ...args` in `cwd` with DATA_DIR `dataDir`; `entry` defaults to this checkout's src/cli.ts. */
-export async function cliAt(
+/**
+ * `bun <entry> ...args` in `cwd` with DATA_DIR `dataDir`; `entry` defaults to this checkout's src/cli.ts. Run to its
+ * end before the test goes on (none of these commands needs the test's own server to answer meanwhile).
+ */
+export function cliAt(
   dataDir: string,
   args: string[],
   opts: { cwd?: string; entry?: string; env?: Record<string, string> } = {},
-): Promise<Run> {
-  const proc = Bun.spawn([process.execPath, opts.entry ?? join(root, 'src/cli.ts'), ...args], {
+): Run {
+  const run = Bun.spawnSync([process.execPath, opts.entry ?? join(root, 'src/cli.ts'), ...args], {
     cwd: opts.cwd ?? root,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', DATA_DIR: dataDir, ...opts.env },
-    stdout: 'pipe',
-    stderr: 'pipe',
   })
-  const [out, err, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ])
-  return { code, out, err }
+  return { code: run.exitCode ?? -1, out: run.stdout.toString(), err: run.stderr.toString() }
 }
 
 /** A data directory holding account `alice` with three imported images, and all three generated secrets. */
