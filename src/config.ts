@@ -35,6 +35,7 @@ const variables = {
   SMTP_FROM: { schema: T.String(), default: '' },
   TRUST_PROXY: { schema: Bool, default: 'false' },
   LOG_REQUESTS: { schema: Bool, default: 'true' },
+  LOG_FORMAT: { schema: T.Union([T.Literal('auto'), T.Literal('json'), T.Literal('pretty')]), default: 'auto' },
   METRICS_TOKEN: { schema: T.String(), default: '' },
   COUNT_VIEWS: { schema: Bool, default: 'true' },
   REGISTRATION: { schema: T.Union([T.Literal('open'), T.Literal('invite'), T.Literal('closed')]), default: 'open' },
@@ -331,6 +332,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       /** Take the client's IP from the last X-Forwarded-For entry (behind a reverse proxy). */
       trustProxy: isTrue(raw.TRUST_PROXY),
       logRequests: isTrue(raw.LOG_REQUESTS),
+      /** `auto`: readable lines on a terminal, JSON lines otherwise (src/log.ts). */
+      logFormat: raw.LOG_FORMAT,
       /** Empty: /metrics is disabled. */
       metricsToken: raw.METRICS_TOKEN,
       /** Count /cdn views (buffered, flushed in batches); false only to measure what counting costs. */

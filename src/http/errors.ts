@@ -261,12 +261,6 @@ function answerWith(set: { status?: number | string; headers: Record<string, unk
   return httpErrorBody(error)
 }
 
-/**
- * The body each failed request was answered with: Elysia does not hand it to onAfterResponse hooks, and the request
- * log needs its size.
- */
-export const errorAnswers = new WeakMap<Request, object>()
-
 /** Maps every failure (ours, the framework's, unexpected ones) onto `{ error }` with the contract's status. */
 export const errorModel = new Elysia({ name: 'error-model' })
   .error({ HttpError, DomainError })
@@ -327,6 +321,5 @@ export const errorModel = new Elysia({ name: 'error-model' })
         }
       }
     })()
-    errorAnswers.set(request, body)
     return body
   })

@@ -1,6 +1,6 @@
 import type { Server } from 'bun'
 import { httpErrorResponse, INTERNAL_ERROR, jsonResponse, knownAnswer, logUnhandled } from './errors'
-import { type Metrics, recordRequest } from './observability'
+import { type Metrics, recordRequest, sentBytes } from './observability'
 
 /** A request as Bun's router hands it over: with the route's path parameters. */
 export type RoutedRequest = Request & { params: Record<string, string> }
@@ -36,7 +36,7 @@ export function fastRoute(
       route,
       status: response.status,
       durationMs: performance.now() - start,
-      bytes: () => Number(response.headers.get('content-length') ?? 0),
+      bytes: () => sentBytes(request, response),
     })
     return response
   }

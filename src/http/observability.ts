@@ -1,7 +1,6 @@
 import { Elysia } from 'elysia'
 import { log } from '../log'
 import type { Classifier } from '../moderation'
-import { errorAnswers } from './errors'
 
 type Labels = Record<string, string>
 
@@ -148,12 +147,28 @@ export function createMetrics() {
   }
 }
 
-/** Size of a response body: files and explicit responses say it; values Elysia serialises are measured. */
-function bodyBytes(value: unknown): number {
-  if (value instanceof Response) return Number(value.headers.get('content-length') ?? 0)
-  if (value === undefined || value === null) return 0
-  if (value instanceof Blob) return value.size
-  return Buffer.byteLength(typeof value === 'string' ? value : JSON.stringify(value))
+/** Statuses whose answers have no body (RFC 9110): what Bun sends for them is headers only. */
+const BODILESS = new Set([204, 205, 304])
+
+/**
+ * The bytes of an answer's body as they go out, after any compression (headers not counted): none for HEAD and the
+ * statuses without a body; else the Content-Length the answer states (compressed pages, files, ranges); else measured
+ * on a copy. Bun works out the length of a string, bytes or file body only as it sends it, and shows it nowhere:
+ * serialised JSON, plain text, error answers. A copy shares the body's bytes, so only a stream of unstated length
+ * would cost its size in memory, and no answer of the app is one.
+ * Called before the answer is handed to Bun, which then consumes the body.
+ */
+export function sentBytes(request: Request, response: Response): number | Promise<number> {
+  if (request.method === 'HEAD' || response.status < 200 || BODILESS.has(response.status)) return 0
+  const length = response.headers.get('content-length')
+  if (length !== null) return Number(length)
+  return response
+    .clone()
+    .blob()
+    .then(
+      (body) => body.size,
+      () => 0,
+    )
 }
 
 /** An answered request, as the metrics and the log line describe it. */
@@ -162,50 +177,86 @@ export interface AnsweredRequest {
   route: string
   status: number
   durationMs: number
-  /** Only read when the log is on: measuring a body can cost more than the rest of a cheap request. */
-  bytes: () => number
+  /** The body's bytes as sent (sentBytes), only asked when the log is on: measuring can cost more than a cheap request. */
+  bytes: () => number | Promise<number>
 }
 
 /**
- * Counts a request in the metrics and, with the log on, writes its one JSON line (no query strings, headers or
- * bodies: they can hold secrets). Used by `requestLog` and by the routes that answer ahead of the app's hooks (/cdn).
+ * Counts a request in the metrics and, with the log on, writes its one line (no query strings, headers or bodies:
+ * they can hold secrets). Used by `requestLog` and by the routes that answer ahead of the app's hooks (/cdn).
  */
 export function recordRequest(metrics: Metrics, logging: boolean, r: AnsweredRequest) {
   metrics.request({ route: r.route, method: r.method, status: String(r.status) }, r.durationMs / 1000)
-  if (logging) {
+  if (!logging) return
+  const write = (bytes: number) =>
     log.info('request', {
       method: r.method,
       route: r.route,
       status: r.status,
       durationMs: Math.round(r.durationMs * 100) / 100,
-      bytes: r.bytes(),
+      bytes,
     })
-  }
+  const bytes = r.bytes()
+  if (typeof bytes === 'number') write(bytes)
+  else void bytes.then(write)
 }
 
-/** Records every request that goes through the app (see recordRequest). */
+/** What the app handed Bun for a request: its status and its body's bytes (sentBytes; 0 with the log off). */
+interface Sent {
+  status: number
+  bytes: number | Promise<number>
+}
+
+/**
+ * Records every request that goes through the app (see recordRequest), as it was answered: the status and body of the
+ * Response handed to Bun, after every hook (the error model, compression), not the handler's value.
+ */
 export function requestLog(metrics: Metrics, opts: { log: boolean }) {
   const started = new WeakMap<Request, number>()
-  return new Elysia({ name: 'request-log' })
-    .onRequest(({ request }) => {
-      started.set(request, performance.now())
-    })
-    .onAfterResponse({ as: 'global' }, (ctx) => {
-      const { request, set, route } = ctx
-      const start = started.get(request)
-      const response = ctx.responseValue ?? errorAnswers.get(request)
-      const status =
-        response instanceof Response
-          ? response.status
-          : typeof set.status === 'number'
-            ? set.status
-            : Number(set.status) || 200
-      recordRequest(metrics, opts.log, {
-        method: request.method,
-        route: route || 'unmatched',
-        status,
-        durationMs: start === undefined ? 0 : performance.now() - start,
-        bytes: () => bodyBytes(response),
+  const answers = new WeakMap<Request, Sent | Promise<Sent | undefined>>()
+  const sent = (request: Request, response: Response): Sent => ({
+    status: response.status,
+    bytes: opts.log ? sentBytes(request, response) : 0,
+  })
+  return (
+    new Elysia({ name: 'request-log' })
+      // Around the app's whole handler (Elysia.wrap), so it sees the final Response and measures it before Bun sends
+      // it. An answer still to come is measured in the promise Bun waits for, so still before it is sent.
+      .wrap((handle) => (request: Request) => {
+        // Typed by Elysia as any function's result: the app's handler answers a Response, now or later.
+        const answer = handle(request) as unknown as Response | Promise<Response>
+        if (answer instanceof Response) {
+          answers.set(request, sent(request, answer))
+          return answer
+        }
+        const { promise, resolve } = Promise.withResolvers<Sent | undefined>()
+        answers.set(request, promise)
+        return answer.then(
+          (response) => {
+            resolve(sent(request, response))
+            return response
+          },
+          (error) => {
+            resolve(undefined)
+            throw error
+          },
+        )
       })
-    })
+      .onRequest(({ request }) => {
+        started.set(request, performance.now())
+      })
+      .onAfterResponse({ as: 'global' }, async ({ request, set, route }) => {
+        const start = started.get(request)
+        const durationMs = start === undefined ? 0 : performance.now() - start
+        const answer = await answers.get(request)
+        recordRequest(metrics, opts.log, {
+          method: request.method,
+          route: route || 'unmatched',
+          // Without an answer (the handler failed past Elysia's own error handling): what the hooks had set.
+          status: answer?.status ?? (Number(set.status) || 500),
+          durationMs,
+          bytes: () => answer?.bytes ?? 0,
+        })
+      })
+  )
 }

@@ -48,7 +48,7 @@ describe('GET /api/v1/clients/sharex', () => {
     expect(res.headers.get('content-disposition')).toMatch(/^attachment; filename="[A-Za-z0-9._-]+\.sxcu"$/)
     const config = JSON.parse(await res.text())
     expect(config).toMatchObject({
-      DestinationType: 'ImageUploader, FileUploader',
+      DestinationType: 'ImageUploader',
       RequestMethod: 'POST',
       RequestURL: `${t.url}/api/v1/upload`,
       Headers: { 'X-API-Key': user.apiKey },
@@ -93,6 +93,21 @@ describe('GET /api/v1/clients/sharex', () => {
     })
     expect(confirmed.status).toBe(200)
     expect((await fetch(direct)).status).toBe(404)
+  })
+
+  test('the .sxcu is an image uploader only: ShareX sends it no text or other files, which the API refuses', async () => {
+    const user = await userWithKey(t)
+    const res = await t.fetch('/api/v1/clients/sharex', { headers: user.keyHeader })
+    const config = JSON.parse(await res.text())
+    // ShareX reads DestinationType as a comma-separated set of its destination kinds (ImageUploader, TextUploader,
+    // FileUploader, URLShortener, URLSharingService): exactly one kind, the images'.
+    const kinds = String(config.DestinationType)
+      .split(',')
+      .map((kind) => kind.trim())
+    expect(kinds).toEqual(['ImageUploader'])
+    // What a file uploader would have sent: a text file, refused by the API.
+    const text = await sharexUpload(config, new TextEncoder().encode('notes'), 'notes.txt')
+    expect(text.status).toBe(400)
   })
 
   test('visibility and album become multipart Arguments that the upload honours', async () => {

@@ -131,3 +131,70 @@ describe('request log', () => {
     expect(logs.join('\n')).not.toContain('ihk_')
   })
 })
+
+describe('request log bytes', () => {
+  /** A request whose body is kept as it came over the wire (fetch would otherwise decode a compressed one). */
+  async function sent(path: string, init: RequestInit = {}) {
+    const res = await fetch(t.url + path, { ...init, decompress: false } as RequestInit)
+    return {
+      status: res.status,
+      encoding: res.headers.get('content-encoding'),
+      bytes: (await res.arrayBuffer()).byteLength,
+    }
+  }
+
+  test('count what went out: pages compressed or not, text, errors, files; none for HEAD and 304', async () => {
+    const user = await userWithKey(t)
+    const image = await t.json('/api/v1/upload', {
+      method: 'POST',
+      headers: user.keyHeader,
+      body: uploadForm([{ bytes: await makeImage('png') }]),
+    })
+    const cdn = `/cdn/${image.body.id}.png`
+    const spy = spyOn(console, 'log').mockImplementation((line: unknown) => void logs.push(String(line)))
+    const answers: Record<string, Awaited<ReturnType<typeof sent>>> = {}
+    try {
+      logs.length = 0
+      // One request a route or method, so each line is found by its route and method.
+      answers.gzip = await sent('/gallery', { headers: { 'accept-encoding': 'gzip' } })
+      answers.identity = await sent('/', { headers: { 'accept-encoding': 'identity' } })
+      answers.head = await sent('/gallery', { method: 'HEAD' })
+      answers.missingPage = await sent('/i/AAAAAAAA', { headers: { 'accept-encoding': 'br' } })
+      answers.robots = await sent('/robots.txt')
+      answers.file = await sent(cdn)
+      answers.fileHead = await sent(cdn, { method: 'HEAD' })
+      answers.notModified = await sent(`/cdn/medium/${image.body.id}.webp`, { headers: { 'if-none-match': '*' } })
+      answers.unmatched = await sent('/no/such/path')
+      // Each line is written once its answer is sent: the last request's is waited for by name.
+      const wanted = ['/gallery', '/', '/i/:id', '/robots.txt', '/cdn/:file', '/cdn/medium/:file', 'unmatched']
+      await eventually(
+        () => wanted.every((route) => logs.some((l) => l.includes(`"route":"${route}"`))),
+        undefined,
+        'the lines of every route asked',
+      )
+    } finally {
+      spy.mockRestore()
+    }
+    const entries = logs.map((l) => JSON.parse(l)).filter((e) => e.msg === 'request')
+    const line = (route: string, method = 'GET') => entries.find((e) => e.route === route && e.method === method)
+    // The page went out compressed: the line counts the compressed bytes, which are fewer than the page's.
+    expect(answers.gzip.encoding).toBe('gzip')
+    expect(line('/gallery')).toMatchObject({ status: 200, bytes: answers.gzip.bytes })
+    expect(answers.gzip.bytes).toBeGreaterThan(100)
+    expect(answers.identity.encoding).toBeNull()
+    expect(line('/')).toMatchObject({ status: 200, bytes: answers.identity.bytes })
+    expect(answers.identity.bytes).toBeGreaterThan(answers.gzip.bytes)
+    expect(answers.head.bytes).toBe(0)
+    expect(line('/gallery', 'HEAD')).toMatchObject({ status: 200, bytes: 0 })
+    expect(answers.missingPage).toMatchObject({ status: 404, encoding: 'br' })
+    expect(line('/i/:id')).toMatchObject({ status: 404, bytes: answers.missingPage.bytes })
+    expect(line('/robots.txt')).toMatchObject({ status: 200, bytes: answers.robots.bytes })
+    expect(answers.robots.bytes).toBeGreaterThan(0)
+    expect(answers.file.bytes).toBe(image.body.size)
+    expect(line('/cdn/:file')).toMatchObject({ status: 200, bytes: image.body.size })
+    expect(line('/cdn/:file', 'HEAD')).toMatchObject({ status: 200, bytes: 0 })
+    expect(answers.notModified).toMatchObject({ status: 304, bytes: 0 })
+    expect(line('/cdn/medium/:file')).toMatchObject({ status: 304, bytes: 0 })
+    expect(line('unmatched')).toMatchObject({ status: 404, bytes: answers.unmatched.bytes })
+  })
+})

@@ -125,7 +125,7 @@ describe('account journey in the browser', () => {
     expect(JSON.parse(sharex.text)).toEqual({
       Version: '15.0.0',
       Name: `Pixbin (${username})`,
-      DestinationType: 'ImageUploader, FileUploader',
+      DestinationType: 'ImageUploader',
       RequestMethod: 'POST',
       RequestURL: `${t.url}/api/v1/upload`,
       Headers: { 'X-API-Key': secret },

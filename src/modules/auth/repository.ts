@@ -125,6 +125,10 @@ export async function usersPage<E extends Record<string, SQL>>(
   return { rows, total: totalRow?.n ?? 0 }
 }
 
+/** Whether any account is an admin (the start line says how to make the first one). */
+export const anyAdmin = async (db: Db): Promise<boolean> =>
+  (await db.select({ id: users.id }).from(users).where(eq(users.role, 'admin')).limit(1)).length > 0
+
 /** Up to `limit` account ids above `after`, in order (a walk over every account in batches). */
 export const accountIdsAfter = async (db: Db, after: number, limit: number): Promise<number[]> =>
   (await db.select({ id: users.id }).from(users).where(gt(users.id, after)).orderBy(users.id).limit(limit)).map(

@@ -15,6 +15,7 @@ import type { Mailer } from './mailer'
 import { USERNAME_LENGTH, USERNAME_PATTERN } from './model'
 import { checkPassword, hashPassword, loginKey, passwordCases } from './passwords'
 import {
+  anyAdmin,
   claimInvite,
   findTaken,
   findUserById,
@@ -210,6 +211,9 @@ export function createAuthService(db: Db, mailer: Mailer, opts: AuthOptions, now
       if (changes.privateAccount === undefined) return user
       return (await run(updateUser(db, user.id, { privateAccount: changes.privateAccount })))!
     },
+
+    /** Whether the site has an admin yet (none: the start line says how to make one). */
+    hasAdmin: () => anyAdmin(db),
 
     /** Creates the first admin from config, once: an existing account with that name is left alone. */
     async ensureAdmin(admin: { username: string; email: string; password: string }) {

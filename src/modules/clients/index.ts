@@ -16,7 +16,9 @@ const SharexConfig = t.Object(
   {
     Version: t.String(),
     Name: t.String(),
-    DestinationType: t.String(),
+    DestinationType: t.Literal('ImageUploader', {
+      description: 'What ShareX may send to it: images only (the API refuses other files)',
+    }),
     RequestMethod: t.Literal('POST'),
     RequestURL: t.String({ format: 'uri' }),
     Headers: t.Object({ 'X-API-Key': t.String() }),

@@ -30,7 +30,8 @@ export function sharexConfig(ctx: ClientContext, options: ClientOptions) {
   return {
     Version: '15.0.0',
     Name: `${ctx.siteName} (${ctx.username})`,
-    DestinationType: 'ImageUploader, FileUploader',
+    // Images only: as a file uploader too, ShareX would send it text files and archives, which the API refuses (400).
+    DestinationType: 'ImageUploader' as const,
     RequestMethod: 'POST' as const,
     RequestURL: `${ctx.publicUrl}/api/v1/upload`,
     Headers: { 'X-API-Key': ctx.apiKey },

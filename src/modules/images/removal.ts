@@ -3,10 +3,13 @@ import type { Image } from '../../db/schema'
 import { log } from '../../log'
 import { originalKey, type Storage, thumbnailKey } from '../../storage'
 import type { ImageEvents } from './events'
-import { deleteImage, dueToExpire } from './repository'
+import { deleteImage, deleteImages, dueToExpire } from './repository'
 
-/** Expired images removed per transaction by the sweeper: short writes, so uploads never wait long behind it. */
-const SWEEP_CHUNK = 100
+/**
+ * Expired images removed per transaction by the sweeper: short writes (on SQLite they run on the event loop), so
+ * uploads never wait long behind them, yet one round trip for many rows on PostgreSQL.
+ */
+const SWEEP_CHUNK = 25
 
 /** Removing images: one at a time (owner, delete token, admin, report action) or every expired one (the sweep). */
 export function createRemoval(deps: {
@@ -30,6 +33,17 @@ export function createRemoval(deps: {
     )
   }
 
+  /** What follows the rows' deletion: the caches told, unwritten views dropped, the files removed, the events sent. */
+  async function gone(removed: Pick<Image, 'id' | 'ext'>[], deleted: Image[]) {
+    for (const image of removed) {
+      deps.changedHere(image.id)
+      deps.forgetViews(image.id)
+    }
+    for (const image of removed) await removeFiles(image)
+    // Every removal path (owner, delete token, admin, report action, expiry) ends here.
+    for (const image of deleted) deps.events.emit('image.deleted', image)
+  }
+
   /**
    * Row first, files second: a crash in between leaves only orphan files, which the startup sweep removes.
    * `within` runs in the transaction that deletes the row (other writes that must happen with the removal, or not at all).
@@ -39,11 +53,15 @@ export function createRemoval(deps: {
       if (within) yield* within(tx)
       return yield* deleteImage(tx, image.id)
     })
-    deps.changedHere(image.id)
-    deps.forgetViews(image.id)
-    await removeFiles(image)
-    // Every removal path (owner, delete token, admin, report action, expiry) ends here.
-    if (deleted) deps.events.emit('image.deleted', deleted)
+    await gone([image], deleted ? [deleted] : [])
+  }
+
+  /** Expired images, a chunk's rows in one transaction (one round trip on PostgreSQL, not one a row), then their files. */
+  async function removeExpired(due: Pick<Image, 'id' | 'ext'>[]) {
+    const ids = due.map((image) => image.id)
+    const deleted = await transaction(db, (tx) => deleteImages(tx, ids))
+    await gone(due, deleted)
+    return deleted.length
   }
 
   /**
@@ -56,10 +74,7 @@ export function createRemoval(deps: {
       let removed = 0
       for (;;) {
         const due = await dueToExpire(db, at, SWEEP_CHUNK)
-        for (const image of due) {
-          await remove(image)
-          removed++
-        }
+        if (due.length > 0) removed += await removeExpired(due)
         if (due.length < SWEEP_CHUNK) return removed
       }
     })().finally(() => {

@@ -114,6 +114,11 @@ export function* deleteImage(tx: Tx, id: string): Step<Image | undefined> {
   return (yield* q(tx.delete(images).where(eq(images.id, id)).returning()))[0]
 }
 
+/** Deletes the rows of `ids` (the counters follow by trigger, as for one); returns those that were there. */
+export function* deleteImages(tx: Tx, ids: string[]): Step<Image[]> {
+  return yield* q(tx.delete(images).where(inArray(images.id, ids)).returning())
+}
+
 /**
  * What other features' queries join of images (a report's image, an album's images, the gallery's feeds): the table
  * and the columns they name. They take these from here, never the schema.
