@@ -46,10 +46,17 @@ export function tarWriter(path: string) {
     ) {
       sink.write(header(name, file.size, file.lastModified, file.mode ?? 0o644))
       let written = 0
+      let unflushed = 0
       for await (const chunk of file.stream()) {
         written += chunk.length
         if (written > file.size) break
         sink.write(chunk)
+        unflushed += chunk.length
+        // Waits for the disk past one buffer: a large original read faster than it is written is not held whole.
+        if (unflushed >= BUFFER) {
+          await sink.flush()
+          unflushed = 0
+        }
       }
       // A file that changed while it was read would misalign every entry after it: refused rather than archived wrong.
       if (written !== file.size) throw new Error(`tar: ${name} changed while it was archived`)

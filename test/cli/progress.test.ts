@@ -2,6 +2,7 @@
  * Progress lines of the long commands: drawn on a terminal (the CLI run under a pseudo-terminal by util-linux's
  * `script`), never when stderr is a pipe, so scripts and logs get only the output they parse.
  */
+import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -34,7 +35,7 @@ function onTerminal(dataDir: string, args: string[]): { code: number; screen: st
 /** A line of a finished run: a full bar with the count and rate. */
 const finished = (label: string, n: number) => new RegExp(`${label} \\[#{20}\\] ${n}/${n} [\\d.]+/s ETA 0:00`)
 
-test('import, backup, restore and check draw a progress line on a terminal', async () => {
+test('import, backup, check, rehash and restore draw a progress line on a terminal', async () => {
   const data = join(scratch, 'tty')
   expect((await cliAt(data, ['create-user', 'alice', 'alice@example.com', 'password123'])).code).toBe(0)
   const imported = onTerminal(data, ['import', pictures, '--user', 'alice'])
@@ -48,6 +49,15 @@ test('import, backup, restore and check draw a progress line on a terminal', asy
   const check = onTerminal(data, ['check'])
   expect(check.code, check.screen).toBe(0)
   expect(check.screen).toMatch(finished('check', 3))
+
+  // Images stored before perceptual hashes (as before migration 0008): rehash counts them, without a total.
+  const db = new Database(join(data, 'imghost.sqlite'))
+  db.run('UPDATE images SET phash = NULL, phash_tried = 0')
+  db.close()
+  const rehash = onTerminal(data, ['rehash'])
+  expect(rehash.code, rehash.screen).toBe(0)
+  expect(rehash.screen).toMatch(/rehash 3 [\d.]+\/s/)
+  expect(rehash.screen).toContain('3 images hashed')
 
   // Three originals and three thumbnails.
   const restore = onTerminal(join(scratch, 'tty-restored'), ['restore', join(scratch, 'tty.tar')])
