@@ -8,8 +8,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { progressLine } from '../../src/cli/progress'
+import { engine } from '../../src/db/engine'
 import { makeImage } from '../fixtures'
-import { cliAt, root } from '../ops/library'
+import { databaseEnv, dropDatabase } from '../helpers'
+import { cliAt, makeLibrary, root } from '../ops/library'
 
 const scratch = mkdtempSync(join(tmpdir(), 'imghost-progress-'))
 const pictures = join(scratch, 'pictures')
@@ -23,11 +25,15 @@ beforeAll(async () => {
 const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`
 
 /** The CLI on a pseudo-terminal: what the terminal showed (stdout and stderr both). */
-function onTerminal(dataDir: string, args: string[]): { code: number; screen: string } {
+function onTerminal(
+  dataDir: string,
+  args: string[],
+  env: Record<string, string> = {},
+): { code: number; screen: string } {
   const command = [process.execPath, join(root, 'src/cli.ts'), ...args].map(quote).join(' ')
   const run = Bun.spawnSync(['script', '-qec', command, '/dev/null'], {
     cwd: scratch,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', DATA_DIR: dataDir, TERM: 'xterm' },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', DATA_DIR: dataDir, TERM: 'xterm', ...env },
   })
   return { code: run.exitCode ?? -1, screen: run.stdout.toString() }
 }
@@ -63,6 +69,19 @@ test('import, backup, check, rehash and restore draw a progress line on a termin
   const restore = onTerminal(join(scratch, 'tty-restored'), ['restore', join(scratch, 'tty.tar')])
   expect(restore.code, restore.screen).toBe(0)
   expect(restore.screen).toMatch(finished('restore', 6))
+})
+
+test.skipIf(engine !== 'pg')('migrate-db draws its line over every row copied', async () => {
+  const data = join(scratch, 'to-pg')
+  await makeLibrary(data, join(scratch, 'to-pg-pictures'))
+  const env = { ...(await databaseEnv()), JWT_SECRET: 'test-secret-'.padEnd(48, 'x') }
+  try {
+    const moved = onTerminal(data, ['migrate-db'], env)
+    expect(moved.code, moved.screen).toBe(0)
+    expect(moved.screen).toMatch(/migrate-db \[#{20}\] (\d+)\/\1 [\d.]+\/s ETA 0:00/)
+  } finally {
+    await dropDatabase(env)
+  }
 })
 
 test('no progress line when stderr is not a terminal; --json gives a summary on stdout', async () => {
