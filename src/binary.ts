@@ -13,5 +13,5 @@
 import 'reflect-metadata'
 
 if (process.env.IMGHOST_WORKER === 'media') await import('./workers/media-worker')
-else if (process.argv.length > 2) await import('./cli')
+else if (process.argv.length > 2) await (await import('./cli/main')).runCli(process.argv.slice(2), 'imghost')
 else await import('./index')

@@ -117,7 +117,7 @@ export async function countRows(side: Side): Promise<Record<TableName, number>> 
 export async function copyDatabase(
   from: Side,
   to: Side,
-  opts: { except?: TableName[] } = {},
+  opts: { except?: TableName[]; onBatch?: (table: TableName, rows: number) => void } = {},
 ): Promise<Partial<Record<TableName, number>>> {
   const already = await countRows(to)
   const held = TABLES.filter((name) => already[name] > 0)
@@ -132,6 +132,7 @@ export async function copyDatabase(
       const rows = COUNTED[name] ? batch.rows.map((row: object) => ({ ...row, ...COUNTED[name] })) : batch.rows
       if (rows.length > 0) await (to.db as AnyDb).insert(target).values(rows)
       done += rows.length
+      opts.onBatch?.(name, rows.length)
       last = batch.last
       if (rows.length < BATCH) break
     }

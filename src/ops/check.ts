@@ -1,7 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { Db } from '../db/client'
+import { byEngine, type Db } from '../db/client'
+import { countRows } from '../db/copy'
 import type { Media } from '../media'
 import { formatFromExt } from '../media/formats'
 import { recountAlbumCounts } from '../modules/albums/repository'
@@ -41,6 +42,8 @@ export async function checkIntegrity(opts: {
   storage: Storage
   media: Media
   repair: boolean
+  /** Told after each image's files are looked at: `done` of the images counted at the start. */
+  onProgress?: (done: number, total: number) => void
 }): Promise<CheckReport> {
   const { storage } = opts
   const report: CheckReport = {
@@ -57,10 +60,13 @@ export async function checkIntegrity(opts: {
   }
   const work = await mkdtemp(join(tmpdir(), 'imghost-check-'))
   try {
+    const total = await imageRows(opts.db)
     for (let after = ''; ; ) {
       const rows = await imagesAfter(opts.db, after, BATCH)
-      for (const row of rows) await checkFiles(row, opts, report, work)
-      report.images += rows.length
+      for (const row of rows) {
+        await checkFiles(row, opts, report, work)
+        opts.onProgress?.(++report.images, Math.max(total, report.images))
+      }
       if (rows.length < BATCH) break
       after = rows.at(-1)!.id
     }
@@ -92,6 +98,15 @@ export async function checkIntegrity(opts: {
   }
   return report
 }
+
+/** The rows the check walks, for its progress (counted with the others by src/db/copy.ts, which owns every table). */
+const imageRows = async (db: Db) =>
+  (
+    await byEngine(db, {
+      sqlite: (sqlite) => countRows({ engine: 'sqlite', db: sqlite }),
+      pg: (pg) => countRows({ engine: 'pg', db: pg }),
+    })
+  ).images
 
 /** One row's files: reported when missing, its thumbnail made again from the original with `repair`. */
 async function checkFiles(

@@ -2,6 +2,7 @@
  * A tar archive (POSIX ustar) written as its files come, each streamed from its source: a backup's `.tar` needs no
  * copy of the files on disk first, and its memory stays that of one write buffer. GNU tar and bsdtar read it.
  */
+import { closeSync, openSync } from 'node:fs'
 
 const BLOCK = 512
 /** Bytes written ahead of the disk at most: the sink flushes past this. */
@@ -10,13 +11,13 @@ const BUFFER = 1 << 20
 /** `value` in octal, `width - 1` digits and a NUL (ustar's numeric fields). */
 const octal = (value: number, width: number) => `${value.toString(8).padStart(width - 1, '0')}\0`
 
-function header(name: string, size: number, mtimeMs: number): Uint8Array {
+function header(name: string, size: number, mtimeMs: number, mode: number): Uint8Array {
   const bytes = new TextEncoder().encode(name)
   if (bytes.length > 99) throw new Error(`tar: name too long: ${name}`)
   const block = new Uint8Array(BLOCK)
   const put = (text: string, at: number) => block.set(new TextEncoder().encode(text), at)
   block.set(bytes, 0)
-  put(octal(0o644, 8), 100) // mode
+  put(octal(mode, 8), 100)
   put(octal(0, 8), 108) // uid
   put(octal(0, 8), 116) // gid
   put(octal(size, 12), 124)
@@ -30,17 +31,32 @@ function header(name: string, size: number, mtimeMs: number): Uint8Array {
   return block
 }
 
-/** Writes an archive at `path`: `add` each file (its exact size first), then `end`. */
+/**
+ * Writes an archive at `path`, a new file readable by its owner only (it holds the secrets): `add` each file (its
+ * exact size first), then `end`.
+ */
 export function tarWriter(path: string) {
+  closeSync(openSync(path, 'wx', 0o600))
   const sink = Bun.file(path).writer({ highWaterMark: BUFFER })
   return {
-    async add(name: string, file: { size: number; lastModified: number; stream(): ReadableStream<Uint8Array> }) {
-      sink.write(header(name, file.size, file.lastModified))
+    /** `mode` defaults to 0644; a secret or a database is added 0600, so extracting it keeps it private. */
+    async add(
+      name: string,
+      file: { size: number; lastModified: number; stream(): ReadableStream<Uint8Array>; mode?: number },
+    ) {
+      sink.write(header(name, file.size, file.lastModified, file.mode ?? 0o644))
       let written = 0
+      let unflushed = 0
       for await (const chunk of file.stream()) {
         written += chunk.length
         if (written > file.size) break
         sink.write(chunk)
+        unflushed += chunk.length
+        // Waits for the disk past one buffer: a large original read faster than it is written is not held whole.
+        if (unflushed >= BUFFER) {
+          await sink.flush()
+          unflushed = 0
+        }
       }
       // A file that changed while it was read would misalign every entry after it: refused rather than archived wrong.
       if (written !== file.size) throw new Error(`tar: ${name} changed while it was archived`)

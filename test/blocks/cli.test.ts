@@ -49,7 +49,7 @@ describe('cli', () => {
 
     const notImage = await cli('block', await write('notes.txt', 'just text'))
     expect([notImage.code, notImage.err]).toEqual([1, expect.stringMatching(/notes\.txt: .*not a supported image/)])
-    expect((await cli('block')).code).toBe(1)
+    expect((await cli('block')).code).toBe(2)
   })
 
   test('import-blocklist <file>: each hash blocked; bad lines reported by number, not fatal (exit 2)', async () => {

@@ -231,6 +231,16 @@ describe('single binary', () => {
     expect(run.stdout.toString()).toBe(`${version}\n`)
   })
 
+  test('the binary names itself `imghost` in every usage it prints', () => {
+    for (const args of [['help'], ['backup', '--help']]) {
+      const run = Bun.spawnSync([binary, ...args], { cwd: runDir, env: environment() })
+      expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(0)
+      expect(run.stdout.toString()).toStartWith(
+        `Usage: imghost ${args[0] === 'help' ? '[options] [command]' : 'backup'}`,
+      )
+    }
+  })
+
   test('operator commands run from the same binary (`imghost check`)', () => {
     const check = Bun.spawnSync([binary, 'check'], { cwd: runDir, env: environment() })
     expect(check.exitCode, `${check.stdout}\n${check.stderr}`).toBe(0)

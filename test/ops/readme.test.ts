@@ -45,21 +45,14 @@ describe('docs', () => {
   test('Operations CLI documents every command the CLI lists in its help', () => {
     const help = Bun.spawnSync([process.execPath, join(root, 'src/cli.ts'), 'help'], { cwd: root })
     expect(help.exitCode).toBe(0)
-    // Command lines start with two spaces, then `<command> <argument>...`, or two such joined by ` | ` (a `|` inside
-    // `<...>` is an alternative argument); a wider gap separates the description, which may go on in lines that
-    // start with more spaces.
+    // After "Commands:", each command's line starts with two spaces and its name; a description wrapped onto more
+    // lines goes on after more spaces.
     const commands = help.stdout
       .toString()
+      .split('Commands:')[1]!
       .split('\n')
       .filter((line) => /^ {2}\S/.test(line))
-      .flatMap((line) =>
-        line
-          .trim()
-          .split(/\s{2,}/)[0]
-          .replace(/<[^>]*>/g, '<>')
-          .split(' | ')
-          .map((usage) => usage.split(' ')[0]),
-      )
+      .map((line) => line.trim().split(' ')[0]!)
     expect(commands).toContain('verify-email')
     expect(commands).toContain('unban')
     const documented = rows(section('operations.md', '## Operations CLI')).map((cells) => cells[0])

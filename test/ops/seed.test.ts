@@ -149,8 +149,9 @@ describe('cli seed', () => {
   })
 
   test('refuses a bad row count or source', async () => {
-    expect((await cli('seed', 'many')).code).toBe(1)
-    expect((await cli('seed', '10', '--from', 'not-an-id!')).code).toBe(1)
-    expect((await cli('seed', '10', '--files', 'copy')).code).toBe(1)
+    // Usage errors, as every command's (docs/operations.md).
+    expect((await cli('seed', 'many')).code).toBe(2)
+    expect((await cli('seed', '10', '--from', 'not-an-id!')).code).toBe(2)
+    expect((await cli('seed', '10', '--files', 'copy')).code).toBe(2)
   })
 })

@@ -49,7 +49,7 @@ describe('cli sign-variant', () => {
     expect((await t.fetch(pathOf(run.out))).status).toBe(403)
   })
 
-  test('out of bounds, a bad fit or format, or no id: exit 1, nothing printed', () => {
+  test('out of bounds, a bad fit or format, or no id: a usage error (exit 2), nothing printed', () => {
     for (const args of [
       [id, '--width', '15', '--format', 'webp'],
       [id, '--width', '100', '--height', '5000', '--format', 'webp'],
@@ -59,7 +59,7 @@ describe('cli sign-variant', () => {
       [id, '--width', '100', '--format', 'webp', '--bogus', '1'],
     ]) {
       const run = cli({}, 'sign-variant', ...args)
-      expect({ args, code: run.code, out: run.out }).toEqual({ args, code: 1, out: '' })
+      expect({ args, code: run.code, out: run.out }).toEqual({ args, code: 2, out: '' })
     }
   })
 })
