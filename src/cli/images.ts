@@ -4,7 +4,7 @@ import { type Command, InvalidArgumentError, Option } from 'commander'
 import { loadConfig } from '../config'
 import { localChangeFeed } from '../db/changes'
 import { run } from '../db/client'
-import { sha256Hex } from '../lib/crypto'
+import { newPublicId, sha256Hex } from '../lib/crypto'
 import { loadVariantSecret } from '../lib/secrets'
 import { localMedia, MediaError } from '../media'
 import { createNsfwClassifier } from '../moderation'
@@ -71,6 +71,7 @@ async function importCommand(ctx: Context, dir: string, options: ImportOptions) 
       thresholds: config.nsfw.thresholds,
       blocks: blocklist(),
       images,
+      instance: `cli-import-${newPublicId()}`,
     })
     const importFolder = createImporter({ db, pipeline, tmpDir: config.paths.tmpDir })
     const bar = progress('import')

@@ -54,12 +54,18 @@ export function createUploadPipeline(deps: {
   events?: ImageEvents
   /** The service's clock, for the rate windows and the rows' times (tests step it). */
   now?: () => number
+  /**
+   * Whose upload intents these are (intents.ts): the data directory's by default (the server, whose next start sweeps
+   * them); another process storing beside a running server (`cli import`) names itself, so no server start takes its
+   * uploads in progress for a crash's (the hourly sweep takes them if it dies).
+   */
+  instance?: string
 }) {
   const { db, config } = deps
   const clock = deps.now ?? Date.now
   mkdirSync(config.paths.tmpDir, { recursive: true })
   const admission = createUploadAdmission(db, config, clock)
-  const instance = instanceId(config.paths.dataDir)
+  const instance = deps.instance ?? instanceId(config.paths.dataDir)
   const intentLog = {
     record: (id: string, ext: string) => recordIntent(db, { id, ext, instance }),
     drop: (ids: string[]) => run(dropIntents(db, ids)),

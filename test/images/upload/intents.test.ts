@@ -5,6 +5,9 @@
  * test-only fault point (IMGHOST_FAULT_POINT=upload-stored in src/faults.ts) and is killed there.
  */
 import { expect, test } from 'bun:test'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { type Bytes, makeImage, uploadForm } from '../../fixtures'
 import { runCli } from '../../helpers'
 import { queryEnv } from '../../other-connection'
@@ -63,6 +66,62 @@ test(
     expect(clean.err).toBe('')
     expect(clean.code).toBe(0)
     expect(await intentRows(env)).toBe(0)
+  },
+  TIMEOUT,
+)
+
+test(
+  "a server's start leaves an import in progress alone: only its own crashed uploads are swept",
+  async () => {
+    const env = await serverEnv()
+    // A crash of the server's own, so that its restart says when its sweep has run.
+    const first = await spawnServer({ ...env, IMGHOST_FAULT_POINT: 'upload-stored' })
+    const key = await apiKey(first)
+    void upload(first.base, key, await makeImage('png', 40, 30)).catch(() => null)
+    expect(await eventually(60_000, () => first.output().includes('fault point reached'))).toBe(true)
+    first.proc.kill('SIGKILL')
+    await within(20_000, 'the killed process', first.proc.exited)
+
+    // `cli import` beside the server's data directory, stopped with one image's files stored and no row.
+    expect((await runCli(['create-user', 'importer', 'importer@example.com', 'correct horse battery'], env)).code).toBe(
+      0,
+    )
+    const folder = mkdtempSync(join(tmpdir(), 'imghost-import-'))
+    writeFileSync(join(folder, 'one.png'), await makeImage('png', 50, 40))
+    const root = join(import.meta.dir, '../../..')
+    const importing = Bun.spawn([process.execPath, join(root, 'src/cli.ts'), 'import', folder, '--user', 'importer'], {
+      env: { ...env, IMGHOST_FAULT_POINT: 'upload-stored' },
+      cwd: root,
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    let said = ''
+    const drain = async (stream: ReadableStream<Uint8Array>) => {
+      for await (const chunk of stream) said += new TextDecoder().decode(chunk)
+    }
+    void drain(importing.stdout)
+    void drain(importing.stderr)
+    try {
+      expect(await eventually(60_000, () => said.includes('fault point reached'))).toBe(true)
+      expect(await intentRows(env)).toBe(2)
+
+      const second = await spawnServer(env)
+      expect(await eventually(30_000, () => second.output().includes('"msg":"crashed uploads swept"'))).toBe(true)
+      const swept = second
+        .output()
+        .split('\n')
+        .find((line) => line.includes('"msg":"crashed uploads swept"'))!
+      // The server's own crashed upload went; the import's intent and its two files stay.
+      expect(JSON.parse(swept).removed).toBe(1)
+      expect(await intentRows(env)).toBe(1)
+      second.proc.kill('SIGTERM')
+      await within(20_000, 'the process to exit', second.proc.exited)
+      const report = JSON.parse((await runCli(['check'], env)).out) as { strayFiles: string[] }
+      expect(report.strayFiles).toHaveLength(2)
+    } finally {
+      importing.kill('SIGKILL')
+      rmSync(folder, { recursive: true, force: true })
+    }
   },
   TIMEOUT,
 )
