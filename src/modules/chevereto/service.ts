@@ -8,6 +8,7 @@ import type { HttpError } from '../../http/errors'
 import {
   discardFiles,
   fileTooLarge,
+  type LimitsFor,
   type MultipartLimits,
   type ReceivedFile,
   type ReceivedUpload,
@@ -109,6 +110,16 @@ async function decodeBase64(
     throw error
   }
 }
+
+/**
+ * The limits a multipart body's file is received under: the caller's when the key is known by then (upfront, or a `key`
+ * field before the file), else `strictest`, what every key may send. PHP reads the whole form, so Chevereto's clients
+ * send its fields in any order; the door asks for the caller's own limits (and checks the key) once the form is read.
+ */
+export const keyAnywhere =
+  (limitsFor: LimitsFor, keyKnown: boolean, strictest: MultipartLimits): LimitsFor =>
+  async (fields) =>
+    keyKnown || fields.key !== undefined ? { ...(await limitsFor(fields)), maxFiles: 1 } : strictest
 
 const isLink = (text: string) => /^\s*https?:\/\//i.test(text)
 
