@@ -135,20 +135,21 @@ export function apiDocs({ siteName, publicUrl, pathIds }: { siteName: string; pu
             description:
               'Image hosting: uploads, links, albums and embed profiles. Every error is a JSON object with one `error` string.',
           },
-          // Declared once here, in the order the UI lists them; each route names its tag.
+          // Declared once here, in the order the UI lists them (uploads first: what most readers come for); each route
+          // names its tag.
           tags: [
-            { name: 'Auth', description: 'Register, log in (JWT), email verification, account settings' },
-            { name: 'API keys', description: 'Keys for the /api/v1 endpoints; the secret is shown once' },
             { name: 'Images', description: 'Uploads, reading, changing and deleting images; usage' },
             {
               name: 'Chevereto API',
               description: 'Chevereto API v1 uploads, for the clients that speak it (ShareX, PicGo...)',
             },
             { name: 'Resumable uploads', description: 'tus 1.0 uploads that survive dropped connections' },
+            { name: 'Uploader clients', description: 'Ready-made ShareX, Flameshot and shell uploaders' },
             { name: 'Albums', description: 'Albums, their passwords and their images' },
             { name: 'Embed profiles', description: 'How links look when unfurled by chat apps; oEmbed' },
             { name: 'Gallery', description: 'Public gallery, search and profiles' },
-            { name: 'Uploader clients', description: 'Ready-made ShareX, Flameshot and shell uploaders' },
+            { name: 'Auth', description: 'Register, log in (JWT), email verification, account settings' },
+            { name: 'API keys', description: 'Keys for the /api/v1 endpoints; the secret is shown once' },
             { name: 'Webhooks', description: 'Signed notifications of uploads and deletions' },
             { name: 'Reports', description: 'Abuse reports from anyone, handled by admins' },
             { name: 'Admin', description: 'Users, bans and any image (admins only)' },
