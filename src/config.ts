@@ -37,6 +37,11 @@ const variables = {
   LOG_REQUESTS: { schema: Bool, default: 'true' },
   METRICS_TOKEN: { schema: T.String(), default: '' },
   COUNT_VIEWS: { schema: Bool, default: 'true' },
+  // `*`, a comma list of origins, or `off`: who may read the public JSON reads from another site (src/http/cors.ts).
+  CORS_ORIGINS: {
+    schema: T.String({ pattern: '^(\\*|off|https?://[^\\s,/]+(\\s*,\\s*https?://[^\\s,/]+)*)$' }),
+    default: '*',
+  },
   REGISTRATION: { schema: T.Union([T.Literal('open'), T.Literal('invite'), T.Literal('closed')]), default: 'open' },
 
   MAX_FILES_PER_UPLOAD: { schema: Int(1), default: '15' },
@@ -287,6 +292,19 @@ function authOf(raw: Parsed, publicUrl: string) {
   }
 }
 
+/**
+ * `cors`: the origins whose pages may read the public JSON reads: any (`*`), none (`off`: null), or a list (each as
+ * browsers send it in `Origin`: scheme, host and port, lower case, no path).
+ */
+const corsOf = (raw: Parsed) => ({
+  origins:
+    raw.CORS_ORIGINS === '*'
+      ? ('*' as const)
+      : raw.CORS_ORIGINS === 'off'
+        ? null
+        : raw.CORS_ORIGINS.split(',').map((origin) => origin.trim().toLowerCase()),
+})
+
 /** `storage`: `s3` is only read when `driver` is `s3`. */
 const storageOf = (raw: Parsed) => ({
   driver: raw.STORAGE,
@@ -336,6 +354,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       /** Count /cdn views (buffered, flushed in batches); false only to measure what counting costs. */
       countViews: isTrue(raw.COUNT_VIEWS),
     },
+    /** Cross-origin reads of the public JSON (src/http/cors.ts). */
+    cors: corsOf(raw),
     /** Where this instance keeps its files: DATA_DIR and the paths under it. */
     paths: pathsOf(raw),
     /** PostgreSQL's URL, or '' for SQLite at `paths.sqliteFile` (src/db/engine.ts). */
