@@ -8,6 +8,7 @@ import { notFound } from '../errors'
 import { VERSION } from '../version'
 import { encodeStatic, type Negotiable, negotiatedResponse } from './compression'
 import { type OpenApiDocument, type PathId, publishDocument } from './openapi-document'
+import { SWAGGER_THEME } from './swagger-theme'
 
 const ASSETS = '/swagger/assets'
 const SPEC_PATH = '/swagger/json'
@@ -63,13 +64,33 @@ export function swaggerUiFile(name: string): Promise<Negotiable> | undefined {
 }
 
 /**
- * The Swagger UI page gets the security headers of our own pages (and one fix to its inline style). Its one inline script (the UI's start-up call) is
- * allowed by its hash, so no other inline script could run; its inline dark-mode style needs 'unsafe-inline' styles.
+ * Names the UI leaves out, given whenever it renders the control (axe: select-name, button-name,
+ * label-content-name-mismatch): the servers menu, the dialog's close button, and the dialog's buttons whose
+ * aria-label does not hold the word they show. Inline, so the page's script hashes below allow it.
+ */
+const NAME_CONTROLS = `<script>
+new MutationObserver(() => {
+  const menu = document.getElementById('servers')
+  if (menu && !menu.hasAttribute('aria-label')) menu.setAttribute('aria-label', 'Server')
+  for (const close of document.querySelectorAll('.close-modal:not([aria-label])')) close.setAttribute('aria-label', 'Close')
+  for (const button of document.querySelectorAll('.auth-btn-wrapper button[aria-label]')) {
+    const text = button.textContent.trim()
+    const label = button.getAttribute('aria-label')
+    if (text && !label.toLowerCase().includes(text.toLowerCase())) button.setAttribute('aria-label', text + ': ' + label)
+  }
+}).observe(document.documentElement, { childList: true, subtree: true })
+</script>`
+
+/**
+ * The Swagger UI page gets the security headers of our own pages, and its own colours (swagger-theme.ts) in place of the
+ * plugin's dark-mode style. Its inline scripts (the UI's start-up call, the controls' names) are allowed by their
+ * hashes, so no other inline script could run; the inline style needs 'unsafe-inline' styles.
  */
 async function withUiSecurityHeaders(response: Response): Promise<Response> {
-  // The plugin's dark-mode style has an invalid colour (#faf9a, one digit short), so browsers dropped the rule: an
-  // off-white that was meant.
-  const page = (await response.text()).replaceAll('#faf9a;', '#faf9fa;')
+  const page = (await response.text())
+    .replace(/<style>[\s\S]*?<\/style>/, '')
+    .replace('</head>', `<style>${SWAGGER_THEME}</style>\n</head>`)
+    .replace('</body>', `${NAME_CONTROLS}\n</body>`)
   const inline = [...page.matchAll(/<script>([\s\S]*?)<\/script>/g)].map(
     (m) => `'sha256-${new Bun.CryptoHasher('sha256').update(m[1]).digest('base64')}'`,
   )
