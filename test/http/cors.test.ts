@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser } from 'playwright-core'
 import { ConfigError, loadConfig } from '../../src/config'
 import { launchBrowser, newIsolatedPage } from '../browser'
-import { makeImage, uploadForm } from '../fixtures'
 import { startTestServer, type TestServer, userWithKey } from '../helpers'
+import { uploadImage } from '../pages/support'
 
 // CORS on the public JSON reads (src/http/cors.ts), over real HTTP: what a page on another site may read, and what it
 // may not (the authenticated reads, credentials). The browser test at the end lets Chromium itself judge the headers.
@@ -16,10 +16,7 @@ let imageId: string
 beforeAll(async () => {
   t = await startTestServer()
   owner = await userWithKey(t)
-  const form = uploadForm([{ bytes: await makeImage('png', 32, 32, 3), name: 'sunset.png' }])
-  const res = await t.json('/api/v1/upload', { method: 'POST', headers: owner.keyHeader, body: form })
-  expect(res.status).toBe(201)
-  imageId = res.body.id
+  imageId = (await uploadImage(t, owner.keyHeader, {}, { name: 'sunset.png' })).id
 })
 afterAll(() => t.stop())
 
