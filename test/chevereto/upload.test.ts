@@ -370,6 +370,65 @@ describe('POST /api/1/upload: the account limits of /api/v1/upload', () => {
   })
 })
 
+describe('POST /api/1/upload: files before their key, at most UPLOADS_IN_FLIGHT_PER_IP at once from one address', () => {
+  let capped: TestServer
+  let bob: Awaited<ReturnType<typeof userWithKey>>
+  beforeAll(async () => {
+    capped = await startTestServer({ UPLOADS_IN_FLIGHT_PER_IP: '1' })
+    bob = await userWithKey(capped)
+  })
+  afterAll(() => capped.stop())
+
+  const keyLast = () =>
+    capped.fetch('/api/1/upload', {
+      method: 'POST',
+      body: form([
+        ['source', fileBlob(png)],
+        ['key', bob.apiKey],
+      ]),
+    })
+
+  test('a second keyless reception waits (429 in Chevereto shape); a keyed one is not held by it; the slot comes back', async () => {
+    // A body whose file part begins and then stalls: its key never comes, so it holds the address's one slot.
+    const boundary = 'stalledBoundary'
+    const prefix = `--${boundary}\r\nContent-Disposition: form-data; name="source"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n`
+    const stalled = filler({ prefix, total: 64 * 1024, stall: true })
+    const abort = new AbortController()
+    const first = capped
+      .fetch('/api/1/upload', {
+        method: 'POST',
+        body: stalled.stream as never,
+        headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+        signal: abort.signal,
+      })
+      .catch(() => null)
+    let refused: Response | undefined
+    await eventually(
+      async () => {
+        const res = await keyLast()
+        if (res.status === 429) refused = res
+        return refused !== undefined
+      },
+      undefined,
+      'a keyless upload refused while another is received',
+    )
+    const body = (await refused!.json()) as any
+    expect(body.status_code).toBe(429)
+    expect(body.error.message).toMatch(/send the key first/)
+    expect(Number(refused!.headers.get('retry-after'))).toBeGreaterThan(0)
+    // The key first: admitted as any keyed upload, beside the keyless one.
+    const keyed = await capped.fetch('/api/1/upload', {
+      method: 'POST',
+      headers: bob.keyHeader,
+      body: form([['source', fileBlob(png)]]),
+    })
+    expect(keyed.status).toBe(200)
+    abort.abort()
+    await first
+    await eventually(async () => (await keyLast()).status === 200, undefined, 'the slot released by the cut-off body')
+  })
+})
+
 test('OpenAPI: its own tag, both request bodies, the key in the query or the header, the error shape', async () => {
   const doc = (await t.json('/swagger/json')).body
   const op = doc.paths['/api/1/upload'].post

@@ -9,6 +9,7 @@ import {
   discardFiles,
   type LimitsFor,
   type MultipartLimits,
+  type ReceivedUpload,
   receiveMultipart,
   type UploadSource,
 } from '../../http/multipart'
@@ -23,7 +24,15 @@ import {
   CheveretoSuccess,
   cheveretoBody,
 } from './model'
-import { cheveretoError, cheveretoImage, cheveretoSuccess, keyAnywhere, resolveSource, SOURCE_FIELD } from './service'
+import {
+  cheveretoError,
+  cheveretoImage,
+  cheveretoSuccess,
+  keyAnywhere,
+  keylessReceptions,
+  resolveSource,
+  SOURCE_FIELD,
+} from './service'
 
 /**
  * The bound of a urlencoded body, read whole before its key is known: base64 of the largest file an account may send
@@ -50,6 +59,7 @@ export function cheveretoModule(deps: {
     maxFiles: 1,
     maxFileSize: deps.config.limits.user.maxFileSize,
   }
+  const keyless = keylessReceptions(deps.config.limits.inFlight.perIp)
 
   async function upload(request: Request, query: Record<string, string | undefined>, ip: string) {
     // The key as the guard reads it (X-API-Key), or as Chevereto's clients send it: ?key= or a `key` field.
@@ -75,17 +85,24 @@ export function cheveretoModule(deps: {
       return source
     }
     const multipart: UploadSource = async (limitsFor) => {
-      const received = await receiveMultipart(request, keyAnywhere(limitsFor, Boolean(upfront), strictest), {
-        fileField: SOURCE_FIELD,
-        textAsFile: true,
+      let release = () => {}
+      const early = keyAnywhere(limitsFor, Boolean(upfront), strictest, () => {
+        release = keyless.take(ip)
       })
+      let received: ReceivedUpload
       let limits: MultipartLimits
       try {
-        // Asked again once the whole form is read: a key sent after the source is known only now.
-        limits = { ...(await limitsFor(received.fields)), maxFiles: 1 }
-      } catch (error) {
-        await discardFiles(received.files)
-        throw error
+        received = await receiveMultipart(request, early, { fileField: SOURCE_FIELD, textAsFile: true })
+        try {
+          // Asked again once the whole form is read: a key sent after the source is known only now.
+          limits = { ...(await limitsFor(received.fields)), maxFiles: 1 }
+        } catch (error) {
+          await discardFiles(received.files)
+          throw error
+        }
+      } finally {
+        // Admitted (or refused) by now: the admission's own caps hold it from here.
+        release()
       }
       const source = await resolveSource(received, undefined, limits, query, deps.config.urlUploads)
       format = source.format
