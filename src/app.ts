@@ -6,6 +6,7 @@ import { sharedDatabase } from './db/dialect'
 import { authGuard, sessionTokens } from './http/auth'
 import { bodyLimit } from './http/body-limit'
 import { htmlCompression } from './http/compression'
+import { cors, corsFastRoutes, corsPolicy } from './http/cors'
 import { errorModel } from './http/errors'
 import { allowedMethods } from './http/methods'
 import { createMetrics, type Metrics, requestLog } from './http/observability'
@@ -39,6 +40,7 @@ import { createGalleryService } from './modules/gallery/service'
 import { healthModule } from './modules/health'
 import { imageDetailsRoutes, imagesModule } from './modules/images'
 import type { ImageEvents } from './modules/images/events'
+import { DETAILS_ROUTE } from './modules/images/image-routes'
 import { imageSenderCharge } from './modules/images/limits'
 import { type ListReads, listReads } from './modules/images/list-reads'
 import { ImageId } from './modules/images/model'
@@ -204,13 +206,26 @@ export function createApp(deps: AppDeps) {
     variants,
   }
 
+  // The public, unauthenticated JSON reads another site's page may fetch (CORS_ORIGINS).
+  const publicReads = corsPolicy(config.cors.origins, [
+    DETAILS_ROUTE,
+    '/api/gallery',
+    '/api/search',
+    '/api/users/:username',
+    '/api/oembed',
+  ])
   // /cdn and image metadata are answered by Bun's router ahead of the app's global hooks (src/http/fast-route.ts).
-  const fastRoutes = { ...cdn.routes, ...imageDetailsRoutes({ images, observe, admit: rateLimit.admit }) }
+  const fastRoutes = {
+    ...cdn.routes,
+    ...corsFastRoutes(publicReads, imageDetailsRoutes({ images, observe, admit: rateLimit.admit })),
+  }
   const app = new Elysia({ serve: { routes: fastRoutes } })
     .use(errorModel)
     .use(requestLog(metrics, { log: config.http.logRequests }))
     .use(htmlCompression)
     .use(bodyLimit)
+    // Before the limiter: its 429 carries the CORS headers too, so a page can read how long to wait.
+    .use(cors(publicReads))
     .use(rateLimit.plugin)
     .use(apiDocs({ siteName: config.site.name, publicUrl: config.site.publicUrl, pathIds: PATH_IDS }))
     .use(

@@ -40,6 +40,11 @@ const variables = {
   COUNT_VIEWS: { schema: Bool, default: 'true' },
   // Inside Docker's 10 s stop timeout, with room for the cut and the closing after it.
   SHUTDOWN_TIMEOUT: { schema: Int(0), default: '8' },
+  // `*`, a comma list of origins, or `off`: who may read the public JSON reads from another site (src/http/cors.ts).
+  CORS_ORIGINS: {
+    schema: T.String({ pattern: '^(\\*|off|https?://[^\\s,/]+(\\s*,\\s*https?://[^\\s,/]+)*)$' }),
+    default: '*',
+  },
   REGISTRATION: { schema: T.Union([T.Literal('open'), T.Literal('invite'), T.Literal('closed')]), default: 'open' },
 
   MAX_FILES_PER_UPLOAD: { schema: Int(1), default: '15' },
@@ -290,6 +295,19 @@ function authOf(raw: Parsed, publicUrl: string) {
   }
 }
 
+/**
+ * `cors`: the origins whose pages may read the public JSON reads: any (`*`), none (`off`: null), or a list (each as
+ * browsers send it in `Origin`: scheme, host and port, lower case, no path).
+ */
+const corsOf = (raw: Parsed) => ({
+  origins:
+    raw.CORS_ORIGINS === '*'
+      ? ('*' as const)
+      : raw.CORS_ORIGINS === 'off'
+        ? null
+        : raw.CORS_ORIGINS.split(',').map((origin) => origin.trim().toLowerCase()),
+})
+
 /** `storage`: `s3` is only read when `driver` is `s3`. */
 const storageOf = (raw: Parsed) => ({
   driver: raw.STORAGE,
@@ -346,6 +364,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       /** How long requests in flight are waited for; then uploads still arriving are answered 503 and the rest cut. */
       timeoutMs: raw.SHUTDOWN_TIMEOUT * 1000,
     },
+    /** Cross-origin reads of the public JSON (src/http/cors.ts). */
+    cors: corsOf(raw),
     /** Where this instance keeps its files: DATA_DIR and the paths under it. */
     paths: pathsOf(raw),
     /** PostgreSQL's URL, or '' for SQLite at `paths.sqliteFile` (src/db/engine.ts). */

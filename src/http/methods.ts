@@ -5,7 +5,7 @@ export interface RouteLike {
 }
 
 /** A path pattern as a regular expression: `:name` is one segment, `*` the rest. */
-function patternOf(path: string): RegExp {
+export function patternOf(path: string): RegExp {
   const source = path
     .split('/')
     .map((segment) =>

@@ -7,6 +7,7 @@ import { API_PREFIX } from './rate-limit'
  * - `security: []` on every operation that needs no credentials;
  * - every schema with a TypeBox `$id` (Image, Album, EmbedProfile, Account, Error) becomes a component, referenced;
  * - the custom `error` option of TypeBox schemas (our validation messages) is left out: it is no JSON Schema keyword;
+ * - every integer (and whole-number id) typed `integer`, not the framework's `string | integer` (`numberOf`);
  * - a description for every response, and the responses every operation can give: 429 with `Retry-After` and
  *   `RateLimit-*` under the global per-IP limiter (all of /api), 413 where a body is taken (every body is bounded:
  *   body-limit.ts and the upload limits), 500 everywhere; under /api, 503 with `Retry-After` (a fault of the database,
@@ -86,6 +87,8 @@ const isObject = (value: unknown): value is Json => !!value && typeof value === 
 function finishSchemas(value: unknown, schemas: Record<string, Json>): unknown {
   if (Array.isArray(value)) return value.map((item) => finishSchemas(item, schemas))
   if (!isObject(value)) return value
+  const number = numberOf(value)
+  if (number) return finishSchemas(number, schemas)
   const copy: Json = {}
   for (const [key, item] of Object.entries(value)) {
     if (key === 'error' && !isObject(item)) continue
@@ -95,6 +98,33 @@ function finishSchemas(value: unknown, schemas: Record<string, Json>): unknown {
   if (typeof value.$id !== 'string') return copy
   schemas[value.$id] ??= copy
   return { $ref: `#/components/schemas/${value.$id}` }
+}
+
+/**
+ * The framework writes `t.Integer` and `t.Numeric` as `anyOf: [string (format integer or numeric), integer or
+ * number]`, so it can read them from a query string or a form; in the document that made every count, size and id
+ * `string | number` for generated clients. Such a schema is published as its number alone (`integer` when whole), its
+ * bounds and description kept, as is a query's whole number read as text (`QueryInt`); a union that really takes text
+ * (an expiry: seconds or a duration) is left as it is.
+ */
+function numberOf(schema: Json): Json | null {
+  // A query's whole number, read as text by its pattern (src/http/schemas.ts `QueryInt`).
+  if (schema.type === 'string' && schema.format === 'integer') {
+    const { format: _, pattern: __, ...number } = schema
+    return { ...number, type: 'integer' }
+  }
+  const options = schema.anyOf
+  if (!Array.isArray(options) || options.length !== 2) return null
+  const text = options.find((o: Json) => o.type === 'string' && (o.format === 'integer' || o.format === 'numeric'))
+  const number = options.find((o: Json) => o.type === 'integer' || o.type === 'number')
+  if (!text || !number) return null
+  const { anyOf: _, ...outer } = schema
+  const merged: Json = { ...outer, ...number }
+  if (text.format === 'integer' || merged.multipleOf === 1) {
+    merged.type = 'integer'
+    delete merged.multipleOf
+  }
+  return merged
 }
 
 const refName = (ref: string) => ref.slice(ref.lastIndexOf('/') + 1)
@@ -124,9 +154,8 @@ export function exampleOf(schema: Json | undefined, schemas: Record<string, Json
   for (const key of ['anyOf', 'oneOf'] as const) {
     const options = schema[key]
     if (Array.isArray(options)) {
-      // A nullable field shows its value; an integer (the framework also takes it as a numeric string) its number.
-      const numericString = (o: Json) => o.type === 'string' && (o.format === 'integer' || o.format === 'numeric')
-      const option = (options as Json[]).find((o) => o.type !== 'null' && !numericString(o)) ?? options[0]
+      // A nullable field shows its value (the framework's integers are plain numbers by now: numberOf).
+      const option = (options as Json[]).find((o) => o.type !== 'null') ?? options[0]
       return exampleOf(option as Json, schemas, depth + 1, field)
     }
   }

@@ -8,6 +8,7 @@ import { notFound } from '../errors'
 import { VERSION } from '../version'
 import { encodeStatic, type Negotiable, negotiatedResponse } from './compression'
 import { type OpenApiDocument, type PathId, publishDocument } from './openapi-document'
+import { SWAGGER_THEME } from './swagger-theme'
 
 const ASSETS = '/swagger/assets'
 const SPEC_PATH = '/swagger/json'
@@ -63,13 +64,33 @@ export function swaggerUiFile(name: string): Promise<Negotiable> | undefined {
 }
 
 /**
- * The Swagger UI page gets the security headers of our own pages (and one fix to its inline style). Its one inline script (the UI's start-up call) is
- * allowed by its hash, so no other inline script could run; its inline dark-mode style needs 'unsafe-inline' styles.
+ * Names the UI leaves out, given whenever it renders the control (axe: select-name, button-name,
+ * label-content-name-mismatch): the servers menu, the dialog's close button, and the dialog's buttons whose
+ * aria-label does not hold the word they show. Inline, so the page's script hashes below allow it.
+ */
+const NAME_CONTROLS = `<script>
+new MutationObserver(() => {
+  const menu = document.getElementById('servers')
+  if (menu && !menu.hasAttribute('aria-label')) menu.setAttribute('aria-label', 'Server')
+  for (const close of document.querySelectorAll('.close-modal:not([aria-label])')) close.setAttribute('aria-label', 'Close')
+  for (const button of document.querySelectorAll('.auth-btn-wrapper button[aria-label]')) {
+    const text = button.textContent.trim()
+    const label = button.getAttribute('aria-label')
+    if (text && !label.toLowerCase().includes(text.toLowerCase())) button.setAttribute('aria-label', text + ': ' + label)
+  }
+}).observe(document.documentElement, { childList: true, subtree: true })
+</script>`
+
+/**
+ * The Swagger UI page gets the security headers of our own pages, and its own colours (swagger-theme.ts) in place of the
+ * plugin's dark-mode style. Its inline scripts (the UI's start-up call, the controls' names) are allowed by their
+ * hashes, so no other inline script could run; the inline style needs 'unsafe-inline' styles.
  */
 async function withUiSecurityHeaders(response: Response): Promise<Response> {
-  // The plugin's dark-mode style has an invalid colour (#faf9a, one digit short), so browsers dropped the rule: an
-  // off-white that was meant.
-  const page = (await response.text()).replaceAll('#faf9a;', '#faf9fa;')
+  const page = (await response.text())
+    .replace(/<style>[\s\S]*?<\/style>/, '')
+    .replace('</head>', `<style>${SWAGGER_THEME}</style>\n</head>`)
+    .replace('</body>', `${NAME_CONTROLS}\n</body>`)
   const inline = [...page.matchAll(/<script>([\s\S]*?)<\/script>/g)].map(
     (m) => `'sha256-${new Bun.CryptoHasher('sha256').update(m[1]).digest('base64')}'`,
   )
@@ -135,20 +156,21 @@ export function apiDocs({ siteName, publicUrl, pathIds }: { siteName: string; pu
             description:
               'Image hosting: uploads, links, albums and embed profiles. Every error is a JSON object with one `error` string.',
           },
-          // Declared once here, in the order the UI lists them; each route names its tag.
+          // Declared once here, in the order the UI lists them (uploads first: what most readers come for); each route
+          // names its tag.
           tags: [
-            { name: 'Auth', description: 'Register, log in (JWT), email verification, account settings' },
-            { name: 'API keys', description: 'Keys for the /api/v1 endpoints; the secret is shown once' },
             { name: 'Images', description: 'Uploads, reading, changing and deleting images; usage' },
             {
               name: 'Chevereto API',
               description: 'Chevereto API v1 uploads, for the clients that speak it (ShareX, PicGo...)',
             },
             { name: 'Resumable uploads', description: 'tus 1.0 uploads that survive dropped connections' },
+            { name: 'Uploader clients', description: 'Ready-made ShareX, Flameshot and shell uploaders' },
             { name: 'Albums', description: 'Albums, their passwords and their images' },
             { name: 'Embed profiles', description: 'How links look when unfurled by chat apps; oEmbed' },
             { name: 'Gallery', description: 'Public gallery, search and profiles' },
-            { name: 'Uploader clients', description: 'Ready-made ShareX, Flameshot and shell uploaders' },
+            { name: 'Auth', description: 'Register, log in (JWT), email verification, account settings' },
+            { name: 'API keys', description: 'Keys for the /api/v1 endpoints; the secret is shown once' },
             { name: 'Webhooks', description: 'Signed notifications of uploads and deletions' },
             { name: 'Reports', description: 'Abuse reports from anyone, handled by admins' },
             { name: 'Admin', description: 'Users, bans and any image (admins only)' },

@@ -11,11 +11,38 @@ export const Timestamp = t.String({ format: 'date-time', description: 'ISO 8601 
 export const Visibility = t.Union([t.Literal('public'), t.Literal('private')])
 export const Success = t.Object({ success: t.Literal(true) })
 
-/** `page`/`limit` as query strings; they must be positive integers (checked by the service for a clear message). */
-export const PageQuery = t.Object({
-  page: t.Optional(t.String({ description: 'Page number, default 1' })),
-  limit: t.Optional(t.String({ description: 'Items per page' })),
+/**
+ * A whole number of a query string (`page`, `limit`, `asOf`), published as an `integer` with its minimum
+ * (src/http/openapi-document.ts `numberOf` reads `format: integer` on a string so) and read as the text a query carries:
+ * digits only, by its pattern. The framework's own t.Integer would also take `2e1`, ` 2` or `0x10`; `minimum` is for
+ * the document (no string check reads it). Anything else is a 400 naming the parameter.
+ */
+export const QueryInt = (name: string, minimum: 0 | 1, description: string) =>
+  t.Optional(
+    t.String({
+      format: 'integer',
+      pattern: minimum === 1 ? '^[1-9][0-9]*$' : '^[0-9]+$',
+      minimum,
+      description,
+      error: `${name} must be ${minimum === 1 ? 'a positive integer' : 'a whole number, as a previous answer gave it'}`,
+    }),
+  )
+
+/**
+ * `page` and `limit` of a paged list, with the defaults `parsePage` reads it by (src/http/pagination.ts): `maxLimit` is
+ * no schema bound, since a larger limit is clamped to it, not refused.
+ */
+export const pageQuery = (defaults: { limit: number; maxLimit: number }, items = 'Items') => ({
+  page: QueryInt('page', 1, 'Page number, default 1'),
+  limit: QueryInt(
+    'limit',
+    1,
+    `${items} per page, default ${defaults.limit}, at most ${defaults.maxLimit} (larger values are clamped)`,
+  ),
 })
+
+/** `page`/`limit` of the owners' and admins' lists. */
+export const PageQuery = t.Object(pageQuery({ limit: 20, maxLimit: 100 }))
 
 /** The point a paged list is pinned to: an answer gives it, and the next pages ask with it so they do not shift. */
 export const AsOf = t.Integer({
@@ -23,8 +50,8 @@ export const AsOf = t.Integer({
   description:
     'Pins the list: pass it back as asOf with the next pages, and images uploaded meanwhile stay out of them (no image is skipped or repeated)',
 })
-export const AsOfQuery = t.Optional(
-  t.String({
-    description: 'The asOf of an earlier page: images uploaded since then are left out, so pages do not shift',
-  }),
+export const AsOfQuery = QueryInt(
+  'asOf',
+  0,
+  'The asOf of an earlier page: images uploaded since then are left out, so pages do not shift',
 )

@@ -89,6 +89,48 @@ describe('POST /api/1/upload: the clients', () => {
     expect(details.body.data.viewer).toBe(res.body.image.url_viewer)
   })
 
+  test('fields in any order: the key after the source (a file or base64), as PHP reads the whole form', async () => {
+    for (const source of [fileBlob(png), base64(png)]) {
+      const res = await answer(
+        await post(
+          form([
+            ['source', source],
+            ['format', 'json'],
+            ['key', alice.apiKey],
+          ]),
+        ),
+      )
+      expect(res.status).toBe(200)
+      expect(res.body.status_code).toBe(200)
+      await expectServed(res.body.image, png)
+    }
+  })
+
+  test('a key after the source is still checked: missing, wrong or banned, and nothing is stored', async () => {
+    const before = (await t.json('/api/v1/me', { headers: alice.keyHeader })).body.totalImages
+    const late = async (key: string | null) => {
+      const fields: [string, string | Blob][] = [['source', fileBlob(png)]]
+      if (key !== null) fields.push(['key', key])
+      const res = await answer(await post(form(fields)))
+      return { status: res.status, code: res.body.status_code, message: res.body.error?.message }
+    }
+    expect(await late(null)).toMatchObject({
+      status: 401,
+      code: 401,
+      message: expect.stringMatching(/Missing API key/),
+    })
+    const wrong = 'ihk_'.padEnd(44, 'x')
+    expect(await late(wrong)).toMatchObject({
+      status: 401,
+      code: 401,
+      message: expect.stringMatching(/Invalid API key/),
+    })
+    const banned = await userWithKey(t)
+    await t.server.services.admin.updateUser(banned.user.id, { banned: true })
+    expect((await late(banned.apiKey)).status).toBe(403)
+    expect((await t.json('/api/v1/me', { headers: alice.keyHeader })).body.totalImages).toBe(before)
+  })
+
   test('PicGo: X-API-Key header, file in source', async () => {
     const res = await answer(await post(form([['source', fileBlob(png)]]), alice.keyHeader))
     expect(res.status).toBe(200)
@@ -192,17 +234,13 @@ describe('POST /api/1/upload: refusals in Chevereto shape, with our statuses', (
     )
   })
 
-  test('a key after the source in a multipart body is too late: 401 saying so', async () => {
-    await expectError(
-      await post(
-        form([
-          ['source', fileBlob(png)],
-          ['key', alice.apiKey],
-        ]),
-      ),
-      401,
-      /before source/,
-    )
+  test('a JSON body: 400 saying the API reads a form, not the 401 of a key it cannot read', async () => {
+    const json = { 'content-type': 'application/json' }
+    const body = JSON.stringify({ key: alice.apiKey, source: base64(png) })
+    await expectError(await post(body, json), 400, /form fields .*not JSON/)
+    // A key sent upfront is checked first, as on every keyed route.
+    await expectError(await post(body, { ...json, 'x-api-key': 'ihk_'.padEnd(44, 'x') }), 401, /Invalid API key/)
+    await expectError(await post(body, { ...json, ...alice.keyHeader }), 400, /not application\/json/)
   })
 
   test('a wrong key (header, query or field): 401', async () => {
@@ -254,6 +292,17 @@ describe('POST /api/1/upload: refusals in Chevereto shape, with our statuses', (
     await expectError(await post(`source=${encodeURIComponent(base64(over))}`, urlencoded), 413, /too large/)
     // Far past it: a multipart text part is refused while it streams.
     await expectError(await post(form([['source', 'A'.repeat(2 * 1024 * 1024)]]), alice.keyHeader), 413, /too large/)
+    // A file before its key is received under the per-file limit every key has, and refused past it as it streams.
+    await expectError(
+      await post(
+        form([
+          ['source', fileBlob(big)],
+          ['key', alice.apiKey],
+        ]),
+      ),
+      413,
+      /too large/,
+    )
     // Past the bound of a whole urlencoded body (read before its key is known): refused once past it, declared or
     // not. The chunked one stalls there without ending, so only a server that stops at the bound can answer.
     const huge = `source=${'A'.repeat(2 * 1024 * 1024)}`
@@ -321,6 +370,65 @@ describe('POST /api/1/upload: the account limits of /api/v1/upload', () => {
   })
 })
 
+describe('POST /api/1/upload: files before their key, at most UPLOADS_IN_FLIGHT_PER_IP at once from one address', () => {
+  let capped: TestServer
+  let bob: Awaited<ReturnType<typeof userWithKey>>
+  beforeAll(async () => {
+    capped = await startTestServer({ UPLOADS_IN_FLIGHT_PER_IP: '1' })
+    bob = await userWithKey(capped)
+  })
+  afterAll(() => capped.stop())
+
+  const keyLast = () =>
+    capped.fetch('/api/1/upload', {
+      method: 'POST',
+      body: form([
+        ['source', fileBlob(png)],
+        ['key', bob.apiKey],
+      ]),
+    })
+
+  test('a second keyless reception waits (429 in Chevereto shape); a keyed one is not held by it; the slot comes back', async () => {
+    // A body whose file part begins and then stalls: its key never comes, so it holds the address's one slot.
+    const boundary = 'stalledBoundary'
+    const prefix = `--${boundary}\r\nContent-Disposition: form-data; name="source"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n`
+    const stalled = filler({ prefix, total: 64 * 1024, stall: true })
+    const abort = new AbortController()
+    const first = capped
+      .fetch('/api/1/upload', {
+        method: 'POST',
+        body: stalled.stream as never,
+        headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+        signal: abort.signal,
+      })
+      .catch(() => null)
+    let refused: Response | undefined
+    await eventually(
+      async () => {
+        const res = await keyLast()
+        if (res.status === 429) refused = res
+        return refused !== undefined
+      },
+      undefined,
+      'a keyless upload refused while another is received',
+    )
+    const body = (await refused!.json()) as any
+    expect(body.status_code).toBe(429)
+    expect(body.error.message).toMatch(/send the key first/)
+    expect(Number(refused!.headers.get('retry-after'))).toBeGreaterThan(0)
+    // The key first: admitted as any keyed upload, beside the keyless one.
+    const keyed = await capped.fetch('/api/1/upload', {
+      method: 'POST',
+      headers: bob.keyHeader,
+      body: form([['source', fileBlob(png)]]),
+    })
+    expect(keyed.status).toBe(200)
+    abort.abort()
+    await first
+    await eventually(async () => (await keyLast()).status === 200, undefined, 'the slot released by the cut-off body')
+  })
+})
+
 test('OpenAPI: its own tag, both request bodies, the key in the query or the header, the error shape', async () => {
   const doc = (await t.json('/swagger/json')).body
   const op = doc.paths['/api/1/upload'].post
@@ -334,6 +442,12 @@ test('OpenAPI: its own tag, both request bodies, the key in the query or the hea
   expect(op.security).toEqual([{ apiKey: [] }, { apiKeyQuery: [] }])
   expect(doc.components.securitySchemes.apiKeyQuery).toMatchObject({ in: 'query', name: 'key' })
   for (const status of ['200', '400', '401', '403', '413', '429']) expect(op.responses[status]).toBeDefined()
+  const get = doc.paths['/api/1/upload'].get
+  expect(get.tags).toEqual(['Chevereto API'])
+  expect(get.security).toEqual([{ apiKey: [] }, { apiKeyQuery: [] }])
+  expect(get.parameters.map((p: { name: string }) => p.name)).toEqual(
+    expect.arrayContaining(['key', 'source', 'format']),
+  )
 })
 
 describe('POST /api/1/upload: a link in `source`, fetched like a url of /api/v1/upload', () => {
@@ -370,6 +484,47 @@ describe('POST /api/1/upload: a link in `source`, fetched like a url of /api/v1/
       expect(res.body.image.width).toBe(64)
       await expectServed(res.body.image, png)
     }
+  })
+
+  test("the GET form of Chevereto's docs, with and without the trailing slash: the answers of the POST", async () => {
+    const link = `http://127.0.0.1:${origin.port}/shot.png`
+    for (const path of ['/api/1/upload', '/api/1/upload/']) {
+      const query = new URLSearchParams({ key: bob.apiKey, source: link, format: 'json' })
+      const res = await answer(await linked.fetch(`${path}?${query}`))
+      expect(res.status).toBe(200)
+      expect(res.body.status_code).toBe(200)
+      expect(res.body.image.width).toBe(64)
+      await expectServed(res.body.image, png)
+    }
+    const txt = await linked.fetch(
+      `/api/1/upload?${new URLSearchParams({ key: bob.apiKey, source: link, format: 'txt' })}`,
+    )
+    expect(txt.status).toBe(200)
+    expect(await txt.text()).toMatch(/\/cdn\/[A-Za-z0-9]{8}\.png$/)
+  })
+
+  test('the GET form refuses as the POST does: no key, a wrong key, no source, a failing link', async () => {
+    const link = `http://127.0.0.1:${origin.port}/shot.png`
+    const get = async (params: Record<string, string>) => {
+      const res = await answer(await linked.fetch(`/api/1/upload?${new URLSearchParams(params)}`))
+      return { status: res.status, code: res.body.status_code, message: res.body.error?.message as string }
+    }
+    expect(await get({ source: link })).toMatchObject({ status: 401, code: 401 })
+    expect(await get({ key: 'ihk_'.padEnd(44, 'x'), source: link })).toMatchObject({ status: 401, code: 401 })
+    expect(await get({ key: bob.apiKey })).toMatchObject({
+      status: 400,
+      message: expect.stringMatching(/Missing source/),
+    })
+    const failing = await get({ key: bob.apiKey, source: `http://127.0.0.1:${origin.port}/none.png` })
+    expect(failing).toMatchObject({ status: 400, code: 400, message: expect.stringMatching(/404/) })
+  })
+
+  test('the GET form fetches with the address rules of URL uploads: a loopback link is refused by default', async () => {
+    const res = await answer(
+      await t.fetch(`/api/1/upload?${new URLSearchParams({ key: alice.apiKey, source: 'http://127.0.0.1:9/a.png' })}`),
+    )
+    expect(res.status).toBe(400)
+    expect(res.body.error.message).toMatch(/is not allowed/)
   })
 
   test('a link that fails (404) is a 400 saying so, in Chevereto shape, and stores nothing', async () => {

@@ -21,7 +21,7 @@ describe('405 for a known path asked with another method', () => {
       ['PUT', '/gallery', 'GET, HEAD'],
       ['DELETE', '/api/v1/upload', 'POST'],
       ['POST', '/cdn/abcdefgh.png', 'GET, HEAD'],
-      ['PUT', '/api/v1/image/abcdefgh', 'GET, HEAD, PATCH, DELETE'],
+      ['PUT', '/api/v1/image/abcdefgh', 'GET, HEAD, PATCH, DELETE, OPTIONS'],
       ['GET', '/api/auth/login', 'POST'],
     ]
     for (const [method, path, allow] of cases) {

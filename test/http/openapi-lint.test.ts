@@ -124,7 +124,7 @@ describe('the published OpenAPI document', () => {
     const loose = operations().flatMap(({ name, op }) =>
       (op.parameters ?? [])
         .filter((p: Json) => p.in === 'path' && /^(id|imageId|username)$/.test(p.name))
-        .filter((p: Json) => !p.schema.pattern && !p.schema.anyOf)
+        .filter((p: Json) => !p.schema.pattern && p.schema.type !== 'integer')
         .map((p: Json) => `${name} {${p.name}}`),
     )
     expect(loose).toEqual([])
@@ -175,5 +175,57 @@ describe('the published OpenAPI document', () => {
     const upload = doc.paths['/api/v1/upload'].post
     expect(upload.requestBody.content['multipart/form-data'].example.visibility).toBe('public')
     expect(upload.responses['201'].content['application/json'].example.success).toBe(true)
+  })
+
+  test('every integer is typed `integer`: no `string | integer` (or numeric string) union is left anywhere', () => {
+    const numericText = (o: Json) => o?.type === 'string' && (o.format === 'integer' || o.format === 'numeric')
+    const unions = [...entries(doc)].filter(
+      ([, value]) => Array.isArray((value as Json)?.anyOf) && (value as Json).anyOf.some(numericText),
+    )
+    expect(unions).toEqual([])
+    const image = doc.components.schemas.Image.properties
+    for (const field of ['width', 'height', 'size', 'views']) expect(image[field].type).toBe('integer')
+    const list = doc.paths['/api/v1/images'].get.responses['200'].content['application/json'].schema.properties
+    for (const field of ['total', 'page', 'limit', 'pages']) expect(list[field].type).toBe('integer')
+    const feed = doc.paths['/api/gallery'].get.responses['200'].content['application/json'].schema.properties
+    for (const field of ['total', 'page', 'totalPages']) expect(feed[field].type).toBe('integer')
+    // Whole-number ids in paths too (the framework's t.Numeric with multipleOf 1).
+    const keyId = doc.paths['/api/keys/{id}'].delete.parameters.find((p: Json) => p.name === 'id')
+    expect(keyId.schema).toMatchObject({ type: 'integer', minimum: 1 })
+  })
+
+  test('page and limit are integers with their bounds, and the server takes them as a query string carries them', async () => {
+    for (const [path, method] of [
+      ['/api/gallery', 'get'],
+      ['/api/search', 'get'],
+      ['/api/v1/images', 'get'],
+      ['/api/admin/users', 'get'],
+    ]) {
+      const params = Object.fromEntries(doc.paths[path][method].parameters.map((p: Json) => [p.name, p.schema]))
+      expect(params.page).toMatchObject({ type: 'integer', minimum: 1 })
+      expect(params.limit).toMatchObject({ type: 'integer', minimum: 1 })
+    }
+    expect(doc.paths['/api/gallery'].get.parameters.find((p: Json) => p.name === 'limit').schema.description).toMatch(
+      /at most 40/,
+    )
+    const owner = await userWithKey(t)
+    const form = uploadForm([{ bytes: await makeImage('png') }, { bytes: await makeImage('png') }])
+    expect((await t.fetch('/api/v1/upload', { method: 'POST', headers: owner.keyHeader, body: form })).status).toBe(201)
+    const page = await t.json('/api/v1/images?page=2&limit=1', { headers: owner.keyHeader })
+    expect(page.body).toMatchObject({ page: 2, limit: 1, total: 2, pages: 2 })
+    expect((await t.json('/api/gallery?limit=100')).body.images).toBeDefined()
+    for (const query of ['page=abc', 'page=1.5', 'page=0', 'page=2e1', 'limit=0', 'limit=0x10', 'asOf=x', 'asOf=-1']) {
+      const res = await t.json(`/api/gallery?${query}`)
+      expect(res.status).toBe(400)
+      expect(res.body.error).toContain(query.split('=')[0])
+    }
+  })
+
+  test('the UI lists the uploads first (the Images tag and its upload operations), not the auth endpoints', () => {
+    expect(doc.tags[0].name).toBe('Images')
+    const first = Object.entries(doc.paths as Record<string, Json>).find(([, item]) =>
+      Object.values(item).some((op: Json) => op?.tags?.includes('Images')),
+    )
+    expect(first?.[0]).toBe('/api/v1/upload')
   })
 })

@@ -7,7 +7,7 @@ export type CheveretoFormat = (typeof CHEVERETO_FORMATS)[number]
 const fieldDescriptions = {
   key: {
     type: 'string',
-    description: 'API key (or send it as ?key= or the X-API-Key header); before `source` in a multipart body',
+    description: 'API key (or send it as ?key= or the X-API-Key header); anywhere in the form',
   },
   action: { type: 'string', description: 'Accepted and ignored (always upload)' },
   format: { type: 'string', enum: [...CHEVERETO_FORMATS], default: 'json' },
@@ -50,6 +50,17 @@ export const CheveretoQuery = t.Object({
   key: t.Optional(t.String({ description: 'API key' })),
   format: t.Optional(t.String({ description: 'json (default), txt or redirect' })),
   action: t.Optional(t.String({ description: 'Accepted and ignored' })),
+})
+
+/** The GET form: every field in the query, the image as a link in `source`. */
+export const CheveretoGetQuery = t.Object({
+  ...CheveretoQuery.properties,
+  source: t.Optional(
+    t.String({ description: 'The image: an http(s) link (fetched like a url of /api/v1/upload), or short base64' }),
+  ),
+  album_id: t.Optional(t.String({ description: fieldDescriptions.album_id.description })),
+  nsfw: t.Optional(t.String({ description: fieldDescriptions.nsfw.description })),
+  expiration: t.Optional(t.String({ description: fieldDescriptions.expiration.description })),
 })
 
 const Link = t.String({ format: 'uri' })

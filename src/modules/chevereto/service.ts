@@ -3,11 +3,13 @@ import { createWriteStream } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { STATUS_CODES } from 'node:http'
 import type { Image } from '../../db/schema'
-import { badRequest } from '../../errors'
+import { badRequest, RateLimited } from '../../errors'
+import { ipKey } from '../../http/client-ip'
 import type { HttpError } from '../../http/errors'
 import {
   discardFiles,
   fileTooLarge,
+  type LimitsFor,
   type MultipartLimits,
   type ReceivedFile,
   type ReceivedUpload,
@@ -107,6 +109,52 @@ async function decodeBase64(
     out.destroy()
     await rm(path, { force: true })
     throw error
+  }
+}
+
+/**
+ * The limits a multipart body's file is received under: the caller's when the key is known by then (upfront, or a `key`
+ * field before the file), else `strictest`, what every key may send. PHP reads the whole form, so Chevereto's clients
+ * send its fields in any order; the door asks for the caller's own limits (and checks the key) once the form is read.
+ */
+export const keyAnywhere =
+  (limitsFor: LimitsFor, keyKnown: boolean, strictest: MultipartLimits, keyless: () => void): LimitsFor =>
+  async (fields) => {
+    if (keyKnown || fields.key !== undefined) return { ...(await limitsFor(fields)), maxFiles: 1 }
+    keyless()
+    return strictest
+  }
+
+/** How long a sender refused by the cap below should wait: a reception takes seconds. */
+const KEYLESS_RETRY_SECONDS = 2
+
+/**
+ * The files being received before their key is read: no admission holds them yet (the key names the account), so at
+ * most `cap` at once from one address (UPLOADS_IN_FLIGHT_PER_IP, the admission's own cap), past which a 429. `take`
+ * answers the release, to call once the key is checked (or the request is over); safe to call twice.
+ */
+export function keylessReceptions(cap: number) {
+  const held = new Map<string, number>()
+  return {
+    take(ip: string): () => void {
+      const key = ipKey(ip)
+      const count = held.get(key) ?? 0
+      if (count >= cap) {
+        throw new RateLimited(
+          `Too many uploads at once: at most ${cap} from one address before their key is read; send the key first`,
+          { limit: cap, remaining: 0, resetSeconds: KEYLESS_RETRY_SECONDS },
+        )
+      }
+      held.set(key, count + 1)
+      let released = false
+      return () => {
+        if (released) return
+        released = true
+        const left = (held.get(key) ?? 1) - 1
+        if (left > 0) held.set(key, left)
+        else held.delete(key)
+      }
+    },
   }
 }
 

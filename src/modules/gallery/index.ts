@@ -1,11 +1,16 @@
 import { Elysia } from 'elysia'
 import { errors } from '../../http/errors'
 import { parsePage } from '../../http/pagination'
-import { FeedQuery, FeedResponse, ProfileResponse, SearchQuery, SearchResponse, UsernameParams } from './model'
+import {
+  FEED_PAGE,
+  FeedQuery,
+  FeedResponse,
+  ProfileResponse,
+  SearchQuery,
+  SearchResponse,
+  UsernameParams,
+} from './model'
 import type { GalleryService } from './service'
-
-/** Page size of the public feeds: default 20, larger values clamped to 40. */
-const FEED_PAGE = { limit: 20, maxLimit: 40 }
 
 /** Public feeds: gallery, search and user profiles. No credentials. */
 export function galleryModule(gallery: GalleryService) {

@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { AsOf, AsOfQuery, Timestamp } from '../../http/schemas'
+import { AsOf, AsOfQuery, pageQuery, Timestamp } from '../../http/schemas'
 import { ImageId } from '../images/model'
 
 /** A profile page's path, `/u/<username>` (relative: pages link within the site). */
@@ -48,11 +48,11 @@ export const SearchResponse = t.Object({
   capped: t.Boolean({ description: `More than ${SEARCH_SCOPE} documents matched: total and the pages stop there` }),
 })
 
-export const FeedQuery = t.Object({
-  page: t.Optional(t.String({ description: 'Page number, default 1' })),
-  limit: t.Optional(t.String({ description: 'Images per page, default 20, at most 40 (larger values are clamped)' })),
-  asOf: AsOfQuery,
-})
+/** Page size of the public feeds: default 20, larger values clamped to 40. */
+export const FEED_PAGE = { limit: 20, maxLimit: 40 }
+const feedPage = pageQuery(FEED_PAGE, 'Images')
+
+export const FeedQuery = t.Object({ ...feedPage, asOf: AsOfQuery })
 
 export const SearchQuery = t.Object({
   q: t.Optional(
@@ -61,8 +61,7 @@ export const SearchQuery = t.Object({
         'Words to find (split at every character that is not a letter or digit); each must prefix a word of the filename or of one public album title',
     }),
   ),
-  page: t.Optional(t.String({ description: 'Page number, default 1' })),
-  limit: t.Optional(t.String({ description: 'Images per page, default 20, at most 40 (larger values are clamped)' })),
+  ...feedPage,
   asOf: AsOfQuery,
 })
 

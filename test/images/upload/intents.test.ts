@@ -22,24 +22,32 @@ const upload = (base: string, key: string, bytes: Bytes) =>
 const intentRows = async (env: Record<string, string>) =>
   Number((await queryEnv<{ n: unknown }>(env, 'SELECT count(*) AS n FROM upload_intents'))[0]?.n)
 
+/**
+ * A server on `env` that takes `count` uploads, each stopped at the fault point (its original and thumbnail stored, no
+ * row written), then is killed with kill -9: returns the uploads' answers (none) and the account's key.
+ */
+async function crashMidUploads(env: Record<string, string>, count: number) {
+  const first = await spawnServer({ ...env, IMGHOST_FAULT_POINT: 'upload-stored' })
+  const key = await apiKey(first)
+  const images = await Promise.all(Array.from({ length: count }, (_, i) => makeImage('png', 40 + i, 30 + i)))
+  const answers = images.map((bytes) => upload(first.base, key, bytes).catch(() => null))
+  const stopped = () =>
+    first
+      .output()
+      .split('\n')
+      .filter((line) => line.includes('fault point reached')).length
+  expect(await eventually(60_000, () => stopped() === count)).toBe(true)
+  first.proc.kill('SIGKILL')
+  await within(20_000, 'the killed process', first.proc.exited)
+  return { answers: await Promise.all(answers), key, images }
+}
+
 test(
   'kill -9 between the files and the row: cli check finds them, a restart removes them, cli check exits 0',
   async () => {
     const env = await serverEnv()
-    const first = await spawnServer({ ...env, IMGHOST_FAULT_POINT: 'upload-stored' })
-    const key = await apiKey(first)
-    const images = await Promise.all(Array.from({ length: UPLOADS }, (_, i) => makeImage('png', 40 + i, 30 + i)))
-    // Each upload stops at the fault point, its original and thumbnail stored and no row written; none is answered.
-    const answers = images.map((bytes) => upload(first.base, key, bytes).catch(() => null))
-    const stopped = () =>
-      first
-        .output()
-        .split('\n')
-        .filter((line) => line.includes('fault point reached')).length
-    expect(await eventually(60_000, () => stopped() === UPLOADS)).toBe(true)
-    first.proc.kill('SIGKILL')
-    await within(20_000, 'the killed process', first.proc.exited)
-    expect(await Promise.all(answers)).toEqual(images.map(() => null))
+    const { answers, key, images } = await crashMidUploads(env, UPLOADS)
+    expect(answers).toEqual(images.map(() => null))
 
     // What the crash left, as the operator's check sees it: two files per upload, no row.
     const left = await runCli(['check'], env)
@@ -75,12 +83,7 @@ test(
   async () => {
     const env = await serverEnv()
     // A crash of the server's own, so that its restart says when its sweep has run.
-    const first = await spawnServer({ ...env, IMGHOST_FAULT_POINT: 'upload-stored' })
-    const key = await apiKey(first)
-    void upload(first.base, key, await makeImage('png', 40, 30)).catch(() => null)
-    expect(await eventually(60_000, () => first.output().includes('fault point reached'))).toBe(true)
-    first.proc.kill('SIGKILL')
-    await within(20_000, 'the killed process', first.proc.exited)
+    await crashMidUploads(env, 1)
 
     // `cli import` beside the server's data directory, stopped with one image's files stored and no row.
     expect((await runCli(['create-user', 'importer', 'importer@example.com', 'correct horse battery'], env)).code).toBe(
