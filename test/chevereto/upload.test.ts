@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { connect } from 'node:net'
 import { type Bytes, makeImage, makeNoisePng } from '../fixtures'
 import { eventually, jsonBody, startTestServer, type TestServer, userWithKey } from '../helpers'
 import { filler } from '../security/support'
@@ -379,33 +380,36 @@ describe('POST /api/1/upload: files before their key, at most UPLOADS_IN_FLIGHT_
   })
   afterAll(() => capped.stop())
 
-  const keyLast = () =>
+  const keyLast = (key = bob.apiKey) =>
     capped.fetch('/api/1/upload', {
       method: 'POST',
       body: form([
         ['source', fileBlob(png)],
-        ['key', bob.apiKey],
+        ['key', key],
       ]),
     })
+  // A keyless reception that stores nothing: 401 once received while the address's slot is free, 429 while it is held.
+  // (A real upload as the probe would spend bob's hourly window while the stalled body takes its slot.)
+  const probe = () => keyLast('not-a-key')
 
   test('a second keyless reception waits (429 in Chevereto shape); a keyed one is not held by it; the slot comes back', async () => {
     // A body whose file part begins and then stalls: its key never comes, so it holds the address's one slot.
     const boundary = 'stalledBoundary'
     const prefix = `--${boundary}\r\nContent-Disposition: form-data; name="source"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n`
-    const stalled = filler({ prefix, total: 64 * 1024, stall: true })
-    const abort = new AbortController()
-    const first = capped
-      .fetch('/api/1/upload', {
-        method: 'POST',
-        body: stalled.stream as never,
-        headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
-        signal: abort.signal,
-      })
-      .catch(() => null)
+    // Over a socket of our own: the head and the file part's first bytes are on the wire at once, then nothing more
+    // (a client's streamed body may be held back by its own buffering, which left the slot free in some runs).
+    const socket = connect({ host: '127.0.0.1', port: Number(new URL(capped.url).port) })
+    await new Promise((resolve) => socket.once('connect', resolve))
+    socket.on('error', () => {})
+    socket.write(
+      `POST /api/1/upload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: multipart/form-data; boundary=${boundary}\r\n` +
+        `Content-Length: ${1024 * 1024}\r\n\r\n${prefix}`,
+    )
+    socket.write(Buffer.alloc(64 * 1024, 0x61))
     let refused: Response | undefined
     await eventually(
       async () => {
-        const res = await keyLast()
+        const res = await probe()
         if (res.status === 429) refused = res
         return refused !== undefined
       },
@@ -423,9 +427,9 @@ describe('POST /api/1/upload: files before their key, at most UPLOADS_IN_FLIGHT_
       body: form([['source', fileBlob(png)]]),
     })
     expect(keyed.status).toBe(200)
-    abort.abort()
-    await first
-    await eventually(async () => (await keyLast()).status === 200, undefined, 'the slot released by the cut-off body')
+    socket.destroy()
+    await eventually(async () => (await probe()).status === 401, undefined, 'the slot released by the cut-off body')
+    expect((await keyLast()).status).toBe(200)
   })
 })
 
