@@ -55,6 +55,10 @@ function accountTables(k: Kit) {
       emailVerified: k.flag('email_verified').notNull().default(false),
       privateAccount: k.flag('private_account').notNull().default(false),
       banned: k.flag('banned').notNull().default(false),
+      /** An admin's override of the tier's storage limit, bytes; null: the tier's (src/modules/images/limits.ts). */
+      storageLimit: k.big('storage_limit'),
+      /** An admin's override of the tier's uploads per hour; null: the tier's. */
+      uploadsPerHour: k.int('uploads_per_hour'),
       createdAt: createdAt(k),
     },
     (t) => [

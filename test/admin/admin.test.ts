@@ -22,6 +22,9 @@ import {
 import { noModel } from '../moderation/fake-classifier'
 
 const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
+const NO_OVERRIDES = { storageLimit: null, uploadsPerHour: null }
+/** The limits of an unverified account by default (INTERFACE.md: 500 MB, 100 uploads an hour). */
+const UNVERIFIED_DEFAULTS = { storageLimit: 500 * 1024 * 1024, uploadsPerHour: 100 }
 const BOOT_ADMIN = { username: 'rootadmin', email: 'Root@Example.com', password: 'bootstrap password 1' }
 
 let t: TestServer
@@ -106,6 +109,9 @@ describe('GET /api/admin/users', () => {
           'storageUsed',
           'totalImages',
           'username',
+          'storageLimit',
+          'uploadsPerHour',
+          'effective',
         ].sort(),
       )
       expect(user.createdAt).toMatch(ISO_MS)
@@ -113,9 +119,23 @@ describe('GET /api/admin/users', () => {
       expect(user).not.toHaveProperty('passwordHash')
     }
     const row = res.body.users.find((u: any) => u.id === uploader.user.id)
-    expect(row).toEqual({ ...uploader.user, banned: false, totalImages: 2, storageUsed: a.size + b.size })
+    expect(row).toEqual({
+      ...uploader.user,
+      banned: false,
+      totalImages: 2,
+      storageUsed: a.size + b.size,
+      ...NO_OVERRIDES,
+      effective: UNVERIFIED_DEFAULTS,
+    })
     const adminRow = res.body.users.find((u: any) => u.id === admin.user.id)
-    expect(adminRow).toMatchObject({ role: 'admin', totalImages: 0, storageUsed: 0, banned: false })
+    expect(adminRow).toMatchObject({
+      role: 'admin',
+      totalImages: 0,
+      storageUsed: 0,
+      banned: false,
+      ...NO_OVERRIDES,
+      effective: { storageLimit: null, uploadsPerHour: null },
+    })
   })
 
   test('q filters by username or email, case-insensitively; LIKE wildcards are literal', async () => {
@@ -186,7 +206,18 @@ describe('PATCH /api/admin/users/:id', () => {
     const user = await registerUser(t, uniq('Promote'))
     let res = await patchUser(user.user.id, { role: 'admin' })
     expect(res.status).toBe(200)
-    expect(res.body).toEqual({ success: true, user: { ...user.user, role: 'admin' } })
+    expect(res.body).toEqual({
+      success: true,
+      user: {
+        ...user.user,
+        role: 'admin',
+        banned: false,
+        totalImages: 0,
+        storageUsed: 0,
+        ...NO_OVERRIDES,
+        effective: { storageLimit: null, uploadsPerHour: null },
+      },
+    })
     expect((await listUsers('', user.bearer)).status).toBe(200)
     res = await patchUser(user.user.id, { role: 'user' })
     expect(res.body.user.role).toBe('user')

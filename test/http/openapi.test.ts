@@ -240,7 +240,21 @@ describe('/swagger/json', () => {
     const adminPatch = doc.paths['/api/admin/users/{id}'].patch.requestBody!.content!['application/json'].schema as {
       properties?: Record<string, unknown>
     }
-    expect(Object.keys(adminPatch.properties ?? {}).sort()).toEqual(['banned', 'emailVerified', 'role'])
+    expect(Object.keys(adminPatch.properties ?? {}).sort()).toEqual([
+      'banned',
+      'emailVerified',
+      'role',
+      'storageLimit',
+      'uploadsPerHour',
+    ])
+    // The limit overrides: a whole number from 0, or null (a generated client must not send a string).
+    for (const field of ['storageLimit', 'uploadsPerHour']) {
+      const types = (adminPatch.properties![field] as { anyOf: { type: string; minimum?: number }[] }).anyOf
+      expect({ field, types }).toEqual({
+        field,
+        types: [expect.objectContaining({ type: 'integer', minimum: 0 }), { type: 'null' }],
+      })
+    }
     for (const path of ['/api/v1/upload', '/api/upload']) {
       const content = doc.paths[path]?.post?.requestBody?.content ?? {}
       expect({ path, multipart: !!content['multipart/form-data']?.schema }).toEqual({ path, multipart: true })

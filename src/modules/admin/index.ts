@@ -9,6 +9,7 @@ import { ImageIdParams } from '../images/model'
 import {
   AdminUserCreate,
   AdminUserPatch,
+  AdminUserResponse,
   AdminUsersQuery,
   AdminUsersResponse,
   InviteBody,
@@ -53,16 +54,17 @@ export function adminModule(admin: AdminService, guard: ReturnType<typeof authGu
       '/users/:id',
       async ({ params, body }) => ({
         success: true as const,
-        user: publicUser(await admin.updateUser(params.id, body)),
+        user: await admin.describeUser(await admin.updateUser(params.id, body)),
       }),
       {
         admin: true,
         params: UserIdParams,
         body: AdminUserPatch,
-        response: { 200: UserResponse, ...errors(400, 401, 403, 404) },
+        response: { 200: AdminUserResponse, ...errors(400, 401, 403, 404) },
         detail: {
           tags: ['Admin'],
-          summary: 'Change role, ban or verified flag; a ban ends every session of the account',
+          summary:
+            'Change role, ban, verified flag or limit overrides (storageLimit, uploadsPerHour; null: the tier default); a ban ends every session of the account',
         },
       },
     )

@@ -1,16 +1,25 @@
 import { type Db, run } from '../../db/client'
-import type { Invite } from '../../db/schema'
+import type { Invite, User } from '../../db/schema'
 import { notFound } from '../../errors'
 import { randomAlphanumeric } from '../../lib/crypto'
 import { iso } from '../../lib/time'
 import { allInvites, deleteInvite, findUserById, insertInvite, updateUser, usersPage } from '../auth/repository'
 import { type AuthService, publicUser } from '../auth/service'
-import { liveTotalsOf } from '../images/counts'
+import { liveTotalsOf, ownerTotals } from '../images/counts'
 import type { ImageService } from '../images/service'
 
 const INVITE_CODE_LENGTH = 24
 
 export type AdminService = ReturnType<typeof createAdminService>
+
+/** What an admin may change on an account; a limit override of null goes back to the tier's. */
+export interface UserChanges {
+  role?: 'user' | 'admin'
+  banned?: boolean
+  emailVerified?: boolean
+  storageLimit?: number | null
+  uploadsPerHour?: number | null
+}
 
 export function createAdminService({
   db,
@@ -37,6 +46,17 @@ export function createAdminService({
     createdAt: iso(invite.createdAt),
   })
 
+  /** An account with its totals, its limit overrides (null: none) and the limits in force. */
+  const adminUser = (user: User, totals: { totalImages: number; storageUsed: number }) => ({
+    ...publicUser(user),
+    banned: user.banned,
+    totalImages: totals.totalImages,
+    storageUsed: totals.storageUsed,
+    storageLimit: user.storageLimit,
+    uploadsPerHour: user.uploadsPerHour,
+    effective: imageService.limitsOf(user),
+  })
+
   return {
     async listUsers(opts: { page: number; limit: number; q?: string }) {
       const now = imageService.now()
@@ -46,15 +66,7 @@ export function createAdminService({
         { q: opts.q, limit: opts.limit, offset: (opts.page - 1) * opts.limit },
         (userId) => liveTotalsOf(userId, now),
       )
-      return {
-        users: rows.map((r) => ({
-          ...publicUser(r.user),
-          banned: r.user.banned,
-          totalImages: r.totalImages,
-          storageUsed: r.storageUsed,
-        })),
-        total,
-      }
+      return { users: rows.map((r) => adminUser(r.user, r)), total }
     },
 
     /** Removes any image, its files included. */
@@ -64,12 +76,21 @@ export function createAdminService({
       await imageService.remove(image)
     },
 
-    /** A ban also ends every session of the account: lifting it later does not bring them back. */
-    async updateUser(id: number, changes: { role?: 'user' | 'admin'; banned?: boolean; emailVerified?: boolean }) {
+    /**
+     * A ban also ends every session of the account: lifting it later does not bring them back. Limit overrides
+     * (null: back to the tier's) apply from the next request on, on every instance: nothing caches an account.
+     */
+    async updateUser(id: number, changes: UserChanges) {
       const updated = await run(Object.keys(changes).length ? updateUser(db, id, changes) : findUserById(db, id))
       if (!updated) throw notFound('User not found')
       if (changes.banned) await auth.endAllSessions(id)
       return updated
+    },
+
+    /** The account as the admin list shows it, with its live totals (the PATCH's answer). */
+    async describeUser(user: User) {
+      const totals = await run(ownerTotals(db, user.id, imageService.now()))
+      return adminUser(user, { totalImages: totals.images, storageUsed: totals.bytes })
     },
 
     /** An account made by an admin: whatever REGISTRATION says, and with its email already verified. */

@@ -25,15 +25,43 @@ export interface UploadPolicy {
   window: WindowRule
 }
 
+/** An account's storage limit (bytes) and uploads per hour; null: unlimited. */
+export interface AccountLimits {
+  storageLimit: number | null
+  uploadsPerHour: number | null
+}
+
+/**
+ * The account's limits: an admin's override on the account (PATCH /api/admin/users/:id) where it has one, else its
+ * tier's (admin: unlimited; verified or unverified email). An override binds admins' accounts too: an operator who set
+ * one meant it. Read from the account's row on every request, so a change applies to the next upload.
+ */
+export function accountLimits(config: Config, user: User): AccountLimits {
+  const { limits } = config
+  const admin = user.role === 'admin'
+  const tierStorage = admin ? null : user.emailVerified ? limits.storage.verified : limits.storage.unverified
+  return {
+    storageLimit: user.storageLimit ?? tierStorage,
+    uploadsPerHour: user.uploadsPerHour ?? (admin ? null : limits.uploadsPerHour),
+  }
+}
+
 export function accountPolicy(config: Config, user: User): UploadPolicy {
   const admin = user.role === 'admin'
   const { limits } = config
+  const { storageLimit, uploadsPerHour } = accountLimits(config, user)
   return {
     owner: user,
     maxFiles: admin ? limits.admin.maxFiles : limits.user.maxFiles,
     maxFileSize: admin ? null : limits.user.maxFileSize,
-    storageLimit: admin ? null : user.emailVerified ? limits.storage.verified : limits.storage.unverified,
-    window: { key: `user:${user.id}`, limit: limits.uploadsPerHour, durationMs: HOUR_MS, enforce: !admin },
+    storageLimit,
+    // An unlimited window is still counted against the configured figure, so /api/v1/me can report usage.
+    window: {
+      key: `user:${user.id}`,
+      limit: uploadsPerHour ?? limits.uploadsPerHour,
+      durationMs: HOUR_MS,
+      enforce: uploadsPerHour !== null,
+    },
   }
 }
 

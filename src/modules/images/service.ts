@@ -7,6 +7,7 @@ import type { ListPage } from '../../http/pagination'
 import { safeEqual, sha256Hex } from '../../lib/crypto'
 import type { Storage } from '../../storage'
 import { type ImageEvents, noImageEvents } from './events'
+import { accountLimits } from './limits'
 import { deletePageUrl, imageLinks, type LinkBase } from './links'
 import { type ListReads, listReads } from './list-reads'
 import { createLiveImageCache, type LiveImage } from './live-cache'
@@ -158,6 +159,8 @@ export function createImageService(deps: {
     ) => listOwned({ reads, base, now, pendingViews: viewCounts.pending }, user, page, filter, order),
 
     usage: (user: User) => usageOf({ db, config, now }, user),
+    /** The account's storage limit and uploads per hour in force: its override or its tier's. */
+    limitsOf: (user: User) => accountLimits(config, user),
 
     countView: viewCounts.countView,
     flushViews: viewCounts.flushViews,
