@@ -142,7 +142,7 @@ function centralRecord(entry: Written, limit: number) {
   if (wide.length) {
     extra.writeUInt16LE(0x0001, 0)
     extra.writeUInt16LE(8 * wide.length, 2)
-    wide.forEach((value, i) => extra.writeBigUInt64LE(BigInt(value), 4 + 8 * i))
+    for (const [i, value] of wide.entries()) extra.writeBigUInt64LE(BigInt(value), 4 + 8 * i)
   }
   const record = Buffer.alloc(46)
   record.writeUInt32LE(0x02014b50, 0)

@@ -108,4 +108,3 @@ describe('zip writer', () => {
     expect(readdirSync(spool)).toEqual([])
   })
 })
-

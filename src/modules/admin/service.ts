@@ -1,8 +1,9 @@
 import { type Db, run } from '../../db/client'
-import type { Invite } from '../../db/schema'
+import type { Invite, User } from '../../db/schema'
 import { notFound } from '../../errors'
 import { randomAlphanumeric } from '../../lib/crypto'
 import { iso } from '../../lib/time'
+import type { AccountLeave } from '../auth/leave'
 import { allInvites, deleteInvite, findUserById, insertInvite, updateUser, usersPage } from '../auth/repository'
 import { type AuthService, publicUser } from '../auth/service'
 import { liveTotalsOf } from '../images/counts'
@@ -16,12 +17,15 @@ export function createAdminService({
   db,
   images: imageService,
   auth,
+  leave,
   publicUrl,
   now = Date.now,
 }: {
   db: Db
   images: ImageService
   auth: AuthService
+  /** Deleting accounts (the one use case, shared with DELETE /api/account). */
+  leave: AccountLeave
   publicUrl: string
   /** The invites' clock (tests step it). */
   now?: () => number
@@ -71,6 +75,9 @@ export function createAdminService({
       if (changes.banned) await auth.endAllSessions(id)
       return updated
     },
+
+    /** Deletes another account with everything it made (as its holder's own deletion does). */
+    deleteUser: (admin: User, userId: number) => leave.removeByAdmin(admin, userId),
 
     /** An account made by an admin: whatever REGISTRATION says, and with its email already verified. */
     createUser(input: { username: string; email: string; password: string; role?: 'user' | 'admin' }) {
