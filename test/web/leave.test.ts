@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import AxeBuilder from '@axe-core/playwright'
 import type { Browser, Page } from 'playwright-core'
 import { launchBrowser } from '../browser'
-import { makeImage, uploadForm } from '../fixtures'
 import { type TestServer, userWithKey } from '../helpers'
+import { uploadImage } from '../pages/support'
 import { expectClean, openPage, startWebServer } from './support'
 
 const TIMEOUT = 60_000
@@ -38,13 +38,7 @@ describe('leaving from the dashboard', () => {
     'download my data, then delete my account through the dialog: its image link answers 404',
     async () => {
       const account = await userWithKey(t)
-      const upload = await t.json('/api/v1/upload', {
-        method: 'POST',
-        headers: account.keyHeader,
-        body: uploadForm([{ bytes: await makeImage('png', 30, 20), name: 'leaf.png' }]),
-      })
-      expect(upload.status).toBe(201)
-      const image = upload.body as { id: string; url: string }
+      const image = await uploadImage(t, account.keyHeader, {}, { name: 'leaf.png' })
       const p = await openPage(browser, t, '/dashboard#settings', { token: account.token })
       try {
         const { page } = p
