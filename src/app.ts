@@ -191,7 +191,7 @@ export function createApp(deps: AppDeps) {
   })
   const leave = {
     exportData: accountExport({ db, storage, images, spoolDir: config.paths.tmpDir }),
-    leave: createAccountLeave({ db, images, auth, totp }),
+    leave: createAccountLeave({ db, images, auth, totp, passkeys }),
   }
   const rateLimit = apiRateLimit(deps)
   const services = {

@@ -228,6 +228,13 @@ describe('DELETE /api/account', () => {
     await expectGone(image!)
   })
 
+  test('passkey options for an account without a passkey: 400', async () => {
+    const account = await registerUser(t)
+    const res = await t.json('/api/account/delete/options', { method: 'POST', headers: account.bearer })
+    expect(res.status).toBe(400)
+    expect(res.body.error).toContain('no passkey')
+  })
+
   test('the last admin cannot leave (409, nothing deleted); once another admin exists, it can', async () => {
     const admin = await registerUser(t)
     await makeAdmin(t, admin.user.id)

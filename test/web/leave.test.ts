@@ -6,8 +6,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import AxeBuilder from '@axe-core/playwright'
 import type { Browser, Page } from 'playwright-core'
-import { launchBrowser } from '../browser'
-import { type TestServer, userWithKey } from '../helpers'
+import { addVirtualAuthenticator, launchBrowser } from '../browser'
+import { jsonBody, type TestServer, userWithKey } from '../helpers'
 import { uploadImage } from '../pages/support'
 import { expectClean, openPage, startWebServer } from './support'
 
@@ -83,6 +83,46 @@ describe('leaving from the dashboard', () => {
         expect((await t.fetch(`/api/v1/image/${image.id}`)).status).toBe(404)
         expect((await t.json('/api/auth/me', { headers: account.bearer })).status).toBe(401)
         // The wrong password's 403, as Chromium logs any refused request.
+        expectClean(p, [/status of 403/])
+      } finally {
+        await p.close()
+      }
+    },
+    TIMEOUT,
+  )
+
+  test(
+    'a passkey confirms instead of the password; an answer to another ceremony is refused (403), nothing deleted',
+    async () => {
+      const account = await userWithKey(t)
+      const image = await uploadImage(t, account.keyHeader, {}, { name: 'key.png' })
+      const p = await openPage(browser, t, '/dashboard#settings', { token: account.token })
+      try {
+        const { page } = p
+        await addVirtualAuthenticator(p.context, page)
+        const post = (path: string, body: unknown = {}) =>
+          t.json(path, { method: 'POST', ...jsonBody(body, account.bearer) })
+        // A passkey, made by the browser through the site's own passkeys.js.
+        const options = await post('/api/auth/passkeys/register/options')
+        const made = await page.evaluate((o) => (window as any).imghost.passkeys.create(o), options.body.options)
+        expect((await post('/api/auth/passkeys/register', { response: made })).status).toBe(201)
+
+        // Signed for a sign-in's challenge, not the deletion's: refused, as a wrong password is.
+        const login = await post('/api/auth/passkeys/login/options')
+        const signed = await page.evaluate((o) => (window as any).imghost.passkeys.get(o), login.body.options)
+        const refused = await t.json('/api/account', {
+          method: 'DELETE',
+          ...jsonBody({ passkey: signed }, account.bearer),
+        })
+        expect(refused.status).toBe(403)
+        expect((await fetch(image.url)).status).toBe(200)
+
+        await page.waitForSelector('#panel-settings:not([hidden])')
+        await page.click('#delete-account')
+        await page.waitForSelector('#delete-passkey:not([hidden])')
+        await Promise.all([page.waitForURL(`${t.url}/`), page.click('#delete-passkey')])
+        expect((await fetch(image.url)).status).toBe(404)
+        expect((await t.json('/api/auth/me', { headers: account.bearer })).status).toBe(401)
         expectClean(p, [/status of 403/])
       } finally {
         await p.close()

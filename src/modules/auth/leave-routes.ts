@@ -3,7 +3,8 @@ import type { authGuard } from '../../http/auth'
 import { errors } from '../../http/errors'
 import type { AccountExport } from './export'
 import type { AccountLeave } from './leave'
-import { DeleteAccountBody, Success } from './model'
+import { DeleteAccountBody, PasskeyAuthenticationOptionsResponse, Success } from './model'
+import { asAuthentication } from './passkey-routes'
 
 /** Leaving: the account's data as a zip, and the account's deletion. */
 export function leaveRoutes(
@@ -42,10 +43,24 @@ export function leaveRoutes(
         },
       },
     )
+    .post(
+      '/api/account/delete/options',
+      async ({ user }) => ({ success: true as const, options: await leave.leave.passkeyOptions(user) }),
+      {
+        session: true,
+        response: { 200: PasskeyAuthenticationOptionsResponse, ...errors(400, 401, 403) },
+        detail: {
+          tags: ['Auth'],
+          summary:
+            'Confirm your account’s deletion with a passkey instead of the password: options for navigator.credentials.get() (your passkeys only); 400 without one',
+        },
+      },
+    )
     .delete(
       '/api/account',
       async ({ user, body }) => {
-        await leave.leave.leave(user, body ?? {})
+        const { passkey, ...proof } = body ?? {}
+        await leave.leave.leave(user, passkey === undefined ? proof : { ...proof, passkey: asAuthentication(passkey) })
         return { success: true as const }
       },
       {
@@ -55,7 +70,7 @@ export function leaveRoutes(
         detail: {
           tags: ['Auth'],
           summary:
-            'Delete your account with everything it made (images and their files, albums, embed profiles, keys, sessions, webhooks), confirmed by your password or a two-factor code; wrong: 403, nothing deleted; the last admin: 409',
+            'Delete your account with everything it made (images and their files, albums, embed profiles, keys, sessions, webhooks), confirmed by your password, a two-factor code or a passkey; wrong: 403, nothing deleted; the last admin: 409',
         },
       },
     )

@@ -1,8 +1,10 @@
+import type { AuthenticationResponseJSON } from '@simplewebauthn/server'
 import { type Db, run, transaction } from '../../db/client'
 import type { User } from '../../db/schema'
-import { badRequest, conflict, forbidden, notFound } from '../../errors'
+import { badRequest, conflict, forbidden, notFound, Unauthorized } from '../../errors'
 import { ownedImagesAfter } from '../images/repository'
 import type { ImageService } from '../images/service'
+import type { PasskeyService } from './passkeys'
 import { deleteSessionsAndKeys, deleteUserRow, findUserById, otherAdmin } from './repository'
 import type { AuthService } from './service'
 import type { TotpService } from './totp'
@@ -24,6 +26,7 @@ export function createAccountLeave(deps: {
   images: Pick<ImageService, 'removeMany'>
   auth: Pick<AuthService, 'confirmPassword'>
   totp: Pick<TotpService, 'confirm'>
+  passkeys: Pick<PasskeyService, 'secondFactorOptions' | 'verifySecondFactor'>
 }) {
   const { db } = deps
 
@@ -55,18 +58,34 @@ export function createAccountLeave(deps: {
 
   return {
     /**
-     * The holder's own deletion, confirmed by its password or, for an account that signs in otherwise, a current
-     * two-factor code (or a recovery code). A wrong one is 403 and deletes nothing.
+     * Options for navigator.credentials.get() limited to the account's passkeys, whose answer confirms its deletion
+     * in place of the password (the challenge is the second factor's: one use, this account, 5 minutes).
      */
-    async leave(user: User, proof: { password?: string; code?: string }) {
+    async passkeyOptions(user: User) {
+      const options = await deps.passkeys.secondFactorOptions(user)
+      if (!options) throw badRequest('This account has no passkey: confirm with your password')
+      return options
+    },
+
+    /**
+     * The holder's own deletion, confirmed by its password or, for an account that signs in otherwise, a current
+     * two-factor code (or a recovery code) or a passkey's answer to passkeyOptions. A wrong one is 403 and deletes
+     * nothing.
+     */
+    async leave(user: User, proof: { password?: string; code?: string; passkey?: AuthenticationResponseJSON }) {
       await refuseLastAdmin(user)
       if (proof.password !== undefined) {
         await deps.auth.confirmPassword(user, proof.password, () => forbidden('The password is wrong'))
       } else if (proof.code !== undefined) {
         if (!(await deps.totp.confirm(user, proof.code)))
           throw forbidden('The two-factor code is wrong or was already used')
+      } else if (proof.passkey !== undefined) {
+        // A refused passkey is no sign the session ended (its 401 would sign the page out): 403, as a wrong password.
+        await deps.passkeys.verifySecondFactor(user, proof.passkey).catch((error) => {
+          throw error instanceof Unauthorized ? forbidden(error.message) : error
+        })
       } else {
-        throw badRequest('password (or code, a two-factor code) is required to delete the account')
+        throw badRequest('password (or code, a two-factor code, or passkey) is required to delete the account')
       }
       await remove(user)
     },

@@ -217,4 +217,9 @@ export const DeleteAccountBody = t.Object({
   code: t.Optional(
     code('Instead of the password: a current two-factor code or a recovery code (accounts with two-factor on)'),
   ),
+  passkey: t.Optional({
+    ...PasskeyLoginBody.properties.response,
+    description:
+      'Instead of the password: the answer of navigator.credentials.get() to the options of POST /api/account/delete/options (AuthenticationResponseJSON)',
+  }),
 })

@@ -279,9 +279,9 @@ export const settingsPanel = html`<section class="panel" id="panel-settings" dat
 <input id="delete-password" name="password" type="password" autocomplete="current-password" maxlength="${PASSWORD_LENGTH.max}">
 <label for="delete-code">Or a two-factor code</label>
 <input id="delete-code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" maxlength="${CODE_MAX}" aria-describedby="delete-code-hint">
-<p class="muted small" id="delete-code-hint">Signed in through single sign-on and never set a password? With two-factor on, a current code (or a recovery code) confirms instead.</p>
+<p class="muted small" id="delete-code-hint">Signed in through single sign-on and never set a password? With two-factor on, a current code (or a recovery code) confirms instead, or one of your passkeys.</p>
 <p class="error" data-form-error role="alert" hidden></p>
-<div class="actions"><button type="submit" class="danger">Delete my account</button><button type="button" class="secondary" id="delete-cancel">Cancel</button></div>
+<div class="actions"><button type="submit" class="danger">Delete my account</button><button type="button" class="danger" id="delete-passkey" hidden>Delete with a passkey</button><button type="button" class="secondary" id="delete-cancel">Cancel</button></div>
 </form>
 </dialog>
 </section>`

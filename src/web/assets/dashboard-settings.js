@@ -58,13 +58,27 @@
 
   const dialog = $('delete-dialog')
   const form = $('delete-form')
+  // passkeys.js loads after this script: looked up when used.
+  const passkeys = () => window.imghost.passkeys
   $('delete-account').addEventListener('click', () => {
     form.reset()
     formError(form, '')
+    $('delete-passkey').hidden = !passkeys()?.supported()
     dialog.showModal()
     $('delete-password').focus()
   })
   $('delete-cancel').addEventListener('click', () => dialog.close())
+
+  /** Sends the deletion with its confirmation; on success the account is gone, and with it this browser's session. */
+  async function deleteWith(proof, focusOnError) {
+    const res = await call('/api/account', { method: 'DELETE', body: proof })
+    if (!res.ok) {
+      formError(form, res.data.error)
+      return $(focusOnError).focus()
+    }
+    window.imghost.setToken(null)
+    location.replace('/')
+  }
   form.addEventListener('submit', async (event) => {
     event.preventDefault()
     const password = $('delete-password').value
@@ -73,14 +87,19 @@
       formError(form, 'Enter your password (or a two-factor code) to confirm.')
       return $('delete-password').focus()
     }
-    const res = await call('/api/account', { method: 'DELETE', body: password ? { password } : { code } })
-    if (!res.ok) {
-      formError(form, res.data.error)
-      return $(password ? 'delete-password' : 'delete-code').focus()
+    await deleteWith(password ? { password } : { code }, password ? 'delete-password' : 'delete-code')
+  })
+  $('delete-passkey').addEventListener('click', async () => {
+    formError(form, '')
+    const options = await call('/api/account/delete/options', { method: 'POST' })
+    if (!options.ok) return formError(form, options.data.error)
+    let passkey
+    try {
+      passkey = await passkeys().get(options.data.options)
+    } catch (error) {
+      return formError(form, passkeys().failure(error))
     }
-    // The account is gone, and with it this browser's session.
-    window.imghost.setToken(null)
-    location.replace('/')
+    await deleteWith({ passkey }, 'delete-passkey')
   })
 
   d.loaders.settings = renderSettings
