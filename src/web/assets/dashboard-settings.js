@@ -68,6 +68,8 @@
     $('delete-password').focus()
   })
   $('delete-cancel').addEventListener('click', () => dialog.close())
+  // Closed by Cancel or Escape: back to the button that opened it.
+  dialog.addEventListener('close', () => $('delete-account').focus())
 
   /** Sends the deletion with its confirmation; on success the account is gone, and with it this browser's session. */
   async function deleteWith(proof, focusOnError) {
