@@ -45,7 +45,10 @@
       return say('export-status', 'Network error: check your connection and try again.', true)
     }
     if (res.status === 401) return location.replace(`/login?next=${encodeURIComponent('/dashboard#settings')}`)
-    if (!res.ok) return say('export-status', `The download failed (${res.status}).`, true)
+    if (!res.ok) {
+      const error = (await res.json().catch(() => null))?.error
+      return say('export-status', error || `The download failed (${res.status}).`, true)
+    }
     const name = /filename="([^"]+)"/.exec(res.headers.get('content-disposition') || '')?.[1] || 'export.zip'
     const url = URL.createObjectURL(await res.blob())
     const link = el('a', { href: url, download: name, hidden: true })
