@@ -21,6 +21,8 @@ import { createAdminService } from './modules/admin/service'
 import { albumsModule } from './modules/albums'
 import { createAlbumService } from './modules/albums/service'
 import { authModule } from './modules/auth'
+import { accountExport } from './modules/auth/export'
+import { createAccountLeave } from './modules/auth/leave'
 import type { Mailer } from './modules/auth/mailer'
 import { USERNAME_PATTERN } from './modules/auth/model'
 import { createOidcService } from './modules/auth/oidc'
@@ -187,13 +189,17 @@ export function createApp(deps: AppDeps) {
     countViews: config.http.countViews,
     serve: config.storage.driver === 's3' ? config.storage.s3.serve : 'stream',
   })
+  const leave = {
+    exportData: accountExport({ db, storage, images, spoolDir: config.paths.tmpDir }),
+    leave: createAccountLeave({ db, images, auth, totp, passkeys }),
+  }
   const rateLimit = apiRateLimit(deps)
   const services = {
     reports,
     blocks,
     auth,
     passkeys,
-    admin: createAdminService({ db, images, auth, publicUrl: config.site.publicUrl, now }),
+    admin: createAdminService({ db, images, auth, leave: leave.leave, publicUrl: config.site.publicUrl, now }),
     images,
     pipeline,
     gallery,
@@ -244,6 +250,7 @@ export function createApp(deps: AppDeps) {
         oidc,
         oidcOnly: config.auth.oidc?.only ?? false,
         secureCookie: config.site.publicUrl.startsWith('https:'),
+        leave,
       }),
     )
     .use(passkeysModule(passkeys, auth, guard))

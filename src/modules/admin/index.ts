@@ -68,6 +68,23 @@ export function adminModule(admin: AdminService, guard: ReturnType<typeof authGu
         },
       },
     )
+    .delete(
+      '/users/:id',
+      async ({ user, params }) => {
+        await admin.deleteUser(user, params.id)
+        return { success: true as const }
+      },
+      {
+        admin: true,
+        params: UserIdParams,
+        response: { 200: Success, ...errors(400, 401, 403, 404, 409) },
+        detail: {
+          tags: ['Admin'],
+          summary:
+            'Delete an account with everything it made (images and their files, albums, embed profiles, keys, sessions, webhooks); its tokens and keys answer 401 at once. Your own account: 409 (use DELETE /api/account)',
+        },
+      },
+    )
     .post(
       '/users',
       async ({ body, set }) => {

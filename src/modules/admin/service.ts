@@ -3,6 +3,7 @@ import type { Invite, User } from '../../db/schema'
 import { notFound } from '../../errors'
 import { randomAlphanumeric } from '../../lib/crypto'
 import { iso } from '../../lib/time'
+import type { AccountLeave } from '../auth/leave'
 import { allInvites, deleteInvite, findUserById, insertInvite, updateUser, usersPage } from '../auth/repository'
 import { type AuthService, publicUser } from '../auth/service'
 import { liveTotalsOf, ownerTotals } from '../images/counts'
@@ -25,12 +26,15 @@ export function createAdminService({
   db,
   images: imageService,
   auth,
+  leave,
   publicUrl,
   now = Date.now,
 }: {
   db: Db
   images: ImageService
   auth: AuthService
+  /** Deleting accounts (the one use case, shared with DELETE /api/account). */
+  leave: AccountLeave
   publicUrl: string
   /** The invites' clock (tests step it). */
   now?: () => number
@@ -92,6 +96,9 @@ export function createAdminService({
       const totals = await run(ownerTotals(db, user.id, imageService.now()))
       return adminUser(user, { totalImages: totals.images, storageUsed: totals.bytes })
     },
+
+    /** Deletes another account with everything it made (as its holder's own deletion does). */
+    deleteUser: (admin: User, userId: number) => leave.removeByAdmin(admin, userId),
 
     /** An account made by an admin: whatever REGISTRATION says, and with its email already verified. */
     createUser(input: { username: string; email: string; password: string; role?: 'user' | 'admin' }) {

@@ -1,7 +1,10 @@
 import { Elysia } from 'elysia'
 import type { authGuard } from '../../http/auth'
 import { accountRoutes } from './account-routes'
+import type { AccountExport } from './export'
 import { keyRoutes } from './key-routes'
+import type { AccountLeave } from './leave'
+import { leaveRoutes } from './leave-routes'
 import type { OidcService } from './oidc'
 import { oidcRoutes } from './oidc-routes'
 import { resetRoutes } from './reset-routes'
@@ -14,7 +17,14 @@ import { totpRoutes } from './totp-routes'
 export function authModule(
   auth: AuthService,
   guard: ReturnType<typeof authGuard>,
-  opts: { totp: TotpService; oidc: OidcService | null; oidcOnly: boolean; secureCookie: boolean },
+  opts: {
+    totp: TotpService
+    oidc: OidcService | null
+    oidcOnly: boolean
+    secureCookie: boolean
+    /** The account's export and deletion. */
+    leave: { exportData: AccountExport; leave: AccountLeave }
+  },
 ) {
   const app = new Elysia({ name: 'module-auth' })
     .use(guard)
@@ -23,5 +33,6 @@ export function authModule(
     .use(resetRoutes(auth, guard))
     .use(accountRoutes(auth, guard))
     .use(keyRoutes(auth, guard))
+    .use(leaveRoutes(opts.leave, guard))
   return opts.oidc ? app.use(oidcRoutes(opts.oidc, auth, guard, { secureCookie: opts.secureCookie })) : app
 }

@@ -211,3 +211,15 @@ export const LoginRefusedBody = t.Object(
   },
   { additionalProperties: true, description: 'Error' },
 )
+
+export const DeleteAccountBody = t.Object({
+  password: t.Optional(t.String({ maxLength: PASSWORD_LENGTH.max, description: 'The account’s password' })),
+  code: t.Optional(
+    code('Instead of the password: a current two-factor code or a recovery code (accounts with two-factor on)'),
+  ),
+  passkey: t.Optional({
+    ...PasskeyLoginBody.properties.response,
+    description:
+      'Instead of the password: the answer of navigator.credentials.get() to the options of POST /api/account/delete/options (AuthenticationResponseJSON)',
+  }),
+})

@@ -1,7 +1,7 @@
 import type { Config } from '../../config'
 import { type Db, run, transaction } from '../../db/client'
 import type { User } from '../../db/schema'
-import { badRequest } from '../../errors'
+import { badRequest, type DomainError } from '../../errors'
 import { ipKey } from '../../http/client-ip'
 import { randomToken, sha256Hex } from '../../lib/crypto'
 import { HOUR_MS } from '../../lib/time'
@@ -41,24 +41,30 @@ const accountLoginKey = (user: User) => `login-account:${user.id}`
 
 /** Changing a password, and recovering a forgotten one by email (the auth service's password use cases). */
 export function passwordCases(db: Db, mailer: Mailer, guesses: Config['limits']['guesses'], now: () => number) {
+  /**
+   * Checks the account's current password before a change that needs it (`wrong`: the error of a wrong one). Wrong
+   * ones count in the account's failed-login window: a stolen token cannot guess the password faster than a login could.
+   */
+  async function confirmPassword(user: User, password: string, wrong: () => DomainError) {
+    const window = guessWindow(
+      guesses,
+      accountLoginKey(user),
+      guesses.loginPerAccount,
+      'Too many failed logins for this account',
+    )
+    const at = now()
+    await takeAttempt(db, [window], at)
+    if (!(await Bun.password.verify(password, user.passwordHash))) throw wrong()
+    await refundAttempt(db, [window], at)
+  }
+
   return {
-    /**
-     * Changes the password when the current one is right, and ends every other session. Wrong current passwords count
-     * in the account's failed-login window: a stolen token cannot guess the password faster than a login could.
-     */
+    confirmPassword,
+
+    /** Changes the password when the current one is right (confirmPassword), and ends every other session. */
     async changePassword(user: User, session: string, input: { currentPassword: string; newPassword: string }) {
       checkPassword(input.newPassword, 'newPassword')
-      const window = guessWindow(
-        guesses,
-        accountLoginKey(user),
-        guesses.loginPerAccount,
-        'Too many failed logins for this account',
-      )
-      const at = now()
-      await takeAttempt(db, [window], at)
-      if (!(await Bun.password.verify(input.currentPassword, user.passwordHash)))
-        throw badRequest('currentPassword is wrong')
-      await refundAttempt(db, [window], at)
+      await confirmPassword(user, input.currentPassword, () => badRequest('currentPassword is wrong'))
       const passwordHash = await hashPassword(input.newPassword)
       await transaction(db, function* (tx) {
         yield* setUserFields(tx, user.id, { passwordHash })

@@ -129,6 +129,33 @@ export async function usersPage<E extends Record<string, SQL>>(
 export const anyAdmin = async (db: Db): Promise<boolean> =>
   (await db.select({ id: users.id }).from(users).where(eq(users.role, 'admin')).limit(1)).length > 0
 
+/** Whether an admin other than `userId` exists (the last admin may not leave). */
+export function* otherAdmin(db: Db | Tx, userId: number): Step<boolean> {
+  return (
+    (yield* q(
+      db
+        .select({ id: users.id })
+        .from(users)
+        .where(and(eq(users.role, 'admin'), ne(users.id, userId)))
+        .limit(1),
+    )).length > 0
+  )
+}
+
+/** Ends every way into the account: its sessions and its API keys. */
+export function* deleteSessionsAndKeys(tx: Tx, userId: number) {
+  yield* deleteSessionsOf(tx, userId)
+  yield* q(tx.delete(apiKeys).where(eq(apiKeys.userId, userId)))
+}
+
+/**
+ * Deletes the account's row; what it still owns goes with it by the foreign keys (albums, embed profiles, webhooks,
+ * passkeys, two-factor, resumable uploads). Returns whether there was one.
+ */
+export function* deleteUserRow(tx: Tx, userId: number): Step<boolean> {
+  return (yield* q(tx.delete(users).where(eq(users.id, userId)).returning({ id: users.id }))).length > 0
+}
+
 /** Up to `limit` account ids above `after`, in order (a walk over every account in batches). */
 export const accountIdsAfter = async (db: Db, after: number, limit: number): Promise<number[]> =>
   (await db.select({ id: users.id }).from(users).where(gt(users.id, after)).orderBy(users.id).limit(limit)).map(

@@ -128,6 +128,16 @@ export function createTotpService(opts: {
     return row?.enabledAt ? row : null
   }
 
+  /**
+   * Whether `code` is a current code or an unused recovery code of the account (used up if so), for an action that
+   * asks for one (turning two-factor off, deleting the account); 400 when two-factor is not on.
+   */
+  async function confirm(user: User, code: string) {
+    const row = await enabledRow(user)
+    if (!row) throw badRequest('Two-factor is not on')
+    return await accept(user, row, code)
+  }
+
   return {
     async status(user: User) {
       const on = (await enabledRow(user)) !== null
@@ -170,11 +180,11 @@ export function createTotpService(opts: {
 
     /** Turns TOTP off with a current code or a recovery code. */
     async disable(user: User, code: string) {
-      const row = await enabledRow(user)
-      if (!row) throw badRequest('Two-factor is not on')
-      if (!(await accept(user, row, code))) throw badRequest('Invalid code')
+      if (!(await confirm(user, code))) throw badRequest('Invalid code')
       await deleteTotp(db, user.id)
     },
+
+    confirm,
 
     /**
      * The second step of a password login: nothing to do without TOTP (a passkey alone is no second factor: two-factor

@@ -56,8 +56,11 @@ export function createRemoval(deps: {
     await gone([image], deleted ? [deleted] : [])
   }
 
-  /** Expired images, a chunk's rows in one transaction (one round trip on PostgreSQL, not one a row), then their files. */
-  async function removeExpired(due: Pick<Image, 'id' | 'ext'>[]) {
+  /**
+   * Several images (expired ones, a deleted account's), their rows in one transaction (one round trip on PostgreSQL,
+   * not one a row), then their files; returns how many rows went.
+   */
+  async function removeMany(due: Pick<Image, 'id' | 'ext'>[]) {
     const ids = due.map((image) => image.id)
     const deleted = await transaction(db, (tx) => deleteImages(tx, ids))
     await gone(due, deleted)
@@ -74,7 +77,7 @@ export function createRemoval(deps: {
       let removed = 0
       for (;;) {
         const due = await dueToExpire(db, at, SWEEP_CHUNK)
-        if (due.length > 0) removed += await removeExpired(due)
+        if (due.length > 0) removed += await removeMany(due)
         if (due.length < SWEEP_CHUNK) return removed
       }
     })().finally(() => {
@@ -83,5 +86,5 @@ export function createRemoval(deps: {
     return sweeping
   }
 
-  return { removeFiles, remove, sweepExpired }
+  return { removeFiles, remove, removeMany, sweepExpired }
 }

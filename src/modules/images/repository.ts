@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, gt, inArray, isNotNull, isNull, lte, type SQL, sql } from 'drizzle-orm'
+import { and, asc, count, desc, eq, gt, inArray, isNotNull, isNull, lte, or, type SQL, sql } from 'drizzle-orm'
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core'
 import { byEngine, type Db, prepared, q, rawRows, type Step, type Tx } from '../../db/client'
 import { dialect, indexedBy } from '../../db/dialect'
@@ -242,6 +242,33 @@ export const imagesAfter = async (db: Db, afterId: string, limit: number) =>
     .from(images)
     .where(gt(images.id, afterId))
     .orderBy(asc(images.id))
+    .limit(limit)
+
+/**
+ * Up to `limit` of the owner's rows after `after` (its upload time and id), oldest first, expired ones not swept yet
+ * included (through images_user_created): every image of an account, a batch at a time (its export, its deletion).
+ */
+export const ownedImagesAfter = async (
+  db: Db,
+  userId: number,
+  after: { createdAt: Date; id: string } | null,
+  limit: number,
+): Promise<Image[]> =>
+  await db
+    .select()
+    .from(images)
+    .where(
+      and(
+        eq(images.userId, userId),
+        after
+          ? or(
+              gt(images.createdAt, after.createdAt),
+              and(eq(images.createdAt, after.createdAt), gt(images.id, after.id)),
+            )
+          : undefined,
+      ),
+    )
+    .orderBy(asc(images.createdAt), asc(images.id))
     .limit(limit)
 
 /** The ids and extensions of the rows among `ids` (the orphan sweep's question about a batch of stored files). */

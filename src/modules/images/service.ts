@@ -98,6 +98,7 @@ export function createImageService(deps: {
     changedHere,
     removeFiles: removal.removeFiles,
     remove: removal.remove,
+    removeMany: removal.removeMany,
     sweepExpired: removal.sweepExpired,
     /** The service's clock: reads at this time agree with the service on what has expired. */
     now,

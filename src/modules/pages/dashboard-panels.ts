@@ -245,7 +245,7 @@ export const usagePanel = html`<section class="panel" id="panel-usage" data-pane
 </div>
 </section>`
 
-/** The "Settings" tab (dashboard-settings.js): privacy and email. */
+/** The "Settings" tab (dashboard-settings.js): privacy, email, and leaving (the data's export, the account's deletion). */
 export const settingsPanel = html`<section class="panel" id="panel-settings" data-panel="settings" aria-labelledby="settings-title" hidden>
 <h2 id="settings-title">Settings</h2>
 <form class="card" id="settings-form">
@@ -260,6 +260,30 @@ export const settingsPanel = html`<section class="panel" id="panel-settings" dat
 <div class="actions"><button type="button" class="secondary" id="resend-verification" hidden>Send a new verification email</button><a class="button secondary" href="/verify">Enter a token</a></div>
 <p class="status" id="email-action-status" role="status" aria-live="polite"></p>
 </div>
+<div class="card" role="group" aria-labelledby="export-title">
+<h3 id="export-title">Your data</h3>
+<p class="muted">A zip of every original you uploaded, with what your account made as JSON: your images’ details, albums, embed profiles, the names of your keys and passkeys. No password, key or two-factor secret is in it.</p>
+<div class="actions"><a class="button secondary" id="export-data" href="/api/account/export" download>Download my data</a></div>
+<p class="status" id="export-status" role="status" aria-live="polite"></p>
+</div>
+<div class="card" role="group" aria-labelledby="leave-title">
+<h3 id="leave-title">Delete my account</h3>
+<p>Deletes your account and everything it made: your images (their links stop working at once), albums, embed profiles, API keys, sessions and webhooks. It cannot be undone: download your data first.</p>
+<div class="actions"><button type="button" class="danger" id="delete-account" aria-haspopup="dialog">Delete my account</button></div>
+</div>
+<dialog class="card image-dialog" id="delete-dialog" aria-labelledby="delete-dialog-title" aria-describedby="delete-dialog-text">
+<h3 id="delete-dialog-title">Delete your account for good?</h3>
+<p id="delete-dialog-text">Everything your account made is deleted at once. Enter your password to confirm.</p>
+<form class="form-grid" id="delete-form">
+<label for="delete-password">Password</label>
+<input id="delete-password" name="password" type="password" autocomplete="current-password" maxlength="${PASSWORD_LENGTH.max}">
+<label for="delete-code">Or a two-factor code</label>
+<input id="delete-code" name="code" type="text" inputmode="numeric" autocomplete="one-time-code" maxlength="${CODE_MAX}" aria-describedby="delete-code-hint">
+<p class="muted small" id="delete-code-hint">Signed in through single sign-on and never set a password? With two-factor on, a current code (or a recovery code) confirms instead, or one of your passkeys.</p>
+<p class="error" data-form-error role="alert" hidden></p>
+<div class="actions"><button type="submit" class="danger">Delete my account</button><button type="button" class="danger" id="delete-passkey" hidden>Delete with a passkey</button><button type="button" class="secondary" id="delete-cancel">Cancel</button></div>
+</form>
+</dialog>
 </section>`
 
 /** The "Security" tab (dashboard-security.js): password and sessions, two-factor, passkeys. */
