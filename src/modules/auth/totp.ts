@@ -39,21 +39,18 @@ const newRecoveryCode = () =>
 
 export type TotpService = ReturnType<typeof createTotpService>
 
-/**
- * TOTP two-factor: setup, enable, disable, and the second step of a password login (a code, or one of the account's
- * `passkeys` in its place). Secrets are sealed at rest with `key`; every code or passkey check counts against the
- * account's guess window (wrong ones from anywhere add up), and a right one clears it. `now` is the clock of both the
- * codes and the windows (tests step it).
- */
-export function createTotpService(opts: {
+type TotpOptions = {
   db: Db
   key: string
   siteName: string
   guesses: Config['limits']['guesses']
   passkeys: PasskeyService
   now: () => number
-}) {
-  const { db, key, guesses, passkeys, now } = opts
+}
+
+/** Checking codes: a secret's TOTP, the step a code is of, and an attempt counted against the account's window. */
+function totpCodes(opts: TotpOptions) {
+  const { db, key, guesses, now } = opts
 
   const totpFor = (secret: string, label = '') =>
     new TOTP({
@@ -113,6 +110,19 @@ export function createTotpService(opts: {
     if (ok) await clearWindows(db, [rule.key])
     return ok
   }
+
+  return { totpFor, stepOf, attempt, accept }
+}
+
+/**
+ * TOTP two-factor: setup, enable, disable, and the second step of a password login (a code, or one of the account's
+ * `passkeys` in its place). Secrets are sealed at rest with `key`; every code or passkey check counts against the
+ * account's guess window (wrong ones from anywhere add up), and a right one clears it. `now` is the clock of both the
+ * codes and the windows (tests step it).
+ */
+export function createTotpService(opts: TotpOptions) {
+  const { db, key, passkeys, now } = opts
+  const { totpFor, stepOf, attempt, accept } = totpCodes(opts)
 
   /**
    * What a 401 of the second step carries: the step asked for and, when the account has passkeys, a new challenge

@@ -42,6 +42,18 @@ async function crashMidUploads(env: Record<string, string>, count: number) {
   return { answers: await Promise.all(answers), key, images }
 }
 
+/** A server started again on `env` after a crash: once it says its start swept crashed uploads, and how many. */
+async function restart(env: Record<string, string>) {
+  const second = await spawnServer(env)
+  const said = () =>
+    second
+      .output()
+      .split('\n')
+      .find((line) => line.includes('"msg":"crashed uploads swept"'))
+  expect(await eventually(30_000, () => said() !== undefined)).toBe(true)
+  return { second, removed: JSON.parse(said()!).removed as number }
+}
+
 test(
   'kill -9 between the files and the row: cli check finds them, a restart removes them, cli check exits 0',
   async () => {
@@ -57,13 +69,8 @@ test(
     expect(await intentRows(env)).toBe(UPLOADS)
 
     // The restart removes them at once (not after the orphan sweep's 24 hours), and says so.
-    const second = await spawnServer(env)
-    expect(await eventually(30_000, () => second.output().includes('"msg":"crashed uploads swept"'))).toBe(true)
-    const swept = second
-      .output()
-      .split('\n')
-      .find((line) => line.includes('"msg":"crashed uploads swept"'))!
-    expect(JSON.parse(swept).removed).toBe(UPLOADS)
+    const { second, removed } = await restart(env)
+    expect(removed).toBe(UPLOADS)
     // An upload of this life keeps its files: its intent went with its row.
     const kept = await upload(second.base, key, images[0]!)
     expect(kept.status).toBe(201)
@@ -108,14 +115,9 @@ test(
       expect(await eventually(60_000, () => said.includes('fault point reached'))).toBe(true)
       expect(await intentRows(env)).toBe(2)
 
-      const second = await spawnServer(env)
-      expect(await eventually(30_000, () => second.output().includes('"msg":"crashed uploads swept"'))).toBe(true)
-      const swept = second
-        .output()
-        .split('\n')
-        .find((line) => line.includes('"msg":"crashed uploads swept"'))!
+      const { second, removed } = await restart(env)
       // The server's own crashed upload went; the import's intent and its two files stay.
-      expect(JSON.parse(swept).removed).toBe(1)
+      expect(removed).toBe(1)
       expect(await intentRows(env)).toBe(1)
       second.proc.kill('SIGTERM')
       await within(20_000, 'the process to exit', second.proc.exited)
