@@ -57,6 +57,45 @@ export async function startServer(config: Config, overrides: ServerOverrides = {
   }
 }
 
+/**
+ * The sweeps of stored files no row owns. A crash's (files stored under an upload intent, by this data directory's
+ * earlier life): at once, in the background (a store that is down only delays it: the orphan sweep tries again every
+ * hour). Every file without a row: from startup on, in the background (it walks every stored file, which the start
+ * must not wait for), then on an interval (the grace period spares those of uploads in progress, in any instance: it is
+ * longer than any upload lasts).
+ */
+function startFileSweeps(
+  jobs: {
+    db: Awaited<ReturnType<typeof openServiceDatabase>>
+    config: Config
+    overrides: ServerOverrides
+    storage: AppDeps['storage']
+    reads: Pick<ReturnType<typeof localReads>, 'storedAmong'>
+    exclusive: ReturnType<typeof exclusiveJobs>
+  },
+  startedAt: number,
+) {
+  const { db, config, overrides, storage, reads, exclusive } = jobs
+  const intents = { instance: instanceId(config.paths.dataDir), startedAt }
+  const crashedUploads = sweepIntents(db, storage, intents).then(
+    (removed) => removed > 0 && log.info('crashed uploads swept', { removed }),
+    (error) => log.warn('sweeping crashed uploads failed; the orphan sweep tries again', { error: String(error) }),
+  )
+  const orphanSweep = periodic(
+    exclusive,
+    'orphan-sweep',
+    overrides.orphanSweep?.intervalMs ?? SWEEP_INTERVAL_MS,
+    async () => {
+      const started = performance.now()
+      await sweepIntents(db, storage, intents)
+      const removed = await sweepOrphans(db, storage, config.paths.tmpDir, overrides.orphanSweep, reads.storedAmong)
+      // How long a walk of every stored file took, and what it found: an operator (and the bench) can see it end.
+      log.info('orphan sweep done', { removed, ms: Math.round(performance.now() - started) })
+    },
+  )
+  return { crashedUploads, orphanSweep }
+}
+
 async function start(
   config: Config,
   overrides: ServerOverrides,
@@ -86,27 +125,9 @@ async function start(
   const now = deps.now ?? Date.now
   // Background jobs that instances sharing a database run one at a time (each instance still has them scheduled).
   const exclusive = exclusiveJobs(db)
-  // The files of uploads a crash cut between their store and their commit: at once, in the background (a store that is
-  // down only delays it: the orphan sweep below tries again every hour).
-  const intents = { instance: instanceId(config.paths.dataDir), startedAt }
-  const crashedUploads = sweepIntents(db, deps.storage, intents).then(
-    (removed) => removed > 0 && log.info('crashed uploads swept', { removed }),
-    (error) => log.warn('sweeping crashed uploads failed; the orphan sweep tries again', { error: String(error) }),
-  )
-  // Files without a row: from startup on, in the background (it walks every stored file, which the start must not
-  // wait for), then on an interval (the grace period spares those of uploads in progress, in any instance: it is
-  // longer than any upload lasts).
-  const orphanSweep = periodic(
-    exclusive,
-    'orphan-sweep',
-    overrides.orphanSweep?.intervalMs ?? SWEEP_INTERVAL_MS,
-    async () => {
-      const started = performance.now()
-      await sweepIntents(db, deps.storage, intents)
-      const removed = await sweepOrphans(db, deps.storage, tmpDir, overrides.orphanSweep, reads.storedAmong)
-      // How long a walk of every stored file took, and what it found: an operator (and the bench) can see it end.
-      log.info('orphan sweep done', { removed, ms: Math.round(performance.now() - started) })
-    },
+  const { crashedUploads, orphanSweep } = startFileSweeps(
+    { db, config, overrides, storage: deps.storage, reads, exclusive },
+    startedAt,
   )
   const { app, services, rateLimit } = createApp(deps)
   // PostgreSQL: the global per-IP counts are added up across instances a few times a second.
