@@ -285,7 +285,7 @@ describe('the sweeper', () => {
 
   test('works through many expired images in chunks (more than one chunk)', async () => {
     const user = await userWithKey(t)
-    // 30: past the sweep's chunk of 25 rows a transaction.
+    // 30: past the sweep's chunk of rows a transaction, several times.
     const ids: string[] = []
     for (let b = 0; b < 2; b++) {
       const files = await Promise.all(Array.from({ length: 15 }, async () => ({ bytes: await png() })))
