@@ -6,11 +6,11 @@ import type { ImageEvents } from './events'
 import { deleteImage, deleteImages, dueToExpire } from './repository'
 
 /**
- * Expired images removed per transaction by the sweeper: short writes (on SQLite they run on the event loop: at a
- * million rows a row's delete with its triggers took ~1.6 ms, so 25 a transaction held the loop 40 ms), yet fewer round
- * trips than one a row on PostgreSQL.
+ * Expired images read per query by the sweeper, each then removed in its own transaction: on SQLite a row's delete with
+ * its triggers runs on the event loop (~1.6 ms at a million rows), and a sweep of many rows a transaction measured
+ * 40 ms blocks there (bench/README.md, "Scale").
  */
-const SWEEP_CHUNK = 5
+const SWEEP_CHUNK = 100
 
 /** Removing images: one at a time (owner, delete token, admin, report action) or every expired one (the sweep). */
 export function createRemoval(deps: {
@@ -58,7 +58,7 @@ export function createRemoval(deps: {
   }
 
   /**
-   * Several images (expired ones, a deleted account's), their rows in one transaction (one round trip on PostgreSQL,
+   * Several images (a deleted account's), their rows in one transaction (one round trip on PostgreSQL,
    * not one a row), then their files; returns how many rows went.
    */
   async function removeMany(due: Pick<Image, 'id' | 'ext'>[]) {
@@ -78,7 +78,10 @@ export function createRemoval(deps: {
       let removed = 0
       for (;;) {
         const due = await dueToExpire(db, at, SWEEP_CHUNK)
-        if (due.length > 0) removed += await removeMany(due)
+        for (const image of due) {
+          await remove(image)
+          removed++
+        }
         if (due.length < SWEEP_CHUNK) return removed
       }
     })().finally(() => {
